@@ -1,0 +1,68 @@
+"""The job request: what a caller (Python, CLI, or a raw Redis write) asks postel to do."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from messages.types import TypeSpec
+
+ProfileName = Literal["default", "production", "creative", "strict"]
+
+
+class CodeSiteContext(BaseModel):
+    """Where in the caller's code the request was made (seed 000's code-site context).
+
+    The Python client fills this by reading its caller's source; other languages send it
+    themselves or leave it out."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    function_name: str | None = None
+    variable_name: str | None = None
+    annotation: str | None = None
+    file: str | None = None
+    line: int | None = Field(default=None, ge=1)
+    comments: list[str] = Field(default_factory=list)
+    surrounding_code: list[str] = Field(default_factory=list)
+
+
+class AmbientContext(BaseModel):
+    """Who is asking and under which settings (seed 000's ambient context)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user: str | None = None
+    session: str | None = None
+    locale: str | None = None
+    profile: ProfileName = "default"
+    domains: list[str] = Field(default_factory=list)
+    task: str | None = None
+
+
+class JobOptions(BaseModel):
+    """Per-job caps and overrides. Unset caps fall back to the profile's values."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_iterations: int | None = Field(default=None, ge=1, le=1000)
+    max_rounds: int | None = Field(default=None, ge=1, le=100)
+    max_repairs: int | None = Field(default=None, ge=0, le=10)
+    deadline_s: float | None = Field(default=None, gt=0)
+
+
+class JobRequest(BaseModel):
+    """A job as submitted. `arguments` are the call's keyword arguments (`text=invoice`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: str = Field(min_length=1)
+    desired_type: TypeSpec = Field(default_factory=lambda: TypeSpec(kind="str"))
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    graph: str | None = None
+    code_site: CodeSiteContext | None = None
+    ambient: AmbientContext = Field(default_factory=AmbientContext)
+    options: JobOptions = Field(default_factory=JobOptions)

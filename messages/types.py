@@ -1,0 +1,88 @@
+"""The desired type of a job's result, as a serializable description (TypeSpec).
+
+A TypeSpec travels in every message that needs to know what the caller wants back. It is
+written the way a Python annotation reads (`float`, `list[int]`, `document`) or, for
+structured results, as a JSON Schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+TypeKind = Literal["float", "int", "bool", "str", "list", "dict", "document", "json_schema"]
+
+_SCALARS: tuple[str, ...] = ("float", "int", "bool", "str", "dict", "document")
+_ALIASES: dict[str, str] = {
+    "string": "str",
+    "text": "str",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+    "object": "dict",
+    "list": "list[str]",
+}
+
+
+class TypeSpec(BaseModel):
+    """What the caller wants back: a scalar, a list of a TypeSpec, a dict, a document or a
+    JSON Schema. `TypeSpec.parse("list[float]")` reads the annotation spelling."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", populate_by_name=True, serialize_by_alias=True
+    )
+
+    kind: TypeKind
+    items: TypeSpec | None = None
+    json_schema: dict[str, Any] | None = Field(default=None, alias="schema")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_annotation_string(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return _parse_spelling(value)
+        if isinstance(value, dict) and "kind" not in value and ("type" in value or "properties" in value):
+            return {"kind": "json_schema", "schema": value}
+        return value
+
+    @model_validator(mode="after")
+    def _check_shape(self) -> TypeSpec:
+        if self.kind == "list" and self.items is None:
+            raise ValueError("a list TypeSpec needs `items`, e.g. list[float]")
+        if self.kind != "list" and self.items is not None:
+            raise ValueError(f"`items` only belongs to list, not {self.kind}")
+        if self.kind == "json_schema" and not self.json_schema:
+            raise ValueError("a json_schema TypeSpec needs a non-empty `schema`")
+        return self
+
+    @classmethod
+    def parse(cls, spelling: str) -> TypeSpec:
+        """Read `float`, `list[int]`, `document` ... into a TypeSpec."""
+        return cls.model_validate(spelling)
+
+    def spelling(self) -> str:
+        """The annotation-style spelling; the inverse of `parse` for non-schema kinds."""
+        if self.kind == "list":
+            assert self.items is not None
+            return f"list[{self.items.spelling()}]"
+        if self.kind == "json_schema":
+            return "json_schema"
+        return self.kind
+
+
+def _parse_spelling(spelling: str) -> dict[str, Any]:
+    text = spelling.strip()
+    text = _ALIASES.get(text.lower(), text)
+    lowered = text.lower()
+    if lowered in _SCALARS:
+        return {"kind": lowered}
+    for prefix in ("list[", "list ["):
+        if lowered.startswith(prefix) and lowered.endswith("]"):
+            inner = text[len(prefix) : -1]
+            return {"kind": "list", "items": _parse_spelling(inner)}
+    known = ", ".join([*_SCALARS, "list[T]"])
+    raise ValueError(f"unknown type {spelling!r}: expected one of {known}, or a JSON Schema")
+
+
+TypeSpec.model_rebuild()
