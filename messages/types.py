@@ -42,7 +42,8 @@ class TypeSpec(BaseModel):
     def _accept_annotation_string(cls, value: Any) -> Any:
         if isinstance(value, str):
             return _parse_spelling(value)
-        if isinstance(value, dict) and "kind" not in value and ("type" in value or "properties" in value):
+        looks_like_schema = isinstance(value, dict) and ("type" in value or "properties" in value)
+        if looks_like_schema and "kind" not in value:
             return {"kind": "json_schema", "schema": value}
         return value
 
