@@ -1,0 +1,360 @@
+"""The graph behind FIND and NEIGHBORS: a small protocol and its NetworkX implementation.
+
+Every search is bounded by caps. When a cap stops a search early the result says which one
+(`caps_hit`), and the executor reports the step as `partial`: a big question gets a
+truncated answer quickly, never a hang.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Protocol
+
+import networkx as nx
+
+from services.gasl import ast
+from services.gasl.conditions import evaluate
+from services.gasl.loaders import load_graphml
+
+
+@dataclass
+class Caps:
+    """Limits on what one command may return or explore; `SET adapter.caps.<key>=<n>`."""
+
+    max_results: int = 1000
+    max_path_length: int = 3
+    max_paths: int = 1000
+    max_expansions: int = 200_000
+    max_depth: int = 3
+
+    def set(self, key: str, value: Any) -> None:
+        names = [f.name for f in fields(self)]
+        if key not in names:
+            raise KeyError(f"unknown cap {key!r}; caps are {', '.join(names)}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"cap {key} needs a positive integer, got {value!r}")
+        setattr(self, key, value)
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass
+class Found:
+    """Items found by one search, and what limited it."""
+
+    items: list[dict[str, Any]]
+    caps_hit: list[str] = field(default_factory=list)
+    examined: int = 0
+    used_index: bool = False
+
+
+class GraphAdapter(Protocol):
+    """What the executor needs from a graph backend. Ids are strings."""
+
+    caps: Caps
+
+    def find_nodes(self, where: ast.Condition | None, limit: int | None) -> Found: ...
+
+    def find_edges(self, where: ast.Condition | None, limit: int | None) -> Found: ...
+
+    def find_paths(
+        self,
+        starts: list[str],
+        ends: list[str],
+        where: ast.Condition | None,
+        max_length: int | None,
+        limit: int | None,
+    ) -> Found: ...
+
+    def neighbors(
+        self, starts: list[str], via: str | None, depth: int | None, limit: int | None
+    ) -> Found: ...
+
+    def get_node(self, node_id: str) -> dict[str, Any] | None: ...
+
+    def attribute_names(self) -> set[str]: ...
+
+
+class _Table:
+    """Attribute dicts in a fixed order, with equality indexes built on first use.
+
+    An index maps a value to the ordinals of the records holding it; list values are
+    indexed per element, matching the any-element semantics of conditions. An attribute
+    holding an unhashable value somewhere gets no index (those searches scan).
+    """
+
+    def __init__(self, records: list[dict[str, Any]], use_indexes: bool) -> None:
+        self.records = records
+        self.use_indexes = use_indexes
+        self._indexes: dict[str, dict[Hashable, list[int]] | None] = {}
+
+    def index(self, name: str) -> dict[Hashable, list[int]] | None:
+        if name not in self._indexes:
+            self._indexes[name] = self._build(name)
+        return self._indexes[name]
+
+    def _build(self, name: str) -> dict[Hashable, list[int]] | None:
+        index: dict[Hashable, list[int]] = {}
+        for ordinal, attrs in enumerate(self.records):
+            value = attrs.get(name)
+            if value is None:
+                continue
+            values = value if isinstance(value, list) else (value,)
+            for v in values:
+                if not isinstance(v, Hashable) or isinstance(v, tuple):
+                    return None
+                bucket = index.setdefault(v, [])
+                if not bucket or bucket[-1] != ordinal:
+                    bucket.append(ordinal)
+        return index
+
+    def candidates(self, where: ast.Condition) -> list[int] | None:
+        """Ordinals that may match, from indexes; None when the condition needs a scan."""
+        found = self._plan(where)
+        return None if found is None else sorted(found)
+
+    def _plan(self, where: ast.Condition) -> set[int] | None:
+        match where:
+            case ast.Compare(ast.Field(path), "=", ast.Value(value)) if len(path) == 1:
+                return self._lookup(path[0], [value])
+            case ast.Compare(ast.Value(value), "=", ast.Field(path)) if len(path) == 1:
+                return self._lookup(path[0], [value])
+            case ast.In(ast.Field(path), ast.Value(options), False) if len(path) == 1 and (
+                isinstance(options, list)
+            ):
+                return self._lookup(path[0], options)
+            case ast.And(items):
+                parts = [p for p in (self._plan(i) for i in items) if p is not None]
+                if not parts:
+                    return None
+                smallest = min(parts, key=len)
+                return smallest.intersection(*[p for p in parts if p is not smallest])
+            case ast.Or(items):
+                planned = [self._plan(i) for i in items]
+                if any(p is None for p in planned):
+                    return None
+                return set().union(*[p for p in planned if p is not None])
+        return None
+
+    def _lookup(self, name: str, values: Iterable[Any]) -> set[int] | None:
+        if not all(isinstance(v, Hashable) and not isinstance(v, tuple) for v in values):
+            return None
+        index = self.index(name)
+        if index is None:
+            return None
+        out: set[int] = set()
+        for v in values:
+            out.update(index.get(v, ()))
+        return out
+
+    def select(
+        self, where: ast.Condition | None, limit: int | None, cap: int
+    ) -> tuple[list[int], bool, int, bool]:
+        """(ordinals, cap_hit, examined, used_index) for records matching `where`."""
+        wanted = cap if limit is None else min(limit, cap)
+        planned = self.candidates(where) if (where is not None and self.use_indexes) else None
+        pool: Iterable[int] = range(len(self.records)) if planned is None else planned
+        hits: list[int] = []
+        examined = 0
+        for ordinal in pool:
+            examined += 1
+            if where is None or evaluate(where, self.records[ordinal]):
+                hits.append(ordinal)
+                if len(hits) > wanted:
+                    break
+        more = len(hits) > wanted
+        cap_hit = more and (limit is None or limit > cap)
+        return hits[:wanted], cap_hit, examined, planned is not None
+
+
+def _edge_matches(attrs: dict[str, Any], via: str) -> bool:
+    needle = via.casefold()
+    texts = [*attrs.get("keywords", []), *attrs.get("description", [])]
+    return any(needle in str(t).casefold() for t in texts)
+
+
+class NetworkXAdapter:
+    """GraphAdapter over a networkx graph whose nodes carry `id` and edges `source`/`target`.
+
+    Build it with `from_graphml` for files, or `from_graph` for a graph already in the
+    shared attribute model. Indexes are built lazily per attribute, `entity_type` at load.
+    """
+
+    def __init__(self, graph: nx.Graph, caps: Caps | None = None, use_indexes: bool = True) -> None:
+        self.graph = graph
+        self.caps = caps or Caps()
+        self._node_ids: list[str] = list(graph.nodes)
+        node_attrs = [graph.nodes[n] for n in self._node_ids]
+        for node_id, attrs in zip(self._node_ids, node_attrs, strict=True):
+            attrs.setdefault("id", node_id)
+        self._ordinal = {n: i for i, n in enumerate(self._node_ids)}
+        self._nodes = _Table(node_attrs, use_indexes)
+        self._edge_table: _Table | None = None
+        if use_indexes:
+            self._nodes.index("entity_type")
+
+    @classmethod
+    def from_graphml(cls, path: str | Path, caps: Caps | None = None) -> NetworkXAdapter:
+        return cls(load_graphml(path), caps)
+
+    @classmethod
+    def from_graph(
+        cls, graph: nx.Graph, caps: Caps | None = None, use_indexes: bool = True
+    ) -> NetworkXAdapter:
+        return cls(graph, caps, use_indexes)
+
+    @property
+    def _edges(self) -> _Table:
+        if self._edge_table is None:
+            records = []
+            for u, v, attrs in self.graph.edges(data=True):
+                attrs.setdefault("source", u)
+                attrs.setdefault("target", v)
+                records.append(attrs)
+            self._edge_table = _Table(records, self._nodes.use_indexes)
+        return self._edge_table
+
+    def attribute_names(self) -> set[str]:
+        names: set[str] = set()
+        for attrs in self._nodes.records[:1000]:
+            names.update(attrs)
+        return names
+
+    def get_node(self, node_id: str) -> dict[str, Any] | None:
+        if node_id not in self._ordinal:
+            return None
+        return dict(self.graph.nodes[node_id])
+
+    def find_nodes(self, where: ast.Condition | None, limit: int | None) -> Found:
+        hits, cap_hit, examined, used = self._nodes.select(where, limit, self.caps.max_results)
+        items = [dict(self._nodes.records[i]) for i in hits]
+        return Found(items, ["max_results"] if cap_hit else [], examined, used)
+
+    def find_edges(self, where: ast.Condition | None, limit: int | None) -> Found:
+        table = self._edges
+        hits, cap_hit, examined, used = table.select(where, limit, self.caps.max_results)
+        items = [dict(table.records[i]) for i in hits]
+        return Found(items, ["max_results"] if cap_hit else [], examined, used)
+
+    def _path_record(self, nodes: list[str]) -> dict[str, Any]:
+        edges = [dict(self.graph.edges[a, b]) for a, b in itertools.pairwise(nodes)]
+        sources: dict[str, None] = {}
+        for edge in edges:
+            for sid in edge.get("source_ids", []):
+                sources.setdefault(sid, None)
+        return {
+            "start": nodes[0],
+            "end": nodes[-1],
+            "nodes": list(nodes),
+            "length": len(nodes) - 1,
+            "edges": edges,
+            "source_ids": list(sources),
+        }
+
+    def find_paths(
+        self,
+        starts: list[str],
+        ends: list[str],
+        where: ast.Condition | None,
+        max_length: int | None,
+        limit: int | None,
+    ) -> Found:
+        caps_hit: list[str] = []
+        length = self.caps.max_path_length if max_length is None else max_length
+        if length > self.caps.max_path_length:
+            length = self.caps.max_path_length
+            caps_hit.append("max_path_length")
+        wanted = self.caps.max_paths if limit is None else min(limit, self.caps.max_paths)
+        start_ids = [s for s in dict.fromkeys(starts) if s in self._ordinal]
+        end_set = {e for e in ends if e in self._ordinal}
+        start_set = set(start_ids)
+        undirected = not self.graph.is_directed()
+        adjacency = self.graph.adj
+        records = self._nodes.records
+        paths: list[list[str]] = []
+        expansions = 0
+        stopped = ""
+        for start in start_ids:
+            if stopped:
+                break
+            path = [start]
+            on_path = {start}
+            stack = [iter(adjacency[start])]
+            expansions += 1
+            while stack and not stopped:
+                nxt = next(stack[-1], None)
+                if nxt is None:
+                    stack.pop()
+                    on_path.discard(path.pop())
+                    continue
+                if nxt in on_path:
+                    continue
+                # An undirected path between two nodes of both sets is reported once,
+                # from the endpoint that comes first in graph order.
+                if nxt in end_set and not (
+                    undirected
+                    and start in end_set
+                    and nxt in start_set
+                    and self._ordinal[nxt] < self._ordinal[start]
+                ):
+                    paths.append([*path, nxt])
+                    if len(paths) > wanted:
+                        stopped = "max_paths" if limit is None or limit > wanted else "limit"
+                        break
+                passable = where is None or evaluate(where, records[self._ordinal[nxt]])
+                if len(path) < length and passable:
+                    if expansions >= self.caps.max_expansions:
+                        stopped = "max_expansions"
+                        break
+                    expansions += 1
+                    path.append(nxt)
+                    on_path.add(nxt)
+                    stack.append(iter(adjacency[nxt]))
+        if stopped in ("max_paths", "max_expansions"):
+            caps_hit.append(stopped)
+        items = [self._path_record(p) for p in paths[:wanted]]
+        return Found(items, caps_hit, expansions, False)
+
+    def neighbors(
+        self, starts: list[str], via: str | None, depth: int | None, limit: int | None
+    ) -> Found:
+        caps_hit: list[str] = []
+        max_depth = 1 if depth is None else depth
+        if max_depth > self.caps.max_depth:
+            max_depth = self.caps.max_depth
+            caps_hit.append("max_depth")
+        wanted = self.caps.max_results if limit is None else min(limit, self.caps.max_results)
+        seeds = [s for s in dict.fromkeys(starts) if s in self._ordinal]
+        reached: dict[str, tuple[int, str]] = {s: (0, s) for s in seeds}
+        queue = deque((s, 0) for s in seeds)
+        found: list[dict[str, Any]] = []
+        expansions = 0
+        full = False
+        while queue and not full:
+            node, level = queue.popleft()
+            if level >= max_depth:
+                continue
+            if expansions >= self.caps.max_expansions:
+                caps_hit.append("max_expansions")
+                break
+            expansions += 1
+            origin = reached[node][1]
+            for nxt, attrs in self.graph.adj[node].items():
+                if nxt in reached or (via is not None and not _edge_matches(attrs, via)):
+                    continue
+                reached[nxt] = (level + 1, origin)
+                queue.append((nxt, level + 1))
+                record = dict(self.graph.nodes[nxt])
+                record["_depth"], record["_from"] = level + 1, origin
+                found.append(record)
+                if len(found) > wanted:
+                    full = True
+                    if limit is None or limit > self.caps.max_results:
+                        caps_hit.append("max_results")
+                    break
+        return Found(found[:wanted], caps_hit, expansions, False)

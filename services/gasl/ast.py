@@ -1,0 +1,265 @@
+"""Typed syntax tree of GASL: conditions and commands, as frozen dataclasses.
+
+Every command keeps `text`, its exact source slice, so records of nested commands (inside
+TRY or ON) can name what ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+# --- conditions -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Field:
+    """An attribute of the item under test; `a.b.c` walks nested dicts."""
+
+    path: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.path)
+
+
+@dataclass(frozen=True)
+class Value:
+    """A literal, or a binding already resolved by the executor."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class Binding:
+    """`${var}` or `${var.a.b}`: a context variable, resolved before evaluation."""
+
+    name: str
+    path: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Len:
+    """`LEN x`: the size of a list, dict or string."""
+
+    operand: Operand
+
+
+Operand = Field | Value | Binding | Len
+
+
+@dataclass(frozen=True)
+class Compare:
+    left: Operand
+    op: Literal["=", "!=", ">", ">=", "<", "<="]
+    right: Operand
+
+
+@dataclass(frozen=True)
+class In:
+    left: Operand
+    options: Operand
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class TextMatch:
+    left: Operand
+    op: Literal["CONTAINS", "STARTS_WITH", "ENDS_WITH"]
+    right: Operand
+
+
+@dataclass(frozen=True)
+class And:
+    items: tuple[Condition, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    items: tuple[Condition, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    item: Condition
+
+
+Condition = Compare | In | TextMatch | And | Or | Not
+
+# --- references and endpoints -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VarRef:
+    """A context variable named bare (`authors`) or as a binding (`${authors.items}`)."""
+
+    name: str
+    path: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EndpointVar:
+    """Nodes taken from a variable: node records, path records or plain ids."""
+
+    ref: VarRef
+
+
+@dataclass(frozen=True)
+class EndpointId:
+    """One node named by its id."""
+
+    node_id: str
+
+
+@dataclass(frozen=True)
+class EndpointWhere:
+    """All nodes matching a condition."""
+
+    where: Condition
+
+
+Endpoint = EndpointVar | EndpointId | EndpointWhere
+
+# --- commands ---------------------------------------------------------------------------
+
+StateType = Literal["LIST", "DICT", "COUNTER"]
+OnStatus = Literal["EMPTY", "ERROR", "PARTIAL", "SCHEMA_MISMATCH"]
+AggFn = Literal["COUNT", "SUM", "AVG", "MIN", "MAX", "COLLECT"]
+
+
+@dataclass(frozen=True)
+class Command:
+    text: str = field(default="", kw_only=True, compare=False)
+
+    @property
+    def target(self) -> str | None:
+        """The context variable this command assigns, if any."""
+        return getattr(self, "into", None)
+
+
+@dataclass(frozen=True)
+class Declare(Command):
+    key: str
+    type: StateType
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class FindItems(Command):
+    kind: Literal["nodes", "edges"]
+    where: Condition | None
+    limit: int | None
+    into: str
+
+
+@dataclass(frozen=True)
+class FindPaths(Command):
+    start: Endpoint
+    end: Endpoint
+    where: Condition | None
+    max_length: int | None
+    limit: int | None
+    into: str
+
+
+@dataclass(frozen=True)
+class Process(Command):
+    source: VarRef
+    instruction: str
+    into: str
+
+
+@dataclass(frozen=True)
+class Update(Command):
+    key: str
+    source: VarRef
+    mode: Literal["MERGE", "REPLACE"] = "MERGE"
+
+
+@dataclass(frozen=True)
+class Analyze(Command):
+    key: str
+    instruction: str
+    into: str
+
+
+@dataclass(frozen=True)
+class RequireExists(Command):
+    ref: VarRef
+
+
+@dataclass(frozen=True)
+class Assert(Command):
+    condition: Condition
+
+
+@dataclass(frozen=True)
+class On(Command):
+    status: OnStatus
+    ref: VarRef
+    then: Command
+
+
+@dataclass(frozen=True)
+class Try(Command):
+    body: tuple[Command, ...]
+    catch: tuple[Command, ...]
+    final: tuple[Command, ...] = ()
+
+
+@dataclass(frozen=True)
+class SetCap(Command):
+    key: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class CancelPlan(Command):
+    plan_id: str
+
+
+@dataclass(frozen=True)
+class SelectFields(Command):
+    source: VarRef
+    fields: tuple[Field, ...]
+    into: str
+
+
+@dataclass(frozen=True)
+class SelectWhere(Command):
+    source: VarRef
+    where: Condition
+    into: str
+
+
+@dataclass(frozen=True)
+class Count(Command):
+    source: VarRef
+    into: str
+
+
+@dataclass(frozen=True)
+class Aggregate(Command):
+    source: VarRef
+    by: Field | None
+    fn: AggFn
+    of: Field | None
+    into: str
+
+
+@dataclass(frozen=True)
+class Rank(Command):
+    source: VarRef
+    by: Field
+    descending: bool
+    limit: int | None
+    into: str
+
+
+@dataclass(frozen=True)
+class Neighbors(Command):
+    start: Endpoint
+    via: str | None
+    depth: int | None
+    limit: int | None
+    into: str

@@ -1,0 +1,392 @@
+"""GASL text -> typed AST, with syntax errors worded so a model can fix its own command."""
+
+from __future__ import annotations
+
+import ast as pyast
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from lark import Lark, Token, Transformer, Tree, v_args
+from lark.exceptions import (
+    LarkError,
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+    VisitError,
+)
+
+from services.gasl import ast
+
+# How each command is written; the hint of a syntax error quotes the one being typed.
+USAGE: dict[str, str] = {
+    "DECLARE": 'DECLARE <key> AS LIST|DICT|COUNTER [WITH_DESCRIPTION "<text>"]',
+    "FIND": "FIND nodes|edges [WHERE <condition>] [LIMIT <n>] AS <name>, or "
+    "FIND paths FROM <endpoint> TO <endpoint> [WHERE <condition>] [MAX_LENGTH <n>] "
+    "[LIMIT <n>] AS <name>",
+    "PROCESS": 'PROCESS <var> USING "<instruction>" AS <name>',
+    "UPDATE": "UPDATE <key> WITH <var> [MERGE|REPLACE]",
+    "ANALYZE": 'ANALYZE <key> USING "<instruction>" AS <name>',
+    "REQUIRE": "REQUIRE EXISTS <var>",
+    "ASSERT": "ASSERT <condition>, e.g. ASSERT LEN ${authors} > 0",
+    "ON": "ON EMPTY|ERROR|PARTIAL|SCHEMA_MISMATCH <var> THEN <command>",
+    "TRY": "TRY <commands> CATCH ANY <commands> [FINALLY <commands>] END",
+    "SET": "SET adapter.caps.<key>=<integer>",
+    "CANCEL": 'CANCEL PLAN "<plan_id>"',
+    "SELECT": "SELECT <var> FIELDS <field>, <field> AS <name>, or "
+    "SELECT <var> WHERE <condition> AS <name>",
+    "COUNT": "COUNT <var> AS <name>",
+    "AGGREGATE": "AGGREGATE <var> [BY <field>] WITH COUNT|SUM|AVG|MIN|MAX|COLLECT "
+    "[OF <field>] AS <name>",
+    "RANK": "RANK <var> BY <field> [ASC|DESC] [LIMIT <n>] AS <name>",
+    "NEIGHBORS": 'NEIGHBORS <endpoint> [VIA "<keyword>"] [DEPTH <n>] [LIMIT <n>] AS <name>',
+}
+
+# Terminal names as a reader of the error should see them.
+_DISPLAY: dict[str, str] = {
+    "NAME": "<name>",
+    "BINDING": "${var}",
+    "STRING": "<string>",
+    "INT": "<integer>",
+    "NUMBER": "<number>",
+    "COMP_OP": "= != > >= < <=",
+    "TEXT_OP": "CONTAINS|STARTS_WITH|ENDS_WITH",
+    "STATE_TYPE": "LIST|DICT|COUNTER",
+    "ITEM_KIND": "nodes|edges",
+    "UPDATE_MODE": "MERGE|REPLACE",
+    "ON_STATUS": "EMPTY|ERROR|PARTIAL|SCHEMA_MISMATCH",
+    "AGG_FN": "COUNT|SUM|AVG|MIN|MAX|COLLECT",
+    "ORDER": "ASC|DESC",
+    "_LPAR": "(",
+    "_RPAR": ")",
+    "_LBRACKET": "[",
+    "_RBRACKET": "]",
+    "_COMMA": ",",
+    "_DOT": ".",
+    "_SEP": "end of command",
+    "$END": "end of input",
+}
+
+
+class GaslSyntaxError(ValueError):
+    """A command that does not parse: where, what was expected, what was found, a hint."""
+
+    def __init__(self, line: int, column: int, expected: list[str], got: str, hint: str) -> None:
+        self.line = line
+        self.column = column
+        self.expected = expected
+        self.got = got
+        self.hint = hint
+        wanted = f"expected one of {', '.join(expected)}" if expected else "unexpected input"
+        super().__init__(f"line {line}, column {column}: {wanted}; got {got}. Hint: {hint}")
+
+
+def _display(terminal: str) -> str:
+    return _DISPLAY.get(terminal, terminal.lstrip("_").replace("__ANON", "?"))
+
+
+def _unquote(token: str) -> str:
+    # Strings follow Python's escape rules, so literal_eval reads both quote styles.
+    try:
+        value = pyast.literal_eval(token)
+    except (ValueError, SyntaxError):
+        return token[1:-1]
+    return value if isinstance(value, str) else token[1:-1]
+
+
+def _binding_parts(token: str) -> tuple[str, tuple[str, ...]]:
+    name, *path = token[2:-1].strip().split(".")
+    return name, tuple(path)
+
+
+def _command(meta_holder: Any, cls: type[ast.Command], text: str, *args: Any) -> ast.Command:
+    return cls(*args, text=text)
+
+
+@v_args(meta=True)
+class _ToAst(Transformer[Token, Any]):
+    """Turns the lark tree into `services.gasl.ast` nodes."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__()
+        self._source = source
+
+    def _text(self, meta: Any) -> str:
+        if getattr(meta, "empty", True):
+            return ""
+        return " ".join(self._source[meta.start_pos : meta.end_pos].split())
+
+    # --- pieces
+    def start(self, meta: Any, items: list[Any]) -> list[ast.Command]:
+        return list(items)
+
+    def block(self, meta: Any, items: list[Any]) -> tuple[ast.Command, ...]:
+        return tuple(items)
+
+    def key(self, meta: Any, items: list[Token]) -> str:
+        return ".".join(str(t) for t in items)
+
+    def field(self, meta: Any, items: list[Token]) -> ast.Field:
+        return ast.Field(tuple(str(t) for t in items))
+
+    def var_ref(self, meta: Any, items: list[Token]) -> ast.VarRef:
+        token = items[0]
+        if token.type == "BINDING":
+            name, path = _binding_parts(str(token))
+            return ast.VarRef(name, path)
+        return ast.VarRef(str(token))
+
+    def literal(self, meta: Any, items: list[Token]) -> ast.Value:
+        token = items[0]
+        kind = token.type
+        if kind == "STRING":
+            return ast.Value(_unquote(str(token)))
+        if kind == "NUMBER":
+            text = str(token)
+            is_int = text.lstrip("-").isdigit()
+            return ast.Value(int(text) if is_int else float(text))
+        return ast.Value({"TRUE": True, "FALSE": False, "NULL": None}[kind])
+
+    def binding(self, meta: Any, items: list[Token]) -> ast.Binding:
+        name, path = _binding_parts(str(items[0]))
+        return ast.Binding(name, path)
+
+    def list_literal(self, meta: Any, items: list[Any]) -> ast.Value:
+        return ast.Value([item.value for item in items if item is not None])
+
+    def len_(self, meta: Any, items: list[Any]) -> ast.Len:
+        return ast.Len(items[0])
+
+    def compare(self, meta: Any, items: list[Any]) -> ast.Compare:
+        op = {"==": "=", "<>": "!="}.get(str(items[1]), str(items[1]))
+        return ast.Compare(items[0], op, items[2])
+
+    def in_(self, meta: Any, items: list[Any]) -> ast.In:
+        return ast.In(items[0], items[1])
+
+    def not_in(self, meta: Any, items: list[Any]) -> ast.In:
+        return ast.In(items[0], items[1], negated=True)
+
+    def text_match(self, meta: Any, items: list[Any]) -> ast.TextMatch:
+        return ast.TextMatch(items[0], str(items[1]).upper(), items[2])
+
+    def and_(self, meta: Any, items: list[Any]) -> ast.And:
+        flat: list[ast.Condition] = []
+        for item in items:
+            flat.extend(item.items if isinstance(item, ast.And) else (item,))
+        return ast.And(tuple(flat))
+
+    def or_(self, meta: Any, items: list[Any]) -> ast.Or:
+        flat: list[ast.Condition] = []
+        for item in items:
+            flat.extend(item.items if isinstance(item, ast.Or) else (item,))
+        return ast.Or(tuple(flat))
+
+    def not_(self, meta: Any, items: list[Any]) -> ast.Not:
+        return ast.Not(items[0])
+
+    def endpoint_var(self, meta: Any, items: list[Any]) -> ast.EndpointVar:
+        return ast.EndpointVar(items[0])
+
+    def endpoint_id(self, meta: Any, items: list[Token]) -> ast.EndpointId:
+        return ast.EndpointId(_unquote(str(items[0])))
+
+    def endpoint_where(self, meta: Any, items: list[Any]) -> ast.EndpointWhere:
+        return ast.EndpointWhere(items[0])
+
+    # --- commands
+    def declare(self, meta: Any, items: list[Any]) -> ast.Declare:
+        key, kind, description = items
+        text = None if description is None else _unquote(str(description))
+        return ast.Declare(key, str(kind).upper(), text, text=self._text(meta))
+
+    def find_items(self, meta: Any, items: list[Any]) -> ast.FindItems:
+        kind, where, limit, into = items
+        return ast.FindItems(
+            str(kind).lower(), where, _int(limit), str(into), text=self._text(meta)
+        )
+
+    def find_paths(self, meta: Any, items: list[Any]) -> ast.FindPaths:
+        start, end, where, max_length, limit, into = items
+        return ast.FindPaths(
+            start, end, where, _int(max_length), _int(limit), str(into), text=self._text(meta)
+        )
+
+    def process(self, meta: Any, items: list[Any]) -> ast.Process:
+        source, instruction, into = items
+        return ast.Process(source, _unquote(str(instruction)), str(into), text=self._text(meta))
+
+    def update(self, meta: Any, items: list[Any]) -> ast.Update:
+        key, source, mode = items
+        return ast.Update(
+            key, source, str(mode).upper() if mode else "MERGE", text=self._text(meta)
+        )
+
+    def analyze(self, meta: Any, items: list[Any]) -> ast.Analyze:
+        key, instruction, into = items
+        return ast.Analyze(key, _unquote(str(instruction)), str(into), text=self._text(meta))
+
+    def require(self, meta: Any, items: list[Any]) -> ast.RequireExists:
+        return ast.RequireExists(items[0], text=self._text(meta))
+
+    def assert_stmt(self, meta: Any, items: list[Any]) -> ast.Assert:
+        return ast.Assert(items[0], text=self._text(meta))
+
+    def on_stmt(self, meta: Any, items: list[Any]) -> ast.On:
+        status, ref, then = items
+        return ast.On(str(status).upper(), ref, then, text=self._text(meta))
+
+    def try_stmt(self, meta: Any, items: list[Any]) -> ast.Try:
+        body, catch, final = items
+        return ast.Try(body, catch, final or (), text=self._text(meta))
+
+    def set_stmt(self, meta: Any, items: list[Any]) -> ast.SetCap:
+        key, op, value = items
+        if str(op) not in ("=", "=="):
+            raise _SemanticError(op, "SET assigns with `=`, e.g. SET adapter.caps.max_results=50")
+        return ast.SetCap(key, value.value, text=self._text(meta))
+
+    def cancel(self, meta: Any, items: list[Any]) -> ast.CancelPlan:
+        return ast.CancelPlan(_unquote(str(items[0])), text=self._text(meta))
+
+    def select_fields(self, meta: Any, items: list[Any]) -> ast.SelectFields:
+        source, *fields, into = items
+        return ast.SelectFields(source, tuple(fields), str(into), text=self._text(meta))
+
+    def select_where(self, meta: Any, items: list[Any]) -> ast.SelectWhere:
+        source, where, into = items
+        return ast.SelectWhere(source, where, str(into), text=self._text(meta))
+
+    def count(self, meta: Any, items: list[Any]) -> ast.Count:
+        return ast.Count(items[0], str(items[1]), text=self._text(meta))
+
+    def aggregate(self, meta: Any, items: list[Any]) -> ast.Aggregate:
+        source, by, fn, of, into = items
+        fn_name = str(fn).upper()
+        if fn_name != "COUNT" and of is None:
+            raise _SemanticError(
+                fn,
+                f"{fn_name} needs a value field: AGGREGATE <var> BY <field> WITH "
+                f"{fn_name} OF <field> AS <name>",
+            )
+        return ast.Aggregate(source, by, fn_name, of, str(into), text=self._text(meta))
+
+    def rank(self, meta: Any, items: list[Any]) -> ast.Rank:
+        source, by, order, limit, into = items
+        descending = order is None or str(order).upper() == "DESC"
+        return ast.Rank(source, by, descending, _int(limit), str(into), text=self._text(meta))
+
+    def neighbors(self, meta: Any, items: list[Any]) -> ast.Neighbors:
+        start, via, depth, limit, into = items
+        return ast.Neighbors(
+            start,
+            None if via is None else _unquote(str(via)),
+            _int(depth),
+            _int(limit),
+            str(into),
+            text=self._text(meta),
+        )
+
+
+class _SemanticError(Exception):
+    """A command that parses but says something impossible; reported like a syntax error."""
+
+    def __init__(self, token: Token, hint: str) -> None:
+        super().__init__(hint)
+        self.token = token
+        self.hint = hint
+
+
+def _int(token: Token | None) -> int | None:
+    return None if token is None else int(str(token))
+
+
+@cache
+def _lark() -> Lark:
+    grammar = resources.files("services.gasl").joinpath("grammar.lark").read_text("utf-8")
+    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+def _hint(source: str, error: UnexpectedInput, expected: list[str]) -> str:
+    line_text = source.splitlines()[error.line - 1] if source.splitlines() else ""
+    words = line_text.split()
+    first = words[0].upper() if words else ""
+    first = "NEIGHBORS" if first == "NEIGHBOURS" else first
+    if first == "FIND":
+        paths = len(words) > 1 and words[1].lower() == "paths"
+        usage = USAGE["FIND"].split(", or ")[1 if paths else 0]
+    elif first in USAGE:
+        usage = USAGE[first]
+    else:
+        return "a command starts with one of " + ", ".join(USAGE) + "."
+    if "AS" in expected and len(expected) <= 4:
+        return f"{first} needs `AS <name>` at the end. Usage: {usage}"
+    if expected == ["<string>"]:
+        return f"text goes in double quotes. Usage: {usage}"
+    return f"usage: {usage}"
+
+
+def _got(error: UnexpectedInput, source: str) -> str:
+    if isinstance(error, UnexpectedToken):
+        if error.token.type == "$END":
+            return "end of input"
+        if error.token.type == "_SEP":
+            return "end of command"
+        return repr(str(error.token))
+    if isinstance(error, UnexpectedCharacters):
+        return repr(source[error.pos_in_stream : error.pos_in_stream + 12].split("\n")[0])
+    return "end of input"
+
+
+def _expected(error: UnexpectedInput) -> list[str]:
+    if isinstance(error, UnexpectedToken) and error.interactive_parser is not None:
+        # The LALR table over-approximates; asking the parser gives the exact set.
+        names = set(error.interactive_parser.accepts())
+    elif isinstance(error, UnexpectedToken | UnexpectedEOF):
+        names = set(error.expected)
+    elif isinstance(error, UnexpectedCharacters):
+        names = set(error.allowed or ())
+    else:
+        names = set()
+    return sorted({_display(name) for name in names})
+
+
+def parse(source: str) -> list[ast.Command]:
+    """Parse one or more commands (separated by newlines or `;`) into AST commands.
+
+    Raises GaslSyntaxError, and only that, for any input that is not valid GASL.
+    """
+    try:
+        tree: Tree[Token] = _lark().parse(source)
+        result: list[ast.Command] = _ToAst(source).transform(tree)
+        return result
+    except VisitError as wrapped:
+        inner = wrapped.orig_exc
+        if isinstance(inner, _SemanticError):
+            line = getattr(inner.token, "line", 1) or 1
+            column = getattr(inner.token, "column", 1) or 1
+            raise GaslSyntaxError(line, column, [], repr(str(inner.token)), inner.hint) from None
+        raise GaslSyntaxError(1, 1, [], "invalid value", str(inner)) from None
+    except UnexpectedInput as error:
+        expected = _expected(error)
+        line = error.line if error.line and error.line > 0 else max(1, source.count("\n") + 1)
+        column = error.column if error.column and error.column > 0 else len(source) + 1
+        error.line = line
+        raise GaslSyntaxError(
+            line, column, expected, _got(error, source), _hint(source, error, expected)
+        ) from None
+    except LarkError as error:
+        raise GaslSyntaxError(1, 1, [], "invalid input", str(error)) from None
+    except RecursionError:
+        raise GaslSyntaxError(1, 1, [], "too deeply nested input", "nest less") from None
+
+
+def parse_one(command: str) -> ast.Command:
+    """Parse text holding exactly one command (which may be a TRY block)."""
+    commands = parse(command)
+    if len(commands) != 1:
+        raise GaslSyntaxError(
+            1, 1, ["one command"], f"{len(commands)} commands", "give one command per string"
+        )
+    return commands[0]
