@@ -1,0 +1,50 @@
+"""The LLM layer: one async client interface, an OpenAI-compatible provider, a scripted
+provider with record/replay, and a factory choosing between them."""
+
+from services.llm.cassette import CassetteEntry, load_cassette, save_cassette
+from services.llm.client import LLMClient
+from services.llm.errors import (
+    CassetteExhausted,
+    LLMBadResponse,
+    LLMConnectionError,
+    LLMError,
+    LLMRateLimited,
+    LLMRequestRejected,
+    LLMServerError,
+    LLMTimeout,
+)
+from services.llm.factory import LLMSettings, build_llm_client
+from services.llm.models import ChatMessage, LLMRequest, LLMResponse, Usage
+from services.llm.openai import OpenAIClient, OpenAIConfig
+from services.llm.recording import RecordingClient
+from services.llm.retry import RetryPolicy
+from services.llm.scripted import Responder, ScriptedClient
+from services.llm.structured import StructuredOutput
+
+__all__ = [
+    "CassetteEntry",
+    "CassetteExhausted",
+    "ChatMessage",
+    "LLMBadResponse",
+    "LLMClient",
+    "LLMConnectionError",
+    "LLMError",
+    "LLMRateLimited",
+    "LLMRequest",
+    "LLMRequestRejected",
+    "LLMResponse",
+    "LLMServerError",
+    "LLMSettings",
+    "LLMTimeout",
+    "OpenAIClient",
+    "OpenAIConfig",
+    "RecordingClient",
+    "Responder",
+    "RetryPolicy",
+    "ScriptedClient",
+    "StructuredOutput",
+    "Usage",
+    "build_llm_client",
+    "load_cassette",
+    "save_cassette",
+]

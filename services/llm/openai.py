@@ -1,0 +1,200 @@
+"""The `openai` provider: any OpenAI-compatible ``/chat/completions`` endpoint over httpx
+(OpenAI, vLLM, Ollama, llama.cpp servers, LiteLLM).
+
+Retries 429, 5xx, timeouts and unreachable servers with exponential backoff (a 429's
+Retry-After wins, capped); any other 4xx fails at once with the server's message."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import httpx
+import structlog
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from services.llm.errors import (
+    LLMBadResponse,
+    LLMConnectionError,
+    LLMError,
+    LLMRateLimited,
+    LLMRequestRejected,
+    LLMServerError,
+    LLMTimeout,
+)
+from services.llm.models import LLMRequest, LLMResponse, Usage
+from services.llm.retry import RetryPolicy
+from services.llm.structured import StructuredOutput, response_format
+from services.llm.tokens import count_tokens
+
+log = structlog.get_logger(__name__)
+
+_EXCERPT = 500
+
+
+class OpenAIConfig(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    base_url: str = Field(
+        description="API root including the version, e.g. https://api.openai.com/v1"
+    )
+    api_key: SecretStr | None = None
+    model: str
+    timeout: float = Field(
+        default=60.0, gt=0, description="seconds per attempt for the whole answer"
+    )
+    connect_timeout: float = Field(default=5.0, gt=0)
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    structured_output: StructuredOutput = Field(
+        default="json_schema", description="response_format dialect; see services.llm.structured"
+    )
+    strict_schema: bool = True
+    schema_name: str = "response"
+
+
+class OpenAIClient:
+    def __init__(self, config: OpenAIConfig) -> None:
+        self._config = config
+        self._url = config.base_url.rstrip("/") + "/chat/completions"
+        headers = {"Accept": "application/json"}
+        if config.api_key is not None:
+            headers["Authorization"] = f"Bearer {config.api_key.get_secret_value()}"
+        self._http = httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(config.timeout, connect=config.connect_timeout),
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAIClient(url={self._url!r}, model={self._config.model!r})"
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        body = self._body(request)
+        policy = self._config.retry
+        started = time.perf_counter()
+        failure: tuple[type[LLMError], str] = (LLMError, "no attempt made")
+        for attempt in range(1, policy.max_attempts + 1):
+            retry_after: str | None = None
+            try:
+                async with asyncio.timeout(self._config.timeout):
+                    response = await self._http.post(self._url, json=body)
+            except (TimeoutError, httpx.TimeoutException):
+                failure = (LLMTimeout, f"no answer within {self._config.timeout:g}s")
+            except httpx.TransportError as exc:
+                failure = (LLMConnectionError, f"{type(exc).__name__}: {exc}")
+            else:
+                if response.is_success:
+                    return self._parse(request, response, started)
+                message = self._server_message(response)
+                status = response.status_code
+                if status == 429:
+                    failure = (LLMRateLimited, f"HTTP 429: {message}")
+                    retry_after = response.headers.get("retry-after")
+                elif status >= 500:
+                    failure = (LLMServerError, f"HTTP {status}: {message}")
+                else:
+                    raise LLMRequestRejected(
+                        f"{self._url} rejected the request (HTTP {status}): {message}",
+                        status_code=status,
+                        server_message=message,
+                    )
+            if attempt == policy.max_attempts:
+                break
+            delay = policy.delay(attempt, retry_after)
+            log.warning(
+                "llm.retry",
+                url=self._url,
+                attempt=attempt,
+                error=failure[0].__name__,
+                detail=failure[1],
+                delay_s=round(delay, 3),
+            )
+            await asyncio.sleep(delay)
+        kind, detail = failure
+        raise kind(f"{self._url} failed after {policy.max_attempts} attempt(s): {detail}")
+
+    def _body(self, request: LLMRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": request.model or self._config.model,
+            "messages": [message.model_dump() for message in request.messages],
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+        }
+        if request.stop:
+            body["stop"] = request.stop
+        if request.json_schema is not None:
+            fmt = response_format(
+                self._config.structured_output,
+                request.json_schema,
+                name=self._config.schema_name,
+                strict=self._config.strict_schema,
+            )
+            if fmt is not None:
+                body["response_format"] = fmt
+        return body
+
+    def _parse(self, request: LLMRequest, response: httpx.Response, started: float) -> LLMResponse:
+        try:
+            data = response.json()
+            choice = data["choices"][0]
+            text = choice["message"].get("content") or ""
+            finish_reason = choice.get("finish_reason") or "unknown"
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise LLMBadResponse(
+                f"{self._url} answered HTTP {response.status_code} without a chat completion "
+                f"({type(exc).__name__}): {self._scrub(response.text[:_EXCERPT])}"
+            ) from None
+        result = LLMResponse(
+            text=text,
+            finish_reason=finish_reason,
+            usage=_usage(data.get("usage"), request, text),
+            model=data.get("model") or request.model or self._config.model,
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )
+        log.debug(
+            "llm.complete",
+            model=result.model,
+            finish_reason=result.finish_reason,
+            prompt_tokens=result.usage.prompt_tokens,
+            completion_tokens=result.usage.completion_tokens,
+            latency_ms=round(result.latency_ms, 1),
+        )
+        return result
+
+    def _server_message(self, response: httpx.Response) -> str:
+        """The human part of an error body: OpenAI's {"error": {"message"}}, FastAPI's
+        {"detail"}, or the raw text."""
+        message: Any = None
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            error = data.get("error")
+            message = error.get("message") if isinstance(error, dict) else error
+            message = message or data.get("detail") or data.get("message")
+        text = str(message) if message else response.text or response.reason_phrase
+        return self._scrub(text[:_EXCERPT])
+
+    def _scrub(self, text: str) -> str:
+        # Some servers echo the credential they refused; it must not reach logs or errors.
+        if self._config.api_key is not None:
+            secret = self._config.api_key.get_secret_value()
+            if secret:
+                text = text.replace(secret, "**********")
+        return text
+
+
+def _usage(raw: Any, request: LLMRequest, text: str) -> Usage:
+    if isinstance(raw, dict):
+        prompt, completion = raw.get("prompt_tokens"), raw.get("completion_tokens")
+        if isinstance(prompt, int) and isinstance(completion, int):
+            return Usage(prompt_tokens=prompt, completion_tokens=completion)
+    return Usage(
+        prompt_tokens=count_tokens(request.prompt_text()),
+        completion_tokens=count_tokens(text),
+        estimated=True,
+    )
