@@ -1,0 +1,356 @@
+"""The actor runtime: one readable loop from a queued payload to the messages it causes.
+
+For every arq job a worker takes:
+
+  decode -> (poison? dead-letter, fail the job, go on) -> already committed? stop
+  -> record `received` -> call the worker's handler -> enqueue what it returns
+  -> commit: done marker + `completed`/`continued` event (+ job record for terminal messages)
+
+A handler that raises is retried by arq with backoff while tries remain (`retried` event);
+out of tries, the message is dead-lettered and the job fails with status `out_of_tries`.
+Downstream messages carry deterministic ids, and arq refuses a job id it already holds, so a
+handler that runs twice (its worker was killed) does not fork the job; the done marker keeps
+completion events and terminal writes from being recorded twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import structlog
+from arq import Retry
+from arq.connections import ArqRedis
+from pydantic import ValidationError
+from redis.asyncio import Redis
+from redis.exceptions import WatchError
+
+from infra import keys
+from infra.deadletter import dead_letter
+from infra.events import Event, EventLog, EventStatus
+from infra.jobs import JobStore
+from infra.settings import Settings
+from messages import Envelope, JobCompleted, JobFailed, decode_message, utc_now
+
+log = structlog.get_logger(__name__)
+
+DONE_TTL_S = 7 * 24 * 3600
+ARQ_FUNCTION = "handle"
+
+
+@dataclass
+class Metrics:
+    """Per-hop figures a handler reports; they become numeric event fields."""
+
+    iteration: int = 0
+    round: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add_call(self, prompt_tokens: int, completion_tokens: int) -> None:
+        self.llm_calls += 1
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+
+
+@dataclass
+class Outcome:
+    messages: list[Envelope] = field(default_factory=list)
+    metrics: Metrics = field(default_factory=Metrics)
+    continued: bool = False
+
+
+@dataclass
+class Runtime:
+    """What every handler may use: Redis, the arq pool, settings and the stores; `resources`
+    holds per-process objects a worker builds once (an LLM client, a graph cache)."""
+
+    redis: Redis
+    pool: ArqRedis
+    settings: Settings
+    events: EventLog
+    jobs: JobStore
+    resources: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, pool: ArqRedis, settings: Settings) -> Runtime:
+        return cls(
+            redis=pool,
+            pool=pool,
+            settings=settings,
+            events=EventLog(
+                pool, settings.events_maxlen, settings.job_events_maxlen, settings.job_ttl_s
+            ),
+            jobs=JobStore(pool, settings.job_ttl_s),
+        )
+
+
+Handler = Callable[[Envelope, Runtime], Awaitable[Outcome]]
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    name: str
+    accepts: tuple[type[Envelope], ...]
+    handle: Handler
+    setup: Callable[[Runtime], Awaitable[None]] | None = None
+
+
+class Actor:
+    """Runs one worker kind's handler on the messages of its queue."""
+
+    def __init__(self, spec: WorkerSpec, runtime: Runtime) -> None:
+        self.spec = spec
+        self.runtime = runtime
+        self.max_tries = runtime.settings.queue(spec.name).max_tries
+
+    async def handle_job(self, ctx: dict[str, Any], payload: Any) -> None:
+        """arq's entry point: `ctx["job_try"]` counts runs, including runs cut by a crash."""
+        await self.run(payload, attempt=int(ctx.get("job_try", 1)))
+
+    async def run(self, payload: Any, attempt: int) -> None:
+        started = time.perf_counter()
+        message = await self._decode(payload, attempt)
+        if message is None:
+            return
+        message = message.with_attempt(attempt)
+        structlog.contextvars.bind_contextvars(
+            job_id=message.job_id, message_id=message.message_id, worker=self.spec.name
+        )
+        try:
+            if await self.runtime.redis.exists(keys.done(message.message_id)):
+                log.info("message already handled; skipping the re-run")
+                return
+            await self._record(message, "received", wait_ms=_age_ms(message.created_at))
+            if attempt > self.max_tries:
+                await self._give_up(message, payload, "out of tries (its worker died each time)")
+                return
+            if message.deadline is not None and utc_now() > message.deadline:
+                failed = message.derive(
+                    JobFailed,
+                    key="failed",
+                    status="deadline_exceeded",
+                    error=f"deadline {message.deadline.isoformat()} passed before {self.spec.name}",
+                )
+                await self._commit(message, Outcome(messages=[failed]), started)
+                return
+            try:
+                outcome = await self.spec.handle(message, self.runtime)
+            except Exception as exc:
+                await self._after_error(message, payload, exc, attempt, started)
+                return
+            await self._commit(message, outcome, started)
+        finally:
+            structlog.contextvars.unbind_contextvars("job_id", "message_id", "worker")
+
+    async def _decode(self, payload: Any, attempt: int) -> Envelope | None:
+        error: str | None = None
+        message: Envelope | None = None
+        try:
+            message = decode_message(payload) if isinstance(payload, dict) else None
+            if message is None:
+                error = "undecodable message: the payload is not a JSON object"
+        except ValidationError as exc:
+            error = f"invalid message: {_summarise(exc)}"
+        if message is not None and not isinstance(message, self.spec.accepts):
+            accepted = ", ".join(cls.model_fields["type"].default for cls in self.spec.accepts)
+            error = f"unknown type for worker {self.spec.name}: {message.type!r} (takes {accepted})"
+        if error is None:
+            return message
+        job_id = payload.get("job_id", "") if isinstance(payload, dict) else ""
+        message_id = payload.get("message_id", "") if isinstance(payload, dict) else ""
+        job_id = job_id if isinstance(job_id, str) else ""
+        message_id = message_id if isinstance(message_id, str) else ""
+        await dead_letter(
+            self.runtime.redis,
+            source=f"worker:{self.spec.name}",
+            error=error,
+            payload=payload,
+            job_id=job_id,
+            message_id=message_id,
+            attempt=attempt,
+        )
+        log.warning("dead-lettered a poison message", error=error, job_id=job_id)
+        if job_id and await self.runtime.redis.exists(keys.job(job_id)):
+            await self._fail_job_directly(job_id, message_id, error)
+        return None
+
+    async def _fail_job_directly(self, job_id: str, message_id: str, error: str) -> None:
+        event = Event(
+            job_id=job_id,
+            message_id=message_id or "?",
+            type="?",
+            worker=self.spec.name,
+            stage=self.spec.name,
+            status="dead_lettered",
+            error=error,
+        )
+        async with self.runtime.redis.pipeline(transaction=True) as pipe:
+            self.runtime.events.add_to(pipe, event)
+            self.runtime.jobs.mark_finished(pipe, job_id, error=error, failure="invalid_request")
+            await pipe.execute()
+
+    async def _after_error(
+        self, message: Envelope, payload: Any, exc: Exception, attempt: int, started: float
+    ) -> None:
+        error = f"{type(exc).__name__}: {exc}"
+        if attempt < self.max_tries:
+            log.warning("handler failed; arq will retry", error=error, attempt=attempt)
+            await self._record(message, "retried", error=error, started=started)
+            raise Retry(defer=min(0.2 * 2 ** (attempt - 1), 5.0)) from exc
+        log.error("handler failed on its last try", error=error, attempt=attempt)
+        await self._give_up(message, payload, error)
+
+    async def _give_up(self, message: Envelope, payload: Any, error: str) -> None:
+        await dead_letter(
+            self.runtime.redis,
+            source=f"worker:{self.spec.name}",
+            error=error,
+            payload=payload,
+            job_id=message.job_id,
+            message_id=message.message_id,
+            attempt=message.attempt,
+        )
+        await self._record(message, "dead_lettered", error=error)
+        failed = message.derive(
+            JobFailed,
+            key="failed",
+            status="out_of_tries",
+            error=f"{self.spec.name} gave up after {message.attempt} tries: {error}",
+        )
+        await self._commit(message, Outcome(messages=[failed]), time.perf_counter())
+
+    async def _commit(self, message: Envelope, outcome: Outcome, started: float) -> None:
+        for downstream in outcome.messages:
+            if downstream.destination is not None:
+                await enqueue(self.runtime.pool, downstream)
+        duration_ms = (time.perf_counter() - started) * 1000
+        status: EventStatus = "continued" if outcome.continued else "completed"
+        done_key = keys.done(message.message_id)
+        terminal = [m for m in outcome.messages if m.destination is None]
+        async with self.runtime.redis.pipeline(transaction=True) as pipe:
+            try:
+                await pipe.watch(done_key)
+                if await pipe.exists(done_key):
+                    return
+                pipe.multi()
+                pipe.set(done_key, "1", ex=DONE_TTL_S)
+                self.runtime.events.add_to(
+                    pipe,
+                    self._event(message, status, duration_ms=duration_ms, metrics=outcome.metrics),
+                )
+                for final in terminal:
+                    self._finish_job(pipe, final)
+                if not terminal:
+                    next_stage = next((m.destination for m in outcome.messages), self.spec.name)
+                    self.runtime.jobs.mark_running(
+                        pipe, message.job_id, next_stage or self.spec.name
+                    )
+                await pipe.execute()
+            except WatchError:
+                log.info("another run committed this message first")
+
+    def _finish_job(self, pipe: Any, final: Envelope) -> None:
+        if isinstance(final, JobCompleted):
+            self.runtime.jobs.mark_finished(pipe, final.job_id, result=final.result)
+            status: EventStatus = "completed"
+            error = ""
+        elif isinstance(final, JobFailed):
+            self.runtime.jobs.mark_finished(
+                pipe, final.job_id, result=final.partial, error=final.error, failure=final.status
+            )
+            status, error = "failed", final.error
+        else:
+            raise TypeError(f"{final.type} has no destination and is not terminal")
+        self.runtime.events.add_to(
+            pipe,
+            Event(
+                job_id=final.job_id,
+                message_id=final.message_id,
+                type=final.type,
+                worker=self.spec.name,
+                stage="done",
+                status=status,
+                error=error,
+            ),
+        )
+        pipe.xadd(
+            keys.RESULTS,
+            {"job_id": final.job_id, "message": final.model_dump_json()},
+            maxlen=self.runtime.settings.events_maxlen,
+            approximate=True,
+        )
+
+    def _event(
+        self,
+        message: Envelope,
+        status: EventStatus,
+        *,
+        duration_ms: float = 0.0,
+        error: str = "",
+        metrics: Metrics | None = None,
+        wait_ms: float = 0.0,
+    ) -> Event:
+        figures = metrics or Metrics()
+        return Event(
+            job_id=message.job_id,
+            message_id=message.message_id,
+            type=message.type,
+            worker=self.spec.name,
+            stage=self.spec.name,
+            status=status,
+            attempt=message.attempt,
+            duration_ms=duration_ms,
+            error=error,
+            wait_ms=wait_ms,
+            iteration=figures.iteration,
+            round=figures.round,
+            llm_calls=figures.llm_calls,
+            prompt_tokens=figures.prompt_tokens,
+            completion_tokens=figures.completion_tokens,
+        )
+
+    async def _record(
+        self,
+        message: Envelope,
+        status: EventStatus,
+        *,
+        error: str = "",
+        started: float | None = None,
+        wait_ms: float = 0.0,
+    ) -> None:
+        duration_ms = (time.perf_counter() - started) * 1000 if started is not None else 0.0
+        await self.runtime.events.record(
+            self._event(message, status, duration_ms=duration_ms, error=error, wait_ms=wait_ms)
+        )
+
+
+async def enqueue(pool: ArqRedis, message: Envelope) -> bool:
+    """Put a message on its destination's queue; False if that message id is already there
+    (or was handled recently): the duplicate is dropped."""
+    if message.destination is None:
+        raise ValueError(f"{message.type} is terminal and has no queue")
+    job = await pool.enqueue_job(
+        ARQ_FUNCTION,
+        message.model_dump(mode="json"),
+        _job_id=message.message_id,
+        _queue_name=keys.queue(message.destination),
+    )
+    return job is not None
+
+
+def _age_ms(created_at: datetime) -> float:
+    return max((utc_now() - created_at).total_seconds() * 1000, 0.0)
+
+
+def _summarise(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in error["loc"]) or "message"
+        parts.append(f"{where}: {error['msg']}")
+    more = f" (+{exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+    return "; ".join(parts) + more

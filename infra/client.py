@@ -1,0 +1,130 @@
+"""The Python client: submit a job, follow its events, await its result.
+
+    async with Client() as client:
+        job_id = await client.submit("get the total price", type="float", text=invoice)
+        price = await client.result(job_id, timeout=60)
+
+Without a URL it connects where `postel up` listens (POSTEL_REDIS_URL, or the embedded
+server's fixed loopback port).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from arq.connections import ArqRedis
+
+from infra.events import Event, EventLog
+from infra.jobs import JobRecord, JobStore
+from infra.settings import Settings
+from infra.submit import submit_job
+from infra.wire import connect_arq
+from messages import AmbientContext, CodeSiteContext, JobOptions, JobRequest, TypeSpec
+
+TERMINAL_TYPES = frozenset({"job.completed", "job.failed"})
+
+
+class JobFailedError(RuntimeError):
+    """The job ended in failure; `status` is its documented FailureStatus."""
+
+    def __init__(self, job_id: str, status: str, error: str, partial: Any = None) -> None:
+        super().__init__(f"job {job_id} failed ({status}): {error}")
+        self.job_id = job_id
+        self.status = status
+        self.error = error
+        self.partial = partial
+
+
+class Client:
+    def __init__(self, url: str | None = None, settings: Settings | None = None) -> None:
+        self.settings = settings or Settings()
+        self.url = url or self.settings.effective_redis_url
+        self._pool: ArqRedis | None = None
+
+    async def connect(self) -> Client:
+        if self._pool is None:
+            self._pool = await connect_arq(self.url)
+        return self
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            await self._pool.aclose()
+            self._pool = None
+
+    async def __aenter__(self) -> Client:
+        return await self.connect()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @property
+    def pool(self) -> ArqRedis:
+        if self._pool is None:
+            raise RuntimeError("Client is not connected: use `async with Client()` or connect()")
+        return self._pool
+
+    @property
+    def events(self) -> EventLog:
+        s = self.settings
+        return EventLog(self.pool, s.events_maxlen, s.job_events_maxlen, s.job_ttl_s)
+
+    @property
+    def jobs(self) -> JobStore:
+        return JobStore(self.pool, self.settings.job_ttl_s)
+
+    async def submit(
+        self,
+        prompt: str,
+        *,
+        type: str | TypeSpec | dict[str, Any] = "str",
+        graph: str | None = None,
+        code_site: CodeSiteContext | None = None,
+        ambient: AmbientContext | None = None,
+        options: JobOptions | None = None,
+        job_id: str | None = None,
+        **arguments: Any,
+    ) -> str:
+        request = JobRequest(
+            prompt=prompt,
+            desired_type=TypeSpec.model_validate(type) if not isinstance(type, TypeSpec) else type,
+            arguments=arguments,
+            graph=graph,
+            code_site=code_site,
+            ambient=ambient or AmbientContext(),
+            options=options or JobOptions(),
+        )
+        return await self.submit_request(request, job_id=job_id)
+
+    async def submit_request(self, request: JobRequest, job_id: str | None = None) -> str:
+        return await submit_job(self.pool, self.events, self.jobs, request, job_id)
+
+    async def status(self, job_id: str) -> JobRecord:
+        return await self.jobs.get(job_id)
+
+    async def follow(self, job_id: str) -> AsyncIterator[Event]:
+        """The job's events as they happen, ending after its terminal event."""
+        async for event in self.events.follow(job_id):
+            yield event
+            if event.type in TERMINAL_TYPES:
+                return
+
+    async def wait(self, job_id: str, timeout: float = 60.0) -> JobRecord:
+        """The finished job record; TimeoutError if it is still running after `timeout`."""
+        async with asyncio.timeout(timeout):
+            record = await self.status(job_id)
+            if record.finished:
+                return record
+            async for _event in self.follow(job_id):
+                pass
+            return await self.status(job_id)
+
+    async def result(self, job_id: str, timeout: float = 60.0) -> Any:
+        """The validated result; raises JobFailedError if the job failed."""
+        record = await self.wait(job_id, timeout)
+        if record.status == "failed":
+            raise JobFailedError(
+                job_id, record.failure or "failed", record.error or "", record.result
+            )
+        return record.result

@@ -1,0 +1,106 @@
+"""The job record: status, stage, timestamps, and the result or error, readable by job_id.
+
+A Redis hash under `postel:job:<id>`. `status` is queued, running, completed or failed;
+`failure` is the documented FailureStatus of a failed job.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from redis.asyncio import Redis
+
+from infra import keys
+from messages import JobRequest, utc_now
+
+JobStatus = Literal["queued", "running", "completed", "failed"]
+
+
+class JobRecord(BaseModel):
+    job_id: str
+    status: JobStatus
+    stage: str
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None = None
+    request: JobRequest | None = None
+    result: Any = None
+    error: str | None = None
+    failure: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("completed", "failed")
+
+
+class JobNotFound(LookupError):
+    pass
+
+
+class JobStore:
+    def __init__(self, redis: Redis, ttl_s: int) -> None:
+        self.redis = redis
+        self.ttl_s = ttl_s
+
+    async def create(self, job_id: str, request: JobRequest) -> bool:
+        """Write a new record; False when the job id is already taken."""
+        now = utc_now().isoformat()
+        key = keys.job(job_id)
+        created = await self.redis.hsetnx(key, "job_id", job_id)
+        if not created:
+            return False
+        await self.redis.hset(
+            key,
+            mapping={
+                "status": "queued",
+                "stage": "intent",
+                "created_at": now,
+                "updated_at": now,
+                "request": request.model_dump_json(),
+            },
+        )
+        await self.redis.expire(key, self.ttl_s)
+        return True
+
+    def mark_running(self, pipe: Any, job_id: str, stage: str) -> None:
+        pipe.hset(
+            keys.job(job_id),
+            mapping={"status": "running", "stage": stage, "updated_at": utc_now().isoformat()},
+        )
+
+    def mark_finished(
+        self,
+        pipe: Any,
+        job_id: str,
+        *,
+        result: Any = None,
+        error: str | None = None,
+        failure: str | None = None,
+    ) -> None:
+        now = utc_now().isoformat()
+        fields: dict[str, str] = {
+            "status": "failed" if failure else "completed",
+            "stage": "done",
+            "updated_at": now,
+            "finished_at": now,
+            "result": json.dumps(result),
+        }
+        if error is not None:
+            fields["error"] = error
+        if failure is not None:
+            fields["failure"] = failure
+        pipe.hset(keys.job(job_id), mapping=fields)
+
+    async def get(self, job_id: str) -> JobRecord:
+        raw = await self.redis.hgetall(keys.job(job_id))
+        if not raw or b"status" not in raw:
+            raise JobNotFound(f"no job {job_id!r}")
+        data = {k.decode(): v.decode() for k, v in raw.items()}
+        data["request"] = (
+            JobRequest.model_validate_json(data["request"]) if "request" in data else None
+        )
+        data["result"] = json.loads(data["result"]) if "result" in data else None
+        return JobRecord.model_validate(data)

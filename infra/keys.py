@@ -1,0 +1,38 @@
+"""Every Redis key and stream name postel uses, in one place."""
+
+from __future__ import annotations
+
+PREFIX = "postel"
+
+EVENTS = f"{PREFIX}:events"
+DEAD_LETTER = f"{PREFIX}:dead"
+INGRESS = f"{PREFIX}:ingress"
+INGRESS_GROUP = f"{PREFIX}-ingress"
+RESULTS = f"{PREFIX}:results"
+GRAPHS = f"{PREFIX}:graphs"
+
+
+def queue(worker: str) -> str:
+    return f"{PREFIX}:q:{worker}"
+
+
+def job(job_id: str) -> str:
+    return f"{PREFIX}:job:{job_id}"
+
+
+def job_events(job_id: str) -> str:
+    return f"{PREFIX}:events:{job_id}"
+
+
+def done(message_id: str) -> str:
+    """Set once a message's handling has been committed; a re-run sees it and stops."""
+    return f"{PREFIX}:done:{message_id}"
+
+
+def job_scoped(job_id: str, *parts: str) -> str:
+    """Per-job state of a service (loop documents, GASL state), under the job's prefix."""
+    return ":".join((PREFIX, "job", job_id, *parts))
+
+
+def graph(name: str) -> str:
+    return f"{GRAPHS}:{name}"

@@ -1,0 +1,88 @@
+"""Relay workers: the five stages reduced to routing, for measuring the runtime itself.
+
+Each relay takes its stage's message and emits the next stage's, with no service work, so a
+job crosses all five real queues: intent -> planner -> gasl -> generator -> validator -> done.
+`postel bench bus` and the runtime's tests use them; the real workers live in `workers/`.
+"""
+
+from __future__ import annotations
+
+from infra.actor import Outcome, Runtime, WorkerSpec
+from messages import (
+    Envelope,
+    GaslPlan,
+    GaslPlanRequested,
+    GenerationCompleted,
+    GenerationRequested,
+    Intent,
+    IntentAnalyzed,
+    JobCompleted,
+    JobProgress,
+    JobSubmitted,
+)
+
+
+async def _intent(message: Envelope, runtime: Runtime) -> Outcome:
+    assert isinstance(message, JobSubmitted)
+    prompt = message.request.prompt
+    intent = Intent(
+        detected_language="en", normalized_request=prompt, intent=prompt, primary_goal=prompt
+    )
+    progress = JobProgress(intent=intent)
+    return Outcome(
+        [message.derive(IntentAnalyzed, "intent", request=message.request, progress=progress)]
+    )
+
+
+async def _planner(message: Envelope, runtime: Runtime) -> Outcome:
+    assert isinstance(message, IntentAnalyzed)
+    plan = GaslPlan(plan_id="relay", commands=["DECLARE relay AS COUNTER"])
+    routed = message.derive(
+        GaslPlanRequested,
+        "gasl:0:0",
+        request=message.request,
+        progress=message.progress,
+        round=0,
+        plan=plan,
+    )
+    return Outcome([routed])
+
+
+async def _gasl(message: Envelope, runtime: Runtime) -> Outcome:
+    assert isinstance(message, GaslPlanRequested)
+    routed = message.derive(
+        GenerationRequested,
+        "gen:0",
+        request=message.request,
+        progress=message.progress,
+        task_id="relay",
+        instructions=message.request.prompt,
+    )
+    return Outcome([routed])
+
+
+async def _generator(message: Envelope, runtime: Runtime) -> Outcome:
+    assert isinstance(message, GenerationRequested)
+    routed = message.derive(
+        GenerationCompleted,
+        "gen:0:done",
+        request=message.request,
+        progress=message.progress,
+        task_id=message.task_id,
+        output=message.request.prompt,
+    )
+    return Outcome([routed])
+
+
+async def _validator(message: Envelope, runtime: Runtime) -> Outcome:
+    assert isinstance(message, GenerationCompleted)
+    return Outcome([message.derive(JobCompleted, "completed", result=message.output)])
+
+
+RELAY_WORKERS: list[WorkerSpec] = [
+    WorkerSpec("intent", (JobSubmitted,), _intent),
+    WorkerSpec("planner", (IntentAnalyzed,), _planner),
+    WorkerSpec("gasl", (GaslPlanRequested,), _gasl),
+    WorkerSpec("generator", (GenerationRequested,), _generator),
+    WorkerSpec("validator", (GenerationCompleted,), _validator),
+]

@@ -1,0 +1,116 @@
+"""Running workers: arq Worker objects for one or more worker kinds in this process.
+
+`postel up` runs all five (and the ingress consumer) next to an embedded Redis;
+`postel worker NAME` runs one kind against POSTEL_REDIS_URL. Each arq Worker gets its own
+connection pool (arq closes it on shutdown); handlers share one Runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+
+import structlog
+from arq import Worker
+from arq.connections import RedisSettings
+from arq.worker import func
+
+from infra import keys
+from infra.actor import ARQ_FUNCTION, Actor, Runtime, WorkerSpec
+from infra.ingress import run_ingress
+from infra.settings import WORKER_NAMES, Settings
+from infra.wire import connect_arq, dumps, loads
+
+log = structlog.get_logger(__name__)
+
+KEEP_RESULT_S = 3600
+
+
+def load_worker(name: str) -> WorkerSpec:
+    """The spec a `workers/<name>.py` module exports as WORKER, looked up by name."""
+    if name not in WORKER_NAMES:
+        raise ValueError(f"unknown worker {name!r}; expected one of {', '.join(WORKER_NAMES)}")
+    spec: WorkerSpec = importlib.import_module(f"workers.{name}").WORKER
+    return spec
+
+
+def build_arq_worker(spec: WorkerSpec, runtime: Runtime, url: str, concurrency: int) -> Worker:
+    queue = runtime.settings.queue(spec.name)
+    actor = Actor(spec, runtime)
+    # One try more than postel's own limit: the handler itself sees the last try and
+    # dead-letters the message, instead of arq dropping it silently.
+    tries = queue.max_tries + 1
+    return Worker(
+        functions=[func(actor.handle_job, name=ARQ_FUNCTION, timeout=queue.job_timeout, max_tries=tries)],
+        queue_name=keys.queue(spec.name),
+        redis_settings=RedisSettings.from_dsn(url),
+        poll_delay=queue.poll_delay,
+        job_timeout=queue.job_timeout,
+        max_tries=tries,
+        max_jobs=concurrency,
+        keep_result=KEEP_RESULT_S,
+        handle_signals=False,
+        job_serializer=dumps,
+        job_deserializer=loads,
+        log_results=False,
+    )
+
+
+async def run_workers(
+    names: list[str],
+    settings: Settings,
+    url: str,
+    *,
+    concurrency: int | None = None,
+    ingress: bool = False,
+    stop: asyncio.Event | None = None,
+    ready: asyncio.Event | None = None,
+    specs: list[WorkerSpec] | None = None,
+) -> None:
+    """Run until `stop` is set (or forever); then stop the workers and let running jobs end."""
+    pool = await connect_arq(url)
+    runtime = Runtime.create(pool, settings)
+    chosen = specs if specs is not None else [load_worker(name) for name in names]
+    for spec in chosen:
+        if spec.setup is not None:
+            await spec.setup(runtime)
+    workers = [
+        build_arq_worker(spec, runtime, url, concurrency or settings.concurrency) for spec in chosen
+    ]
+    tasks = [asyncio.create_task(worker.async_run()) for worker in workers]
+    if ingress:
+        tasks.append(asyncio.create_task(run_ingress(runtime)))
+    if ready is not None:
+        ready.set()
+    log.info("workers running", workers=[s.name for s in chosen], url=_redact(url), ingress=ingress)
+    waiter = asyncio.create_task((stop or asyncio.Event()).wait())
+    try:
+        done, _ = await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            if task is not waiter and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+    finally:
+        waiter.cancel()
+        for task in tasks:
+            task.cancel()
+        for worker in workers:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await worker.close()
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for resource in runtime.resources.values():
+            closer = getattr(resource, "aclose", None)
+            if closer is not None:
+                with contextlib.suppress(Exception):
+                    await closer()
+        await pool.aclose()
+        log.info("workers stopped", workers=[s.name for s in chosen])
+
+
+def _redact(url: str) -> str:
+    """A Redis URL without its password, for logs."""
+    if "@" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    return f"{scheme}://***@{rest.split('@', 1)[1]}"

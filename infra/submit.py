@@ -1,0 +1,51 @@
+"""Submitting a job: the job record, the first message on the intent queue, one event."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from arq.connections import ArqRedis
+
+from infra.actor import enqueue
+from infra.events import Event, EventLog
+from infra.jobs import JobStore
+from messages import JobRequest, JobSubmitted, new_job_id, utc_now
+
+
+class JobExists(ValueError):
+    pass
+
+
+async def submit_job(
+    pool: ArqRedis,
+    events: EventLog,
+    jobs: JobStore,
+    request: JobRequest,
+    job_id: str | None = None,
+    *,
+    source: str = "client",
+) -> str:
+    """Submit a job and return its id. A caller-chosen id makes submission idempotent: the
+    same id twice raises JobExists instead of running the job twice."""
+    job_id = job_id or new_job_id()
+    deadline_s = request.options.deadline_s
+    message = JobSubmitted(
+        job_id=job_id,
+        message_id=f"{job_id}:submitted",
+        request=request,
+        deadline=utc_now() + timedelta(seconds=deadline_s) if deadline_s else None,
+    )
+    if not await jobs.create(message.job_id, request):
+        raise JobExists(f"job {message.job_id!r} already exists")
+    await enqueue(pool, message)
+    await events.record(
+        Event(
+            job_id=message.job_id,
+            message_id=message.message_id,
+            type=message.type,
+            worker=source,
+            stage="submit",
+            status="submitted",
+        )
+    )
+    return message.job_id
