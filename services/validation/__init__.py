@@ -1,0 +1,23 @@
+"""IPV VALIDATE: raw model output to the desired type, then quality checks.
+
+Public API:
+    coerce(raw, spec, *, locale=None) -> value          raises CoercionError
+    check_quality(value, spec, intent=None) -> [problem]
+    describe_type(spec) -> str                          for prompts and repair requests
+    check_schema(schema)                                raises UnsupportedSchemaError
+"""
+
+from services.validation.coerce import coerce
+from services.validation.describe import describe_type
+from services.validation.errors import CoercionError, UnsupportedSchemaError
+from services.validation.quality import check_quality
+from services.validation.schema import check_schema
+
+__all__ = [
+    "CoercionError",
+    "UnsupportedSchemaError",
+    "check_quality",
+    "check_schema",
+    "coerce",
+    "describe_type",
+]

@@ -1,0 +1,96 @@
+"""`coerce`: raw model output to the desired type (IPV VALIDATE, first half).
+
+Liberal in what it accepts (see numbers, booleans, structured, schema for the rules),
+conservative in what it returns: plain JSON-serialisable values (float, int, bool, str,
+list, dict), or a CoercionError that says what was expected and what was wrong."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from messages.types import TypeSpec
+from services.validation.booleans import parse_bool
+from services.validation.document import read_document
+from services.validation.errors import CoercionError
+from services.validation.numbers import read_number
+from services.validation.schema import check_schema, validate
+from services.validation.structured import load_object, split_list
+from services.validation.text import strip_fences, strip_quotes
+
+
+def coerce(raw: Any, spec: TypeSpec, *, locale: str | None = None) -> Any:
+    """`raw` as a value of `spec`. Raises CoercionError, or UnsupportedSchemaError when a
+    JSON Schema spec uses keywords outside the supported subset."""
+    if raw is None:
+        raise CoercionError.mismatch(spec.spelling(), raw, "no value")
+    return _COERCERS[spec.kind](raw, spec, locale)
+
+
+def _to_float(raw: Any, _spec: TypeSpec, locale: str | None) -> float:
+    return float(read_number(raw, expected="float", locale=locale))
+
+
+def _to_int(raw: Any, _spec: TypeSpec, locale: str | None) -> int:
+    value = read_number(raw, expected="int", locale=locale)
+    if value != int(value):
+        raise CoercionError.mismatch("int", raw, f"{value} is not a whole number")
+    return int(value)
+
+
+def _to_bool(raw: Any, _spec: TypeSpec, _locale: str | None) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, int) and raw in (0, 1):
+        return bool(raw)
+    if isinstance(raw, str):
+        return parse_bool(raw)
+    raise CoercionError.mismatch("bool", raw, "not a yes/no answer")
+
+
+def _to_str(raw: Any, _spec: TypeSpec, _locale: str | None) -> str:
+    if isinstance(raw, str):
+        return strip_quotes(strip_fences(raw))
+    if isinstance(raw, bool):
+        return "true" if raw else "false"
+    if isinstance(raw, int | float):
+        return str(raw)
+    return json.dumps(raw, ensure_ascii=False)
+
+
+def _to_list(raw: Any, spec: TypeSpec, locale: str | None) -> list[Any]:
+    assert spec.items is not None  # guaranteed by TypeSpec's own validation
+    result = []
+    for index, item in enumerate(split_list(raw, expected=spec.spelling())):
+        try:
+            result.append(coerce(item, spec.items, locale=locale))
+        except CoercionError as error:
+            raise error.within(f"[{index}]") from None
+    return result
+
+
+def _to_dict(raw: Any, _spec: TypeSpec, _locale: str | None) -> dict[str, Any]:
+    return load_object(raw, expected="dict (a JSON object)")
+
+
+def _to_document(raw: Any, _spec: TypeSpec, _locale: str | None) -> dict[str, Any]:
+    return read_document(raw)
+
+
+def _to_schema(raw: Any, spec: TypeSpec, locale: str | None) -> Any:
+    assert spec.json_schema is not None  # guaranteed by TypeSpec's own validation
+    check_schema(spec.json_schema)
+    return validate(raw, spec.json_schema, locale=locale)
+
+
+_COERCERS: dict[str, Callable[[Any, TypeSpec, str | None], Any]] = {
+    "float": _to_float,
+    "int": _to_int,
+    "bool": _to_bool,
+    "str": _to_str,
+    "list": _to_list,
+    "dict": _to_dict,
+    "document": _to_document,
+    "json_schema": _to_schema,
+}

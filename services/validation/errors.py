@@ -1,0 +1,44 @@
+"""Errors raised while turning raw model output into the desired type."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_SHOWN_CHARS = 80
+
+
+class CoercionError(ValueError):
+    """The raw output cannot be read as the desired type.
+
+    The message is meant for two readers: a person looking at a failed job, and the model
+    receiving a repair request. `path` locates the offending part inside nested values
+    (`$.items[2].price`); it is empty for a top-level value.
+    """
+
+    def __init__(self, reason: str, *, path: str = "") -> None:
+        self.reason = reason
+        self.path = path
+        super().__init__(f"at ${path}: {reason}" if path else reason)
+
+    @classmethod
+    def mismatch(cls, expected: str, raw: Any, why: str) -> CoercionError:
+        return cls(f"expected {expected}, got {show(raw)}: {why}")
+
+    def within(self, step: str) -> CoercionError:
+        """The same error seen from the enclosing value (`step` is `[2]` or `.price`)."""
+        return CoercionError(self.reason, path=step + self.path)
+
+
+class UnsupportedSchemaError(ValueError):
+    """The desired JSON Schema uses a keyword outside the supported subset.
+
+    Not a CoercionError on purpose: no repair of the model's output can fix the schema, so a
+    validator should fail the job at once instead of asking for a repair."""
+
+
+def show(raw: Any) -> str:
+    """A short quoted rendering of an offending value for error messages."""
+    text = raw if isinstance(raw, str) else repr(raw)
+    if len(text) > _SHOWN_CHARS:
+        text = text[: _SHOWN_CHARS - 1] + "…"
+    return repr(text) if isinstance(raw, str) else text

@@ -1,0 +1,124 @@
+"""`check_quality`: problems with a coerced value beyond its type (IPV VALIDATE, second half).
+
+Deliberately modest; two families of checks, each deterministic:
+- Emptiness, when the intent requires completeness (completeness_threshold > 0, which is the
+  default when there is no intent): empty text, list or object; a document without sections
+  or with a section without elements.
+- Counting success criteria, the machine-checkable kind: "at least 3 items", "no more than
+  100 words", "exactly five sections", "at most 2 paragraphs" ... Counted units: words
+  and characters (of text or of a document's text), sections (of a document), and anything
+  else counts list items (a list's length, or a document's bullet/numbered list items and
+  table rows). Criteria that are not about counting are left to the model.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from messages.intent import Intent
+from messages.types import TypeSpec
+from services.validation.words import words_to_number
+
+_BOUNDS: dict[str, tuple[Callable[[int, int], bool], str]] = {
+    "at least": (operator.ge, "at least"),
+    "no fewer than": (operator.ge, "at least"),
+    "no less than": (operator.ge, "at least"),
+    "minimum of": (operator.ge, "at least"),
+    "at most": (operator.le, "at most"),
+    "no more than": (operator.le, "at most"),
+    "up to": (operator.le, "at most"),
+    "maximum of": (operator.le, "at most"),
+    "exactly": (operator.eq, "exactly"),
+}
+_CRITERION = re.compile(
+    rf"\b(?P<bound>{'|'.join(_BOUNDS)})\s+(?P<count>\d+|[a-z]+(?:-[a-z]+)?)\s+(?P<unit>[a-z]+)",
+    re.IGNORECASE,
+)
+_LIST_TYPES = ("bullet_list", "numbered_list")
+
+
+def check_quality(value: Any, spec: TypeSpec, intent: Intent | None = None) -> list[str]:
+    """Problems found in `value` (already coerced to `spec`); empty when it passes."""
+    problems: list[str] = []
+    completeness = intent.quality_requirements.completeness_threshold if intent else 0.8
+    if completeness > 0:
+        problems.extend(_emptiness(value, spec))
+    for criterion in intent.success_criteria if intent else []:
+        problems.extend(_counting(value, spec, criterion))
+    return problems
+
+
+def _emptiness(value: Any, spec: TypeSpec) -> list[str]:
+    if spec.kind == "document":
+        sections = value.get("sections", [])
+        if not sections:
+            return ["the document has no sections"]
+        return [
+            f"section {section.get('id') or index} ({section['content_type']}) has no content"
+            for index, section in enumerate(sections)
+            if not section.get("elements")
+        ]
+    if isinstance(value, str) and not value.strip():
+        return ["the answer is empty"]
+    if isinstance(value, list | dict) and not value:
+        return [f"the {'list' if isinstance(value, list) else 'object'} is empty"]
+    return []
+
+
+def _counting(value: Any, spec: TypeSpec, criterion: str) -> Iterator[str]:
+    for match in _CRITERION.finditer(criterion):
+        wanted = _count(match["count"])
+        counted = _measure(value, spec, match["unit"].lower())
+        if wanted is None or counted is None:
+            continue
+        holds, phrase = _BOUNDS[match["bound"].lower()]
+        if not holds(counted, wanted):
+            yield (
+                f"success criterion {criterion!r} not met: found {counted} {match['unit']}, "
+                f"{phrase} {wanted} required"
+            )
+
+
+def _count(text: str) -> int | None:
+    if text.isdigit():
+        return int(text)
+    number = words_to_number(text)
+    return int(number) if number is not None and number == int(number) else None
+
+
+def _measure(value: Any, spec: TypeSpec, unit: str) -> int | None:
+    """How many `unit`s `value` has, or None when that unit does not apply to it."""
+    is_document = spec.kind == "document"
+    if unit.startswith(("word", "character", "char")):
+        text = " ".join(_document_text(value)) if is_document else value
+        if not isinstance(text, str):
+            return None
+        return len(text.split()) if unit.startswith("word") else len(text)
+    if is_document and unit.startswith("section"):
+        return len(value.get("sections", []))
+    if isinstance(value, list):
+        return len(value)
+    if is_document:
+        return sum(_document_items(section) for section in value.get("sections", []))
+    return None
+
+
+def _document_items(section: dict[str, Any]) -> int:
+    elements = section.get("elements", [])
+    if section["content_type"] in _LIST_TYPES:
+        return sum(len(e.get("items", [])) for e in elements)
+    if section["content_type"] == "table":
+        return sum(len(e.get("rows", [])) for e in elements)
+    return 0
+
+
+def _document_text(document: dict[str, Any]) -> Iterator[str]:
+    for section in document.get("sections", []):
+        for element in section.get("elements", []):
+            for key in ("text", "code"):
+                if isinstance(element.get(key), str):
+                    yield element[key]
+            yield from (str(item) for item in element.get("items", []))
