@@ -306,8 +306,10 @@ class NetworkXAdapter:
                     if len(paths) > wanted:
                         stopped = "max_paths" if limit is None or limit > wanted else "limit"
                         break
-                passable = where is None or evaluate(where, records[self._ordinal[nxt]])
-                if len(path) < length and passable:
+                deeper = len(path) < length and (
+                    where is None or evaluate(where, records[self._ordinal[nxt]])
+                )
+                if deeper:
                     if expansions >= self.caps.max_expansions:
                         stopped = "max_expansions"
                         break

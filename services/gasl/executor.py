@@ -1,0 +1,553 @@
+"""GaslExecutor: runs validated plans command by command and records what each one did.
+
+The executor is async only because PROCESS and ANALYZE await a model; every other command
+is plain synchronous work on the adapter, the ContextStore and the StateStore.
+
+Plan flow:
+- the plan object is validated (pydantic) and every command parsed before anything runs;
+  a syntax error rejects the plan with one `error` record naming the command;
+- commands run in order; each yields an ExecutionRecord (TRY yields one per inner command);
+- a failure (error, binding_failure, schema_mismatch) stops the plan when stop_on_error,
+  an `empty` result stops it unless continue_on_empty — except when the next command is an
+  `ON <status> <var> THEN ...` guard for exactly that outcome: the guard is the handler;
+- only DECLARE and UPDATE change the state; the state is persisted when the plan ends.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from messages.gasl import ExecutionRecord, GaslPlan, GaslRunResult, StateSummary
+from services.gasl import ast
+from services.gasl.adapters import Caps, Found, GraphAdapter
+from services.gasl.conditions import (
+    MISSING,
+    BindingError,
+    as_value,
+    bind,
+    evaluate,
+    fields_of,
+    lookup,
+)
+from services.gasl.context import ContextStore, size_of
+from services.gasl.llm_steps import GaslModel, Limits, StepFailure, run_analyze, run_process
+from services.gasl.parser import GaslSyntaxError, parse
+from services.gasl.state import StateError, StateStore
+
+FAILURES = frozenset({"error", "binding_failure", "schema_mismatch"})
+# Which recorded statuses each ON guard answers to.
+GUARDS: dict[str, frozenset[str]] = {
+    "EMPTY": frozenset({"empty"}),
+    "ERROR": frozenset({"error", "binding_failure"}),
+    "PARTIAL": frozenset({"partial"}),
+    "SCHEMA_MISMATCH": frozenset({"schema_mismatch"}),
+}
+# Commands whose zero-size result means "nothing found" (status `empty`).
+_QUERIES = (
+    ast.FindItems,
+    ast.FindPaths,
+    ast.SelectWhere,
+    ast.SelectFields,
+    ast.Neighbors,
+    ast.Process,
+    ast.Count,
+    ast.Aggregate,
+    ast.Rank,
+)
+MAX_PROVENANCE = 200
+
+
+@dataclass
+class _Outcome:
+    value: Any = None
+    status: str | None = None
+    count: int | None = None
+    caps_hit: list[str] = field(default_factory=list)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+class _Failure(Exception):
+    def __init__(self, message: str, status: str = "error") -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def provenance_of(value: Any) -> list[str]:
+    """Source ids (chunks) named by the items of a result, first seen first."""
+    seen: dict[str, None] = {}
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        if isinstance(item, dict):
+            for sid in item.get("source_ids", []) or []:
+                seen.setdefault(str(sid), None)
+                if len(seen) >= MAX_PROVENANCE:
+                    return list(seen)
+    return list(seen)
+
+
+def node_ids(value: Any) -> list[str]:
+    """Node ids named by a value: ids, node records, or path records (their end node)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        if "id" in value:
+            return [str(value["id"])]
+        if "end" in value:
+            return [str(value["end"])]
+        return []
+    if isinstance(value, list):
+        return [i for v in value for i in node_ids(v)]
+    return []
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class GaslExecutor:
+    """Executes GASL plans against one graph, one state store and (optionally) one model."""
+
+    def __init__(
+        self,
+        adapter: GraphAdapter,
+        state: StateStore | None = None,
+        model: GaslModel | None = None,
+        context: ContextStore | None = None,
+        limits: Limits | None = None,
+        max_rows: int = 20,
+    ) -> None:
+        self.adapter = adapter
+        self.state = state or StateStore()
+        self.model = model
+        self.context = context or ContextStore()
+        self.limits = limits or Limits()
+        self.max_rows = max_rows
+        self.cancelled: set[str] = set()
+        self.var_status: dict[str, str] = {}
+        self._plan_id = ""
+        self._cancel_current = False
+
+    # --- public
+    def state_summary(self, max_items: int = 3) -> StateSummary:
+        return self.state.summary(max_items=max_items)
+
+    async def execute_plan(self, plan: GaslPlan | dict[str, Any]) -> GaslRunResult:
+        """Validate, parse and run one plan; never raises for a bad plan or command."""
+        try:
+            checked = plan if isinstance(plan, GaslPlan) else GaslPlan.model_validate(plan)
+        except ValidationError as exc:
+            plan_id = str(plan.get("plan_id", "")) if isinstance(plan, dict) else ""
+            return self._rejected(plan_id, "<plan>", f"invalid plan object: {exc}")
+        if checked.plan_id in self.cancelled:
+            return self._rejected(checked.plan_id, "<plan>", "this plan id was cancelled")
+        try:
+            commands = parse_plan(checked.commands)
+        except PlanSyntaxError as exc:
+            return self._rejected(checked.plan_id, exc.command, str(exc.error), checked.why)
+        self._plan_id, self._cancel_current = checked.plan_id, False
+        self.state.record_plan(
+            checked.model_dump(include={"plan_id", "why", "commands", "config"}),
+            self.adapter.caps.as_dict(),
+        )
+        records: list[ExecutionRecord] = []
+        stopped = False
+        for index, command in enumerate(commands):
+            new, failed = await self._run(command, checked.why)
+            records.extend(new)
+            if self._cancel_current:
+                break
+            last = new[-1].status
+            handled = _guarded(commands[index + 1 :], command.target, last)
+            stop_for_error = failed and checked.config.stop_on_error
+            stop_for_empty = last == "empty" and not checked.config.continue_on_empty
+            if (stop_for_error or stop_for_empty) and not handled:
+                stopped = index < len(commands) - 1
+                break
+        self.state.persist()
+        return GaslRunResult(
+            plan_id=checked.plan_id,
+            records=records,
+            state=self.state_summary(),
+            stopped=stopped,
+            cancelled=self._cancel_current,
+        )
+
+    async def execute(self, command: str, why: str = "") -> list[ExecutionRecord]:
+        """Run loose command text (one or more commands) outside a plan object."""
+        result = await self.execute_plan(
+            {"plan_id": f"adhoc-{len(self.state.history) + 1}", "why": why, "commands": [command]}
+        )
+        return result.records
+
+    # --- running one command
+    def _rejected(self, plan_id: str, command: str, error: str, why: str = "") -> GaslRunResult:
+        record = ExecutionRecord(command=command, why=why, status="error", error=error)
+        return GaslRunResult(
+            plan_id=plan_id, records=[record], state=self.state_summary(), stopped=True
+        )
+
+    async def _run(self, command: ast.Command, why: str) -> tuple[list[ExecutionRecord], bool]:
+        """Records of one command, and whether it failed (uncaught)."""
+        if isinstance(command, ast.Try):
+            return await self._run_try(command, why)
+        if isinstance(command, ast.On):
+            return await self._run_on(command, why)
+        record = await self._run_simple(command, why)
+        return [record], record.status in FAILURES
+
+    async def _run_try(self, block: ast.Try, why: str) -> tuple[list[ExecutionRecord], bool]:
+        records: list[ExecutionRecord] = []
+        caught = False
+        for command in block.body:
+            new, failed = await self._run(command, why)
+            records.extend(new)
+            if failed:
+                new[-1].detail["caught"] = True
+                caught = True
+                break
+        failed = False
+        for command in block.catch if caught else ():
+            new, failed = await self._run(command, why)
+            records.extend(new)
+            if failed:
+                break
+        for command in block.final:
+            new, final_failed = await self._run(command, why)
+            records.extend(new)
+            if final_failed:
+                return records, True
+        return records, failed
+
+    async def _run_on(self, guard: ast.On, why: str) -> tuple[list[ExecutionRecord], bool]:
+        name = guard.ref.name
+        status = self.var_status.get(name)
+        if guard.status == "EMPTY" and status is None and self.context.exists(name):
+            status = "empty" if size_of(self.context.get(name)) == 0 else "success"
+        if status in GUARDS[guard.status]:
+            records, failed = await self._run(guard.then, why)
+            records[0].detail["guard"] = guard.text
+            return records, failed
+        record = ExecutionRecord(
+            command=guard.text,
+            why=why,
+            status="success",
+            detail={"triggered": False, "observed": status},
+        )
+        self._history(record, _now(), _now())
+        return [record], False
+
+    async def _run_simple(self, command: ast.Command, why: str) -> ExecutionRecord:
+        started_at, started = _now(), time.perf_counter()
+        error: str | None = None
+        try:
+            outcome = await self._dispatch(command)
+        except (BindingError, _Failure, StateError, StepFailure) as exc:
+            status = exc.status if hasattr(exc, "status") else "binding_failure"
+            outcome, error = _Outcome(status=status), str(exc)
+        except (KeyError, ValueError, TypeError) as exc:
+            outcome, error = _Outcome(status="error"), f"{type(exc).__name__}: {exc}"
+        value = outcome.value
+        count = outcome.count if outcome.count is not None else size_of(value)
+        status = outcome.status or self._status(command, count, outcome.caps_hit)
+        target = command.target
+        if target is not None:
+            self.var_status[target] = status
+            if status not in FAILURES:
+                self.context.set(target, value)
+        rows = value if isinstance(value, list) else ([] if value is None else [value])
+        record = ExecutionRecord(
+            command=command.text,
+            why=why,
+            status=status,
+            count=count,
+            caps_hit=outcome.caps_hit,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            provenance=provenance_of(value),
+            error=error,
+            rows=rows[: self.max_rows],
+            variable=target,
+            detail=outcome.detail,
+        )
+        self._history(record, started_at, _now())
+        return record
+
+    @staticmethod
+    def _status(command: ast.Command, count: int, caps_hit: list[str]) -> str:
+        if caps_hit:
+            return "partial"
+        if count == 0 and isinstance(command, _QUERIES):
+            return "empty"
+        return "success"
+
+    def _history(self, record: ExecutionRecord, started_at: str, finished_at: str) -> None:
+        self.state.append_history(
+            {
+                "plan_id": self._plan_id,
+                "command": record.command,
+                "why": record.why,
+                "status": record.status,
+                "summary": {"count": record.count, "caps_hit": record.caps_hit},
+                "provenance_summary": {"sources": len(record.provenance)},
+                "error": record.error,
+                "state_version": self.state.version,
+                "started_at": started_at,
+                "finished_at": finished_at,
+            }
+        )
+
+    # --- bindings
+    def _resolve(self, name: str, path: tuple[str, ...]) -> Any:
+        if self.context.exists(name):
+            return self.context.get(name, path)
+        dotted = ".".join((name, *path))
+        if self.state.has(dotted):
+            return self.state.get(dotted)
+        return self.context.get(name, path)  # raises BindingError naming what exists
+
+    def _value(self, ref: ast.VarRef) -> Any:
+        return self._resolve(ref.name, ref.path)
+
+    def _bind(self, condition: ast.Condition) -> ast.Condition:
+        return bind(condition, self._resolve)
+
+    def _rows(self, ref: ast.VarRef) -> list[Any]:
+        value = self._value(ref)
+        if isinstance(value, list):
+            return value
+        return [] if value is None else [value]
+
+    def _endpoint(self, endpoint: ast.Endpoint) -> tuple[list[str], list[str]]:
+        """Node ids of an endpoint, and the caps hit while finding them."""
+        match endpoint:
+            case ast.EndpointId(node_id):
+                if self.adapter.get_node(node_id) is None:
+                    raise _Failure(f"no node has id {node_id!r} (ids are case-sensitive)")
+                return [node_id], []
+            case ast.EndpointVar(ref):
+                return node_ids(self._value(ref)), []
+            case ast.EndpointWhere(where):
+                found = self.adapter.find_nodes(self._bind(where), None)
+                return [str(n["id"]) for n in found.items], found.caps_hit
+        raise TypeError(f"not an endpoint: {endpoint!r}")
+
+    def _found(self, found: Found, where: ast.Condition | None = None) -> _Outcome:
+        detail: dict[str, Any] = {"examined": found.examined, "used_index": found.used_index}
+        if not found.items and where is not None:
+            unknown = sorted(fields_of(where) - self.adapter.attribute_names())
+            if unknown:
+                known = ", ".join(sorted(self.adapter.attribute_names()))
+                detail["hint"] = f"no item has field(s) {', '.join(unknown)}; fields: {known}"
+        return _Outcome(found.items, caps_hit=list(found.caps_hit), detail=detail)
+
+    # --- the commands
+    async def _dispatch(self, command: ast.Command) -> _Outcome:
+        match command:
+            case ast.Declare(key, kind, description):
+                changed = self.state.declare(key, kind, description)
+                return _Outcome(count=1, detail={"changed": changed, "version": self.state.version})
+            case ast.FindItems("nodes", where, limit):
+                bound = None if where is None else self._bind(where)
+                return self._found(self.adapter.find_nodes(bound, limit), where)
+            case ast.FindItems("edges", where, limit):
+                bound = None if where is None else self._bind(where)
+                return self._found(self.adapter.find_edges(bound, limit), where)
+            case ast.FindPaths():
+                return self._find_paths(command)
+            case ast.Process(source, instruction):
+                model = self._require_model("PROCESS")
+                items, meta = await run_process(
+                    model, self._value(source), instruction, self.limits
+                )
+                return _Outcome(items, detail={"llm": meta})
+            case ast.Update(key, source, mode):
+                size = self.state.update(key, self._value(source), mode)
+                return _Outcome(count=size, detail={"version": self.state.version})
+            case ast.Analyze(key, instruction):
+                model = self._require_model("ANALYZE")
+                data = self.state.get(key) if self.state.has(key) else self._resolve(key, ())
+                answer, meta = await run_analyze(model, key, data, instruction, self.limits)
+                return _Outcome(answer, count=1, detail={"llm": meta})
+            case ast.RequireExists(ref):
+                self._value(ref)
+                return _Outcome(count=1)
+            case ast.Assert(condition):
+                return self._assert(condition, command.text)
+            case ast.SetCap(key, value):
+                prefix = "adapter.caps."
+                if not key.lower().startswith(prefix):
+                    raise _Failure(f"SET only changes adapter caps: SET {prefix}<key>=<n>")
+                self.adapter.caps.set(key[len(prefix) :].lower(), value)
+                return _Outcome(count=1, detail={"caps": self.adapter.caps.as_dict()})
+            case ast.CancelPlan(plan_id):
+                self.cancelled.add(plan_id)
+                self._cancel_current = plan_id == self._plan_id
+                return _Outcome(count=1, detail={"cancelled": plan_id})
+            case ast.SelectFields(source, fields):
+                rows = self._rows(source)
+                return _Outcome([_project(row, fields) for row in rows])
+            case ast.SelectWhere(source, where):
+                bound = self._bind(where)
+                return _Outcome([row for row in self._rows(source) if evaluate(bound, row)])
+            case ast.Count(source):
+                n = size_of(self._value(source))
+                return _Outcome(n, count=n)
+            case ast.Aggregate(source, by, fn, of):
+                return _Outcome(aggregate(self._rows(source), by, fn, of))
+            case ast.Rank(source, by, descending, limit):
+                return _Outcome(rank(self._rows(source), by, descending, limit))
+            case ast.Neighbors(start, via, depth, limit):
+                starts, caps_hit = self._endpoint(start)
+                found = self.adapter.neighbors(starts, via, depth, limit)
+                outcome = self._found(found)
+                outcome.caps_hit = sorted({*caps_hit, *outcome.caps_hit})
+                return outcome
+        raise _Failure(f"cannot run {type(command).__name__} here")
+
+    def _require_model(self, verb: str) -> GaslModel:
+        if self.model is None:
+            raise _Failure(f"{verb} needs a model and this executor has none")
+        return self.model
+
+    def _find_paths(self, command: ast.FindPaths) -> _Outcome:
+        starts, start_caps = self._endpoint(command.start)
+        ends, end_caps = self._endpoint(command.end)
+        where = None if command.where is None else self._bind(command.where)
+        found = self.adapter.find_paths(starts, ends, where, command.max_length, command.limit)
+        outcome = self._found(found)
+        outcome.caps_hit = sorted({*start_caps, *end_caps, *found.caps_hit})
+        outcome.detail.update({"starts": len(starts), "ends": len(ends)})
+        return outcome
+
+    def _assert(self, condition: ast.Condition, text: str) -> _Outcome:
+        bare = fields_of(condition)
+        if bare:
+            raise _Failure(
+                f"ASSERT reads variables, not fields: write ${{{sorted(bare)[0]}}} "
+                f"or LEN ${{{sorted(bare)[0]}}}"
+            )
+        if not evaluate(self._bind(condition), None):
+            raise _Failure(f"assertion failed: {text}")
+        return _Outcome(count=1)
+
+
+def _project(row: Any, fields: tuple[ast.Field, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in fields:
+        value = lookup(row, f.path)
+        out[f.name] = None if value is MISSING else value
+    return out
+
+
+def _unwind(value: Any) -> list[Any]:
+    if value is MISSING or value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (0, value)
+    return (1, str(value))
+
+
+def aggregate(
+    rows: list[Any], by: ast.Field | None, fn: str, of: ast.Field | None
+) -> list[dict[str, Any]]:
+    """Group rows (a list-valued BY field puts a row in each of its groups) and reduce."""
+    groups: dict[Any, list[Any]] = {}
+    for row in rows:
+        keys = [None] if by is None else _unwind(lookup(row, by.path))
+        for key in keys:
+            key = as_value(key) if isinstance(key, dict) else key
+            groups.setdefault(key, []).append(row)
+    out: list[dict[str, Any]] = []
+    for key in sorted(groups, key=_sort_key):
+        members = groups[key]
+        if fn == "COUNT":
+            value: Any = len(members)
+        else:
+            assert of is not None  # the parser requires OF for every other function
+            values = [v for m in members for v in _unwind(lookup(m, of.path))]
+            if fn == "COLLECT":
+                value = list(dict.fromkeys(str(v) if isinstance(v, dict) else v for v in values))
+            else:
+                numbers = [
+                    v for v in values if isinstance(v, int | float) and not isinstance(v, bool)
+                ]
+                value = _reduce(fn, numbers)
+        out.append({"key": key, "value": value})
+    return out
+
+
+def _reduce(fn: str, numbers: list[float]) -> float | None:
+    if not numbers:
+        return 0 if fn == "SUM" else None
+    if fn == "SUM":
+        return sum(numbers)
+    if fn == "AVG":
+        return sum(numbers) / len(numbers)
+    return min(numbers) if fn == "MIN" else max(numbers)
+
+
+def rank(rows: list[Any], by: ast.Field, descending: bool, limit: int | None) -> list[Any]:
+    """Rows sorted by a field (numbers before text); rows without the field go last."""
+    present = [r for r in rows if _unwind(lookup(r, by.path))]
+    absent = [r for r in rows if not _unwind(lookup(r, by.path))]
+    present.sort(key=lambda r: _sort_key(lookup(r, by.path)), reverse=descending)
+    ranked = present + absent
+    return ranked if limit is None else ranked[:limit]
+
+
+def _guarded(rest: list[ast.Command], target: str | None, status: str) -> bool:
+    """Is the next command an ON guard for exactly this variable and outcome?"""
+    if not rest or target is None or not isinstance(rest[0], ast.On):
+        return False
+    guard = rest[0]
+    return guard.ref.name == target and status in GUARDS[guard.status]
+
+
+class PlanSyntaxError(Exception):
+    """A plan command that does not parse, with the command's text and position."""
+
+    def __init__(self, index: int, command: str, error: GaslSyntaxError) -> None:
+        super().__init__(f"command {index + 1}: {error}")
+        self.index = index
+        self.command = command
+        self.error = error
+
+
+def parse_plan(commands: list[str]) -> list[ast.Command]:
+    """Parse plan commands. A TRY block may be one string or spread over several."""
+    parsed: list[ast.Command] = []
+    first_error: PlanSyntaxError | None = None
+    for index, text in enumerate(commands):
+        try:
+            parsed.extend(parse(text))
+        except GaslSyntaxError as exc:
+            first_error = first_error or PlanSyntaxError(index, text, exc)
+    if first_error is None:
+        return parsed
+    try:
+        return parse("\n".join(commands))
+    except GaslSyntaxError:
+        raise first_error from None
+
+
+async def replay(
+    artifact: dict[str, Any], adapter: GraphAdapter, model: GaslModel | None = None
+) -> StateStore:
+    """Re-run a session's plans from its replay artifact into a fresh in-memory state."""
+    original = adapter.caps
+    executor = GaslExecutor(adapter, StateStore(), model)
+    try:
+        for plan in artifact.get("plans", []):
+            adapter.caps = Caps(**plan.get("caps", {}))
+            await executor.execute_plan({k: v for k, v in plan.items() if k != "caps"})
+    finally:
+        adapter.caps = original
+    return executor.state

@@ -1,0 +1,168 @@
+"""PROCESS and ANALYZE: the two steps that ask a model, with bounded input and typed output.
+
+The executor stays free of any LLM client: it is handed something that satisfies
+`GaslModel` (an async `complete_json`). The shared LLM layer provides one in production;
+tests pass a small deterministic fake. Prompt text lives in `PROMPTS`, as data, so the
+shared prompt builder can take it over without touching the logic here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field, ValidationError
+
+from services.gasl.context import shorten
+
+
+class GaslModel(Protocol):
+    """A model that answers with JSON: returns (parsed object, metadata such as tokens)."""
+
+    async def complete_json(
+        self, system: str, user: str, schema: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]: ...
+
+
+class ProcessOutput(BaseModel):
+    """What PROCESS must return: derived items, each ideally naming its source ids."""
+
+    items: list[dict[str, Any]] = Field(
+        description="derived items; keep `source_ids` of the inputs they come from"
+    )
+
+
+class AnalyzeOutput(BaseModel):
+    """What ANALYZE must return: an answer about the state and why."""
+
+    answer: str
+    rationale: str
+    evidence: list[str] = Field(default_factory=list, description="ids or source ids cited")
+
+
+PROMPTS: dict[str, str] = {
+    "process.system": (
+        "You transform graph data for an analysis. Follow the instruction exactly, use only "
+        "the data given, and answer with one JSON object matching the schema. Carry the "
+        "`source_ids` of the input items into every derived item."
+    ),
+    "process.user": (
+        "Instruction: {instruction}\n\n"
+        "Data: {shown} of {total} items{truncated}:\n{excerpt}\n\n"
+        "JSON schema of the answer:\n{schema}"
+    ),
+    "analyze.system": (
+        "You analyse the accumulated findings of a graph analysis. Base the answer only on "
+        "the summary given and say why. Answer with one JSON object matching the schema."
+    ),
+    "analyze.user": (
+        "Instruction: {instruction}\n\n"
+        "Findings under `{key}` ({shown} of {total} items{truncated}):\n{excerpt}\n\n"
+        "JSON schema of the answer:\n{schema}"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much data a prompt may carry."""
+
+    max_items: int = 30
+    max_chars: int = 8000
+    max_text: int = 200
+
+
+class StepFailure(Exception):
+    """A model step that failed; `status` is `schema_mismatch` or `error`."""
+
+    def __init__(self, message: str, status: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    text: str
+    shown: int
+    total: int
+
+    @property
+    def truncated(self) -> str:
+        return "" if self.shown == self.total else ", truncated"
+
+
+def excerpt(value: Any, limits: Limits) -> Excerpt:
+    """JSON lines of the first items, each clipped, stopping at the character budget."""
+    items = value if isinstance(value, list) else [value]
+    lines: list[str] = []
+    used = 0
+    for item in items[: limits.max_items]:
+        line = json.dumps(shorten(item, 5, limits.max_text), ensure_ascii=False, default=str)
+        if used + len(line) > limits.max_chars and lines:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return Excerpt("\n".join(lines), len(lines), len(items))
+
+
+async def _ask(
+    model: GaslModel, kind: str, fields: dict[str, Any], output: type[BaseModel]
+) -> tuple[BaseModel, dict[str, Any]]:
+    schema = output.model_json_schema()
+    user = PROMPTS[f"{kind}.user"].format(schema=json.dumps(schema), **fields)
+    try:
+        raw, meta = await model.complete_json(PROMPTS[f"{kind}.system"], user, schema)
+    except Exception as exc:  # any provider failure is a step error, reported not raised
+        raise StepFailure(f"model call failed: {exc}", "error") from exc
+    try:
+        return output.model_validate(raw), dict(meta)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in exc.errors()
+        )
+        raise StepFailure(
+            f"model output does not match the schema: {problems}", "schema_mismatch"
+        ) from None
+
+
+async def run_process(
+    model: GaslModel, data: Any, instruction: str, limits: Limits
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Derived items, each carrying `extraction` metadata, plus the call's metadata."""
+    part = excerpt(data, limits)
+    fields = {
+        "instruction": instruction,
+        "shown": part.shown,
+        "total": part.total,
+        "truncated": part.truncated,
+        "excerpt": part.text,
+    }
+    parsed, meta = await _ask(model, "process", fields, ProcessOutput)
+    assert isinstance(parsed, ProcessOutput)
+    extraction = {
+        "instruction": instruction,
+        "model": meta.get("model"),
+        "input_items": part.shown,
+        "input_total": part.total,
+    }
+    items = [{**item, "extraction": extraction} for item in parsed.items]
+    return items, {**meta, "input_items": part.shown, "input_total": part.total}
+
+
+async def run_analyze(
+    model: GaslModel, key: str, data: Any, instruction: str, limits: Limits
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An answer about one state key, seen only through a bounded sample."""
+    sample = list(data.items()) if isinstance(data, dict) else data
+    part = excerpt(sample, limits)
+    fields = {
+        "instruction": instruction,
+        "key": key,
+        "shown": part.shown,
+        "total": part.total,
+        "truncated": part.truncated,
+        "excerpt": part.text,
+    }
+    parsed, meta = await _ask(model, "analyze", fields, AnalyzeOutput)
+    return parsed.model_dump(), {**meta, "input_items": part.shown, "input_total": part.total}

@@ -1,0 +1,357 @@
+"""StateStore: the persistent findings of an analysis, changed only by DECLARE and UPDATE.
+
+Every change makes a new immutable snapshot (copy-on-write: only the dicts along the changed
+key are copied, the rest is shared), numbered by version and hashed by content. The store
+also keeps the execution history and a replay artifact: the plans in order, with the caps
+they started under, enough to re-run the session and arrive at the same state.
+
+Layout of a declared key (the seed's format):
+  LIST    {"_meta": {"type": "LIST", "description": ...}, "items": [...]}
+  DICT    {"_meta": {...}, <declared sub-keys>, <data keys>}
+  COUNTER {"_meta": {...}, "counts": {<key>: <number>}}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from messages.gasl import StateKeySummary, StateSummary
+from services.gasl.context import shorten
+
+StateType = Literal["LIST", "DICT", "COUNTER"]
+FORMAT = "postel.gasl.state/1"
+
+
+class StateBackend(Protocol):
+    """Where the state document lives. One JSON-serialisable dict, read and written whole."""
+
+    def load(self) -> dict[str, Any] | None: ...
+
+    def save(self, doc: dict[str, Any]) -> None: ...
+
+
+class MemoryStateBackend:
+    """Keeps the document in memory (tests, replays, one-shot CLI runs)."""
+
+    def __init__(self) -> None:
+        self._doc: str | None = None
+
+    def load(self) -> dict[str, Any] | None:
+        return None if self._doc is None else json.loads(self._doc)
+
+    def save(self, doc: dict[str, Any]) -> None:
+        self._doc = json.dumps(doc)
+
+
+class JsonFileStateBackend:
+    """One JSON file, replaced atomically so a crash never leaves half a state."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def load(self) -> dict[str, Any] | None:
+        if not self.path.exists():
+            return None
+        loaded: dict[str, Any] = json.loads(self.path.read_text("utf-8"))
+        return loaded
+
+    def save(self, doc: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".state-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(doc, handle, ensure_ascii=False, indent=1)
+        os.replace(tmp, self.path)
+
+
+class StateError(Exception):
+    """A DECLARE or UPDATE the state refuses; `status` is how the executor reports it."""
+
+    def __init__(self, message: str, status: str = "error") -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One version of the variables. Treat `variables` as read-only: later versions share it."""
+
+    version: int
+    variables: dict[str, Any]
+    hash: str
+
+
+def content_hash(variables: dict[str, Any]) -> str:
+    canonical = json.dumps(variables, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _jsonable(value: Any) -> Any:
+    # State is persisted as JSON, so it only ever holds what JSON can say.
+    return json.loads(json.dumps(value, default=str))
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _is_declared(node: Any) -> bool:
+    return isinstance(node, dict) and "_meta" in node
+
+
+def _counter_key(item: Any) -> str:
+    if isinstance(item, dict) and "id" in item:
+        return str(item["id"])
+    if isinstance(item, str):
+        return item
+    return json.dumps(item, sort_keys=True, default=str)
+
+
+class StateStore:
+    """Versioned, copy-on-write state with history and a replay artifact."""
+
+    def __init__(self, backend: StateBackend | None = None, query: str = "") -> None:
+        self.backend: StateBackend = backend or MemoryStateBackend()
+        doc = self.backend.load() or {}
+        variables = doc.get("variables", {})
+        self.created_at: str = doc.get("created_at", _now())
+        self.query: str = doc.get("query", query)
+        self.history: list[dict[str, Any]] = list(doc.get("history", []))
+        self.replay: dict[str, Any] = doc.get("replay", {"seed": 0, "plans": []})
+        version = int(doc.get("state_version", 0))
+        self.snapshots: list[Snapshot] = [Snapshot(version, variables, content_hash(variables))]
+
+    # --- reading
+    @property
+    def current(self) -> Snapshot:
+        return self.snapshots[-1]
+
+    @property
+    def version(self) -> int:
+        return self.current.version
+
+    @property
+    def variables(self) -> dict[str, Any]:
+        """A private copy of the current variables."""
+        return _jsonable(self.current.variables)
+
+    def snapshot(self, version: int) -> Snapshot:
+        for snap in self.snapshots:
+            if snap.version == version:
+                return snap
+        raise KeyError(f"no snapshot of version {version} in this session")
+
+    def _node(self, key: str, variables: dict[str, Any] | None = None) -> Any:
+        node: Any = self.current.variables if variables is None else variables
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node or part == "_meta":
+                return None
+            node = node[part]
+        return node if _is_declared(node) else None
+
+    def has(self, key: str) -> bool:
+        return self._node(key) is not None
+
+    def type_of(self, key: str) -> StateType | None:
+        node = self._node(key)
+        return None if node is None else node["_meta"]["type"]
+
+    def get(self, key: str) -> Any:
+        """The data of a declared key: LIST items, DICT entries, COUNTER counts."""
+        node = self._node(key)
+        if node is None:
+            raise KeyError(key)
+        kind = node["_meta"]["type"]
+        if kind == "LIST":
+            return _jsonable(node["items"])
+        if kind == "COUNTER":
+            return _jsonable(node["counts"])
+        # Declared sub-keys are reached by their own dotted key, not as data.
+        return _jsonable({k: v for k, v in node.items() if k != "_meta" and not _is_declared(v)})
+
+    def keys(self) -> list[str]:
+        """Every declared key, dotted, parents before children."""
+        found: list[str] = []
+
+        def walk(node: dict[str, Any], prefix: str) -> None:
+            for name, child in node.items():
+                if name != "_meta" and _is_declared(child):
+                    found.append(prefix + name)
+                    walk(child, prefix + name + ".")
+
+        walk(self.current.variables, "")
+        return found
+
+    # --- writing (copy-on-write)
+    def _commit(self, key: str, new_node: dict[str, Any]) -> None:
+        parts = key.split(".")
+        root = dict(self.current.variables)
+        parent = root
+        for part in parts[:-1]:
+            child = dict(parent[part])
+            parent[part] = child
+            parent = child
+        parent[parts[-1]] = new_node
+        self.snapshots.append(Snapshot(self.version + 1, root, content_hash(root)))
+
+    def declare(self, key: str, kind: StateType, description: str | None = None) -> bool:
+        """Create a key; True if the state changed (re-declaring the same type is a no-op)."""
+        existing = self._node(key)
+        if existing is not None:
+            if existing["_meta"]["type"] != kind:
+                raise StateError(
+                    f"{key} is already declared as {existing['_meta']['type']}, not {kind}"
+                )
+            return False
+        parts = key.split(".")
+        if parts[-1].startswith("_"):
+            raise StateError(f"state keys may not start with '_': {key}")
+        if len(parts) > 1:
+            parent = self._node(".".join(parts[:-1]))
+            if parent is None or parent["_meta"]["type"] != "DICT":
+                raise StateError(
+                    f"cannot declare {key}: {'.'.join(parts[:-1])} must be a declared DICT"
+                )
+            if parts[-1] in parent:
+                raise StateError(f"cannot declare {key}: the DICT already holds that data key")
+        node: dict[str, Any] = {"_meta": {"type": kind, "description": description}}
+        if kind == "LIST":
+            node["items"] = []
+        elif kind == "COUNTER":
+            node["counts"] = {}
+        self._commit(key, node)
+        return True
+
+    def update(self, key: str, value: Any, mode: Literal["MERGE", "REPLACE"] = "MERGE") -> int:
+        """Merge or replace a key's data; returns the key's size afterwards."""
+        node = self._node(key)
+        if node is None:
+            raise StateError(f"state key {key!r} is not declared; DECLARE it first")
+        value = _jsonable(value)
+        kind = node["_meta"]["type"]
+        if kind == "LIST":
+            new_node, size = self._update_list(node, value, mode)
+        elif kind == "DICT":
+            new_node, size = self._update_dict(key, node, value, mode)
+        else:
+            new_node, size = self._update_counter(node, value, mode)
+        self._commit(key, new_node)
+        return size
+
+    @staticmethod
+    def _update_list(node: dict[str, Any], value: Any, mode: str) -> tuple[dict[str, Any], int]:
+        incoming = value if isinstance(value, list) else [value]
+        if mode == "REPLACE":
+            items = list(incoming)
+        else:
+            items = list(node["items"])
+            seen = {json.dumps(i, sort_keys=True) for i in items}
+            for item in incoming:
+                mark = json.dumps(item, sort_keys=True)
+                if mark not in seen:
+                    seen.add(mark)
+                    items.append(item)
+        return {**node, "items": items}, len(items)
+
+    @staticmethod
+    def _update_dict(
+        key: str, node: dict[str, Any], value: Any, mode: str
+    ) -> tuple[dict[str, Any], int]:
+        # Rows of {"key", "value"} (what AGGREGATE returns) are accepted as a mapping.
+        if isinstance(value, list) and all(
+            isinstance(r, dict) and set(r) == {"key", "value"} for r in value
+        ):
+            value = {str(r["key"]): r["value"] for r in value}
+        if not isinstance(value, dict):
+            raise StateError(
+                f"{key} is a DICT; UPDATE it with a mapping, not {type(value).__name__}",
+                "schema_mismatch",
+            )
+        kept = (
+            {k: v for k, v in node.items() if k == "_meta" or _is_declared(v)}
+            if mode == "REPLACE"
+            else dict(node)
+        )
+        for name, item in value.items():
+            if name == "_meta" or _is_declared(kept.get(name)):
+                raise StateError(
+                    f"{key}.{name} is a declared key; UPDATE {key}.{name} instead",
+                    "schema_mismatch",
+                )
+            kept[name] = item
+        return kept, sum(1 for k in kept if k != "_meta")
+
+    @staticmethod
+    def _update_counter(node: dict[str, Any], value: Any, mode: str) -> tuple[dict[str, Any], int]:
+        counts: dict[str, float] = {} if mode == "REPLACE" else dict(node["counts"])
+        if isinstance(value, dict) and "id" not in value:
+            pairs = list(value.items())
+        elif isinstance(value, list):
+            pairs = [(_counter_key(item), 1) for item in value]
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            pairs = [("total", value)]
+        else:
+            pairs = [(_counter_key(value), 1)]
+        for name, amount in pairs:
+            if isinstance(amount, bool) or not isinstance(amount, int | float):
+                raise StateError(
+                    f"a COUNTER adds numbers; {name!r} has {amount!r}", "schema_mismatch"
+                )
+            counts[str(name)] = counts.get(str(name), 0) + amount
+        return {**node, "counts": counts}, len(counts)
+
+    # --- history, replay, persistence
+    def append_history(self, entry: dict[str, Any]) -> None:
+        self.history.append({"step": len(self.history) + 1, **entry})
+
+    def record_plan(self, plan: dict[str, Any], caps: dict[str, int]) -> None:
+        self.replay["plans"].append({**plan, "caps": dict(caps)})
+
+    def replay_info(self) -> dict[str, Any]:
+        """{seed, plans: [{plan_id, why, commands, config, caps}]} — enough to re-run."""
+        return _jsonable(self.replay)
+
+    def summary(self, keys: list[str] | None = None, max_items: int = 3) -> StateSummary:
+        """Compact enough for a prompt: each key's type, size and a few sample items."""
+        rows: list[StateKeySummary] = []
+        for key in keys or self.keys():
+            node = self._node(key)
+            if node is None:
+                continue
+            data = self.get(key)
+            sample = list(data.items())[:max_items] if isinstance(data, dict) else data
+            rows.append(
+                StateKeySummary(
+                    key=key,
+                    type=node["_meta"]["type"],
+                    description=node["_meta"]["description"],
+                    size=len(data),
+                    sample=shorten(
+                        [list(p) if isinstance(p, tuple) else p for p in sample][:max_items],
+                        max_items,
+                    ),
+                )
+            )
+        return StateSummary(version=self.version, hash=self.current.hash, keys=rows)
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "created_at": self.created_at,
+            "updated_at": _now(),
+            "query": self.query,
+            "state_version": self.version,
+            "state_hash": self.current.hash,
+            "variables": self.variables,
+            "history": self.history,
+            "replay": self.replay,
+        }
+
+    def persist(self) -> None:
+        self.backend.save(self.document())
