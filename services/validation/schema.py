@@ -139,9 +139,9 @@ def _read_string(value: Any, schema: dict[str, Any], _locale: str | None) -> str
 
 
 def _read_number(value: Any, schema: dict[str, Any], locale: str | None) -> float:
-    number = float(read_number(value, expected="a number", locale=locale))
+    number = read_number(value, expected="a number", locale=locale)
     _check_bounds(number, schema)
-    return number
+    return float(number)
 
 
 def _read_integer(value: Any, schema: dict[str, Any], locale: str | None) -> int:
