@@ -196,7 +196,7 @@ class NetworkXAdapter:
         self._nodes = _Table(node_attrs, use_indexes)
         self._edge_table: _Table | None = None
         if use_indexes:
-            self._nodes.index("entity_type")
+            self.build_index("entity_type")
 
     @classmethod
     def from_graphml(cls, path: str | Path, caps: Caps | None = None) -> NetworkXAdapter:
@@ -218,6 +218,10 @@ class NetworkXAdapter:
                 records.append(attrs)
             self._edge_table = _Table(records, self._nodes.use_indexes)
         return self._edge_table
+
+    def build_index(self, name: str) -> None:
+        """Build the equality index of a node attribute now rather than on first use."""
+        self._nodes.index(name)
 
     def attribute_names(self) -> set[str]:
         names: set[str] = set()

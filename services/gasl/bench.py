@@ -1,0 +1,187 @@
+"""GASL benchmark: the executor against GrandCypher on generated graphs, in one run.
+
+Questions:
+- equality FIND on `nodes` nodes, with the attribute index and with a forced full scan;
+- a CONTAINS scan on the same nodes;
+- paths of length <= 3 between two node groups of a scale-free graph of `path_nodes` nodes.
+GrandCypher answers the same questions on the same graphs (a directed copy for paths,
+which it requires). Returns plain figures; `format_gasl_bench` renders them for people.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import networkx as nx
+
+from services.gasl.adapters import Caps, NetworkXAdapter
+from services.gasl.executor import GaslExecutor
+
+_TYPES = 50
+_BUCKETS = 10_000
+_GROUPS = 1_000
+_PATH_LIMIT = 1000
+
+
+def attribute_graph(nodes: int, seed: int = 7) -> nx.Graph:
+    """Nodes only, in the shared attribute model: a type, a bucket and a name."""
+    rng = random.Random(seed)
+    graph = nx.Graph()
+    graph.add_nodes_from(
+        (
+            f"n{i}",
+            {
+                "id": f"n{i}",
+                "entity_type": f"T{rng.randrange(_TYPES)}",
+                "bucket": i % _BUCKETS,
+                "name": f"entity {i}",
+                "source_ids": [f"chunk-{i % 997}"],
+            },
+        )
+        for i in range(nodes)
+    )
+    return graph
+
+
+def scale_free_graph(nodes: int, seed: int = 7) -> nx.Graph:
+    """Barabási–Albert graph (m=2) with string ids and a `group` attribute."""
+    raw = nx.barabasi_albert_graph(nodes, 2, seed=seed)
+    graph = nx.relabel_nodes(raw, {i: f"n{i}" for i in raw.nodes})
+    for i in range(nodes):
+        graph.nodes[f"n{i}"].update(id=f"n{i}", group=f"g{i % _GROUPS}")
+    return graph
+
+
+def _time(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = fn()
+        best = min(best, (time.perf_counter() - started) * 1000)
+    return best, result
+
+
+def _gasl(executor: GaslExecutor, command: str) -> int:
+    records = asyncio.run(executor.execute(command))
+    return records[-1].count
+
+
+def _cypher(graph: nx.Graph, query: str) -> int:
+    from grandcypher import GrandCypher
+
+    result = GrandCypher(graph).run(query)
+    return len(next(iter(result.values()))) if result else 0
+
+
+def _row(
+    name: str,
+    executor: GaslExecutor,
+    command: str,
+    repeat: int,
+    cypher: tuple[nx.Graph, str] | None,
+) -> dict[str, Any]:
+    gasl_ms, count = _time(lambda: _gasl(executor, command), repeat)
+    row: dict[str, Any] = {"question": name, "gasl_ms": round(gasl_ms, 2), "results": count}
+    if cypher is not None:
+        graph, query = cypher
+        cypher_ms, cypher_count = _time(lambda: _cypher(graph, query), 1)
+        row.update(cypher_ms=round(cypher_ms, 2), cypher_results=cypher_count)
+        row["speedup"] = round(cypher_ms / gasl_ms, 1) if gasl_ms else None
+    return row
+
+
+def _find_questions(nodes: int, repeat: int, cypher: bool) -> dict[str, Any]:
+    started = time.perf_counter()
+    graph = attribute_graph(nodes)
+    generate_ms = round((time.perf_counter() - started) * 1000, 1)
+    caps = Caps(max_results=nodes, max_expansions=10_000_000)
+    indexed = NetworkXAdapter.from_graph(graph, caps, use_indexes=True)
+    scanning = NetworkXAdapter.from_graph(graph, caps, use_indexes=False)
+    index_ms, _ = _time(lambda: indexed.build_index("bucket"), 1)
+    bucket = _BUCKETS // 2 + 42
+    needle = str(nodes // 3)[:4]
+    equality = f"FIND nodes WHERE bucket = {bucket} AS hits"
+    contains = f'FIND nodes WHERE name CONTAINS "{needle}" AS hits'
+    equality_cypher = f"MATCH (a) WHERE a.bucket == {bucket} RETURN a.id"
+    contains_cypher = f'MATCH (a) WHERE a.name CONTAINS "{needle}" RETURN a.id'
+    rows = [
+        _row(
+            "equality (index)",
+            GaslExecutor(indexed),
+            equality,
+            repeat,
+            (graph, equality_cypher) if cypher else None,
+        ),
+        _row("equality (scan)", GaslExecutor(scanning), equality, repeat, None),
+        _row(
+            "contains (scan)",
+            GaslExecutor(indexed),
+            contains,
+            repeat,
+            (graph, contains_cypher) if cypher else None,
+        ),
+    ]
+    return {"generate_ms": generate_ms, "index_build_ms": round(index_ms, 1), "questions": rows}
+
+
+def _path_question(path_nodes: int, repeat: int, cypher: bool) -> dict[str, Any]:
+    graph = scale_free_graph(path_nodes)
+    caps = Caps(max_results=path_nodes, max_paths=_PATH_LIMIT, max_expansions=10_000_000)
+    command = (
+        f'FIND paths FROM (group = "g7") TO (group = "g8") MAX_LENGTH 3 LIMIT {_PATH_LIMIT} AS p'
+    )
+    query = (
+        'MATCH (a)-[*1..3]->(b) WHERE a.group == "g7" AND b.group == "g8" '
+        f"RETURN a.id, b.id LIMIT {_PATH_LIMIT}"
+    )
+    executor = GaslExecutor(NetworkXAdapter.from_graph(graph, caps))
+    # GrandCypher walks variable-length patterns only on directed graphs.
+    return _row(
+        "paths <= 3 (scale-free)",
+        executor,
+        command,
+        repeat,
+        (graph.to_directed(), query) if cypher else None,
+    )
+
+
+def run_gasl_bench(
+    nodes: int = 1_000_000, path_nodes: int = 100_000, repeat: int = 3, cypher: bool = True
+) -> dict[str, Any]:
+    """Run every question in GASL (and GrandCypher unless `cypher=False`); figures in ms.
+
+    GASL times are the best of `repeat` runs through the executor (parse, bind, search,
+    record); GrandCypher runs once per question.
+    """
+    figures: dict[str, Any] = {"nodes": nodes, "path_nodes": path_nodes}
+    figures.update(_find_questions(nodes, repeat, cypher))
+    figures["questions"].append(_path_question(path_nodes, repeat, cypher))
+    by_name = {q["question"]: q for q in figures["questions"]}
+    scan, hit = by_name["equality (scan)"]["gasl_ms"], by_name["equality (index)"]["gasl_ms"]
+    figures["index_speedup"] = round(scan / hit, 1) if hit else None
+    return figures
+
+
+def format_gasl_bench(figures: dict[str, Any]) -> str:
+    """A table of the figures, for people."""
+    lines = [
+        f"GASL bench: {figures['nodes']:,} nodes (find), {figures['path_nodes']:,} nodes (paths)",
+        f"graph generation {figures['generate_ms']:.0f} ms, "
+        f"bucket index build {figures['index_build_ms']:.0f} ms",
+        f"{'question':<26}{'gasl ms':>12}{'results':>9}{'grandcypher ms':>16}{'results':>9}"
+        f"{'x faster':>10}",
+    ]
+    for q in figures["questions"]:
+        cypher_ms = f"{q['cypher_ms']:.1f}" if "cypher_ms" in q else "-"
+        cypher_n = str(q.get("cypher_results", "-"))
+        speedup = f"{q['speedup']}" if q.get("speedup") is not None else "-"
+        lines.append(
+            f"{q['question']:<26}{q['gasl_ms']:>12.2f}{q['results']:>9}{cypher_ms:>16}"
+            f"{cypher_n:>9}{speedup:>10}"
+        )
+    lines.append(f"index vs scan (equality): {figures['index_speedup']}x")
+    return "\n".join(lines)
