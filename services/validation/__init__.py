@@ -2,7 +2,7 @@
 
 Public API:
     coerce(raw, spec, *, locale=None) -> value          raises CoercionError
-    check_quality(value, spec, intent=None) -> [problem]
+    check_quality(value, spec, intent=None, *, strict=False) -> [problem]
     describe_type(spec) -> str                          for prompts and repair requests
     check_schema(schema)                                raises UnsupportedSchemaError
 """

@@ -2,7 +2,7 @@
 
 Deliberately modest; two families of checks, each deterministic:
 - Emptiness, when the intent requires completeness (completeness_threshold > 0, which is the
-  default when there is no intent): empty text, list or object; a document without sections
+  default when there is no intent) or the profile is strict: empty text, list or object; a document without sections
   or with a section without elements.
 - Counting success criteria, the machine-checkable kind: "at least 3 items", "no more than
   100 words", "exactly five sections", "at most 2 paragraphs" ... Counted units: words
@@ -40,11 +40,15 @@ _CRITERION = re.compile(
 _LIST_TYPES = ("bullet_list", "numbered_list")
 
 
-def check_quality(value: Any, spec: TypeSpec, intent: Intent | None = None) -> list[str]:
-    """Problems found in `value` (already coerced to `spec`); empty when it passes."""
+def check_quality(
+    value: Any, spec: TypeSpec, intent: Intent | None = None, *, strict: bool = False
+) -> list[str]:
+    """Problems found in `value` (already coerced to `spec`); empty when it passes.
+
+    `strict` (the strict profile) checks emptiness whatever the intent's completeness."""
     problems: list[str] = []
     completeness = intent.quality_requirements.completeness_threshold if intent else 0.8
-    if completeness > 0:
+    if strict or completeness > 0:
         problems.extend(_emptiness(value, spec))
     for criterion in intent.success_criteria if intent else []:
         problems.extend(_counting(value, spec, criterion))

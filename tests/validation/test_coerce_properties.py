@@ -12,7 +12,7 @@ from services.validation import coerce
 
 FLOAT = TypeSpec.parse("float")
 INT = TypeSpec.parse("int")
-cents = st.decimals(min_value=-10**9, max_value=10**9, places=2, allow_nan=False)
+cents = st.decimals(min_value=-(10**9), max_value=10**9, places=2, allow_nan=False)
 
 
 @given(cents)

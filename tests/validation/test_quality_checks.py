@@ -51,6 +51,7 @@ def test_empty_results_fail_when_completeness_is_required(
     assert check_quality(value, spec) == [problem]
     assert check_quality(value, spec, _intent()) == [problem]
     assert check_quality(value, spec, _intent(completeness=0.0)) == []
+    assert check_quality(value, spec, _intent(completeness=0.0), strict=True) == [problem]
 
 
 @pytest.mark.parametrize(
