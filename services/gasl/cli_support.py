@@ -1,0 +1,89 @@
+"""Pure functions behind `postel gasl run|check`: run commands, render records, check syntax."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from messages.gasl import ExecutionRecord, GaslPlan, GaslRunResult
+from services.gasl.adapters import NetworkXAdapter
+from services.gasl.executor import GaslExecutor
+from services.gasl.llm_steps import GaslModel
+from services.gasl.parser import GaslSyntaxError, parse
+from services.gasl.state import JsonFileStateBackend, StateStore
+
+DEMO_GRAPH = Path(__file__).parent / "data" / "mmwr_nano_graphrag.graphml"
+STATE_FILE = "gasl_state.json"
+
+
+def load_plan(source: str | Path | dict[str, Any] | list[str]) -> GaslPlan:
+    """A plan from a plan object, a JSON file path, or a bare list of commands."""
+    if isinstance(source, list):
+        return GaslPlan(plan_id="cli", why="commands from the command line", commands=source)
+    if isinstance(source, dict):
+        return GaslPlan.model_validate(source)
+    return GaslPlan.model_validate_json(Path(source).read_text("utf-8"))
+
+
+def run_plan(
+    graph_path: str | Path,
+    plan: GaslPlan,
+    state_dir: str | Path | None = None,
+    model: GaslModel | None = None,
+) -> GaslRunResult:
+    """Load the graph, run one plan, persist the state under `state_dir` (if given)."""
+    backend = JsonFileStateBackend(Path(state_dir) / STATE_FILE) if state_dir else None
+    executor = GaslExecutor(NetworkXAdapter.from_graphml(graph_path), StateStore(backend), model)
+    return asyncio.run(executor.execute_plan(plan))
+
+
+def run_commands(
+    graph_path: str | Path,
+    plan_or_commands: str | Path | dict[str, Any] | list[str],
+    state_dir: str | Path | None = None,
+    model: GaslModel | None = None,
+) -> list[ExecutionRecord]:
+    """`postel gasl run`: the records of a plan file/object or of loose commands."""
+    return run_plan(graph_path, load_plan(plan_or_commands), state_dir, model).records
+
+
+def check_commands(commands: list[str]) -> list[str | GaslSyntaxError]:
+    """`postel gasl check`: per command, "ok" or its syntax error (never raises)."""
+    results: list[str | GaslSyntaxError] = []
+    for command in commands:
+        try:
+            parse(command)
+            results.append("ok")
+        except GaslSyntaxError as exc:
+            results.append(exc)
+    return results
+
+
+def _cell(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def format_records_table(records: list[ExecutionRecord]) -> str:
+    """A fixed-width table for people: one line per command, errors under it."""
+    header = f"{'#':>3}  {'status':<16}{'count':>7}{'ms':>10}  {'caps':<14}command"
+    lines = [header, "-" * len(header)]
+    for index, record in enumerate(records, 1):
+        caps = ",".join(record.caps_hit) or "-"
+        lines.append(
+            f"{index:>3}  {record.status:<16}{record.count:>7}{record.duration_ms:>10.1f}  "
+            f"{_cell(caps, 13):<14}{_cell(record.command, 70)}"
+        )
+        if record.error:
+            lines.append(f"     error: {record.error}")
+        hint = record.detail.get("hint")
+        if hint:
+            lines.append(f"     hint: {hint}")
+    return "\n".join(lines)
+
+
+def records_json(records: list[ExecutionRecord]) -> str:
+    """The records, with their rows, as a JSON array for machines."""
+    return json.dumps([r.model_dump(mode="json") for r in records], ensure_ascii=False)
