@@ -1,0 +1,77 @@
+"""Render a prompt template plus the data of one call into chat messages (system + user)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from services.llm.models import ChatMessage
+from services.prompts.capability import Capability
+from services.prompts.delimit import data_block
+from services.prompts.style import STYLES, Style
+from services.prompts.template import Example, PromptTemplate
+
+DEFAULT_SYSTEM = "You are a helpful assistant."
+DEFAULT_ROLE = "You are a helpful assistant."
+DEFAULT_INSTRUCTIONS = "Derive the following values from the user text:"
+DEFAULT_OUTPUT_FORMAT = "Answer in exactly this format:"
+
+
+def build_prompt(
+    template: PromptTemplate,
+    capability: Capability,
+    *,
+    user_text: str | None = None,
+    context: Mapping[str, str] | None = None,
+) -> list[ChatMessage]:
+    """`context` maps a title to a block of data (earlier results, a plan, sections so far);
+    each block, like the user text, is delimited as data."""
+    template.check()
+    style = STYLES[capability]
+    sections = [template.role or DEFAULT_ROLE]
+    sections += [
+        style.section(title.upper(), style.items(rules))
+        for title, rules in template.guidelines.items()
+        if rules
+    ]
+    sections.append(_instructions(template, style))
+    sections.append(_output_format(template, style))
+    if template.examples:
+        sections.append(_examples(template, style))
+    for title, text in (context or {}).items():
+        sections.append(style.section(title.upper(), data_block(title.upper(), text)))
+    if user_text is not None:
+        sections.append(style.section("USER TEXT", data_block("USER TEXT", user_text)))
+    return [
+        ChatMessage(role="system", content=template.system or DEFAULT_SYSTEM),
+        ChatMessage(role="user", content="\n\n".join(sections) + "\n"),
+    ]
+
+
+def _instructions(template: PromptTemplate, style: Style) -> str:
+    lines = [f"{field.name}: {field.instruction}" for field in template.fields]
+    return style.section(
+        "INSTRUCTIONS",
+        [template.instructions or DEFAULT_INSTRUCTIONS, *style.items(lines, numbered=True)],
+    )
+
+
+def _output_format(template: PromptTemplate, style: Style) -> str:
+    lines = [f"{field.name}: <{field.format}>" for field in template.fields if field.format]
+    return style.section("OUTPUT FORMAT", [template.output_format or DEFAULT_OUTPUT_FORMAT, *lines])
+
+
+def _examples(template: PromptTemplate, style: Style) -> str:
+    shown = template.examples[: style.max_examples]
+    return style.section(
+        "EXAMPLES", ["\n\n".join("\n".join(_example(template, ex)) for ex in shown)]
+    )
+
+
+def _example(template: PromptTemplate, example: Example) -> list[str]:
+    lines = [f"USER TEXT: {json.dumps(example.user_text, ensure_ascii=False)}"]
+    if isinstance(example.answer, str):
+        return [*lines, example.answer]
+    order = [field.name for field in template.fields if field.name in example.answer]
+    order += [name for name in example.answer if name not in order]
+    return lines + [f"{name}: {example.answer[name]}" for name in order]

@@ -1,0 +1,30 @@
+"""How each capability level lays out a prompt."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from services.prompts.capability import Capability
+
+
+@dataclass(frozen=True)
+class Style:
+    header: str  # a format string around the section title
+    bullet: str
+    numbered: bool  # number the output fields instead of bulleting them
+    max_examples: int | None  # small models lose the task among many examples
+
+    def section(self, title: str, lines: list[str]) -> str:
+        return "\n".join([self.header.format(title=title), *lines])
+
+    def items(self, texts: list[str], *, numbered: bool = False) -> list[str]:
+        if numbered and self.numbered:
+            return [f"{index}. {text}" for index, text in enumerate(texts, start=1)]
+        return [f"{self.bullet}{text}" for text in texts]
+
+
+STYLES: dict[Capability, Style] = {
+    Capability.MINIMAL: Style(header="[{title}]", bullet="", numbered=False, max_examples=1),
+    Capability.LIMITED: Style(header="==={title}===", bullet="- ", numbered=False, max_examples=2),
+    Capability.STANDARD: Style(header="## {title}", bullet="- ", numbered=True, max_examples=None),
+}
