@@ -1,0 +1,200 @@
+"""Benchmark of the AI loop, in-process with the oracle model.
+
+Figures per iteration: prompt tokens (the loop's own text plus a fixed base standing in for
+what the prompt builder adds around it), completion tokens, the cut-off analysis time of the
+one response, and for comparison a naive re-parse of everything accumulated so far. Per run:
+LLM calls against the minimum ceil(document tokens / max_tokens), and whether the document
+came back equal. `summarise_run` computes the same report from figures gathered elsewhere
+(the integrator's run over the real bus)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import from_json
+
+from messages.document import SectionsDocument
+from services.generation.continuation import OUTPUT_FORMAT
+from services.generation.loop import LoopState, continuation_prompt, step
+from services.generation.oracle import Oracle, serialise
+from services.generation.summary import summary_lines
+from services.llm.tokens import count_tokens
+
+BASE_PROMPT_TOKENS = 400  # role, guidelines and request: the same on every call
+
+
+class IterationFigures(BaseModel):
+    iteration: int
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str | None
+    decision: str
+    parse_ms: float
+    naive_parse_ms: float
+    summary_lines: int
+
+
+def naive_parse_ms(sections: list[dict[str, Any]]) -> float:
+    """Time to re-parse everything accumulated, as a loop without cut-off analysis would."""
+    text = json.dumps({"sections": sections}, ensure_ascii=False)
+    began = time.perf_counter()
+    from_json(text, allow_partial=True)
+    return (time.perf_counter() - began) * 1000
+
+
+def _same_document(left: dict[str, Any], right: dict[str, Any]) -> bool:
+    return SectionsDocument.model_validate(left) == SectionsDocument.model_validate(right)
+
+
+def summarise_run(
+    document: dict[str, Any],
+    max_tokens: int,
+    figures: list[IterationFigures],
+    final_document: dict[str, Any],
+) -> dict[str, Any]:
+    document_tokens = count_tokens(serialise(document))
+    continuations = [f.prompt_tokens for f in figures[1:]]
+    return {
+        "max_tokens": max_tokens,
+        "document_tokens": document_tokens,
+        "llm_calls": len(figures),
+        "min_llm_calls": math.ceil(document_tokens / max_tokens),
+        "final_decision": figures[-1].decision if figures else None,
+        "document_equal": _same_document(document, final_document),
+        "prompt_tokens_total": sum(f.prompt_tokens for f in figures),
+        "completion_tokens_total": sum(f.completion_tokens for f in figures),
+        "max_continuation_prompt_tokens": max(continuations, default=0),
+        "parse_ms_total": sum(f.parse_ms for f in figures),
+        "naive_parse_ms_total": sum(f.naive_parse_ms for f in figures),
+        "iterations": [f.model_dump() for f in figures],
+    }
+
+
+def run_loop_bench(
+    document: dict[str, Any], max_tokens: int, max_iterations: int = 500
+) -> dict[str, Any]:
+    oracle = Oracle(document, max_tokens)
+    state = LoopState()
+    prompt = OUTPUT_FORMAT
+    figures: list[IterationFigures] = []
+    while True:
+        reply = oracle.answer(prompt)
+        result = step(state, reply.text, reply.finish_reason, max_iterations)
+        state = result.state
+        figures.append(
+            IterationFigures(
+                iteration=result.metrics.iteration,
+                prompt_tokens=BASE_PROMPT_TOKENS + count_tokens(prompt),
+                completion_tokens=reply.completion_tokens,
+                finish_reason=reply.finish_reason,
+                decision=result.decision,
+                parse_ms=result.metrics.parse_ms,
+                naive_parse_ms=naive_parse_ms(state.sections),
+                summary_lines=len(summary_lines(state.sections)),
+            )
+        )
+        if result.decision != "continue":
+            break
+        text = continuation_prompt(state)
+        prompt = f"{text.instructions}\n\n{text.user_text}"
+    return summarise_run(document, max_tokens, figures, {"sections": state.sections})
+
+
+def scaled(document: dict[str, Any], factor: int) -> dict[str, Any]:
+    """The document's sections `factor` times over, ids kept unique."""
+    return {
+        "sections": [
+            {**section, "id": f"{section['id']}-{copy}"} if section.get("id") else section
+            for copy in range(factor)
+            for section in document.get("sections") or []
+        ]
+    }
+
+
+def scale_study(
+    base_document: dict[str, Any],
+    factors: tuple[int, ...] = (1, 2, 5, 10, 20),
+    max_tokens: int = 1000,
+) -> dict[str, Any]:
+    """Continuation prompt size for the same document at growing lengths: it grows with the
+    summary until the summary's cap, then stays flat."""
+    rows = []
+    for factor in factors:
+        report = run_loop_bench(scaled(base_document, factor), max_tokens)
+        continuations = [f["prompt_tokens"] for f in report["iterations"][1:]]
+        rows.append(
+            {
+                "factor": factor,
+                "sections": len(base_document.get("sections") or []) * factor,
+                "llm_calls": report["llm_calls"],
+                "min_llm_calls": report["min_llm_calls"],
+                "document_equal": report["document_equal"],
+                "max_summary_lines": max(f["summary_lines"] for f in report["iterations"]),
+                "max_continuation_prompt_tokens": max(continuations, default=0),
+                "mean_continuation_prompt_tokens": (
+                    round(sum(continuations) / len(continuations)) if continuations else 0
+                ),
+            }
+        )
+    return {"max_tokens": max_tokens, "factors": rows}
+
+
+def sample_document(sections: int = 12) -> dict[str, Any]:
+    """A deterministic document with every content type, unicode, escapes and numbers."""
+    kinds = ["heading", "paragraph", "bullet_list", "table", "code_block", "numbered_list"]
+    result = []
+    for index in range(sections):
+        kind = kinds[index % len(kinds)]
+        element: dict[str, Any]
+        if kind == "heading":
+            element = {"level": 1 + index % 3, "text": f"Kapitel {index}: Übersicht «{index}»"}
+        elif kind == "paragraph":
+            element = {"text": f'Absatz {index} — "quoted", back\\slash, tab\t, ü ✓. ' * 6}
+        elif kind in ("bullet_list", "numbered_list"):
+            element = {"items": [f"Punkt {index}.{item} — ß" for item in range(12)]}
+        elif kind == "table":
+            element = {
+                "headers": ["Artikel", "Preis", "Menge"],
+                "rows": [[f"Ware {index}.{row}", 29.99 + row, row] for row in range(20)],
+            }
+        else:
+            code = "\n".join(f'    print("line {line}", {line} * 2)' for line in range(15))
+            element = {"language": "python", "code": f"def f{index}():\n{code}\n"}
+        result.append({"id": f"s{index}", "content_type": kind, "elements": [element]})
+    return {"sections": result}
+
+
+def format_loop_bench(report: dict[str, Any]) -> str:
+    if "factors" in report:
+        lines = [f"scale study (max_tokens={report['max_tokens']})"]
+        lines.append("factor sections calls(min) equal summary_lines max_prompt mean_prompt")
+        for row in report["factors"]:
+            lines.append(
+                f"{row['factor']:>6} {row['sections']:>8} {row['llm_calls']:>5}"
+                f"({row['min_llm_calls']}) {row['document_equal']!s:>5} "
+                f"{row['max_summary_lines']:>13} {row['max_continuation_prompt_tokens']:>10} "
+                f"{row['mean_continuation_prompt_tokens']:>11}"
+            )
+        return "\n".join(lines)
+    lines = [
+        f"loop bench: document {report['document_tokens']} tokens, "
+        f"max_tokens {report['max_tokens']}",
+        f"LLM calls {report['llm_calls']} (minimum {report['min_llm_calls']}), "
+        f"final {report['final_decision']}, document equal: {report['document_equal']}",
+        f"prompt tokens {report['prompt_tokens_total']}, completion tokens "
+        f"{report['completion_tokens_total']}",
+        f"cut-off analysis {report['parse_ms_total']:.2f} ms in all vs naive re-parse "
+        f"{report['naive_parse_ms_total']:.2f} ms",
+        "iter prompt completion finish  decision  parse_ms naive_ms",
+    ]
+    for row in report["iterations"]:
+        lines.append(
+            f"{row['iteration']:>4} {row['prompt_tokens']:>6} {row['completion_tokens']:>10} "
+            f"{row['finish_reason']!s:>6} {row['decision']:>9} {row['parse_ms']:>8.3f} "
+            f"{row['naive_parse_ms']:>8.3f}"
+        )
+    return "\n".join(lines)
