@@ -141,7 +141,8 @@ async def test_factory_builds_each_provider(tmp_path: Path) -> None:
     assert isinstance(scripted, ScriptedClient)
     assert (await scripted.complete(ask("x"))).text == "hi"
 
-    settings = LLMSettings(base_url="http://127.0.0.1:1/v1", api_key="k", model="m")
+    settings = LLMSettings(base_url="http://127.0.0.1:1/v1", api_key="sk-hidden", model="m")
+    assert "sk-hidden" not in repr(settings) + settings.model_dump_json()
     plain = build_llm_client(settings)
     assert isinstance(plain, OpenAIClient)
     await plain.aclose()
