@@ -16,6 +16,7 @@ Merge rules:
   - a heading or paragraph that the model repeats at the seam (equal to the element before
     the cut, and not a completion of the fragment) is dropped. Units are not checked for
     repeats: a repeated row cannot be told from a legitimately equal row;
+  - a response without a single usable section changes nothing (the cut stays where it was);
   - when the response does not continue the cut section, the fragment is abandoned and the
     response's sections are appended (liberal: an imperfect model still makes progress)."""
 
@@ -84,6 +85,8 @@ def merge_response(
     sections: list[dict[str, Any]], pending: PendingCut | None, analysis: ResponseAnalysis
 ) -> tuple[list[dict[str, Any]], PendingCut | None]:
     """The delivered sections and the pending cut after this response; inputs are not changed."""
+    if not analysis.sections:
+        return sections, pending  # nothing usable arrived (a header cut, or not JSON)
     merged = [dict(section) for section in sections]
     incoming = [dict(section) for section in analysis.sections]
     carried_before: list[Any] = []

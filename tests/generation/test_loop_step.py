@@ -1,0 +1,128 @@
+import json
+
+import pytest
+
+from services.generation.loop import LoopState, continuation_prompt, step
+from services.generation.oracle import Oracle
+
+CUT = (
+    '{"sections": [{"id": "p", "content_type": "paragraph", "elements": [{"text": "a"}, {"text": "b'
+)
+DONE = '{"sections": [{"id": "p", "content_type": "paragraph", "elements": [{"text": "bee"}]}]}'
+
+
+def test_cut_then_complete() -> None:
+    first = step(LoopState(), CUT, "length", max_iterations=5)
+    assert first.decision == "continue" and first.metrics.reason == "cut_off"
+    second = step(first.state, DONE, "stop", max_iterations=5)
+    assert second.decision == "complete"
+    assert second.state.sections[0]["elements"] == [{"text": "a"}, {"text": "bee"}]
+    assert second.metrics.elements_delivered == 2 and second.metrics.new_elements == 1
+
+
+def test_the_same_iteration_applied_twice_adds_nothing() -> None:
+    first = step(LoopState(), CUT, "length", max_iterations=5)
+    again = step(first.state, CUT, "length", max_iterations=5, iteration=1)
+    assert again.replayed and again.state == first.state and again.decision == "continue"
+    second = step(first.state, DONE, "stop", max_iterations=5, iteration=2)
+    replay = step(second.state, DONE, "stop", max_iterations=5, iteration=2)
+    assert replay.replayed and replay.state.sections == second.state.sections
+    assert replay.metrics == second.metrics
+    with pytest.raises(ValueError):
+        step(first.state, DONE, "stop", max_iterations=5, iteration=3)
+    with pytest.raises(ValueError):
+        step(second.state, DONE, "stop", max_iterations=5)
+
+
+def test_state_round_trips_through_json() -> None:
+    state = step(LoopState(), CUT, "length", max_iterations=5).state
+    restored = LoopState.model_validate_json(state.model_dump_json())
+    assert restored == state
+    assert continuation_prompt(restored) == continuation_prompt(state)
+    json.loads(state.model_dump_json())
+
+
+def test_a_model_that_never_closes_its_json_is_stopped() -> None:
+    never = (
+        '{"sections": [{"id": "p", "content_type": "paragraph", "elements": [{"text": "again and'
+    )
+    state = LoopState()
+    decisions = []
+    for _ in range(10):
+        result = step(state, never, "stop", max_iterations=10)
+        state, decisions = result.state, [*decisions, result.decision]
+        if result.decision != "continue":
+            break
+    assert decisions == ["continue", "loop_detected"]
+    assert state.history[-1].reason == "repeated_output"
+
+
+def test_a_model_that_never_closes_but_keeps_adding_hits_the_cap() -> None:
+    state = LoopState()
+    for index in range(1, 10):
+        raw = '{"sections": [{"id": "p", "content_type": "paragraph", "elements": ['
+        raw += f'{{"text": "part {index}"}}, {{"text": "cut'
+        result = step(state, raw, "length", max_iterations=4)
+        state = result.state
+        if result.decision != "continue":
+            break
+    assert result.decision == "iteration_cap" and result.metrics.iteration == 4
+    # Failed with what was delivered attached.
+    assert state.document().sections[0].elements == [{"text": f"part {i}"} for i in range(1, 5)]
+
+
+def test_a_model_that_repeats_itself_is_stopped() -> None:
+    repeated = '{"sections": [{"id": "x", "content_type": "paragraph", "elements": [{"text": "hi'
+    result = step(LoopState(), repeated, "length", max_iterations=10)
+    result = step(result.state, "```json\n" + repeated, "length", max_iterations=10)
+    assert result.decision == "loop_detected"
+    assert result.metrics.reason == "no_progress"  # same cut: same position
+    result = step(LoopState(), repeated, "length", max_iterations=10)
+    result = step(result.state, repeated + "\n", "length", max_iterations=10)
+    assert result.metrics.reason == "repeated_output"
+
+
+def test_no_json_at_all_is_no_progress() -> None:
+    result = step(LoopState(), "Sorry, I can't.", "stop", max_iterations=3)
+    assert result.decision == "loop_detected" and result.metrics.reason == "no_progress"
+
+
+def test_a_continuation_cut_in_its_header_keeps_the_pending_cut() -> None:
+    first = step(LoopState(), CUT, "length", max_iterations=5)
+    second = step(first.state, '{"sections": [{"id": "p", "cont', "length", max_iterations=5)
+    assert second.decision == "loop_detected" and second.metrics.reason == "no_progress"
+    assert second.state.pending == first.state.pending
+
+
+def test_an_element_larger_than_max_tokens_ends_as_no_progress() -> None:
+    target = {
+        "sections": [
+            {"id": "top", "content_type": "heading", "elements": [{"level": 1, "text": "T"}]},
+            {"id": "big", "content_type": "paragraph", "elements": [{"text": "word " * 400}]},
+            {"id": "after", "content_type": "paragraph", "elements": [{"text": "x"}]},
+        ]
+    }
+    oracle = Oracle(target, max_tokens=100)
+    state, prompt = LoopState(), "first call"
+    for _ in range(10):
+        reply = oracle.answer(prompt)
+        result = step(state, reply.text, reply.finish_reason, max_iterations=10)
+        state = result.state
+        if result.decision != "continue":
+            break
+        text = continuation_prompt(state)
+        prompt = text.instructions + "\n" + text.user_text
+    assert result.decision == "loop_detected" and result.metrics.reason == "no_progress"
+    assert result.metrics.iteration == 2
+    assert state.sections[-1] == {"id": "big", "content_type": "paragraph", "elements": []}
+
+
+def test_metrics_per_iteration() -> None:
+    result = step(LoopState(), CUT, "length", max_iterations=5)
+    metrics = result.metrics
+    assert (metrics.iteration, metrics.finish_reason, metrics.sections_delivered) == (
+        1,
+        "length",
+        1,
+    )
+    assert metrics.elements_delivered == 1 and metrics.parse_ms >= 0 and not metrics.json_complete
