@@ -17,15 +17,33 @@ def small_graph() -> nx.Graph:
     raw = nx.Graph()
     people = {"ADA": ["c1", "c2"], "BOB": ["c1"], "CY": ["c2"], "DEE": ["c9"]}
     for name, chunks in people.items():
-        raw.add_node(f'"{name}"', entity_type='"PERSON"', description=f'"{name} writes"',
-                     source_id="<SEP>".join(chunks), score=len(name))
+        raw.add_node(
+            f'"{name}"',
+            entity_type='"PERSON"',
+            description=f'"{name} writes"',
+            source_id="<SEP>".join(chunks),
+            score=len(name),
+        )
     raw.add_node('"LAB"', entity_type='"ORGANIZATION"', description='"A lab"', source_id="c1")
-    raw.add_edge('"ADA"', '"BOB"', weight=2.0, description='"co-authors"', source_id="c1",
-                 keywords="co-author")
-    raw.add_edge('"BOB"', '"LAB"', weight=1.0, description='"works at"', source_id="c1",
-                 keywords="affiliation")
-    raw.add_edge('"LAB"', '"CY"', weight=3.0, description='"employs"', source_id="c2",
-                 keywords="affiliation")
+    raw.add_edge(
+        '"ADA"',
+        '"BOB"',
+        weight=2.0,
+        description='"co-authors"',
+        source_id="c1",
+        keywords="co-author",
+    )
+    raw.add_edge(
+        '"BOB"',
+        '"LAB"',
+        weight=1.0,
+        description='"works at"',
+        source_id="c1",
+        keywords="affiliation",
+    )
+    raw.add_edge(
+        '"LAB"', '"CY"', weight=3.0, description='"employs"', source_id="c2", keywords="affiliation"
+    )
     return normalise_graph(raw)
 
 
@@ -178,7 +196,9 @@ async def test_stop_on_error_and_continue_on_empty() -> None:
     assert [r.status for r in stopped] == ["binding_failure"]
     kept = await run(ex, "COUNT ghost AS n", "FIND nodes AS all", stop_on_error=False)
     assert [r.status for r in kept] == ["binding_failure", "success"]
-    halted = await run(ex, 'FIND nodes WHERE id = "x" AS e', "COUNT e AS n", continue_on_empty=False)
+    halted = await run(
+        ex, 'FIND nodes WHERE id = "x" AS e', "COUNT e AS n", continue_on_empty=False
+    )
     assert [r.status for r in halted] == ["empty"]
 
 
@@ -252,7 +272,10 @@ async def test_process_validates_and_attaches_extraction() -> None:
     model.answers.append({"wrong": True})
     bad = await one(ex, 'PROCESS p USING "again" AS pairs2')
     assert bad.status == "schema_mismatch" and "items" in (bad.error or "")
-    assert (await one(executor(), 'PROCESS p USING "x" AS y')).status in ("error", "binding_failure")
+    assert (await one(executor(), 'PROCESS p USING "x" AS y')).status in (
+        "error",
+        "binding_failure",
+    )
 
 
 async def test_process_excerpt_is_bounded() -> None:

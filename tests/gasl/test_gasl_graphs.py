@@ -95,7 +95,9 @@ def test_equality_and_in_use_the_index_not_a_scan(tmp_path: Path) -> None:
     assert found.used_index and found.examined == 1
     found = adapter.find_nodes(_where('source_ids IN ["chunk-2", "chunk-3"]'), None)
     assert found.used_index and found.examined == 2
-    both = adapter.find_nodes(_where('entity_type = "PERSON" AND description CONTAINS "engine"'), None)
+    both = adapter.find_nodes(
+        _where('entity_type = "PERSON" AND description CONTAINS "engine"'), None
+    )
     assert [n["id"] for n in both.items] == ["Charles Babbage"] and both.examined == 2
     scan = adapter.find_nodes(_where('description CONTAINS "program"'), None)
     assert not scan.used_index and scan.examined == 3
@@ -105,7 +107,11 @@ def test_index_agrees_with_scan(tmp_path: Path) -> None:
     path = lightrag_file(tmp_path)
     indexed = NetworkXAdapter.from_graphml(path)
     scanning = NetworkXAdapter(load_graphml(path), use_indexes=False)
-    for text in ('entity_type = "PERSON"', 'id IN ["Ada Lovelace", "nobody"]', 'source_ids = "chunk-1" OR entity_type = "ARTIFACT"'):
+    for text in (
+        'entity_type = "PERSON"',
+        'id IN ["Ada Lovelace", "nobody"]',
+        'source_ids = "chunk-1" OR entity_type = "ARTIFACT"',
+    ):
         a = [n["id"] for n in indexed.find_nodes(_where(text), None).items]
         b = [n["id"] for n in scanning.find_nodes(_where(text), None).items]
         assert a == b

@@ -49,9 +49,7 @@ def test_llm_and_state_commands() -> None:
         "a.b", ast.VarRef("pairs"), "REPLACE"
     )
     assert parse_one("UPDATE a WITH pairs").mode == "MERGE"
-    assert parse_one('ANALYZE a.b USING "who?" AS answer') == ast.Analyze(
-        "a.b", "who?", "answer"
-    )
+    assert parse_one('ANALYZE a.b USING "who?" AS answer') == ast.Analyze("a.b", "who?", "answer")
 
 
 def test_guards_and_control() -> None:
@@ -63,7 +61,9 @@ def test_guards_and_control() -> None:
     assert isinstance(on.then, ast.FindItems)
     for status in ("ERROR", "PARTIAL", "SCHEMA_MISMATCH"):
         assert parse_one(f"ON {status} x THEN COUNT x AS n").status == status
-    block = parse_one("TRY COUNT a AS n; COUNT b AS m CATCH ANY COUNT c AS k FINALLY COUNT d AS j END")
+    block = parse_one(
+        "TRY COUNT a AS n; COUNT b AS m CATCH ANY COUNT c AS k FINALLY COUNT d AS j END"
+    )
     assert isinstance(block, ast.Try)
     assert [len(block.body), len(block.catch), len(block.final)] == [2, 1, 1]
     assert parse_one("TRY\nCOUNT a AS n\nCATCH ANY\nCOUNT c AS k\nEND").final == ()
@@ -174,10 +174,50 @@ def test_unknown_command_and_semantic_errors() -> None:
 
 _WORDS = st.sampled_from(
     [
-        "FIND", "nodes", "paths", "WHERE", "AS", "x", "=", "${x}", "'s'", "3", "(", ")",
-        "[", "]", ",", "AND", "OR", "NOT", "IN", "TRY", "CATCH", "ANY", "END", "ON",
-        "EMPTY", "THEN", "LEN", "SET", "adapter.caps.k", "SELECT", "FIELDS", ";", "\n",
-        "RANK", "BY", "AGGREGATE", "WITH", "sum", "OF", "@", "\"", "${", "-", "1e400",
+        "FIND",
+        "nodes",
+        "paths",
+        "WHERE",
+        "AS",
+        "x",
+        "=",
+        "${x}",
+        "'s'",
+        "3",
+        "(",
+        ")",
+        "[",
+        "]",
+        ",",
+        "AND",
+        "OR",
+        "NOT",
+        "IN",
+        "TRY",
+        "CATCH",
+        "ANY",
+        "END",
+        "ON",
+        "EMPTY",
+        "THEN",
+        "LEN",
+        "SET",
+        "adapter.caps.k",
+        "SELECT",
+        "FIELDS",
+        ";",
+        "\n",
+        "RANK",
+        "BY",
+        "AGGREGATE",
+        "WITH",
+        "sum",
+        "OF",
+        "@",
+        '"',
+        "${",
+        "-",
+        "1e400",
     ]
 )
 
