@@ -138,6 +138,8 @@ def scale_study(
                 "mean_continuation_prompt_tokens": (
                     round(sum(continuations) / len(continuations)) if continuations else 0
                 ),
+                "mean_parse_ms": report["parse_ms_total"] / report["llm_calls"],
+                "mean_naive_parse_ms": report["naive_parse_ms_total"] / report["llm_calls"],
             }
         )
     return {"max_tokens": max_tokens, "factors": rows}
@@ -171,13 +173,17 @@ def sample_document(sections: int = 12) -> dict[str, Any]:
 def format_loop_bench(report: dict[str, Any]) -> str:
     if "factors" in report:
         lines = [f"scale study (max_tokens={report['max_tokens']})"]
-        lines.append("factor sections calls(min) equal summary_lines max_prompt mean_prompt")
+        lines.append(
+            "factor sections calls(min) equal summary_lines max_prompt mean_prompt"
+            " parse_ms naive_ms"
+        )
         for row in report["factors"]:
             lines.append(
                 f"{row['factor']:>6} {row['sections']:>8} {row['llm_calls']:>5}"
                 f"({row['min_llm_calls']}) {row['document_equal']!s:>5} "
                 f"{row['max_summary_lines']:>13} {row['max_continuation_prompt_tokens']:>10} "
-                f"{row['mean_continuation_prompt_tokens']:>11}"
+                f"{row['mean_continuation_prompt_tokens']:>11} {row['mean_parse_ms']:>8.3f} "
+                f"{row['mean_naive_parse_ms']:>8.3f}"
             )
         return "\n".join(lines)
     lines = [
