@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from typing import Any
 
 from price_parser import Price
@@ -45,6 +45,7 @@ _TOKEN = re.compile(
 )
 _AMBIGUOUS_GROUP = re.compile(r"\d{1,3}[.,]\d{3}")
 _NEGATIVE = {"-", "−", "–"}
+_PRECISION = 100  # digits kept in arithmetic; the default 28 would round long integers
 
 # Languages writing "," as the decimal separator; regional exceptions below use ".".
 # fmt: off
@@ -100,21 +101,25 @@ def parse_number(text: str, *, expected: str, locale: str | None = None) -> Deci
 
 def _token_value(match: re.Match[str], locale: str | None) -> Decimal:
     number = match["num"]
-    if "e" in number.lower():
-        value = Decimal(number.replace(",", "."))  # scientific notation: no grouping possible
+    if match["sep"] is None:
+        # no digit grouping: the one separator, if any, is the decimal point
+        value = Decimal(number.replace(",", "."))
     else:
         hint = decimal_separator(locale) if _AMBIGUOUS_GROUP.fullmatch(number) else None
         amount = Price.fromstring(number, decimal_separator=hint).amount
-        value = amount if amount is not None else Decimal(number.replace(",", "."))
-    if match["scale"]:
-        value *= _SCALE_WORDS[match["scale"]]
-    if match["pct"]:
-        value /= 100
+        if amount is None:
+            raise CoercionError(f"cannot read the number {number!r}")
+        value = amount
+    with localcontext(prec=_PRECISION):
+        if match["scale"]:
+            value *= _SCALE_WORDS[match["scale"]]
+        if match["pct"]:
+            value /= 100
     accounting = bool(match["open"] and match["close"])
     if match["sign"] in _NEGATIVE or match["sign2"] in _NEGATIVE or accounting:
         value = -value
-    return value.normalize() if value == value.to_integral_value() else value
+    return value
 
 
 def _plain(value: Decimal) -> str:
-    return format(value.normalize(), "f")
+    return format(value, "f")

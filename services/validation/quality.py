@@ -2,8 +2,8 @@
 
 Deliberately modest; two families of checks, each deterministic:
 - Emptiness, when the intent requires completeness (completeness_threshold > 0, which is the
-  default when there is no intent) or the profile is strict: empty text, list or object; a document without sections
-  or with a section without elements.
+  default when there is no intent) or the profile is strict: empty text, list or object; a
+  document without sections or with a section without elements.
 - Counting success criteria, the machine-checkable kind: "at least 3 items", "no more than
   100 words", "exactly five sections", "at most 2 paragraphs" ... Counted units: words
   and characters (of text or of a document's text), sections (of a document), and anything
