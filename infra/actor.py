@@ -26,11 +26,11 @@ from arq import Retry
 from arq.connections import ArqRedis
 from pydantic import ValidationError
 from redis.asyncio import Redis
-from redis.exceptions import WatchError
 
 from infra import keys
+from infra.commit import commit_once
 from infra.deadletter import dead_letter
-from infra.events import Event, EventLog, EventStatus
+from infra.events import Command, Event, EventLog, EventStatus, run_commands
 from infra.jobs import JobStore
 from infra.settings import Settings
 from messages import Envelope, JobCompleted, JobFailed, decode_message, utc_now
@@ -122,10 +122,10 @@ class Actor:
             job_id=message.job_id, message_id=message.message_id, worker=self.spec.name
         )
         try:
-            if await self.runtime.redis.exists(keys.done(message.message_id)):
+            received = self._event(message, "received", wait_ms=_age_ms(message.created_at))
+            if await self._receive(message, received):
                 log.info("message already handled; skipping the re-run")
                 return
-            await self._record(message, "received", wait_ms=_age_ms(message.created_at))
             if attempt > self.max_tries:
                 await self._give_up(message, payload, "out of tries (its worker died each time)")
                 return
@@ -146,6 +146,16 @@ class Actor:
             await self._commit(message, outcome, started)
         finally:
             structlog.contextvars.unbind_contextvars("job_id", "message_id", "worker")
+
+    async def _receive(self, message: Envelope, received: Event) -> bool:
+        """Record `received` and learn, in the same round trip, whether the message was
+        already committed by an earlier run."""
+        async with self.runtime.redis.pipeline(transaction=False) as pipe:
+            pipe.exists(keys.done(message.message_id))
+            for command in self.runtime.events.commands(received):
+                pipe.execute_command(*command)
+            replies = await pipe.execute()
+        return bool(replies[0])
 
     async def _decode(self, payload: Any, attempt: int) -> Envelope | None:
         error: str | None = None
@@ -189,10 +199,11 @@ class Actor:
             status="dead_lettered",
             error=error,
         )
-        async with self.runtime.redis.pipeline(transaction=True) as pipe:
-            self.runtime.events.add_to(pipe, event)
-            self.runtime.jobs.mark_finished(pipe, job_id, error=error, failure="invalid_request")
-            await pipe.execute()
+        commands = [
+            *self.runtime.events.commands(event),
+            JobStore.finished_command(job_id, error=error, failure="invalid_request"),
+        ]
+        await run_commands(self.runtime.redis, commands)
 
     async def _after_error(
         self, message: Envelope, payload: Any, exc: Exception, attempt: int, started: float
@@ -230,60 +241,55 @@ class Actor:
                 await enqueue(self.runtime.pool, downstream)
         duration_ms = (time.perf_counter() - started) * 1000
         status: EventStatus = "continued" if outcome.continued else "completed"
-        done_key = keys.done(message.message_id)
+        event = self._event(message, status, duration_ms=duration_ms, metrics=outcome.metrics)
+        commands = self.runtime.events.commands(event)
         terminal = [m for m in outcome.messages if m.destination is None]
-        async with self.runtime.redis.pipeline(transaction=True) as pipe:
-            try:
-                await pipe.watch(done_key)
-                if await pipe.exists(done_key):
-                    return
-                pipe.multi()
-                pipe.set(done_key, "1", ex=DONE_TTL_S)
-                self.runtime.events.add_to(
-                    pipe,
-                    self._event(message, status, duration_ms=duration_ms, metrics=outcome.metrics),
-                )
-                for final in terminal:
-                    self._finish_job(pipe, final)
-                if not terminal:
-                    next_stage = next((m.destination for m in outcome.messages), self.spec.name)
-                    self.runtime.jobs.mark_running(
-                        pipe, message.job_id, next_stage or self.spec.name
-                    )
-                await pipe.execute()
-            except WatchError:
-                log.info("another run committed this message first")
+        for final in terminal:
+            commands.extend(self._finish_job(final))
+        if not terminal:
+            stage = next((m.destination for m in outcome.messages), None) or self.spec.name
+            commands.append(JobStore.running_command(message.job_id, stage))
+        committed = await commit_once(
+            self.runtime.redis, keys.done(message.message_id), DONE_TTL_S, commands
+        )
+        if not committed:
+            log.info("another run committed this message first")
 
-    def _finish_job(self, pipe: Any, final: Envelope) -> None:
+    def _finish_job(self, final: Envelope) -> list[Command]:
         if isinstance(final, JobCompleted):
-            self.runtime.jobs.mark_finished(pipe, final.job_id, result=final.result)
+            record = JobStore.finished_command(final.job_id, result=final.result)
             status: EventStatus = "completed"
             error = ""
         elif isinstance(final, JobFailed):
-            self.runtime.jobs.mark_finished(
-                pipe, final.job_id, result=final.partial, error=final.error, failure=final.status
+            record = JobStore.finished_command(
+                final.job_id, result=final.partial, error=final.error, failure=final.status
             )
             status, error = "failed", final.error
         else:
             raise TypeError(f"{final.type} has no destination and is not terminal")
-        self.runtime.events.add_to(
-            pipe,
-            Event(
-                job_id=final.job_id,
-                message_id=final.message_id,
-                type=final.type,
-                worker=self.spec.name,
-                stage="done",
-                status=status,
-                error=error,
-            ),
+        event = Event(
+            job_id=final.job_id,
+            message_id=final.message_id,
+            type=final.type,
+            worker=self.spec.name,
+            stage="done",
+            status=status,
+            error=error,
         )
-        pipe.xadd(
+        maxlen = str(self.runtime.settings.events_maxlen)
+        published = [
+            "XADD",
             keys.RESULTS,
-            {"job_id": final.job_id, "message": final.model_dump_json()},
-            maxlen=self.runtime.settings.events_maxlen,
-            approximate=True,
-        )
+            "MAXLEN",
+            "~",
+            maxlen,
+            "*",
+            "job_id",
+            final.job_id,
+            "message",
+            final.model_dump_json(),
+        ]
+        return [record, *self.runtime.events.commands(event), published]
 
     def _event(
         self,

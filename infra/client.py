@@ -16,6 +16,7 @@ from typing import Any
 
 from arq.connections import ArqRedis
 
+from infra import keys
 from infra.events import Event, EventLog
 from infra.jobs import JobRecord, JobStore
 from infra.settings import Settings
@@ -119,6 +120,29 @@ class Client:
             async for _event in self.follow(job_id):
                 pass
             return await self.status(job_id)
+
+    async def wait_all(self, job_ids: list[str], timeout: float = 60.0) -> dict[str, JobRecord]:
+        """Wait for many jobs at once by reading the results stream, not one stream each."""
+        pending = set(job_ids)
+        records: dict[str, JobRecord] = {}
+        async with asyncio.timeout(timeout):
+            newest = await self.pool.xrevrange(keys.RESULTS, count=1)
+            last = newest[0][0] if newest else b"0-0"
+            for job_id in job_ids:
+                record = await self.status(job_id)
+                if record.finished:
+                    records[job_id] = record
+                    pending.discard(job_id)
+            while pending:
+                batches = await self.pool.xread({keys.RESULTS: last}, block=1000, count=500)
+                for _stream, entries in batches:
+                    for entry_id, fields in entries:
+                        last = entry_id
+                        job_id = fields[b"job_id"].decode()
+                        if job_id in pending:
+                            records[job_id] = await self.status(job_id)
+                            pending.discard(job_id)
+        return records
 
     async def result(self, job_id: str, timeout: float = 60.0) -> Any:
         """The validated result; raises JobFailedError if the job failed."""

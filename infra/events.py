@@ -4,15 +4,21 @@ per-job stream.
 Entries are flat string fields with stable names, one type per field, numbers purely
 numeric, so dashboards render them as columns:
 
-  job_id, message_id, type, worker, stage, status, attempt, duration_ms, error,
-  iteration, round, llm_calls, prompt_tokens, completion_tokens
+  job_id, message_id, type, worker, instance, stage, status, attempt, duration_ms, wait_ms,
+  error, iteration, round, llm_calls, prompt_tokens, completion_tokens
 
 `status` is one of: submitted, received, completed, continued, retried, failed,
-dead_lettered. Numeric fields that do not apply are 0.
+dead_lettered. `instance` names the process (host:pid) that handled the message, so a
+dashboard shows how replicas share a queue. `wait_ms` is how long the message waited
+between being created and being received (the hop latency); `duration_ms` is how long its
+handling took. Numeric fields that do not apply are 0; `error` is empty unless something
+failed.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
@@ -20,6 +26,8 @@ from pydantic import BaseModel, Field
 from redis.asyncio import Redis
 
 from infra import keys
+
+INSTANCE = f"{socket.gethostname()}:{os.getpid()}"
 
 EventStatus = Literal[
     "submitted", "received", "completed", "continued", "retried", "failed", "dead_lettered"
@@ -31,6 +39,7 @@ class Event(BaseModel):
     message_id: str
     type: str
     worker: str
+    instance: str = INSTANCE
     stage: str
     status: EventStatus
     attempt: int = 1
@@ -56,6 +65,16 @@ class Event(BaseModel):
         return cls.model_validate({**decoded, "id": _text(entry_id)})
 
 
+Command = list[str]
+
+
+async def run_commands(redis: Redis, commands: list[Command]) -> None:
+    async with redis.pipeline(transaction=False) as pipe:
+        for command in commands:
+            pipe.execute_command(*command)
+        await pipe.execute()
+
+
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
@@ -67,18 +86,19 @@ class EventLog:
         self.job_maxlen = job_maxlen
         self.job_ttl_s = job_ttl_s
 
-    def add_to(self, pipe: Any, event: Event) -> None:
-        """Queue the two XADDs on a pipeline or transaction the caller executes."""
-        fields = event.fields()
-        pipe.xadd(keys.EVENTS, fields, maxlen=self.maxlen, approximate=True)
+    def commands(self, event: Event) -> list[Command]:
+        """The Redis commands that record `event`: the caller runs them in a pipeline or
+        inside the commit script, so an event lands together with what it reports."""
+        flat = [item for pair in event.fields().items() for item in pair]
         job_stream = keys.job_events(event.job_id)
-        pipe.xadd(job_stream, fields, maxlen=self.job_maxlen, approximate=True)
-        pipe.expire(job_stream, self.job_ttl_s)
+        return [
+            ["XADD", keys.EVENTS, "MAXLEN", "~", str(self.maxlen), "*", *flat],
+            ["XADD", job_stream, "MAXLEN", "~", str(self.job_maxlen), "*", *flat],
+            ["EXPIRE", job_stream, str(self.job_ttl_s)],
+        ]
 
     async def record(self, event: Event) -> None:
-        async with self.redis.pipeline(transaction=False) as pipe:
-            self.add_to(pipe, event)
-            await pipe.execute()
+        await run_commands(self.redis, self.commands(event))
 
     async def read(self, job_id: str, after: str = "-") -> list[Event]:
         start = after if after == "-" else f"({after}"

@@ -65,21 +65,19 @@ class JobStore:
         await self.redis.expire(key, self.ttl_s)
         return True
 
-    def mark_running(self, pipe: Any, job_id: str, stage: str) -> None:
-        pipe.hset(
-            keys.job(job_id),
-            mapping={"status": "running", "stage": stage, "updated_at": utc_now().isoformat()},
-        )
+    @staticmethod
+    def running_command(job_id: str, stage: str) -> list[str]:
+        now = utc_now().isoformat()
+        return ["HSET", keys.job(job_id), "status", "running", "stage", stage, "updated_at", now]
 
-    def mark_finished(
-        self,
-        pipe: Any,
+    @staticmethod
+    def finished_command(
         job_id: str,
         *,
         result: Any = None,
         error: str | None = None,
         failure: str | None = None,
-    ) -> None:
+    ) -> list[str]:
         now = utc_now().isoformat()
         fields: dict[str, str] = {
             "status": "failed" if failure else "completed",
@@ -92,7 +90,7 @@ class JobStore:
             fields["error"] = error
         if failure is not None:
             fields["failure"] = failure
-        pipe.hset(keys.job(job_id), mapping=fields)
+        return ["HSET", keys.job(job_id), *(item for pair in fields.items() for item in pair)]
 
     async def get(self, job_id: str) -> JobRecord:
         raw = await self.redis.hgetall(keys.job(job_id))

@@ -42,7 +42,9 @@ def build_arq_worker(spec: WorkerSpec, runtime: Runtime, url: str, concurrency: 
     # dead-letters the message, instead of arq dropping it silently.
     tries = queue.max_tries + 1
     return Worker(
-        functions=[func(actor.handle_job, name=ARQ_FUNCTION, timeout=queue.job_timeout, max_tries=tries)],
+        functions=[
+            func(actor.handle_job, name=ARQ_FUNCTION, timeout=queue.job_timeout, max_tries=tries)
+        ],
         queue_name=keys.queue(spec.name),
         redis_settings=RedisSettings.from_dsn(url),
         poll_delay=queue.poll_delay,

@@ -1,0 +1,318 @@
+"""The `postel` command line.
+
+Exit codes a script can rely on:
+  0  success
+  1  the job failed (its status and error are printed)
+  2  bad input: usage error, invalid type or value
+  3  Redis unreachable
+  4  no such job
+  5  timed out waiting
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Callable, Coroutine
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from pydantic import ValidationError
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from infra.client import Client, JobFailedError
+from infra.events import Event
+from infra.jobs import JobNotFound
+from infra.logging import configure_logging
+from infra.settings import WORKER_NAMES, Settings
+
+T = TypeVar("T")
+
+EXIT_FAILED, EXIT_INPUT, EXIT_REDIS, EXIT_NOT_FOUND, EXIT_TIMEOUT = 1, 2, 3, 4, 5
+
+
+def run_async(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
+    """Run a coroutine command, turning known failures into their exit codes."""
+
+    @wraps(coro_fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        try:
+            return asyncio.run(coro_fn(*args, **kwargs))
+        except (RedisConnectionError, OSError) as exc:
+            fail(
+                f"cannot reach Redis: {exc}. Is `postel up` running, or POSTEL_REDIS_URL set?",
+                EXIT_REDIS,
+            )
+        except JobNotFound as exc:
+            fail(str(exc), EXIT_NOT_FOUND)
+        except TimeoutError:
+            fail("timed out waiting for the job", EXIT_TIMEOUT)
+        except JobFailedError as exc:
+            fail(str(exc), EXIT_FAILED)
+        except ValidationError as exc:
+            fail(f"invalid input: {exc}", EXIT_INPUT)
+
+    return wrapper
+
+
+def fail(message: str, code: int) -> Any:
+    click.echo(f"postel: {message}", err=True)
+    sys.exit(code)
+
+
+def settings() -> Settings:
+    current = Settings()
+    configure_logging(current.log_level, current.log_format)
+    return current
+
+
+def format_event(event: Event) -> str:
+    figures = [f"attempt={event.attempt}"]
+    if event.wait_ms:
+        figures.append(f"wait={event.wait_ms:.1f}ms")
+    if event.duration_ms:
+        figures.append(f"took={event.duration_ms:.1f}ms")
+    for name in ("iteration", "round", "llm_calls", "prompt_tokens", "completion_tokens"):
+        value = getattr(event, name)
+        if value:
+            figures.append(f"{name}={value}")
+    line = f"{event.worker:<10} {event.status:<13} {event.type:<22} {' '.join(figures)}"
+    return f"{line}  error: {event.error}" if event.error else line
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """postel: typed LLM jobs through five worker queues on Redis."""
+
+
+@main.command()
+@click.option("--port", type=int, default=None, help="Embedded Redis port (POSTEL_EMBEDDED_PORT).")
+@click.option(
+    "--state-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where the embedded Redis keeps its AOF (POSTEL_STATE_DIR).",
+)
+def up(port: int | None, state_dir: Path | None) -> None:
+    """Run the whole system in one process: an embedded Redis and all five workers.
+
+    Ctrl-C stops it cleanly; queued jobs survive a restart (AOF under the state dir)."""
+    from infra.local_system import LocalSystem
+
+    current = settings()
+    if current.redis_url:
+        fail(
+            "`postel up` runs its own Redis; unset POSTEL_REDIS_URL, or run `postel worker`",
+            EXIT_INPUT,
+        )
+
+    async def serve() -> None:
+        system = LocalSystem(current, port=port, state_dir=state_dir)
+        await system.start()
+        click.echo(f"postel up: redis at {system.url}")
+        click.echo(f"  other shells: postel submit 'hello'   (or POSTEL_REDIS_URL={system.url})")
+        click.echo("  Ctrl-C stops")
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        waiter = asyncio.create_task(stop.wait())
+        crashed = asyncio.create_task(system.wait())
+        await asyncio.wait([waiter, crashed], return_when=asyncio.FIRST_COMPLETED)
+        click.echo("postel up: stopping")
+        await system.stop()
+        if crashed.done() and crashed.exception() is not None:
+            raise crashed.exception()  # type: ignore[misc]
+
+    run_async(serve)()
+
+
+@main.command()
+@click.argument("name", type=click.Choice(WORKER_NAMES))
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 1000),
+    default=None,
+    help="Jobs this process runs at once (POSTEL_CONCURRENCY, default 10).",
+)
+def worker(name: str, concurrency: int | None) -> None:
+    """Run one worker process of kind NAME against POSTEL_REDIS_URL.
+
+    Start as many as you like, on any machine: they share the queue. The intent worker
+    also consumes the ingress stream."""
+    from infra.runner import run_workers
+
+    current = settings()
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await run_workers(
+            [name],
+            current,
+            current.effective_redis_url,
+            concurrency=concurrency,
+            ingress=name == "intent",
+            stop=stop,
+        )
+
+    run_async(serve)()
+
+
+@main.command()
+@click.argument("prompt")
+@click.option(
+    "--type",
+    "type_",
+    default="str",
+    show_default=True,
+    help="Desired type: float, int, bool, str, list[T], dict, document, or a JSON "
+    "Schema (inline JSON or @file.json).",
+)
+@click.option("--graph", default=None, help="Name of a registered graph to ask about.")
+@click.option(
+    "--text-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Attach this file's text as the `text` argument.",
+)
+@click.option(
+    "--profile",
+    type=click.Choice(["default", "production", "creative", "strict"]),
+    default="default",
+    show_default=True,
+)
+@click.option("--job-id", default=None, help="Choose the job id (submission is then idempotent).")
+@click.option("--wait", is_flag=True, help="Follow the job's events live and print the result.")
+@click.option(
+    "--timeout", type=float, default=300.0, show_default=True, help="Seconds --wait waits."
+)
+def submit(
+    prompt: str,
+    type_: str,
+    graph: str | None,
+    text_file: Path | None,
+    profile: str,
+    job_id: str | None,
+    wait: bool,
+    timeout: float,
+) -> None:
+    """Submit PROMPT as a job and print its id (with --wait: follow it and print the result)."""
+    current = settings()
+    request = build_request(prompt, type_, graph, text_file, profile)
+
+    async def go() -> None:
+        async with Client(settings=current) as client:
+            new_id = await client.submit_request(request, job_id=job_id)
+            click.echo(new_id)
+            if wait:
+                await follow_and_print(client, new_id, timeout)
+
+    run_async(go)()
+
+
+def build_request(
+    prompt: str, type_: str, graph: str | None, text_file: Path | None, profile: str
+) -> Any:
+    from messages import JobRequest, TypeSpec
+
+    try:
+        spec = TypeSpec.model_validate(parse_type_option(type_))
+    except (ValidationError, ValueError) as exc:
+        fail(f"invalid --type {type_!r}: {exc}", EXIT_INPUT)
+    arguments = {"text": text_file.read_text()} if text_file else {}
+    return JobRequest(
+        prompt=prompt,
+        desired_type=spec,
+        graph=graph,
+        arguments=arguments,
+        ambient={"profile": profile},
+    )
+
+
+def parse_type_option(value: str) -> Any:
+    """`float`, `list[int]`, inline JSON Schema, or `@schema.json`."""
+    if value.startswith("@"):
+        return json.loads(Path(value[1:]).read_text())
+    if value.lstrip().startswith("{"):
+        return json.loads(value)
+    return value
+
+
+async def follow_and_print(client: Client, job_id: str, timeout: float) -> None:
+    """Stream the job's events to stderr, then print its result as JSON on stdout."""
+    async with asyncio.timeout(timeout):
+        async for event in client.follow(job_id):
+            click.echo(format_event(event), err=True)
+    result = await client.result(job_id, timeout=5)
+    click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+
+
+@main.command()
+@click.argument("job_id")
+def status(job_id: str) -> None:
+    """Print the job record as JSON."""
+    current = settings()
+
+    async def go() -> None:
+        async with Client(settings=current) as client:
+            record = await client.status(job_id)
+            click.echo(record.model_dump_json(indent=2))
+
+    run_async(go)()
+
+
+@main.command()
+@click.argument("job_id")
+@click.option("--follow", is_flag=True, help="Keep printing new events until the job ends.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per event.")
+def events(job_id: str, follow: bool, as_json: bool) -> None:
+    """Print the job's events (every hop), in order."""
+    current = settings()
+
+    async def go() -> None:
+        async with Client(settings=current) as client:
+            await client.status(job_id)
+            source = client.follow(job_id) if follow else _aiter(await client.events.read(job_id))
+            async for event in source:
+                click.echo(event.model_dump_json() if as_json else format_event(event))
+
+    run_async(go)()
+
+
+async def _aiter(items: list[Event]) -> Any:
+    for item in items:
+        yield item
+
+
+@main.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+def schema(directory: Path) -> None:
+    """Write one JSON Schema per message type into DIRECTORY."""
+    from infra.schema_export import write_schemas
+
+    for path in write_schemas(directory):
+        click.echo(str(path))
+
+
+@main.group()
+def bench() -> None:
+    """Benchmarks that print figures against a baseline measured in the same run."""
+
+
+@bench.command("bus")
+@click.option("--jobs", type=click.IntRange(1, 100_000), default=200, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def bench_bus(jobs: int, as_json: bool) -> None:
+    """Per-hop latency and jobs/s through the five queues (no LLM) against bare arq."""
+    from infra.bench_bus import format_bus_bench, run_bus_bench
+
+    current = settings()
+    figures = run_async(run_bus_bench)(current, jobs)
+    click.echo(json.dumps(figures, indent=2) if as_json else format_bus_bench(figures))

@@ -1,0 +1,31 @@
+"""Commit once: a message's done marker and the records of its handling, atomically.
+
+One Lua script sets `postel:done:<message_id>` if absent and, only then, runs the given
+commands (event XADDs, the job record's HSET, the results stream). A handler that runs twice
+therefore records its completion once, in one round trip.
+"""
+
+from __future__ import annotations
+
+import json
+
+from redis.asyncio import Redis
+
+from infra.events import Command
+
+_SCRIPT = """
+if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
+  for _, command in ipairs(cjson.decode(ARGV[2])) do
+    redis.call(unpack(command))
+  end
+  return 1
+end
+return 0
+"""
+
+
+async def commit_once(redis: Redis, done_key: str, ttl_s: int, commands: list[Command]) -> bool:
+    """True if this call committed; False if the message was already committed."""
+    script = redis.register_script(_SCRIPT)
+    committed = await script(keys=[done_key], args=[ttl_s, json.dumps(commands)])
+    return bool(committed)
