@@ -12,7 +12,8 @@ are checked:
                  element or unit, and the cut point did not move. This is also where an
                  element larger than one response ends: a heading, paragraph, table row,
                  list item or code line that cannot fit in max_tokens is sent again cut at
-                 the same place every time, so the loop stops at the next iteration.
+                 the same place every time, so the loop stops at the next iteration (as
+                 repeated_output when that response is byte-identical).
   iteration_cap  the cap is reached with the JSON still cut: the job fails with the
                  delivered document attached.
   continue       cut off and progressing: the generator re-enqueues itself with
