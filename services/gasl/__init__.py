@@ -1,0 +1,25 @@
+"""GASL: a small language for LLM-driven graph analysis, its executor and state store.
+
+Entry points: `GaslExecutor.execute_plan` (executor), `NetworkXAdapter.from_graphml`
+(graphs), `StateStore` with a `StateBackend` (state), `parse` (syntax). See docs/GASL.md.
+"""
+
+from services.gasl.adapters import Caps, GraphAdapter, NetworkXAdapter
+from services.gasl.executor import GaslExecutor, replay
+from services.gasl.llm_steps import GaslModel
+from services.gasl.parser import GaslSyntaxError, parse
+from services.gasl.state import JsonFileStateBackend, StateBackend, StateStore
+
+__all__ = [
+    "Caps",
+    "GaslExecutor",
+    "GaslModel",
+    "GaslSyntaxError",
+    "GraphAdapter",
+    "JsonFileStateBackend",
+    "NetworkXAdapter",
+    "StateBackend",
+    "StateStore",
+    "parse",
+    "replay",
+]
