@@ -17,7 +17,7 @@ from services.validation.errors import CoercionError
 from services.validation.numbers import read_number
 from services.validation.schema import check_schema, validate
 from services.validation.structured import load_object, split_list
-from services.validation.text import strip_fences, strip_quotes
+from services.validation.text import strip_quotes, unwrap_fence
 
 
 def coerce(raw: Any, spec: TypeSpec, *, locale: str | None = None) -> Any:
@@ -51,7 +51,7 @@ def _to_bool(raw: Any, _spec: TypeSpec, _locale: str | None) -> bool:
 
 def _to_str(raw: Any, _spec: TypeSpec, _locale: str | None) -> str:
     if isinstance(raw, str):
-        return strip_quotes(strip_fences(raw))
+        return strip_quotes(unwrap_fence(raw))
     if isinstance(raw, bool):
         return "true" if raw else "false"
     if isinstance(raw, int | float):

@@ -45,7 +45,7 @@ _TOKEN = re.compile(
 )
 _AMBIGUOUS_GROUP = re.compile(r"\d{1,3}[.,]\d{3}")
 _NEGATIVE = {"-", "−", "–"}
-_PRECISION = 100  # digits kept in arithmetic; the default 28 would round long integers
+_PRECISION = 100  # digits kept in arithmetic (even negation); the default 28 rounds long ints
 
 # Languages writing "," as the decimal separator; regional exceptions below use ".".
 # fmt: off
@@ -115,9 +115,9 @@ def _token_value(match: re.Match[str], locale: str | None) -> Decimal:
             value *= _SCALE_WORDS[match["scale"]]
         if match["pct"]:
             value /= 100
-    accounting = bool(match["open"] and match["close"])
-    if match["sign"] in _NEGATIVE or match["sign2"] in _NEGATIVE or accounting:
-        value = -value
+        accounting = bool(match["open"] and match["close"])
+        if match["sign"] in _NEGATIVE or match["sign2"] in _NEGATIVE or accounting:
+            value = -value
     return value
 
 

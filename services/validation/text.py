@@ -18,6 +18,12 @@ def strip_fences(text: str) -> str:
     return match.group(1).strip() if match else text.strip()
 
 
+def unwrap_fence(text: str) -> str:
+    """The body of a fence that wraps the whole text; prose around a fence is kept intact."""
+    match = _FENCE.fullmatch(text.strip())
+    return match.group(1).strip() if match else text.strip()
+
+
 def strip_quotes(text: str) -> str:
     """Remove one pair of matching quotes around the whole text."""
     if len(text) >= 2 and _QUOTES.get(text[0]) == text[-1]:

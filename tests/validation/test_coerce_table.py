@@ -110,6 +110,8 @@ STRINGS = [
     ("  Paris  ", "Paris"),
     ('"Paris"', "Paris"),
     ("```\nprint('hi')\n```", "print('hi')"),
+    ("```python\nx = 1\n```", "x = 1"),
+    ("Use this:\n```\nx = 1\n```\nThen run it.", "Use this:\n```\nx = 1\n```\nThen run it."),
     ("It's fine", "It's fine"),
     (42, "42"),
     (False, "false"),
