@@ -90,5 +90,8 @@ class GaslRunResult(BaseModel):
     plan_id: str
     records: list[ExecutionRecord]
     state: StateSummary
+    variables: dict[str, Any] = Field(
+        default_factory=dict, description="context variables: size and a short sample each"
+    )
     stopped: bool = False
     cancelled: bool = False

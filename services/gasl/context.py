@@ -45,9 +45,6 @@ class ContextStore:
     def exists(self, name: str) -> bool:
         return name in self._values
 
-    def names(self) -> list[str]:
-        return list(self._values)
-
     def summary(self, max_items: int = 3) -> dict[str, Any]:
         """Per variable: its size and a short sample, for prompts and logs."""
         return {

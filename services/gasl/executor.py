@@ -173,6 +173,7 @@ class GaslExecutor:
             plan_id=checked.plan_id,
             records=records,
             state=self.state_summary(),
+            variables=self.context.summary(),
             stopped=stopped,
             cancelled=self._cancel_current,
         )

@@ -214,6 +214,9 @@ async def test_on_guards_fire_only_on_their_status() -> None:
     assert [r.status for r in records] == ["empty", "success", "success"]
     assert records[1].rows[0]["id"] == "ADA" and records[1].detail["guard"].startswith("ON EMPTY")
     assert records[2].detail == {"triggered": False, "observed": "success"}
+    assert (await ex.execute_plan({"plan_id": "v", "commands": ["COUNT who AS n"]})).variables[
+        "n"
+    ] == {"size": 1, "sample": 1}
     # An ON ERROR guard right after a failure handles it, even with stop_on_error.
     handled = await run(ex, "COUNT ghost AS g", "ON ERROR g THEN COUNT who AS g")
     assert [r.status for r in handled] == ["binding_failure", "success"]
@@ -246,6 +249,7 @@ async def test_set_and_cancel() -> None:
         {"plan_id": "p9", "commands": ['CANCEL PLAN "p9"', "FIND nodes AS all"]}
     )
     assert result.cancelled and len(result.records) == 1
+    assert result.variables == {}
     again = await ex.execute_plan({"plan_id": "p9", "commands": ["FIND nodes AS all"]})
     assert again.records[0].status == "error" and "cancelled" in (again.records[0].error or "")
 
