@@ -6,7 +6,9 @@ Which dialect to configure per endpoint:
   ``llama-server``: ``{"type": "json_schema", "json_schema": {"name", "schema", "strict"}}``.
 - ``json_object`` — llama-cpp-python's server (postel's embedded local model), which answers
   the first form with a 500: ``{"type": "json_object", "schema": {...}}``; the schema is
-  compiled into a grammar.
+  compiled into a grammar. Its compiler fails on an array whose ``items`` is ``{}`` or
+  ``true`` (pydantic writes that for ``list[Any]``) and then silently falls back to
+  unconstrained JSON, so such ``items`` are dropped first; they allow anything either way.
 - ``none`` — endpoints without structured output; nothing is sent and the prompt alone must
   describe the JSON shape.
 """
@@ -27,5 +29,21 @@ def response_format(
             "json_schema": {"name": name, "schema": schema, "strict": strict},
         }
     if dialect == "json_object":
-        return {"type": "json_object", "schema": schema}
+        return {"type": "json_object", "schema": _without_open_items(schema)}
     return None
+
+
+_NAME_MAPS = {"properties", "patternProperties", "$defs", "definitions"}
+
+
+def _without_open_items(node: Any, names: bool = False) -> Any:
+    """`names`: node maps names to schemas, so a key "items" there is a name, not a keyword."""
+    if isinstance(node, dict):
+        return {
+            key: _without_open_items(value, not names and key in _NAME_MAPS)
+            for key, value in node.items()
+            if names or not (key == "items" and value in ({}, True))
+        }
+    if isinstance(node, list):
+        return [_without_open_items(value) for value in node]
+    return node

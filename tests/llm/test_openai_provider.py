@@ -272,6 +272,31 @@ async def test_structured_output_dialects(
     assert server.requests[0].get("response_format") == expected
 
 
+async def test_json_object_drops_open_items_llama_cpp_cannot_compile(server: FakeServer) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "anything": {"type": "array", "items": {}},
+            "flags": {"type": "array", "items": True},
+            "items": {},  # a property named "items" stays
+            "names": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+    server.replies = [completion("{}"), completion("{}")]
+    for dialect in ("json_object", "json_schema"):
+        client = OpenAIClient(config(server, structured_output=dialect))
+        await client.complete(ask(json_schema=schema))
+        await client.aclose()
+    sent = server.requests[0]["response_format"]["schema"]["properties"]
+    assert sent == {
+        "anything": {"type": "array"},
+        "flags": {"type": "array"},
+        "items": {},
+        "names": {"type": "array", "items": {"type": "string"}},
+    }
+    assert server.requests[1]["response_format"]["json_schema"]["schema"] == schema
+
+
 async def test_api_key_never_in_errors_or_reprs(server: FakeServer) -> None:
     server.replies = [Reply(status=401, body={"error": {"message": f"bad key {SECRET}"}})]
     cfg = config(server)
