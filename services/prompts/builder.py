@@ -36,8 +36,9 @@ def build_prompt(
     ]
     sections.append(_instructions(template, style))
     sections.append(_output_format(template, style))
-    if template.examples:
-        sections.append(_examples(template, style))
+    shown = template.examples[: style.max_examples]
+    if shown:
+        sections.append(_examples(template, shown, style))
     for title, text in (context or {}).items():
         sections.append(style.section(title.upper(), data_block(title.upper(), text)))
     if user_text is not None:
@@ -61,11 +62,9 @@ def _output_format(template: PromptTemplate, style: Style) -> str:
     return style.section("OUTPUT FORMAT", [template.output_format or DEFAULT_OUTPUT_FORMAT, *lines])
 
 
-def _examples(template: PromptTemplate, style: Style) -> str:
-    shown = template.examples[: style.max_examples]
-    return style.section(
-        "EXAMPLES", ["\n\n".join("\n".join(_example(template, ex)) for ex in shown)]
-    )
+def _examples(template: PromptTemplate, shown: list[Example], style: Style) -> str:
+    blocks = ["\n".join(_example(template, example)) for example in shown]
+    return style.section("EXAMPLES", ["\n\n".join(blocks)])
 
 
 def _example(template: PromptTemplate, example: Example) -> list[str]:

@@ -6,6 +6,6 @@ from enum import StrEnum
 
 
 class Capability(StrEnum):
-    MINIMAL = "minimal"  # small local models: plain headers, no list markup, one example
+    MINIMAL = "minimal"  # small local models: plain headers, no list markup, no examples
     LIMITED = "limited"  # mid-size models: banner headers, bullets, two examples
     STANDARD = "standard"  # capable models: markdown headers, numbered fields, every example

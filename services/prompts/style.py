@@ -12,7 +12,9 @@ class Style:
     header: str  # a format string around the section title
     bullet: str
     numbered: bool  # number the output fields instead of bulleting them
-    max_examples: int | None  # small models lose the task among many examples
+    # Small models copy a worked example instead of doing the task (SmolLM2-135M returned
+    # the intent example verbatim for 3 of 3 other requests), so Minimal shows none.
+    max_examples: int | None
 
     def section(self, title: str, lines: list[str]) -> str:
         return "\n".join([self.header.format(title=title), *lines])
@@ -24,7 +26,7 @@ class Style:
 
 
 STYLES: dict[Capability, Style] = {
-    Capability.MINIMAL: Style(header="[{title}]", bullet="", numbered=False, max_examples=1),
+    Capability.MINIMAL: Style(header="[{title}]", bullet="", numbered=False, max_examples=0),
     Capability.LIMITED: Style(header="==={title}===", bullet="- ", numbered=False, max_examples=2),
     Capability.STANDARD: Style(header="## {title}", bullet="- ", numbered=True, max_examples=None),
 }
