@@ -15,6 +15,8 @@ completion events and terminal writes from being recorded twice.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -24,6 +26,7 @@ from typing import Any
 import structlog
 from arq import Retry
 from arq.connections import ArqRedis
+from arq.constants import in_progress_key_prefix
 from pydantic import ValidationError
 from redis.asyncio import Redis
 
@@ -109,8 +112,26 @@ class Actor:
         self.max_tries = runtime.settings.queue(spec.name).max_tries
 
     async def handle_job(self, ctx: dict[str, Any], payload: Any) -> None:
-        """arq's entry point: `ctx["job_try"]` counts runs, including runs cut by a crash."""
-        await self.run(payload, attempt=int(ctx.get("job_try", 1)))
+        """arq's entry point: `ctx["job_try"]` counts runs, including runs cut by a crash.
+
+        arq protects a running job with an in-progress key that lives job_timeout + 10 s, so
+        a killed worker's job would wait that long before another worker may take it. The
+        handler instead holds a short lease (`lease_s`) on that key, renewed while its
+        process lives: a dead worker's job is free again within `lease_s`."""
+        lease_key = in_progress_key_prefix + str(ctx.get("job_id", ""))
+        lease_ms = int(self.runtime.settings.lease_s * 1000)
+        await self.runtime.redis.pexpire(lease_key, lease_ms)
+        renewing = asyncio.create_task(self._renew_lease(lease_key, lease_ms))
+        try:
+            await self.run(payload, attempt=int(ctx.get("job_try", 1)))
+        finally:
+            renewing.cancel()
+
+    async def _renew_lease(self, key: str, lease_ms: int) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            while True:
+                await asyncio.sleep(lease_ms / 4000)
+                await self.runtime.redis.pexpire(key, lease_ms)
 
     async def run(self, payload: Any, attempt: int) -> None:
         started = time.perf_counter()

@@ -1,9 +1,9 @@
 """Settings from the environment, prefix `POSTEL_` (the README lists every one).
 
 Per-worker queue settings are `POSTEL_<WORKER>_JOB_TIMEOUT`, `..._MAX_TRIES` and
-`..._POLL_DELAY`; the defaults keep every job short so that arq recovers a killed worker's
-job in seconds: arq re-runs a job only after its in-progress key expires, which is the
-worker's job_timeout plus 10 s.
+`..._POLL_DELAY`. A running job holds a lease of `POSTEL_LEASE_S` seconds, renewed while its
+process lives, so a killed worker's job is taken over within about that time (arq alone
+would wait job_timeout + 10 s).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ class Settings(BaseSettings):
     generator: QueueSettings = QueueSettings(job_timeout=30)
     validator: QueueSettings = QueueSettings(job_timeout=10)
     concurrency: int = Field(default=10, ge=1, le=1000)
+    lease_s: float = Field(default=5.0, ge=1.0, le=600.0)
 
     events_maxlen: int = Field(default=100_000, ge=100)
     job_events_maxlen: int = Field(default=2_000, ge=10)

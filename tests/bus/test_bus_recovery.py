@@ -1,0 +1,95 @@
+"""A killed worker loses nothing: its job is recovered by a restarted process and completes
+exactly once; a restarted embedded Redis still holds the queued jobs (AOF)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from infra.client import Client
+from infra.events import EventLog
+from infra.jobs import JobStore
+from infra.local_system import LocalSystem
+from infra.redis_server import EmbeddedRedis, free_port
+from infra.relay import RELAY_WORKERS
+from infra.settings import Settings
+from infra.submit import submit_job
+from infra.wire import connect_arq
+from messages import JobRequest
+
+
+def start_planner(url: str, slow: float) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "POSTEL_REDIS_URL": url, "POSTEL_LOG_LEVEL": "WARNING"}
+    return subprocess.Popen(
+        [sys.executable, "tests/bus/relay_worker.py", "planner", "--slow", str(slow)], env=env
+    )
+
+
+async def test_sigkill_mid_job_then_restart_completes_exactly_once(
+    redis_url: str, settings: Settings
+) -> None:
+    others = [s for s in RELAY_WORKERS if s.name != "planner"]
+    doomed = start_planner(redis_url, slow=30)
+    try:
+        async with (
+            LocalSystem(settings, redis_url=redis_url, specs=others),
+            Client(redis_url, settings) as client,
+        ):
+            job_id = await client.submit("survive a crash")
+            async for event in client.follow(job_id):
+                if event.worker == "planner" and event.status == "received":
+                    break
+            doomed.send_signal(signal.SIGKILL)
+            doomed.wait(10)
+            killed_at = time.perf_counter()
+            replacement = start_planner(redis_url, slow=0)
+            try:
+                timeout = settings.planner.job_timeout + 30
+                assert await client.result(job_id, timeout=timeout) == "survive a crash"
+                recovery_s = time.perf_counter() - killed_at
+            finally:
+                replacement.terminate()
+                replacement.wait(10)
+            events = await client.events.read(job_id)
+            hops = [(e.worker, e.status, e.attempt) for e in events]
+    finally:
+        if doomed.poll() is None:
+            doomed.kill()
+    planner = [(status, attempt) for worker, status, attempt in hops if worker == "planner"]
+    assert planner == [("received", 1), ("received", 2), ("completed", 2)]
+    gasl = [(status, attempt) for worker, status, attempt in hops if worker == "gasl"]
+    assert gasl == [("received", 1), ("completed", 1)]
+    assert sum(1 for h in hops if h[1] == "completed" and h[0] == "validator") == 2
+    # The lease expires within lease_s of the kill; the rest is restart and the job itself.
+    assert recovery_s < settings.lease_s + 10
+    print(f"recovery after SIGKILL: {recovery_s:.1f} s (lease {settings.lease_s} s)")
+
+
+async def test_queued_jobs_survive_an_embedded_redis_restart(
+    tmp_path: Path, settings: Settings
+) -> None:
+    port = free_port()
+    server = EmbeddedRedis(port, tmp_path / "aof")
+    await server.start()
+    pool = await connect_arq(server.url)
+    try:
+        job_id = await submit_job(
+            pool,
+            EventLog(pool, 1000, 100, 3600),
+            JobStore(pool, 3600),
+            JobRequest(prompt="queued before a restart"),
+        )
+    finally:
+        await pool.aclose()
+    await server.stop()
+    async with (
+        LocalSystem(settings, port=port, state_dir=tmp_path / "aof", specs=RELAY_WORKERS),
+        Client(f"redis://127.0.0.1:{port}/0", settings) as client,
+    ):
+        assert await client.result(job_id, timeout=20) == "queued before a restart"
+    assert await asyncio.to_thread((tmp_path / "aof").exists)
