@@ -1,0 +1,35 @@
+"""Counting what a handler's model calls cost, for its hop's event (llm_calls, tokens)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from services.llm.client import LLMClient
+from services.llm.models import LLMRequest, LLMResponse
+
+
+@dataclass
+class Meter:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+
+
+class MeteredClient:
+    """Wraps one handler's use of a shared client; `meter` holds that handler's totals."""
+
+    def __init__(self, client: LLMClient) -> None:
+        self.client = client
+        self.meter = Meter()
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        response = await self.client.complete(request)
+        self.meter.calls += 1
+        self.meter.prompt_tokens += response.usage.prompt_tokens
+        self.meter.completion_tokens += response.usage.completion_tokens
+        self.meter.latency_ms += response.latency_ms
+        return response
+
+    async def aclose(self) -> None:
+        """The wrapped client is shared; closing the meter leaves it open."""
