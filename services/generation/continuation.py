@@ -20,29 +20,14 @@ from services.generation.merge import PendingCut
 from services.generation.summary import summary_lines
 from services.generation.units import UNIT_KEY, UNIT_NAME
 from services.llm.tokens import truncate_to_tokens
+from services.prompts.templates import CONTINUATION_RULES
+from services.prompts.templates import SECTIONS_OUTPUT_FORMAT as OUTPUT_FORMAT
 
 ELEMENT_BEFORE_MAX_TOKENS = 200
-BEFORE_OPEN, BEFORE_CLOSE = "<<<ELEMENT_BEFORE", "ELEMENT_BEFORE>>>"
-CUT_OPEN, CUT_CLOSE = "<<<CUT_OFF", "CUT_OFF>>>"
-
-OUTPUT_FORMAT = """\
-Return ONLY one JSON document, no markdown, of this shape:
-{"sections": [{"id": "unique-id", "content_type": "<type>", "elements": [...]}]}
-with <type> one of heading, paragraph, bullet_list, numbered_list, table, code_block.
-Element shapes: heading {"level": 1-6, "text": "..."}; paragraph {"text": "..."};
-bullet_list and numbered_list {"items": ["..."]}; table {"headers": ["..."], "rows": [["..."]]};
-code_block {"language": "...", "code": "..."}. Give every section an id."""
-
-CONTINUATION_RULES = """\
-Your previous answer was cut off. Continue it; do not start again.
-Return a whole new JSON document {"sections": [...]} with only what is still missing:
-- If the resume point says "continue section N", your first section continues that section:
-  the same id and content_type. Its elements start with the cut-off element completed:
-  a heading or paragraph again in full; a table, list or code block with its other keys
-  (headers, language) in full and only the rows, items or code lines after those already
-  complete. Then the section's remaining elements; an empty elements list if none remain.
-- If the resume point says "start section N", begin with section N.
-- Then all remaining sections. Never repeat delivered sections or elements."""
+# Two angle brackets, not three: the prompt builder neutralises runs of three inside data
+# blocks, and this text travels inside one.
+BEFORE_OPEN, BEFORE_CLOSE = "<<ELEMENT_BEFORE", "ELEMENT_BEFORE>>"
+CUT_OPEN, CUT_CLOSE = "<<CUT_OFF", "CUT_OFF>>"
 
 _RESUME = re.compile(
     r"^Resume point: (?P<mode>start|continue) section (?P<section>\d+)"

@@ -98,3 +98,98 @@ INTENT_ANALYSIS = TEMPLATES.register(
         ],
     )
 )
+
+# The generator (seed 002, Phase 3). The sections format and the continuation contract are
+# shared with services/generation, which parses and merges what these prompts ask for.
+SECTIONS_OUTPUT_FORMAT = """\
+Return ONLY one JSON document, no markdown, of this shape:
+{"sections": [{"id": "unique-id", "content_type": "<type>", "elements": [...]}]}
+with <type> one of heading, paragraph, bullet_list, numbered_list, table, code_block.
+Element shapes: heading {"level": 1-6, "text": "..."}; paragraph {"text": "..."};
+bullet_list and numbered_list {"items": ["..."]}; table {"headers": ["..."], "rows": [["..."]]};
+code_block {"language": "...", "code": "..."}. Give every section an id."""
+
+CONTINUATION_RULES = """\
+Your previous answer was cut off. Continue it; do not start again.
+Return a whole new JSON document {"sections": [...]} with only what is still missing:
+- If the resume point says "continue section N", your first section continues that section:
+  the same id and content_type. Its elements start with the cut-off element completed:
+  a heading or paragraph again in full; a table, list or code block with its other keys
+  (headers, language) in full and only the rows, items or code lines after those already
+  complete. Then the section's remaining elements; an empty elements list if none remain.
+- If the resume point says "start section N", begin with section N.
+- Then all remaining sections. Never repeat delivered sections or elements."""
+
+_WRITER_GUIDELINES = [
+    "Use only the task, the evidence and the context given; never invent facts.",
+    "When evidence items carry source ids, cite them in square brackets after the claims "
+    "they support, e.g. [chunk-1a2b].",
+    "If the evidence is marked incomplete, say plainly what could not be established.",
+    "If a VALIDATION ERROR block is present, your previous answer was rejected: fix exactly "
+    "that problem and answer again in full.",
+]
+
+GENERATE_DOCUMENT = TEMPLATES.register(
+    PromptTemplate(
+        name="generate_document",
+        system="You write documents as JSON only.",
+        role="You are a careful writer who answers a task as a structured document.",
+        guidelines=_WRITER_GUIDELINES,
+        instructions="Write the answer to the TASK below as a sections document.",
+        output_format=SECTIONS_OUTPUT_FORMAT,
+    )
+)
+
+CONTINUE_DOCUMENT = TEMPLATES.register(
+    PromptTemplate(
+        name="continue_document",
+        system="You write documents as JSON only.",
+        role="You are a careful writer finishing a structured document that was cut off.",
+        guidelines=_WRITER_GUIDELINES[:2],
+        instructions=CONTINUATION_RULES,
+        output_format=SECTIONS_OUTPUT_FORMAT,
+    )
+)
+
+GENERATE_VALUE = TEMPLATES.register(
+    PromptTemplate(
+        name="generate_value",
+        system="You answer with the requested value only.",
+        role="You are a precise assistant who returns exactly the value a program asked for.",
+        guidelines=_WRITER_GUIDELINES,
+        instructions="Answer the TASK below. The DESIRED TYPE block says what kind of value "
+        "the caller's program expects.",
+        output_format="Answer with the value only, in the form the DESIRED TYPE block "
+        "describes: no explanation, no units unless asked, no markdown.",
+    )
+)
+
+# GASL PROCESS and ANALYZE: the step's own instruction, data excerpt and schema travel as one
+# delimited block; the executor validates the JSON against the schema.
+GASL_PROCESS = TEMPLATES.register(
+    PromptTemplate(
+        name="gasl_process",
+        system="You transform graph data and answer with JSON only.",
+        role="You transform items of a knowledge-graph analysis, using only the data given.",
+        guidelines=[
+            "Follow the instruction in the STEP block exactly.",
+            "Carry the `source_ids` of the input items into every derived item.",
+        ],
+        instructions="Apply the STEP's instruction to the STEP's data.",
+        output_format="Answer with one JSON object matching the STEP's JSON schema, nothing else.",
+    )
+)
+
+GASL_ANALYZE = TEMPLATES.register(
+    PromptTemplate(
+        name="gasl_analyze",
+        system="You analyse findings and answer with JSON only.",
+        role="You analyse the accumulated findings of a knowledge-graph analysis.",
+        guidelines=[
+            "Base the answer only on the findings in the STEP block, and say why.",
+            "Cite the ids or source ids your answer rests on in `evidence`.",
+        ],
+        instructions="Answer the STEP's instruction about its findings.",
+        output_format="Answer with one JSON object matching the STEP's JSON schema, nothing else.",
+    )
+)
