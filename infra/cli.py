@@ -24,6 +24,7 @@ import click
 from pydantic import ValidationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from infra.cli_gasl import bench_gasl, gasl, graph
 from infra.client import Client, JobFailedError
 from infra.events import Event
 from infra.jobs import JobNotFound
@@ -316,6 +317,11 @@ def bench_bus(jobs: int, as_json: bool) -> None:
     current = settings()
     figures = run_async(run_bus_bench)(current, jobs)
     click.echo(json.dumps(figures, indent=2) if as_json else format_bus_bench(figures))
+
+
+main.add_command(graph)
+main.add_command(gasl)
+bench.add_command(bench_gasl, "gasl")
 
 
 if __name__ == "__main__":
