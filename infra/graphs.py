@@ -6,7 +6,7 @@ set `postel:graphs`. Re-adding a name replaces the graph and increments its vers
 
 A worker on any machine calls `await registry.adapter(name)`: the parsed adapter is cached
 in the process and reused while the stored version is unchanged, so the steady-state cost
-is one HGET per call; a re-added graph is reloaded on the next call.
+is one HMGET of two small fields per call; a re-added graph is reloaded on the next call.
 
 The Redis client must return bytes (decode_responses=False, as arq's pool does): the
 stored graph is gzip data.
@@ -92,13 +92,17 @@ class ParsedGraph:
     format: GraphFormat
 
 
+# (version, sha256) of a stored graph.
+Stamp = tuple[int, str]
+
+
 @dataclass
 class AdapterCache:
     """Parsed graphs of one process, keyed by (Redis server, name), one version each."""
 
-    entries: dict[tuple[str, str], tuple[int, NetworkXAdapter]] = field(default_factory=dict)
+    entries: dict[tuple[str, str], tuple[Stamp, NetworkXAdapter]] = field(default_factory=dict)
     # Loads under way, so concurrent jobs on a cold worker parse a big graph once, not N times.
-    loading: dict[tuple[str, str, int], asyncio.Task[tuple[int, NetworkXAdapter]]] = field(
+    loading: dict[tuple[str, str, int, str], asyncio.Task[tuple[Stamp, NetworkXAdapter]]] = field(
         default_factory=dict
     )
 
@@ -220,14 +224,16 @@ class GraphRegistry:
 
     async def adapter(self, name: str) -> NetworkXAdapter:
         """The graph as a GASL adapter, parsed once per process and version."""
-        raw_version = await self.redis.hget(keys.graph(name), "version")
-        if raw_version is None:
+        # The hash travels with the version: after a flush, a re-added graph restarts at
+        # version 1, and only the hash tells it from the graph cached before.
+        raw_version, raw_sha = await self.redis.hmget(keys.graph(name), ["version", "sha256"])
+        if raw_version is None or raw_sha is None:
             raise GraphNotFound(name, await self.names())
-        version = int(raw_version)
+        stamp = (int(raw_version), _text(raw_sha))
         cached = self.cache.entries.get((self._server, name))
-        if cached is not None and cached[0] == version:
+        if cached is not None and cached[0] == stamp:
             return cached[1]
-        loading_key = (self._server, name, version)
+        loading_key = (self._server, name, *stamp)
         task = self.cache.loading.get(loading_key)
         # A task belongs to its event loop; one left by another loop cannot be awaited here.
         if task is None or task.get_loop() is not asyncio.get_running_loop():
@@ -235,14 +241,16 @@ class GraphRegistry:
             self.cache.loading[loading_key] = task
             task.add_done_callback(lambda _: self.cache.loading.pop(loading_key, None))
         # Shielded: one cancelled caller must not cancel the load the others wait on.
-        loaded_version, adapter = await asyncio.shield(task)
-        self.cache.entries[(self._server, name)] = (loaded_version, adapter)
+        loaded_stamp, adapter = await asyncio.shield(task)
+        self.cache.entries[(self._server, name)] = (loaded_stamp, adapter)
         return adapter
 
-    async def _load(self, name: str) -> tuple[int, NetworkXAdapter]:
-        # Version and data in one read, so the cache entry names the version it holds.
-        raw_version, stored = await self.redis.hmget(keys.graph(name), ["version", "data"])
-        if raw_version is None or stored is None:
+    async def _load(self, name: str) -> tuple[Stamp, NetworkXAdapter]:
+        # Stamp and data in one read, so the cache entry names the version it holds.
+        raw_version, raw_sha, stored = await self.redis.hmget(
+            keys.graph(name), ["version", "sha256", "data"]
+        )
+        if raw_version is None or raw_sha is None or stored is None:
             raise GraphNotFound(name, await self.names())
         started = time.perf_counter()
         adapter = await asyncio.to_thread(_adapter_from_stored, stored)
@@ -253,7 +261,7 @@ class GraphRegistry:
             nodes=adapter.graph.number_of_nodes(),
             load_ms=round((time.perf_counter() - started) * 1000, 1),
         )
-        return int(raw_version), adapter
+        return (int(raw_version), _text(raw_sha)), adapter
 
     @staticmethod
     def _info(name: str, meta: dict[str, Any]) -> GraphInfo:
