@@ -193,3 +193,93 @@ GASL_ANALYZE = TEMPLATES.register(
         output_format="Answer with one JSON object matching the STEP's JSON schema, nothing else.",
     )
 )
+
+# The planner (seed 002 step 4, seed 001 HDT). services/planner parses what these ask for;
+# its package docstring documents the JSON shapes.
+TASK_PLAN = TEMPLATES.register(
+    PromptTemplate(
+        name="task_plan",
+        system="You plan work and answer with JSON only.",
+        role="You are a task planner. You split a request into a short, ordered list of tasks.",
+        guidelines=[
+            "Use as few tasks as the request needs, usually one or two.",
+            "kind graph_analysis: a question answered by querying the knowledge graph; only "
+            "when the GRAPH block describes one.",
+            "kind generation: writing a result from the request and what earlier tasks found; "
+            "at most one, and last.",
+            "Every task inherits the job's INTENT. Give a task dataType, expectedFormats or "
+            "qualityRequirements only where it needs something different.",
+            "Each objective says concretely what the task must find or write.",
+        ],
+        instructions="Plan the tasks for the user text.",
+        output_format=(
+            "Answer with one JSON object and nothing else:\n"
+            '{"overview": "one sentence", "tasks": [{"id": "t1", "objective": "...", '
+            '"kind": "graph_analysis|generation", "dataType": "optional", '
+            '"expectedFormats": ["optional"], "qualityRequirements": {"accuracyThreshold": '
+            '0.9, "completenessThreshold": 0.8}}]}'
+        ),
+        examples=[
+            Example(
+                user_text="Which people co-wrote reports with Robin Lee? Give me a CSV file.",
+                answer='{"overview": "Find Robin Lee\'s co-authors, then write the CSV.", '
+                '"tasks": [{"id": "t1", "objective": "List the people who share a report '
+                'with ROBIN LEE", "kind": "graph_analysis", "expectedFormats": []}, {"id": '
+                '"t2", "objective": "Write the co-authors as CSV, one name per row", "kind": '
+                '"generation", "expectedFormats": ["csv"]}]}',
+            )
+        ],
+    )
+)
+
+# Compact on purpose: a whole round prompt has to fit a 2048-token local model.
+GASL_CHEAT_SHEET = [
+    'FIND nodes WHERE entity_type = "PERSON" LIMIT 50 AS people',
+    'FIND paths FROM "ROBIN LEE" TO (entity_type = "ORGANIZATION") MAX_LENGTH 2 AS links',
+    'NEIGHBORS ${people} VIA "author" DEPTH 1 AS near',
+    'SELECT people WHERE description CONTAINS "CDC" AS cdc',
+    "COUNT people AS n",
+    "AGGREGATE people BY source_ids WITH COLLECT OF id AS by_report",
+    "RANK by_report BY value DESC LIMIT 5 AS top",
+    "DECLARE found AS LIST",
+    "UPDATE found WITH people",
+    'ANALYZE found USING "question" AS verdict',
+    'ON EMPTY people THEN FIND nodes WHERE id CONTAINS "LEE" AS people',
+    "Operators: = != > >= < <= IN CONTAINS STARTS_WITH AND OR NOT",
+]
+
+HDT_ROUND = TEMPLATES.register(
+    PromptTemplate(
+        name="hdt_round",
+        system="You analyse a knowledge graph with GASL and answer with JSON only.",
+        role="You are a graph analyst. Each round you judge the last GASL results, then "
+        "answer or plan the next test of a hypothesis.",
+        guidelines={
+            "GASL": GASL_CHEAT_SHEET,
+            "RULES": [
+                "One command per string. Use the types and attributes listed under GRAPH.",
+                "LAST RESULTS: fix an error as its message says; pivot after empty; refine "
+                "after partial.",
+                "complete when the evidence answers the QUESTION, with the answer itself in "
+                "answer. No rounds left: complete.",
+            ],
+        },
+        instructions="Judge the LAST RESULTS and choose the next step for the QUESTION.",
+        output_format=(
+            "Answer with one JSON object and nothing else:\n"
+            '{"evaluation": "...", "decision": "continue|refine|pivot|complete", '
+            '"hypothesis": "...", "answer": null, "next_actions": [{"action": "continue", '
+            '"confidence": 0.8, "plan": {"why": "...", "commands": ["..."]}}]}'
+        ),
+        examples=[
+            Example(
+                user_text="QUESTION: How many people are in the graph?",
+                answer='{"evaluation": "Nothing has run yet.", "decision": "continue", '
+                '"hypothesis": "PERSON nodes are the people.", "answer": null, '
+                '"next_actions": [{"action": "continue", "confidence": 0.9, "plan": {"why": '
+                '"count people", "commands": ["FIND nodes WHERE entity_type = \\"PERSON\\" AS '
+                'people", "COUNT people AS n"]}}]}',
+            )
+        ],
+    )
+)
