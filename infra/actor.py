@@ -37,6 +37,7 @@ from infra.events import Command, Event, EventLog, EventStatus, run_commands
 from infra.jobs import JobStore
 from infra.settings import Settings
 from messages import Envelope, JobCompleted, JobFailed, decode_message, utc_now
+from services.llm.metered import Meter
 
 log = structlog.get_logger(__name__)
 
@@ -53,11 +54,18 @@ class Metrics:
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    finish_reason: str = ""
+    sections: int = 0
+    elements: int = 0
 
-    def add_call(self, prompt_tokens: int, completion_tokens: int) -> None:
-        self.llm_calls += 1
-        self.prompt_tokens += prompt_tokens
-        self.completion_tokens += completion_tokens
+    @classmethod
+    def of_calls(cls, meter: Meter, **figures: Any) -> Metrics:
+        return cls(
+            llm_calls=meter.calls,
+            prompt_tokens=meter.prompt_tokens,
+            completion_tokens=meter.completion_tokens,
+            **figures,
+        )
 
 
 @dataclass
@@ -339,6 +347,9 @@ class Actor:
             llm_calls=figures.llm_calls,
             prompt_tokens=figures.prompt_tokens,
             completion_tokens=figures.completion_tokens,
+            finish_reason=figures.finish_reason,
+            sections=figures.sections,
+            elements=figures.elements,
         )
 
     async def _record(

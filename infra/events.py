@@ -5,13 +5,16 @@ Entries are flat string fields with stable names, one type per field, numbers pu
 numeric, so dashboards render them as columns:
 
   job_id, message_id, type, worker, instance, stage, status, attempt, duration_ms, wait_ms,
-  error, iteration, round, llm_calls, prompt_tokens, completion_tokens
+  error, iteration, round, llm_calls, prompt_tokens, completion_tokens, finish_reason,
+  sections, elements
 
 `status` is one of: submitted, received, completed, continued, retried, failed,
 dead_lettered. `instance` names the process (host:pid) that handled the message, so a
 dashboard shows how replicas share a queue. `wait_ms` is how long the message waited
 between being created and being received (the hop latency); `duration_ms` is how long its
-handling took. Numeric fields that do not apply are 0; `error` is empty unless something
+handling took. The generator's events carry the AI loop's figures per iteration
+(iteration, finish_reason, sections and elements delivered so far); the planner's carry the
+HDT round. Numeric fields that do not apply are 0; `error` is empty unless something
 failed.
 """
 
@@ -51,6 +54,9 @@ class Event(BaseModel):
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    finish_reason: str = ""
+    sections: int = 0
+    elements: int = 0
     id: str | None = Field(default=None, description="the stream entry id, when read back")
 
     def fields(self) -> dict[str, str]:

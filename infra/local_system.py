@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -29,6 +30,7 @@ class LocalSystem:
         state_dir: Path | None = None,
         specs: list[WorkerSpec] | None = None,
         redis_url: str | None = None,
+        resources: dict[str, Any] | None = None,
     ) -> None:
         """With `redis_url`, run the workers against that Redis instead of an embedded one."""
         self.settings = settings
@@ -39,6 +41,7 @@ class LocalSystem:
         )
         self._url = redis_url
         self.specs = specs
+        self.resources = resources
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -62,6 +65,7 @@ class LocalSystem:
                 stop=self._stop,
                 ready=ready,
                 specs=self.specs,
+                resources=self.resources,
             )
         )
         ready_wait = asyncio.create_task(ready.wait())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+from typing import Any
 
 import structlog
 from arq import Worker
@@ -69,10 +70,15 @@ async def run_workers(
     stop: asyncio.Event | None = None,
     ready: asyncio.Event | None = None,
     specs: list[WorkerSpec] | None = None,
+    resources: dict[str, Any] | None = None,
 ) -> None:
-    """Run until `stop` is set (or forever); then stop the workers and let running jobs end."""
+    """Run until `stop` is set (or forever); then stop the workers and let running jobs end.
+
+    `resources` pre-seeds the per-process objects workers would otherwise build in their
+    setup (an embedding process passes its model; tests pass a scripted one)."""
     pool = await connect_arq(url)
     runtime = Runtime.create(pool, settings)
+    runtime.resources.update(resources or {})
     chosen = specs if specs is not None else [load_worker(name) for name in names]
     for spec in chosen:
         if spec.setup is not None:

@@ -1,16 +1,18 @@
 """The intent of a request: the nine fields of the single intent-analysis call (seed 002).
 
 Field names are snake_case in Python and camelCase on the wire, as the model is asked to
-write them."""
+write them. Liberal in what it accepts (Postel's law): thresholds written as percentages are
+read as fractions and clamped to [0, 1]; an unknown dataType becomes "unknown"."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 DataType = Literal["numbers", "text", "documents", "analysis", "code", "unknown"]
+_DATA_TYPES = frozenset(get_args(DataType))
 
 
 class _Camel(BaseModel):
@@ -19,9 +21,27 @@ class _Camel(BaseModel):
     )
 
 
+def _fraction(value: Any) -> Any:
+    """Liberal on input: 80 or "80%" means 0.8; anything past 1 after that is clamped."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        value = value.strip()[:-1]
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return value
+    if 1.0 < number <= 100.0 and (isinstance(value, str) or number == int(number)):
+        number /= 100.0
+    return min(max(number, 0.0), 1.0)
+
+
 class QualityRequirements(_Camel):
     accuracy_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
     completeness_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
+
+    @field_validator("accuracy_threshold", "completeness_threshold", mode="before")
+    @classmethod
+    def _liberal_fraction(cls, value: Any) -> Any:
+        return _fraction(value)
 
 
 class Intent(_Camel):
@@ -34,6 +54,18 @@ class Intent(_Camel):
     expected_formats: list[str] = Field(default_factory=list)
     quality_requirements: QualityRequirements = Field(default_factory=QualityRequirements)
     success_criteria: list[str] = Field(default_factory=list)
+
+    @field_validator("data_type", mode="before")
+    @classmethod
+    def _unknown_data_type(cls, value: Any) -> Any:
+        """A kind outside the six is `unknown`, not an error: it only guides later prompts."""
+        text = str(value).strip().lower() if value is not None else "unknown"
+        return text if text in _DATA_TYPES else "unknown"
+
+    @field_validator("detected_language", mode="before")
+    @classmethod
+    def _language_code(cls, value: Any) -> Any:
+        return str(value).strip().lower()[:8] if value else value
 
 
 class TaskIntentOverride(_Camel):

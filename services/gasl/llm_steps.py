@@ -2,8 +2,9 @@
 
 The executor stays free of any LLM client: it is handed something that satisfies
 `GaslModel` (an async `complete_json`). The shared LLM layer provides one in production;
-tests pass a small deterministic fake. Prompt text lives in `PROMPTS`, as data, so the
-shared prompt builder can take it over without touching the logic here.
+tests pass a small deterministic fake. The prompts themselves are the `gasl_process` and
+`gasl_analyze` templates of `services.prompts`; `STEP_TEXT` here only lays out one step's
+instruction, data excerpt and schema, the block those templates are given.
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ from services.gasl.context import shorten
 
 
 class GaslModel(Protocol):
-    """A model that answers with JSON: returns (parsed object, metadata such as tokens)."""
+    """A model that answers with JSON: returns (parsed object, metadata such as tokens).
+
+    `step` is "process" or "analyze" (it picks the prompt template); `step_text` carries the
+    step's instruction, its bounded data excerpt and the JSON schema of the answer."""
 
     async def complete_json(
-        self, system: str, user: str, schema: dict[str, Any]
+        self, step: str, step_text: str, schema: dict[str, Any]
     ) -> tuple[dict[str, Any], dict[str, Any]]: ...
 
 
@@ -41,22 +45,13 @@ class AnalyzeOutput(BaseModel):
     evidence: list[str] = Field(default_factory=list, description="ids or source ids cited")
 
 
-PROMPTS: dict[str, str] = {
-    "process.system": (
-        "You transform graph data for an analysis. Follow the instruction exactly, use only "
-        "the data given, and answer with one JSON object matching the schema. Carry the "
-        "`source_ids` of the input items into every derived item."
-    ),
-    "process.user": (
+STEP_TEXT: dict[str, str] = {
+    "process": (
         "Instruction: {instruction}\n\n"
         "Data: {shown} of {total} items{truncated}:\n{excerpt}\n\n"
         "JSON schema of the answer:\n{schema}"
     ),
-    "analyze.system": (
-        "You analyse the accumulated findings of a graph analysis. Base the answer only on "
-        "the summary given and say why. Answer with one JSON object matching the schema."
-    ),
-    "analyze.user": (
+    "analyze": (
         "Instruction: {instruction}\n\n"
         "Findings under `{key}` ({shown} of {total} items{truncated}):\n{excerpt}\n\n"
         "JSON schema of the answer:\n{schema}"
@@ -110,9 +105,9 @@ async def _ask(
     model: GaslModel, kind: str, fields: dict[str, Any], output: type[BaseModel]
 ) -> tuple[BaseModel, dict[str, Any]]:
     schema = output.model_json_schema()
-    user = PROMPTS[f"{kind}.user"].format(schema=json.dumps(schema), **fields)
+    user = STEP_TEXT[kind].format(schema=json.dumps(schema), **fields)
     try:
-        raw, meta = await model.complete_json(PROMPTS[f"{kind}.system"], user, schema)
+        raw, meta = await model.complete_json(kind, user, schema)
     except Exception as exc:  # any provider failure is a step error, reported not raised
         raise StepFailure(f"model call failed: {exc}", "error") from exc
     try:

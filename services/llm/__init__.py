@@ -14,6 +14,7 @@ from services.llm.errors import (
     LLMTimeout,
 )
 from services.llm.factory import LLMSettings, build_llm_client
+from services.llm.metered import Meter, MeteredClient
 from services.llm.models import ChatMessage, LLMRequest, LLMResponse, Usage
 from services.llm.openai import OpenAIClient, OpenAIConfig
 from services.llm.recording import RecordingClient
@@ -36,6 +37,8 @@ __all__ = [
     "LLMServerError",
     "LLMSettings",
     "LLMTimeout",
+    "Meter",
+    "MeteredClient",
     "OpenAIClient",
     "OpenAIConfig",
     "RecordingClient",

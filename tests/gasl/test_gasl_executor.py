@@ -55,9 +55,9 @@ class FakeModel:
         self.prompts: list[str] = []
 
     async def complete_json(
-        self, system: str, user: str, schema: dict[str, Any]
+        self, step: str, step_text: str, schema: dict[str, Any]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        self.prompts.append(user)
+        self.prompts.append(step_text)
         return self.answers.pop(0), {"model": "fake", "tokens": 7}
 
 

@@ -1,0 +1,97 @@
+"""The model a process's workers call: chosen from settings, built once per process.
+
+Provider, in order:
+- POSTEL_LLM_PROVIDER=scripted: replay POSTEL_LLM_CASSETTE (tests, demos of recorded runs);
+- POSTEL_LLM_PROVIDER=openai, or POSTEL_LLM_BASE_URL set: any OpenAI-compatible endpoint;
+- otherwise (or POSTEL_LLM_PROVIDER=local): the bundled SmolLM2-135M served by
+  llama-cpp-python on a free loopback port, started here and stopped on exit (the `local`
+  extra).
+POSTEL_LLM_RECORD writes a cassette of a real run that `scripted` can replay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import structlog
+
+from infra.actor import Runtime
+from infra.local_model import LocalModelServer
+from infra.settings import Settings
+from services.llm import (
+    LLMClient,
+    LLMSettings,
+    MeteredClient,
+    OpenAIClient,
+    RecordingClient,
+    RetryPolicy,
+    build_llm_client,
+)
+from services.prompts import Capability
+
+log = structlog.get_logger(__name__)
+
+RESOURCE = "model"
+
+
+@dataclass
+class Model:
+    client: LLMClient
+    capability: Capability
+    local_server: LocalModelServer | None = None
+
+    def metered(self) -> MeteredClient:
+        return MeteredClient(self.client)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+        if self.local_server is not None:
+            await self.local_server.stop()
+
+
+def provider_of(settings: Settings) -> str:
+    if settings.llm_provider is not None:
+        return settings.llm_provider
+    return "openai" if settings.llm_base_url else "local"
+
+
+async def open_model(settings: Settings) -> Model:
+    provider = provider_of(settings)
+    retry = RetryPolicy(max_attempts=settings.llm_max_retries + 1)
+    if provider == "local":
+        server = LocalModelServer()
+        await server.start()
+        client: LLMClient = OpenAIClient(
+            server.openai_config(timeout=settings.llm_timeout_s, retry=retry)
+        )
+        if settings.llm_record is not None:
+            client = RecordingClient(client, settings.llm_record)
+        log.info("local model started", base_url=server.base_url)
+        capability = Capability(settings.llm_capability or "minimal")
+        return Model(client, capability, server)
+    client = build_llm_client(
+        LLMSettings(
+            provider="scripted" if provider == "scripted" else "openai",
+            base_url=settings.llm_base_url,
+            api_key=settings.llm_api_key,
+            model=settings.llm_model,
+            timeout=settings.llm_timeout_s,
+            retry=retry,
+            structured_output=settings.llm_structured_output,
+            cassette=settings.llm_cassette,
+            record=settings.llm_record,
+        )
+    )
+    log.info("model client ready", provider=provider, model=settings.llm_model)
+    return Model(client, Capability(settings.llm_capability or "standard"))
+
+
+async def ensure_model(runtime: Runtime) -> None:
+    """Worker setup hook: one model per process, shared by the workers in it."""
+    if RESOURCE not in runtime.resources:
+        runtime.resources[RESOURCE] = await open_model(runtime.settings)
+
+
+def model_of(runtime: Runtime) -> Model:
+    model: Model = runtime.resources[RESOURCE]
+    return model

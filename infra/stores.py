@@ -1,0 +1,67 @@
+"""Per-job state of the services, kept in Redis under the job's prefix and expiring with it.
+
+- the generator's loop: its anchor message and one LoopState per (task, repair);
+- the GASL state document of each HDT round (one copy per round, so a re-run round starts
+  from the state its first run started from).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from redis.asyncio import Redis
+
+from infra import keys
+from messages import GenerationRequested
+from services.generation.loop import LoopState
+
+
+class RedisLoopStore:
+    """`services.generation.stage.LoopStore` on Redis."""
+
+    def __init__(self, redis: Redis, ttl_s: int) -> None:
+        self.redis = redis
+        self.ttl_s = ttl_s
+
+    async def get_anchor(self, job_id: str, task_id: str) -> GenerationRequested | None:
+        raw = await self.redis.get(keys.job_scoped(job_id, "gen", task_id, "anchor"))
+        return GenerationRequested.model_validate_json(raw) if raw else None
+
+    async def put_anchor(self, anchor: GenerationRequested) -> None:
+        key = keys.job_scoped(anchor.job_id, "gen", anchor.task_id, "anchor")
+        await self.redis.set(key, anchor.model_dump_json(), ex=self.ttl_s)
+
+    async def get_state(self, job_id: str, task_id: str, repair: int) -> LoopState | None:
+        raw = await self.redis.get(keys.job_scoped(job_id, "gen", task_id, str(repair), "state"))
+        return LoopState.model_validate_json(raw) if raw else None
+
+    async def put_state(self, job_id: str, task_id: str, repair: int, state: LoopState) -> None:
+        key = keys.job_scoped(job_id, "gen", task_id, str(repair), "state")
+        await self.redis.set(key, state.model_dump_json(), ex=self.ttl_s)
+
+
+class GaslStateStore:
+    def __init__(self, redis: Redis, ttl_s: int) -> None:
+        self.redis = redis
+        self.ttl_s = ttl_s
+
+    @staticmethod
+    def _key(job_id: str, task_index: int, round_: int) -> str:
+        return keys.job_scoped(job_id, "gasl", str(task_index), "state", str(round_))
+
+    async def before_round(
+        self, job_id: str, task_index: int, round_: int
+    ) -> dict[str, Any] | None:
+        """The state the round starts from: what the previous round left."""
+        if round_ == 0:
+            return None
+        raw = await self.redis.get(self._key(job_id, task_index, round_ - 1))
+        return json.loads(raw) if raw else None
+
+    async def after_round(
+        self, job_id: str, task_index: int, round_: int, state: dict[str, Any]
+    ) -> None:
+        await self.redis.set(
+            self._key(job_id, task_index, round_), json.dumps(state), ex=self.ttl_s
+        )

@@ -1,0 +1,302 @@
+"""The generator worker's service: one model call per message, and the AI loop as messages.
+
+- `generation.requested` starts a task's answer (the message is kept as the loop's anchor);
+- `generation.continued` is the next iteration of a cut-off document;
+- `validation.failed` is a repair request: a fresh loop with the error shown to the model.
+
+A `document` answer runs the loop of `services.generation.loop`: complete JSON goes to the
+validator, cut-off JSON re-enqueues `generation.continued` (any replica may take it), and
+`loop_detected` / `iteration_cap` fail the job with what was delivered attached. Any other
+desired type is one call whose text the validator coerces. Loop state lives behind
+`LoopStore` (Redis in production); an iteration that runs twice adds nothing twice, because
+`step` is keyed by iteration and the model is not called again for an applied iteration.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from messages import (
+    Envelope,
+    GenerationCompleted,
+    GenerationContinued,
+    GenerationRequested,
+    JobFailed,
+    TypeSpec,
+    ValidationFailed,
+)
+from services.generation.loop import LoopState, StepResult, continuation_prompt, step
+from services.ipv.context import build_call_context
+from services.ipv.profiles import Profile, effective_settings
+from services.llm.client import LLMClient
+from services.llm.models import ChatMessage, LLMRequest
+from services.llm.tokens import truncate_to_tokens
+from services.prompts import TEMPLATES, Capability, build_prompt
+from services.validation import describe_type
+
+EVIDENCE_MAX_TOKENS = 1200
+TASK_MAX_TOKENS = 300
+
+_DOCUMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "sections": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "content_type": {
+                        "type": "string",
+                        "enum": [
+                            "heading",
+                            "paragraph",
+                            "bullet_list",
+                            "numbered_list",
+                            "table",
+                            "code_block",
+                        ],
+                    },
+                    "elements": {"type": "array", "items": {"type": "object"}},
+                },
+                "required": ["id", "content_type", "elements"],
+            },
+        }
+    },
+    "required": ["sections"],
+}
+
+
+class LoopStore(Protocol):
+    """Where the loop keeps its anchor and state between messages."""
+
+    async def get_anchor(self, job_id: str, task_id: str) -> GenerationRequested | None: ...
+
+    async def put_anchor(self, anchor: GenerationRequested) -> None: ...
+
+    async def get_state(self, job_id: str, task_id: str, repair: int) -> LoopState | None: ...
+
+    async def put_state(self, job_id: str, task_id: str, repair: int, state: LoopState) -> None: ...
+
+
+@dataclass
+class GeneratorStep:
+    messages: list[Envelope]
+    continued: bool = False
+    iteration: int = 1
+    finish_reason: str = ""
+    sections: int = 0
+    elements: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class MissingAnchor(LookupError):
+    pass
+
+
+def desired_type(anchor: GenerationRequested) -> TypeSpec:
+    """The type this task's answer must have: the job's for its last task, text otherwise."""
+    plan = anchor.progress.plan
+    last = plan is None or anchor.progress.task_index >= len(plan.tasks) - 1
+    return build_call_context(anchor.request).desired_type if last else TypeSpec(kind="str")
+
+
+async def generate(
+    message: GenerationRequested | GenerationContinued | ValidationFailed,
+    llm: LLMClient,
+    capability: Capability,
+    store: LoopStore,
+) -> GeneratorStep:
+    if isinstance(message, GenerationRequested):
+        await store.put_anchor(message)
+        anchor, repair, iteration = message, 0, 1
+    else:
+        found = await store.get_anchor(message.job_id, message.task_id)
+        if found is None:
+            raise MissingAnchor(
+                f"no generation anchor for job {message.job_id} task {message.task_id}: "
+                "its loop state is gone from Redis"
+            )
+        anchor, repair = found, message.repair
+        iteration = message.iteration if isinstance(message, GenerationContinued) else 1
+    profile = effective_settings(anchor.request)
+    spec = desired_type(anchor)
+    repair_note = message if isinstance(message, ValidationFailed) else None
+    if spec.kind != "document":
+        return await _one_value(
+            message, anchor, spec, profile, llm, capability, repair, repair_note
+        )
+
+    state = await store.get_state(anchor.job_id, anchor.task_id, repair) or LoopState()
+    if state.iteration >= iteration:
+        result = step(state, "", None, profile.max_iterations, iteration)
+        finish_reason = result.metrics.finish_reason or ""
+    else:
+        if iteration == 1:
+            prompt = _first_prompt(anchor, spec, capability, repair_note)
+        else:
+            prompt = _continuation_prompt(anchor, state, capability)
+        response = await llm.complete(
+            LLMRequest(
+                messages=prompt,
+                max_tokens=profile.max_tokens,
+                temperature=profile.temperature,
+                json_schema=_DOCUMENT_SCHEMA,
+            )
+        )
+        result = step(
+            state, response.text, response.finish_reason, profile.max_iterations, iteration
+        )
+        await store.put_state(anchor.job_id, anchor.task_id, repair, result.state)
+        finish_reason = response.finish_reason
+    return _after_step(message, anchor, result, repair, iteration, finish_reason)
+
+
+def _after_step(
+    message: Envelope,
+    anchor: GenerationRequested,
+    result: StepResult,
+    repair: int,
+    iteration: int,
+    finish_reason: str,
+) -> GeneratorStep:
+    delivered = result.state.document().model_dump(mode="json")
+    figures = {
+        "iteration": iteration,
+        "finish_reason": finish_reason,
+        "sections": result.metrics.sections_delivered,
+        "elements": result.metrics.elements_delivered,
+    }
+    task = anchor.task_id
+    if result.decision == "continue":
+        nxt = message.derive(
+            GenerationContinued,
+            f"gen:{task}:{repair}:{iteration + 1}",
+            task_id=task,
+            iteration=iteration + 1,
+            repair=repair,
+        )
+        return GeneratorStep([nxt], continued=True, **figures)
+    if result.decision == "complete":
+        done = message.derive(
+            GenerationCompleted,
+            f"gen:{task}:{repair}:done",
+            request=anchor.request,
+            progress=anchor.progress,
+            task_id=task,
+            output=delivered,
+            iterations=iteration,
+            repair=repair,
+        )
+        return GeneratorStep([done], **figures)
+    why = {
+        "loop_detected": f"the model made no progress ({result.metrics.reason}) at iteration "
+        f"{iteration}",
+        "iteration_cap": f"the document was still cut off after {iteration} iterations "
+        "(the profile's max_iterations)",
+    }[result.decision]
+    failed = message.derive(
+        JobFailed, "failed", status=result.decision, error=why, partial=delivered
+    )
+    return GeneratorStep([failed], **figures)
+
+
+async def _one_value(
+    message: Envelope,
+    anchor: GenerationRequested,
+    spec: TypeSpec,
+    profile: Profile,
+    llm: LLMClient,
+    capability: Capability,
+    repair: int,
+    repair_note: ValidationFailed | None,
+) -> GeneratorStep:
+    context = _context_blocks(anchor, repair_note)
+    context["DESIRED TYPE"] = describe_type(spec)
+    prompt = build_prompt(
+        TEMPLATES.get("generate_value"), capability, user_text=_task_text(anchor), context=context
+    )
+    schema = spec.json_schema if spec.kind == "json_schema" else None
+    response = await llm.complete(
+        LLMRequest(
+            messages=prompt,
+            max_tokens=profile.max_tokens,
+            temperature=profile.temperature,
+            json_schema=schema,
+        )
+    )
+    done = message.derive(
+        GenerationCompleted,
+        f"gen:{anchor.task_id}:{repair}:done",
+        request=anchor.request,
+        progress=anchor.progress,
+        task_id=anchor.task_id,
+        output=response.text,
+        repair=repair,
+    )
+    return GeneratorStep([done], finish_reason=response.finish_reason)
+
+
+def _task_text(anchor: GenerationRequested) -> str:
+    text, _cut = truncate_to_tokens(anchor.instructions, TASK_MAX_TOKENS * 4)
+    return text
+
+
+def _context_blocks(
+    anchor: GenerationRequested, repair_note: ValidationFailed | None
+) -> dict[str, str]:
+    intent = anchor.progress.task_intent()
+    blocks = {
+        "INTENT": json.dumps(
+            intent.model_dump(
+                include={
+                    "normalized_request",
+                    "primary_goal",
+                    "data_type",
+                    "expected_formats",
+                    "success_criteria",
+                    "detected_language",
+                }
+            ),
+            ensure_ascii=False,
+        )
+    }
+    if anchor.evidence:
+        evidence, cut = truncate_to_tokens(
+            json.dumps(anchor.evidence, ensure_ascii=False, default=str), EVIDENCE_MAX_TOKENS
+        )
+        note = "INCOMPLETE: the analysis stopped at its round cap.\n" * anchor.incomplete_evidence
+        blocks["EVIDENCE"] = note + evidence + (" …(truncated)" if cut else "")
+    if repair_note is not None:
+        blocks["PREVIOUS ANSWER"] = str(repair_note.output)[:4000]
+        blocks["VALIDATION ERROR"] = repair_note.error
+    return blocks
+
+
+def _first_prompt(
+    anchor: GenerationRequested,
+    spec: TypeSpec,
+    capability: Capability,
+    repair_note: ValidationFailed | None,
+) -> list[ChatMessage]:
+    return build_prompt(
+        TEMPLATES.get("generate_document"),
+        capability,
+        user_text=_task_text(anchor),
+        context=_context_blocks(anchor, repair_note),
+    )
+
+
+def _continuation_prompt(
+    anchor: GenerationRequested, state: LoopState, capability: Capability
+) -> list[ChatMessage]:
+    """Small however long the document grows: the task, the capped evidence, the
+    delivered summary and the cut-off point; never the document itself."""
+    text = continuation_prompt(state)
+    context = _context_blocks(anchor, None)
+    context["TASK"] = _task_text(anchor)
+    return build_prompt(
+        TEMPLATES.get("continue_document"), capability, user_text=text.user_text, context=context
+    )

@@ -1,0 +1,113 @@
+"""IPV VALIDATE: the validator worker's service.
+
+The last task's output is coerced to the job's desired type and checked for quality (the
+intent's success criteria, completeness). On success the job completes; an earlier task's
+output becomes its outcome and the plan moves on to the next task. On failure a bounded
+repair request goes back to the generator (`validation.failed`, up to the profile's
+max_repairs); an answer the planner sent straight here (`validation.requested`) is handed to
+the generator once to be rewritten in the desired type; past that the job fails as
+`validation_failed` with the output attached. A JSON Schema postel cannot check fails the
+job at once (`invalid_request`): no repair of the output could fix it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from messages import (
+    Envelope,
+    GenerationCompleted,
+    GenerationRequested,
+    JobCompleted,
+    JobFailed,
+    TaskOutcome,
+    TaskPlanned,
+    TypeSpec,
+    ValidationFailed,
+    ValidationRequested,
+)
+from services.ipv.context import build_call_context
+from services.ipv.profiles import effective_settings
+from services.validation.coerce import coerce
+from services.validation.describe import describe_type
+from services.validation.errors import CoercionError, UnsupportedSchemaError
+from services.validation.quality import check_quality
+
+
+def validate(message: GenerationCompleted | ValidationRequested) -> list[Envelope]:
+    request, progress = message.request, message.progress
+    plan = progress.plan
+    last = plan is None or progress.task_index >= len(plan.tasks) - 1
+    spec = build_call_context(request).desired_type if last else TypeSpec(kind="str")
+    profile = effective_settings(request)
+    try:
+        value = _coerce(message.output, spec, request.ambient.locale)
+        problems = check_quality(
+            value, spec, progress.task_intent(), strict=profile.strictness == "strict"
+        )
+        if problems and profile.quality_blocks:
+            raise CoercionError("; ".join(problems))
+    except UnsupportedSchemaError as exc:
+        return [message.derive(JobFailed, "failed", status="invalid_request", error=str(exc))]
+    except CoercionError as exc:
+        return [_after_failure(message, str(exc), spec, profile.max_repairs)]
+    outcome = TaskOutcome(task_id=message.task_id, answer=value)
+    outcomes = [*progress.outcomes, outcome]
+    if not last:
+        advanced = progress.model_copy(
+            update={"task_index": progress.task_index + 1, "outcomes": outcomes}
+        )
+        return [
+            message.derive(
+                TaskPlanned, f"task:{advanced.task_index}", request=request, progress=advanced
+            )
+        ]
+    results = {o.task_id: o.answer for o in outcomes}
+    return [message.derive(JobCompleted, "completed", result=value, task_results=results)]
+
+
+def _coerce(output: Any, spec: TypeSpec, locale: str | None) -> Any:
+    """A document or JSON value may arrive already parsed; coercion takes text too."""
+    if spec.kind in ("str", "float", "int", "bool") or isinstance(output, str):
+        return coerce(output, spec, locale=locale)
+    return coerce(json.dumps(output, ensure_ascii=False), spec, locale=locale)
+
+
+def _after_failure(
+    message: GenerationCompleted | ValidationRequested,
+    error: str,
+    spec: TypeSpec,
+    max_repairs: int,
+) -> Envelope:
+    failure = f"the output is not {describe_type(spec)}: {error}"
+    if isinstance(message, GenerationCompleted) and message.repair < max_repairs:
+        return message.derive(
+            ValidationFailed,
+            f"repair:{message.task_id}:{message.repair + 1}",
+            task_id=message.task_id,
+            error=failure,
+            output=message.output,
+            repair=message.repair + 1,
+        )
+    if isinstance(message, ValidationRequested) and max_repairs > 0:
+        return message.derive(
+            GenerationRequested,
+            f"gen:{message.task_id}:rewrite",
+            request=message.request,
+            progress=message.progress,
+            task_id=message.task_id,
+            instructions=(
+                f"{message.request.prompt}\n\nThe analysis answered: {message.output}\n"
+                f"Give this answer as {describe_type(spec)}."
+            ),
+            evidence={"answer": message.output, "validation_error": failure},
+        )
+    repairs = getattr(message, "repair", 0)
+    return message.derive(
+        JobFailed,
+        "failed",
+        status="validation_failed",
+        error=f"{failure} (after {repairs} repair(s))",
+        partial=message.output,
+    )

@@ -1,0 +1,34 @@
+"""generator worker (IPV PROCESS): one model call per message; a cut-off document re-enqueues
+itself as `generation.continued` until its JSON parses completely (the AI loop)."""
+
+from __future__ import annotations
+
+from infra.actor import Metrics, Outcome, Runtime, WorkerSpec
+from infra.model import ensure_model, model_of
+from infra.stores import RedisLoopStore
+from messages import Envelope, GenerationContinued, GenerationRequested, ValidationFailed
+from services.generation.stage import generate
+
+
+async def handle(message: Envelope, runtime: Runtime) -> Outcome:
+    assert isinstance(message, GenerationRequested | GenerationContinued | ValidationFailed)
+    model = model_of(runtime)
+    llm = model.metered()
+    store = RedisLoopStore(runtime.redis, runtime.settings.job_ttl_s)
+    result = await generate(message, llm, model.capability, store)
+    metrics = Metrics.of_calls(
+        llm.meter,
+        iteration=result.iteration,
+        finish_reason=result.finish_reason,
+        sections=result.sections,
+        elements=result.elements,
+    )
+    return Outcome(result.messages, metrics, continued=result.continued)
+
+
+WORKER = WorkerSpec(
+    "generator",
+    (GenerationRequested, GenerationContinued, ValidationFailed),
+    handle,
+    setup=ensure_model,
+)

@@ -1,0 +1,19 @@
+"""intent worker (IPV INFER): `job.submitted` -> one intent-analysis call -> `intent.analyzed`."""
+
+from __future__ import annotations
+
+from infra.actor import Metrics, Outcome, Runtime, WorkerSpec
+from infra.model import ensure_model, model_of
+from messages import Envelope, JobSubmitted
+from services.ipv.infer import analyze_intent
+
+
+async def handle(message: Envelope, runtime: Runtime) -> Outcome:
+    assert isinstance(message, JobSubmitted)
+    model = model_of(runtime)
+    llm = model.metered()
+    messages = await analyze_intent(message, llm, model.capability)
+    return Outcome(messages, Metrics.of_calls(llm.meter))
+
+
+WORKER = WorkerSpec("intent", (JobSubmitted,), handle, setup=ensure_model)

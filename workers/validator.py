@@ -1,0 +1,16 @@
+"""validator worker (IPV VALIDATE): coerce and check the output; complete the job, move to
+the next task, or send a bounded repair request back to the generator."""
+
+from __future__ import annotations
+
+from infra.actor import Outcome, Runtime, WorkerSpec
+from messages import Envelope, GenerationCompleted, ValidationRequested
+from services.validation.stage import validate
+
+
+async def handle(message: Envelope, runtime: Runtime) -> Outcome:
+    assert isinstance(message, GenerationCompleted | ValidationRequested)
+    return Outcome(validate(message))
+
+
+WORKER = WorkerSpec("validator", (GenerationCompleted, ValidationRequested), handle)
