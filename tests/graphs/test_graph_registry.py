@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -128,7 +127,7 @@ async def test_bad_file_refused_and_nothing_stored(
 async def test_missing_file_and_bad_names_refused(
     registry: GraphRegistry, redis_client: aioredis.Redis, tmp_path: Path, nano_file: Path
 ) -> None:
-    with pytest.raises(GraphFileError, match="cannot read .*missing.graphml"):
+    with pytest.raises(GraphFileError, match=r"cannot read .*missing\.graphml"):
         await registry.add("g", tmp_path / "missing.graphml")
     for name in ("", "a b", "x/y", "a" * 101, "ünï"):
         with pytest.raises(InvalidGraphName):

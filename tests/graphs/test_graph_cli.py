@@ -1,0 +1,151 @@
+"""`postel graph`, `postel gasl` and `postel bench gasl` through click, with exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from infra.cli import main
+from infra.redis_server import free_port
+from infra.settings import Settings
+from services.gasl.cli_support import DEMO_GRAPH
+
+PEOPLE = 'FIND nodes WHERE entity_type = "PERSON" LIMIT 3 AS p'
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.fixture
+def system_redis(redis_url: str, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Point the CLI at the test Redis as `postel submit` would find a running system."""
+    monkeypatch.setenv("POSTEL_REDIS_URL", redis_url)
+    monkeypatch.setenv("POSTEL_LOG_LEVEL", "WARNING")
+    return redis_url
+
+
+def test_graph_add_list_info(system_redis: str) -> None:
+    added = run("graph", "add", "mmwr", str(DEMO_GRAPH))
+    assert added.exit_code == 0, added.output
+    assert added.stdout.startswith("graph mmwr version 1: 3261 nodes, 1740 edges")
+    assert "nano-graphrag" in added.stdout
+
+    again = run("graph", "add", "mmwr", str(DEMO_GRAPH))
+    assert "version 2" in again.stdout
+
+    table = run("graph", "list")
+    assert table.exit_code == 0
+    header, row = table.stdout.splitlines()
+    assert header.split()[:4] == ["name", "version", "nodes", "edges"]
+    assert row.split()[:5] == ["mmwr", "2", "3261", "1740", "nano-graphrag"]
+
+    listed = json.loads(run("graph", "list", "--json").stdout)
+    assert [(g["name"], g["version"], g["nodes"]) for g in listed] == [("mmwr", 2, 3261)]
+
+    info = run("graph", "info", "mmwr")
+    assert json.loads(info.stdout)["sha256"] == listed[0]["sha256"]
+
+
+def test_graph_errors_and_exit_codes(
+    system_redis: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert "no graphs registered" in run("graph", "list").stdout
+    unknown = run("graph", "info", "ghost")
+    assert unknown.exit_code == 4 and "no graph named 'ghost'" in unknown.stderr
+
+    bad = tmp_path / "bad.graphml"
+    bad.write_text("<nope>")
+    refused = run("graph", "add", "g", str(bad))
+    assert refused.exit_code == 2 and "bad.graphml is not a readable GraphML" in refused.stderr
+    named = run("graph", "add", "no spaces", str(DEMO_GRAPH))
+    assert named.exit_code == 2 and "invalid graph name" in named.stderr
+    assert run("graph", "add", "g", str(tmp_path / "missing.graphml")).exit_code == 2
+
+    monkeypatch.setenv("POSTEL_REDIS_URL", f"redis://127.0.0.1:{free_port()}/0")
+    down = run("graph", "list")
+    assert down.exit_code == 3 and "cannot reach Redis" in down.stderr
+
+
+def test_gasl_run_table_and_json() -> None:
+    table = run("gasl", "run", "--graph", "sample", PEOPLE, "COUNT p AS n")
+    assert table.exit_code == 0, table.output
+    lines = table.stdout.splitlines()
+    assert "status" in lines[0] and len(lines) == 4
+    assert lines[2].split()[1:3] == ["success", "3"]
+
+    as_json = run("gasl", "run", "--graph", "sample", "--json", PEOPLE)
+    records = json.loads(as_json.stdout)
+    assert records[0]["status"] == "success"
+    assert [row["entity_type"] for row in records[0]["rows"]] == ["PERSON"] * 3
+
+
+def test_gasl_run_plan_file_state_and_failure_exit(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "plan_id": "people",
+                "commands": ["DECLARE people AS LIST", PEOPLE, "UPDATE people WITH p"],
+            }
+        )
+    )
+    state = tmp_path / "state"
+    first = run(
+        "gasl", "run", "--graph", str(DEMO_GRAPH), "--plan", str(plan), "--state", str(state)
+    )
+    assert first.exit_code == 0, first.output
+    # The state directory carries `people` into the next run; `ghost` was never bound.
+    counts = ["COUNT people AS n", "COUNT ghost AS m"]
+    later = run("gasl", "run", "--graph", "sample", "--state", str(state), "--json", *counts)
+    assert later.exit_code == 1
+    records = json.loads(later.stdout)
+    assert [r["status"] for r in records] == ["success", "binding_failure"]
+    assert records[0]["count"] == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--graph", "sample"], "either --plan"),
+        (["--graph", "sample", "--plan", "p.json", "COUNT a AS n"], "either --plan"),
+        (["--graph", "nowhere.graphml", "COUNT a AS n"], "graph file nowhere.graphml"),
+        (["--graph", "sample", "--plan", "missing.json"], "invalid plan missing.json"),
+    ],
+)
+def test_gasl_run_usage_errors_exit_2(args: list[str], message: str) -> None:
+    result = run("gasl", "run", *args)
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_gasl_run_refuses_an_invalid_plan_object(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"plan_id": "x", "commands": []}))
+    result = run("gasl", "run", "--graph", "sample", "--plan", str(plan))
+    assert result.exit_code == 2 and "commands" in result.stderr
+
+
+def test_gasl_check() -> None:
+    good = run("gasl", "check", "COUNT a AS n", PEOPLE)
+    assert good.exit_code == 0
+    assert [line.split()[0] for line in good.stdout.splitlines()] == ["ok", "ok"]
+
+    bad = run("gasl", "check", "COUNT a AS n", "COUNT a")
+    assert bad.exit_code == 2
+    assert "error  COUNT a" in bad.stdout
+    assert "line 1, column" in bad.stdout and "expected: AS" in bad.stdout
+    assert "hint: COUNT needs" in bad.stdout
+
+
+def test_bench_gasl_tiny_run() -> None:
+    tiny = ["bench", "gasl", "--nodes", "2000", "--path-nodes", "500", "--repeat", "1"]
+    result = run(*tiny, "--no-cypher")
+    assert result.exit_code == 0, result.output
+    assert "GASL bench: 2,000 nodes" in result.stdout
+    assert "index vs scan (equality)" in result.stdout
+
+    figures = json.loads(run(*tiny, "--no-cypher", "--json").stdout)
+    assert figures["nodes"] == 2000 and len(figures["questions"]) == 4
