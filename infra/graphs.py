@@ -34,6 +34,7 @@ from pydantic import BaseModel
 from infra import keys
 from services.gasl.adapters import NetworkXAdapter
 from services.gasl.loaders import normalise_graph
+from services.gasl.schema_summary import summarize_graph
 
 log = structlog.get_logger(__name__)
 
@@ -244,6 +245,13 @@ class GraphRegistry:
         loaded_stamp, adapter = await asyncio.shield(task)
         self.cache.entries[(self._server, name)] = (loaded_stamp, adapter)
         return adapter
+
+    async def summary(self, name: str) -> dict[str, Any]:
+        """The graph's schema summary for planning prompts (entity types, attributes,
+        relation keywords), computed once per loaded version."""
+        adapter = await self.adapter(name)
+        # One pass over a big graph takes seconds: keep it off the event loop.
+        return await asyncio.to_thread(summarize_graph, adapter)
 
     async def _load(self, name: str) -> tuple[Stamp, NetworkXAdapter]:
         # Stamp and data in one read, so the cache entry names the version it holds.

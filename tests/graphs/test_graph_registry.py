@@ -213,3 +213,17 @@ async def test_text_clients_are_refused(redis_url: str) -> None:
             GraphRegistry(client)
     finally:
         await client.aclose()
+
+
+async def test_summary_follows_the_stored_version(
+    registry: GraphRegistry, nano_file: Path, lightrag_file: Path
+) -> None:
+    await registry.add("g", nano_file)
+    first = await registry.summary("g")
+    assert first["nodes"] == 2 and first["entity_types"] == {"PERSON": 1, "ORGANIZATION": 1}
+    await registry.add("g", lightrag_file)
+    second = await registry.summary("g")
+    assert second["entity_types"] == {"PERSON": 2, "ORGANIZATION": 1}
+    assert "works at" in second["relation_keywords"]
+    with pytest.raises(GraphNotFound):
+        await registry.summary("ghost")
