@@ -319,6 +319,40 @@ def bench_bus(jobs: int, as_json: bool) -> None:
     click.echo(json.dumps(figures, indent=2) if as_json else format_bus_bench(figures))
 
 
+@bench.command("loop")
+@click.option(
+    "--document",
+    "document_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A sections document (JSON) the oracle model will write.",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(16, 100_000),
+    required=True,
+    help="Completion tokens per model call: the cut that forces continuations.",
+)
+@click.option("--json", "as_json", is_flag=True)
+def bench_loop(document_path: Path, max_tokens: int, as_json: bool) -> None:
+    """The AI loop over the bus with an oracle model: iterations, tokens per iteration, LLM
+    calls against the minimum, partial-parse time against a naive re-parse."""
+    from infra.bench_loop import run_loop_bus_bench
+    from messages import SectionsDocument
+    from services.generation.bench import format_loop_bench
+
+    current = settings()
+    try:
+        document = SectionsDocument.model_validate_json(document_path.read_text())
+    except (ValidationError, ValueError) as exc:
+        fail(f"{document_path} is not a sections document: {exc}", EXIT_INPUT)
+    target = document.model_dump(mode="json", exclude_none=True)
+    figures = run_async(run_loop_bus_bench)(current, target, max_tokens)
+    click.echo(json.dumps(figures, indent=2) if as_json else format_loop_bench(figures))
+    if not figures["document_equal"]:
+        fail("the loop did not reassemble the document", EXIT_FAILED)
+
+
 main.add_command(graph)
 main.add_command(gasl)
 bench.add_command(bench_gasl, "gasl")

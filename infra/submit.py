@@ -9,7 +9,7 @@ from arq.connections import ArqRedis
 from infra.actor import enqueue
 from infra.events import Event, EventLog
 from infra.jobs import JobStore
-from messages import JobRequest, JobSubmitted, new_job_id, utc_now
+from messages import Envelope, JobRequest, JobSubmitted, new_job_id, utc_now
 
 
 class JobExists(ValueError):
@@ -35,17 +35,28 @@ async def submit_job(
         request=request,
         deadline=utc_now() + timedelta(seconds=deadline_s) if deadline_s else None,
     )
-    if not await jobs.create(message.job_id, request):
-        raise JobExists(f"job {message.job_id!r} already exists")
-    await enqueue(pool, message)
+    await start_job(pool, events, jobs, message, source=source)
+    return message.job_id
+
+
+async def start_job(
+    pool: ArqRedis, events: EventLog, jobs: JobStore, first: Envelope, *, source: str
+) -> None:
+    """Create the job record and enqueue the job's first message (usually job.submitted;
+    a benchmark may start a job at a later stage)."""
+    request = getattr(first, "request", None)
+    if not isinstance(request, JobRequest):
+        raise TypeError(f"{first.type} carries no job request to record")
+    if not await jobs.create(first.job_id, request):
+        raise JobExists(f"job {first.job_id!r} already exists")
+    await enqueue(pool, first)
     await events.record(
         Event(
-            job_id=message.job_id,
-            message_id=message.message_id,
-            type=message.type,
+            job_id=first.job_id,
+            message_id=first.message_id,
+            type=first.type,
             worker=source,
             stage="submit",
             status="submitted",
         )
     )
-    return message.job_id

@@ -1,0 +1,136 @@
+"""`postel bench loop`: the AI loop over the real bus, with an oracle model.
+
+The generator and validator workers run on an embedded Redis (or POSTEL_REDIS_URL); the
+model is `services.generation.oracle`: it knows the target document and answers each prompt
+as a perfect model would, reading where to resume from the prompt text alone. A
+`generation.requested` for a `document` is enqueued; each iteration is a
+`generation.continued` message. Figures come from the job's events (prompt and completion
+tokens per iteration), the loop state kept in Redis (partial-parse time per iteration) and a
+naive baseline that re-parses the whole accumulated document at every iteration.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from infra import keys
+from infra.client import Client
+from infra.local_system import LocalSystem
+from infra.model import RESOURCE, Model
+from infra.redis_server import EmbeddedRedis, free_port
+from infra.runner import load_worker
+from infra.settings import Settings
+from infra.submit import start_job
+from messages import (
+    GenerationRequested,
+    Intent,
+    JobOptions,
+    JobProgress,
+    JobRequest,
+    TypeSpec,
+    new_job_id,
+)
+from services.generation.bench import IterationFigures, naive_parse_ms, summarise_run
+from services.generation.loop import LoopState, step
+from services.generation.oracle import Oracle
+from services.generation.summary import summary_lines
+from services.llm import LLMRequest, ScriptedClient
+from services.prompts import Capability
+
+TASK_ID = "bench"
+
+
+async def run_loop_bus_bench(
+    settings: Settings, document: dict[str, Any], max_tokens: int, max_iterations: int = 500
+) -> dict[str, Any]:
+    oracle = Oracle(document, max_tokens)
+    responses: list[str] = []
+
+    def respond(request: LLMRequest) -> str:
+        text = oracle.full_text(request.prompt_text())
+        responses.append(text)
+        return text
+
+    model = Model(ScriptedClient(responder=respond), Capability.STANDARD)
+    embedded = None
+    url = settings.redis_url
+    if url is None:
+        embedded = EmbeddedRedis(free_port(), Path(tempfile.mkdtemp(prefix="postel-bench-")))
+        await embedded.start()
+        url = embedded.url
+    specs = [load_worker("generator"), load_worker("validator")]
+    try:
+        async with (
+            LocalSystem(settings, redis_url=url, specs=specs, resources={RESOURCE: model}),
+            Client(url, settings) as client,
+        ):
+            job_id = await _start(client, max_tokens, max_iterations)
+            record = await client.wait(job_id, timeout=600)
+            events = [
+                e
+                for e in await client.events.read(job_id)
+                if e.worker == "generator" and e.status in ("completed", "continued")
+            ]
+            raw_state = await client.pool.get(keys.job_scoped(job_id, "gen", TASK_ID, "0", "state"))
+    finally:
+        if embedded is not None:
+            await embedded.stop()
+    state = LoopState.model_validate_json(raw_state) if raw_state else LoopState()
+    figures = _figures(events, state, responses, max_iterations)
+    final = record.result if isinstance(record.result, dict) else {"sections": state.sections}
+    report = summarise_run(document, max_tokens, figures, final)
+    report["job_status"] = record.status
+    report["failure"] = record.failure
+    return report
+
+
+async def _start(client: Client, max_tokens: int, max_iterations: int) -> str:
+    request = JobRequest(
+        prompt="Write the document.",
+        desired_type=TypeSpec(kind="document"),
+        options=JobOptions(max_tokens=max_tokens, max_iterations=max_iterations),
+    )
+    intent = Intent(
+        detected_language="en",
+        normalized_request=request.prompt,
+        intent=request.prompt,
+        primary_goal="the document",
+        data_type="documents",
+    )
+    job_id = new_job_id()
+    first = GenerationRequested(
+        job_id=job_id,
+        message_id=f"{job_id}:gen:{TASK_ID}",
+        request=request,
+        progress=JobProgress(intent=intent),
+        task_id=TASK_ID,
+        instructions=request.prompt,
+    )
+    await start_job(client.pool, client.events, client.jobs, first, source="bench")
+    return job_id
+
+
+def _figures(
+    events: list[Any], state: LoopState, responses: list[str], max_iterations: int
+) -> list[IterationFigures]:
+    """Per iteration: tokens from the events, parse time from the stored loop state, and the
+    naive baseline measured by replaying the same responses."""
+    replay = LoopState()
+    figures: list[IterationFigures] = []
+    for event, metrics, text in zip(events, state.history, responses, strict=False):
+        replay = step(replay, text, metrics.finish_reason, max_iterations).state
+        figures.append(
+            IterationFigures(
+                iteration=metrics.iteration,
+                prompt_tokens=event.prompt_tokens,
+                completion_tokens=event.completion_tokens,
+                finish_reason=metrics.finish_reason,
+                decision=metrics.decision,
+                parse_ms=metrics.parse_ms,
+                naive_parse_ms=naive_parse_ms(replay.sections),
+                summary_lines=len(summary_lines(replay.sections)),
+            )
+        )
+    return figures
