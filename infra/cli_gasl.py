@@ -136,7 +136,7 @@ def graph_info(name: str) -> None:
 
 @click.group()
 def gasl() -> None:
-    """Run or check GASL commands on a local GraphML file (no Redis needed).
+    """Run GASL commands on a local GraphML file, or check their syntax (no Redis needed).
 
     docs/GASL.md describes the language."""
 
@@ -173,7 +173,8 @@ def gasl_run(
     """Run the COMMANDs (or --plan) and print one execution record per command.
 
     Exit 0 if every record is success, empty or partial; 1 if any is error,
-    binding_failure or schema_mismatch; 2 for bad usage.
+    binding_failure or schema_mismatch; 2 for bad usage. PROCESS and ANALYZE need a
+    model, which runs only in the gasl worker: here they end as error records.
 
     \b
     postel gasl run --graph sample 'FIND nodes WHERE entity_type = "PERSON" LIMIT 5 AS p'
@@ -261,7 +262,7 @@ def gasl_check(commands: tuple[str, ...]) -> None:
     help="GASL runs per question; the best time counts.",
 )
 @click.option("--no-cypher", is_flag=True, help="Skip the GrandCypher baseline.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
 def bench_gasl(nodes: int, path_nodes: int, repeat: int, no_cypher: bool, as_json: bool) -> None:
     """GASL FIND (index and scan) and path queries against GrandCypher on generated graphs."""
     from services.gasl.bench import format_gasl_bench, run_gasl_bench
