@@ -1,0 +1,229 @@
+"""The AI loop as messages on the real bus: continuation messages until the JSON parses,
+any generator process may take the next iteration, and runaway models end in their
+documented statuses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from infra import keys
+from infra.actor import Actor, Runtime
+from infra.client import Client, JobFailedError
+from infra.local_system import LocalSystem
+from infra.model import RESOURCE, Model
+from infra.runner import load_worker
+from infra.settings import Settings
+from infra.submit import start_job
+from infra.wire import connect_arq
+from messages import (
+    GenerationContinued,
+    GenerationRequested,
+    Intent,
+    JobOptions,
+    JobProgress,
+    JobRequest,
+    SectionsDocument,
+    TypeSpec,
+)
+from services.generation.bench import sample_document
+from services.generation.oracle import Oracle
+from services.llm import LLMRequest, ScriptedClient
+from services.prompts import Capability
+
+DOCUMENT = sample_document(4)
+MAX_TOKENS = 300
+
+
+def generation_request(
+    job_id: str, max_tokens: int = MAX_TOKENS, cap: int = 50
+) -> GenerationRequested:
+    request = JobRequest(
+        prompt="Write the report.",
+        desired_type=TypeSpec(kind="document"),
+        options=JobOptions(max_tokens=max_tokens, max_iterations=cap),
+    )
+    intent = Intent(
+        detected_language="en",
+        normalized_request=request.prompt,
+        intent=request.prompt,
+        primary_goal="the report",
+        data_type="documents",
+    )
+    return GenerationRequested(
+        job_id=job_id,
+        message_id=f"{job_id}:gen:t0",
+        request=request,
+        progress=JobProgress(intent=intent),
+        task_id="t0",
+        instructions=request.prompt,
+    )
+
+
+def oracle_model(document: dict[str, Any], calls: list[str] | None = None) -> Model:
+    oracle = Oracle(document, MAX_TOKENS)
+
+    def respond(request: LLMRequest) -> str:
+        if calls is not None:
+            calls.append(request.prompt_text())
+        return oracle.full_text(request.prompt_text())
+
+    return Model(ScriptedClient(responder=respond), Capability.STANDARD)
+
+
+def loop_system(redis_url: str, settings: Settings, model: Model) -> LocalSystem:
+    specs = [load_worker("generator"), load_worker("validator")]
+    return LocalSystem(settings, redis_url=redis_url, specs=specs, resources={RESOURCE: model})
+
+
+def same_document(left: Any, right: Any) -> bool:
+    return SectionsDocument.model_validate(left) == SectionsDocument.model_validate(right)
+
+
+async def test_a_cut_off_document_continues_until_it_parses(
+    redis_url: str, settings: Settings
+) -> None:
+    async with (
+        loop_system(redis_url, settings, oracle_model(DOCUMENT)),
+        Client(redis_url, settings) as client,
+    ):
+        first = generation_request("loop1")
+        await start_job(client.pool, client.events, client.jobs, first, source="test")
+        result = await client.result("loop1", timeout=60)
+        events = [e for e in await client.events.read("loop1") if e.worker == "generator"]
+    assert same_document(result, DOCUMENT)
+    done = [e for e in events if e.status in ("continued", "completed")]
+    assert len(done) >= 3, "the document needed continuations"
+    assert [e.status for e in done] == ["continued"] * (len(done) - 1) + ["completed"]
+    assert [e.iteration for e in done] == list(range(1, len(done) + 1))
+    assert [e.type for e in done][1:] == ["generation.continued"] * (len(done) - 1)
+    assert all(e.finish_reason == "length" for e in done[:-1]) and done[-1].finish_reason == "stop"
+    assert all(e.prompt_tokens > 0 and e.completion_tokens > 0 and e.llm_calls == 1 for e in done)
+    assert [e.sections for e in done] == sorted(e.sections for e in done)
+    assert done[-1].elements == sum(len(s["elements"]) for s in DOCUMENT["sections"])
+
+
+async def test_an_iteration_run_twice_adds_nothing_twice(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    calls: list[str] = []
+    pool = await connect_arq(redis_url)
+    try:
+        runtime = Runtime.create(pool, settings)
+        runtime.resources[RESOURCE] = oracle_model(DOCUMENT, calls)
+        actor = Actor(load_worker("generator"), runtime)
+        first = generation_request("twice")
+        await runtime.jobs.create("twice", first.request)
+        await actor.run(first.model_dump(mode="json"), attempt=1)
+        second = GenerationContinued(
+            job_id="twice", message_id="twice:gen:t0:0:2", task_id="t0", iteration=2
+        )
+        await actor.run(second.model_dump(mode="json"), attempt=1)
+        state_key = keys.job_scoped("twice", "gen", "t0", "0", "state")
+        after_first_run = await redis_client.get(state_key)
+        # The worker died after saving the state but before committing: run it again.
+        await redis_client.delete(keys.done("twice:gen:t0:0:2"))
+        await actor.run(second.model_dump(mode="json"), attempt=2)
+        assert await redis_client.get(state_key) == after_first_run
+        assert len(calls) == 2, "the applied iteration did not call the model again"
+        assert await redis_client.zcard(keys.queue("generator")) == 2, "no forked iteration 3"
+    finally:
+        await pool.aclose()
+
+
+@pytest.mark.parametrize(
+    ("make_answer", "status"),
+    [
+        # never closes its JSON, but says something new each time
+        (
+            lambda n: (
+                f'{{"sections": [{{"id": "s{n}", "content_type": "paragraph", '
+                f'"elements": [{{"text": "part {n}"}}, {{"text": "never clo'
+            ),
+            "iteration_cap",
+        ),
+        # repeats the very same cut-off answer
+        (
+            lambda n: (
+                '{"sections": [{"id": "s", "content_type": "paragraph", '
+                '"elements": [{"text": "again and ag'
+            ),
+            "loop_detected",
+        ),
+    ],
+    ids=["never-closes", "repeats-itself"],
+)
+async def test_runaway_models_end_in_their_documented_status(
+    redis_url: str, settings: Settings, make_answer: Any, status: str
+) -> None:
+    counter = {"n": 0}
+
+    def respond(request: LLMRequest) -> str:
+        counter["n"] += 1
+        return make_answer(counter["n"])
+
+    model = Model(ScriptedClient(responder=respond), Capability.STANDARD)
+    async with loop_system(redis_url, settings, model), Client(redis_url, settings) as client:
+        first = generation_request("runaway", max_tokens=1000, cap=5)
+        await start_job(client.pool, client.events, client.jobs, first, source="test")
+        with pytest.raises(JobFailedError) as failure:
+            await client.result("runaway", timeout=60)
+    assert failure.value.status == status
+    assert counter["n"] <= 5, "stopped within the iteration cap"
+    assert isinstance(failure.value.partial, dict) and "sections" in failure.value.partial
+
+
+async def test_loop_across_two_generator_processes_survives_sigkill(
+    redis_url: str, settings: Settings, tmp_path: Path
+) -> None:
+    document_file = tmp_path / "document.json"
+    document_file.write_text(json.dumps(DOCUMENT))
+    env = {**os.environ, "POSTEL_REDIS_URL": redis_url, "POSTEL_LOG_LEVEL": "WARNING"}
+    command = [
+        sys.executable,
+        "tests/loop/oracle_generator.py",
+        str(document_file),
+        str(MAX_TOKENS),
+        "--delay",
+        "1.0",
+    ]
+    processes = {p.pid: p for p in (subprocess.Popen(command, env=env) for _ in range(2))}
+    killed: int | None = None
+    try:
+        async with (
+            LocalSystem(settings, redis_url=redis_url, specs=[load_worker("validator")]),
+            Client(redis_url, settings) as client,
+        ):
+            first = generation_request("crash")
+            await start_job(client.pool, client.events, client.jobs, first, source="test")
+            async for event in client.follow("crash"):
+                received = event.worker == "generator" and event.status == "received"
+                if received and event.message_id.endswith(":gen:t0:0:2"):
+                    killed = int(event.instance.rsplit(":", 1)[1])
+                    processes[killed].send_signal(signal.SIGKILL)
+                    break
+            result = await client.result("crash", timeout=90)
+            events = [e for e in await client.events.read("crash") if e.worker == "generator"]
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                process.terminate()
+        for process in processes.values():
+            process.wait(10)
+    assert killed is not None
+    assert same_document(result, DOCUMENT), "whole, nothing duplicated"
+    finished = [e for e in events if e.status in ("continued", "completed")]
+    assert [e.iteration for e in finished] == list(range(1, len(finished) + 1))
+    iteration_2 = [e for e in events if e.message_id.endswith(":gen:t0:0:2")]
+    assert [(e.status, e.attempt) for e in iteration_2][-1] == ("continued", 2)
+    assert all(not e.instance.endswith(f":{killed}") for e in finished if e.iteration >= 2)
+    await asyncio.sleep(0)
