@@ -353,6 +353,38 @@ def bench_loop(document_path: Path, max_tokens: int, as_json: bool) -> None:
         fail("the loop did not reassemble the document", EXIT_FAILED)
 
 
+@main.group()
+def model() -> None:
+    """The bundled offline model (the `local` extra)."""
+
+
+@model.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True)
+def model_serve(host: str, port: int) -> None:
+    """Serve the bundled SmolLM2-135M over the OpenAI-compatible protocol until stopped, so
+    worker processes on other machines can use it (POSTEL_LLM_BASE_URL=http://HOST:PORT/v1)."""
+    from infra.local_model import LocalModelError, LocalModelServer
+
+    settings()
+
+    async def serve() -> None:
+        server = LocalModelServer(host=host, port=port)
+        try:
+            await server.start()
+        except LocalModelError as exc:
+            fail(str(exc), EXIT_INPUT)
+        click.echo(f"postel model: serving at {server.base_url} (Ctrl-C stops)")
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        await server.stop()
+
+    run_async(serve)()
+
+
 main.add_command(graph)
 main.add_command(gasl)
 bench.add_command(bench_gasl, "gasl")
