@@ -255,6 +255,79 @@ async def follow_and_print(client: Client, job_id: str, timeout: float) -> None:
     click.echo(json.dumps(result, indent=2, ensure_ascii=False))
 
 
+@main.command("reason")
+@click.argument("prompt")
+@click.option(
+    "--type",
+    "type_",
+    default="str",
+    show_default=True,
+    help="Desired type: float, int, bool, str, list[T], dict, document, or a JSON "
+    "Schema (inline JSON or @file.json).",
+)
+@click.option(
+    "--text-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Attach this file's text as the `text` argument.",
+)
+@click.option(
+    "--profile",
+    type=click.Choice(["default", "production", "creative", "strict"]),
+    default="default",
+    show_default=True,
+)
+@click.option("--timeout", type=float, default=600.0, show_default=True)
+@click.option("--quiet", is_flag=True, help="Do not print the job's events on stderr.")
+def reason_command(
+    prompt: str, type_: str, text_file: Path | None, profile: str, timeout: float, quiet: bool
+) -> None:
+    """Ask for a typed value and print it as JSON.
+
+    Runs on the running system (POSTEL_REDIS_URL, or a `postel up` on this machine); with
+    none, starts the whole system for this one job and stops it afterwards."""
+    from infra.session import connected, run_job
+
+    current = settings()
+    request = build_request(prompt, type_, None, text_file, profile)
+
+    def show(event: Event) -> None:
+        if not quiet:
+            click.echo(format_event(event), err=True)
+
+    async def go() -> None:
+        async with connected(current) as client:
+            record = await run_job(client, request, timeout=timeout, on_event=show)
+        if record.status == "failed":
+            raise JobFailedError(record.job_id, record.failure or "failed", record.error or "")
+        click.echo(json.dumps(record.result, indent=2, ensure_ascii=False))
+
+    run_async(go)()
+
+
+@main.command("coerce")
+@click.option(
+    "--type",
+    "type_",
+    required=True,
+    help="float, int, bool, str, list[T], dict, document, or a JSON Schema.",
+)
+@click.option("--locale", default=None, help="e.g. de_DE: decides 1.299,99 vs 1,299.99.")
+@click.argument("value")
+def coerce_command(type_: str, locale: str | None, value: str) -> None:
+    """Coerce VALUE to the type as the validator would and print it as JSON (exit 2 and the
+    reason if it cannot be)."""
+    from messages import TypeSpec
+    from services.validation import CoercionError, UnsupportedSchemaError, coerce
+
+    try:
+        spec = TypeSpec.model_validate(parse_type_option(type_))
+        result = coerce(value, spec, locale=locale)
+    except (CoercionError, UnsupportedSchemaError, ValidationError, ValueError) as exc:
+        fail(str(exc), EXIT_INPUT)
+    click.echo(json.dumps(result, ensure_ascii=False))
+
+
 @main.command()
 @click.argument("job_id")
 def status(job_id: str) -> None:
