@@ -1,0 +1,134 @@
+"""Planner inputs as compact prompt text: the graph schema, the state, the history of rounds
+and the records of the last plan. Every renderer bounds its own output; the round prompt
+then fits the parts into its token budget (services.planner.round_prompt)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from messages.gasl import ExecutionRecord
+from messages.pipeline import RoundNote
+
+_TEXT_CHARS = 80
+_ROWS_SHOWN = 3
+_ITEMS_SHOWN = 5
+# Row fields a model rarely needs to read and that dominate a node's size.
+_NOISY_FIELDS = frozenset({"clusters", "file_paths", "source_ids", "edges", "extraction"})
+
+
+def compact(value: Any, depth: int = 0) -> Any:
+    """`value` shortened for a prompt: long text clipped, long lists cut, deep nesting elided."""
+    if isinstance(value, str):
+        return value if len(value) <= _TEXT_CHARS else value[: _TEXT_CHARS - 1] + "…"
+    if isinstance(value, dict):
+        if depth >= 2:
+            return "{…}"
+        return {str(k): compact(v, depth + 1) for k, v in value.items() if k not in _NOISY_FIELDS}
+    if isinstance(value, list | tuple):
+        items = [compact(v, depth + 1) for v in list(value)[:_ITEMS_SHOWN]]
+        if len(value) > _ITEMS_SHOWN:
+            items.append(f"… {len(value) - _ITEMS_SHOWN} more")
+        return items
+    return value
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(compact(value), ensure_ascii=False, default=str)
+
+
+def graph_text(summary: dict[str, Any] | None, max_types: int = 25) -> str:
+    """A schema summary (services.gasl.schema_summary) in a few lines."""
+    if not summary:
+        return "(no schema available)"
+    types = list(summary.get("entity_types", {}).items())
+    shown = ", ".join(f"{name} {count}" for name, count in types[:max_types])
+    if len(types) > max_types:
+        shown += f", … {len(types) - max_types} more types"
+    lines = [
+        f"{summary.get('nodes', '?')} nodes, {summary.get('edges', '?')} edges",
+        f"entity_type: {shown or '(none)'}",
+        "node attributes: " + _attributes(summary.get("node_attributes", {})),
+        "edge attributes: " + _attributes(summary.get("edge_attributes", {})),
+    ]
+    keywords = list(summary.get("relation_keywords", {}))
+    lines.append("edge keywords: " + (", ".join(keywords) if keywords else "(none)"))
+    examples = summary.get("example_ids", {})
+    if examples:
+        lines.append(
+            "example ids: "
+            + "; ".join(f"{name}: {', '.join(ids)}" for name, ids in examples.items())
+        )
+    return "\n".join(lines)
+
+
+def _attributes(kinds: dict[str, str]) -> str:
+    return ", ".join(f"{name} ({kind})" for name, kind in kinds.items()) or "(none)"
+
+
+def state_text(state_summary: dict[str, Any]) -> str:
+    """The state summary the gasl worker returns: one line per declared key."""
+    keys = state_summary.get("keys")
+    if not state_summary or keys == []:
+        return "(empty: nothing declared yet)"
+    if not isinstance(keys, list):
+        return dumps(state_summary)
+    lines = []
+    for row in keys:
+        if not isinstance(row, dict):
+            lines.append(dumps(row))
+            continue
+        head = f"{row.get('key')} ({row.get('type')}, size {row.get('size', 0)})"
+        sample = row.get("sample")
+        lines.append(f"{head}: {dumps(sample)}" if sample else head)
+    return "\n".join(lines)
+
+
+def history_text(history: Sequence[RoundNote]) -> str:
+    """The rounds so far, newest first, so a token cut drops the oldest."""
+    if not history:
+        return "(first round)"
+    lines = []
+    for note in reversed(history):
+        commands = "; ".join(note.plan.commands) if note.plan else "-"
+        lines.append(
+            f"round {note.round}: hypothesis: {note.hypothesis or '-'} | plan: {commands} | "
+            f"outcome: {note.outcome or 'pending'}"
+        )
+    return "\n".join(lines)
+
+
+def records_text(records: Sequence[ExecutionRecord], error: str | None = None) -> str:
+    """What each command of the last plan did; failures carry their full error text."""
+    lines = [f"the gasl worker failed: {error}"] if error else []
+    for index, record in enumerate(records, start=1):
+        head = f"{index}. [{record.status}] {record.command} -> {record.count}"
+        if record.variable:
+            head += f" as {record.variable}"
+        if record.caps_hit:
+            head += f" (caps hit: {', '.join(record.caps_hit)})"
+        lines.append(head)
+        if record.error:
+            lines.append(f"   error: {record.error}")
+        if record.rows:
+            rows = [dumps(row) for row in record.rows[:_ROWS_SHOWN]]
+            more = len(record.rows) - _ROWS_SHOWN
+            lines.append("   rows: " + "; ".join(rows) + (f"; … {more} more" if more > 0 else ""))
+    return "\n".join(lines) or "(no plan has run yet)"
+
+
+def outcome_digest(records: Sequence[ExecutionRecord], error: str | None = None) -> str:
+    """One line per plan for the history: each command's status and count."""
+    if error:
+        return f"gasl worker failed: {error}"
+    if not records:
+        return "nothing ran"
+    parts = []
+    for record in records:
+        verb = record.command.split(maxsplit=1)[0] if record.command.strip() else "?"
+        part = f"{verb} {record.status} {record.count}"
+        if record.status == "error" and record.error:
+            part += f" ({record.error.splitlines()[0][:_TEXT_CHARS]})"
+        parts.append(part)
+    return ", ".join(parts)
