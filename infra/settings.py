@@ -1,9 +1,10 @@
 """Settings from the environment, prefix `POSTEL_` (the README lists every one).
 
-Per-worker queue settings are `POSTEL_<WORKER>_JOB_TIMEOUT`, `..._MAX_TRIES` and
-`..._POLL_DELAY`. A running job holds a lease of `POSTEL_LEASE_S` seconds, renewed while its
-process lives, so a killed worker's job is taken over within about that time (arq alone
-would wait job_timeout + 10 s).
+Per-worker queue settings are `POSTEL_<WORKER>__JOB_TIMEOUT`, `..._MAX_TRIES` and
+`..._POLL_DELAY` (two underscores before the field, e.g. `POSTEL_GENERATOR__JOB_TIMEOUT`). A
+running job holds a lease of `POSTEL_LEASE_S` seconds, renewed while its process lives, so a
+killed worker's job is taken over within about that time (arq alone would wait
+job_timeout + 10 s); job_timeout can therefore be sized to the slowest honest model call.
 """
 
 from __future__ import annotations
@@ -34,11 +35,11 @@ class Settings(BaseSettings):
     embedded_port: int = Field(default=DEFAULT_EMBEDDED_PORT, ge=1, le=65535)
     state_dir: Path = Path.home() / ".local" / "state" / "postel"
 
-    intent: QueueSettings = QueueSettings(job_timeout=20)
-    planner: QueueSettings = QueueSettings(job_timeout=20)
-    gasl: QueueSettings = QueueSettings(job_timeout=20)
-    generator: QueueSettings = QueueSettings(job_timeout=30)
-    validator: QueueSettings = QueueSettings(job_timeout=10)
+    intent: QueueSettings = QueueSettings(job_timeout=120)
+    planner: QueueSettings = QueueSettings(job_timeout=180)
+    gasl: QueueSettings = QueueSettings(job_timeout=120)
+    generator: QueueSettings = QueueSettings(job_timeout=180)
+    validator: QueueSettings = QueueSettings(job_timeout=30)
     concurrency: int = Field(default=10, ge=1, le=1000)
     lease_s: float = Field(default=5.0, ge=1.0, le=600.0)
 
@@ -51,7 +52,7 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_model: str = "default"
     llm_structured_output: Literal["json_schema", "json_object", "none"] = "json_schema"
-    llm_timeout_s: float = Field(default=60.0, gt=0)
+    llm_timeout_s: float = Field(default=120.0, gt=0)
     llm_max_retries: int = Field(default=4, ge=0, le=20)
     llm_cassette: Path | None = None
     llm_record: Path | None = None
