@@ -17,9 +17,10 @@ class AnswerError(ValueError):
 def read_object(text: str) -> dict[str, Any]:
     """The JSON object in `text`: fences, prose around it and JSON slop are tolerated."""
     try:
-        return coerce(text, _OBJECT)
+        value: dict[str, Any] = coerce(text, _OBJECT)
     except CoercionError as error:
         raise AnswerError(f"the answer is not one JSON object ({error})") from None
+    return value
 
 
 def text_of(value: Any) -> str:

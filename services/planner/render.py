@@ -11,9 +11,11 @@ from typing import Any
 from messages.gasl import ExecutionRecord
 from messages.pipeline import RoundNote
 
-_TEXT_CHARS = 80
+_TEXT_CHARS = 60
 _ROWS_SHOWN = 3
 _ITEMS_SHOWN = 5
+_TOP_TYPES = 10
+_NESTED_ITEMS_SHOWN = 1  # inside a record: a node's first description says enough
 # Row fields a model rarely needs to read and that dominate a node's size.
 _NOISY_FIELDS = frozenset({"clusters", "file_paths", "source_ids", "edges", "extraction"})
 
@@ -27,9 +29,10 @@ def compact(value: Any, depth: int = 0) -> Any:
             return "{…}"
         return {str(k): compact(v, depth + 1) for k, v in value.items() if k not in _NOISY_FIELDS}
     if isinstance(value, list | tuple):
-        items = [compact(v, depth + 1) for v in list(value)[:_ITEMS_SHOWN]]
-        if len(value) > _ITEMS_SHOWN:
-            items.append(f"… {len(value) - _ITEMS_SHOWN} more")
+        shown = _ITEMS_SHOWN if depth == 0 else _NESTED_ITEMS_SHOWN
+        items = [compact(v, depth + 1) for v in list(value)[:shown]]
+        if len(value) > shown:
+            items.append(f"… {len(value) - shown} more")
         return items
     return value
 
@@ -38,22 +41,26 @@ def dumps(value: Any) -> str:
     return json.dumps(compact(value), ensure_ascii=False, default=str)
 
 
-def graph_text(summary: dict[str, Any] | None, max_types: int = 25) -> str:
-    """A schema summary (services.gasl.schema_summary) in a few lines."""
+def graph_text(summary: dict[str, Any] | None, max_types: int = 40) -> str:
+    """A schema summary (services.gasl.schema_summary) in a few lines, ordered so that a cut
+    to fit the prompt keeps the commonest entity types and the attributes."""
     if not summary:
         return "(no schema available)"
-    types = list(summary.get("entity_types", {}).items())
-    shown = ", ".join(f"{name} {count}" for name, count in types[:max_types])
-    if len(types) > max_types:
-        shown += f", … {len(types) - max_types} more types"
+    types = [f"{name} {count}" for name, count in summary.get("entity_types", {}).items()]
+    keywords = list(summary.get("relation_keywords", {}))
     lines = [
         f"{summary.get('nodes', '?')} nodes, {summary.get('edges', '?')} edges",
-        f"entity_type: {shown or '(none)'}",
+        "entity_type: " + (", ".join(types[:_TOP_TYPES]) or "(none)"),
         "node attributes: " + _attributes(summary.get("node_attributes", {})),
         "edge attributes: " + _attributes(summary.get("edge_attributes", {})),
+        "edge keywords: " + (", ".join(keywords) if keywords else "(none)"),
     ]
-    keywords = list(summary.get("relation_keywords", {}))
-    lines.append("edge keywords: " + (", ".join(keywords) if keywords else "(none)"))
+    rest = types[_TOP_TYPES:max_types]
+    if rest:
+        more = len(types) - max_types
+        lines.append(
+            "more entity types: " + ", ".join(rest) + (f", … {more} more" if more > 0 else "")
+        )
     examples = summary.get("example_ids", {})
     if examples:
         lines.append(

@@ -1,0 +1,204 @@
+"""The planner's three handlers: pure functions from the incoming message to the next ones.
+
+Each takes the message, an LLMClient, the model's Capability and the job graph's schema
+summary (`services.gasl.schema_summary.summarize_graph(adapter)`, None without a graph),
+and returns the outgoing messages, built with `derive` under deterministic keys:
+`plan`, `task:<i>`, `gasl:<i>:<round>`, `gen:<i>`, `validate:<i>`, `failed`. `notes`, when
+given, collects one line per decision worth logging (a default plan, an unusable answer,
+the round cap). LLM errors propagate to the worker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from messages.envelope import Envelope
+from messages.gasl import GaslPlan
+from messages.pipeline import (
+    GaslPlanExecuted,
+    GaslPlanRequested,
+    IntentAnalyzed,
+    JobFailed,
+    RoundNote,
+    TaskPlanned,
+)
+from messages.task import JobProgress, Task
+from services.ipv import effective_settings
+from services.llm import LLMClient
+from services.planner.finish import after_task, generation_request, graph_outcome
+from services.planner.hdt import UNUSABLE, RoundDecision, decide_round, plan_id, probe_plan
+from services.planner.render import outcome_digest
+from services.planner.task_plan import plan_tasks
+from services.prompts import Capability
+
+_OUTCOME_CHARS = 400
+
+
+async def on_intent_analyzed(
+    msg: IntentAnalyzed,
+    llm: LLMClient,
+    capability: Capability,
+    graph_summary: dict[str, Any] | None = None,
+    *,
+    notes: list[str] | None = None,
+) -> list[Envelope]:
+    """Plan the job's tasks -> TaskPlanned for the first one."""
+    result = await plan_tasks(llm, msg.request, msg.progress.intent, capability, graph_summary)
+    _note(notes, *(f"task plan ({result.source}): {line}" for line in result.notes))
+    progress = msg.progress.model_copy(
+        update={"plan": result.plan, "task_index": 0, "outcomes": []}
+    )
+    return [msg.derive(TaskPlanned, "plan", request=msg.request, progress=progress)]
+
+
+async def on_task_planned(
+    msg: TaskPlanned,
+    llm: LLMClient,
+    capability: Capability,
+    graph_summary: dict[str, Any] | None = None,
+    *,
+    notes: list[str] | None = None,
+) -> list[Envelope]:
+    """A generation task -> GenerationRequested; a graph task -> its first GASL plan."""
+    task = msg.progress.task
+    if task is None:
+        return [
+            _failed(msg, f"task.planned points at task {msg.progress.task_index}, past the plan")
+        ]
+    if task.kind == "generation":
+        instructions = task.objective
+        if task.objective.strip() != msg.request.prompt.strip():
+            instructions += f"\n\nThe job's request: {msg.request.prompt}"
+        return [generation_request(msg, msg.request, msg.progress, task, instructions)]
+    if msg.request.graph is None:
+        return [_failed(msg, f"task {task.id!r} analyses a graph, but the job names none")]
+    decision = await decide_round(
+        llm,
+        capability,
+        msg.request,
+        task,
+        task_index=msg.progress.task_index,
+        round_number=0,
+        max_rounds=effective_settings(msg.request).max_rounds,
+        graph_summary=graph_summary,
+        state_summary={},
+        history=[],
+        records=[],
+        error=None,
+        problem=None,
+    )
+    plan, hypothesis = _next_plan(decision, msg.progress.task_index, 0, graph_summary, notes)
+    note = RoundNote(round=0, hypothesis=hypothesis, plan=plan)
+    return [_request_plan(msg, msg.progress, 0, plan, [note])]
+
+
+async def on_gasl_executed(
+    msg: GaslPlanExecuted,
+    llm: LLMClient,
+    capability: Capability,
+    graph_summary: dict[str, Any] | None = None,
+    *,
+    notes: list[str] | None = None,
+) -> list[Envelope]:
+    """Evaluate round `msg.round` and propose the next plan in one call; COMPLETE or the round
+    cap ends the task (services.planner.finish says what follows)."""
+    task = msg.progress.task
+    if task is None or task.kind != "graph_analysis":
+        return [_failed(msg, "gasl.plan_executed for a job that is not on a graph task")]
+    index, executed = msg.progress.task_index, msg.round
+    history = _with_outcome(msg, outcome_digest(msg.records, msg.error))
+    last = history[-1].hypothesis
+    max_rounds = effective_settings(msg.request).max_rounds
+    decision = await decide_round(
+        llm,
+        capability,
+        msg.request,
+        task,
+        task_index=index,
+        round_number=executed + 1,
+        max_rounds=max_rounds,
+        graph_summary=graph_summary,
+        state_summary=msg.state_summary,
+        history=history,
+        records=msg.records,
+        error=msg.error,
+        problem=last if last.startswith(UNUSABLE) else None,
+    )
+    if decision.evaluation:
+        judged = f"{history[-1].outcome}; judged: {decision.evaluation}"[:_OUTCOME_CHARS]
+        history[-1] = history[-1].model_copy(update={"outcome": judged})
+    if decision.decision == "complete":
+        return _finish(msg, task, decision.answer, incomplete=False)
+    if executed + 1 >= max_rounds:
+        _note(notes, f"task {task.id}: round cap {max_rounds} reached without COMPLETE")
+        return _finish(msg, task, None, incomplete=True)
+    plan, hypothesis = _next_plan(decision, index, executed + 1, graph_summary, notes)
+    note = RoundNote(round=executed + 1, hypothesis=hypothesis, plan=plan)
+    return [_request_plan(msg, msg.progress, executed + 1, plan, [*history, note])]
+
+
+def _next_plan(
+    decision: RoundDecision,
+    task_index: int,
+    round_number: int,
+    graph_summary: dict[str, Any] | None,
+    notes: list[str] | None,
+) -> tuple[GaslPlan, str]:
+    """The plan to run and the hypothesis to remember; an unusable answer, or a COMPLETE
+    before any plan has run, becomes a probe and a problem for the next prompt."""
+    problem = decision.problem
+    if decision.plan is None and problem is None:
+        problem = f"{UNUSABLE}: answer only after a plan has gathered evidence from the graph"
+    if problem is not None:
+        _note(notes, f"round {round_number}: {problem}; a probe plan runs instead")
+        return probe_plan(plan_id(task_index, round_number), graph_summary), problem
+    assert decision.plan is not None  # no problem means the model gave a plan
+    if decision.alternatives:
+        _note(
+            notes,
+            f"round {round_number}: took the most confident of {decision.alternatives + 1} plans",
+        )
+    return decision.plan, decision.hypothesis
+
+
+def _with_outcome(msg: GaslPlanExecuted, digest: str) -> list[RoundNote]:
+    """The history with round `msg.round`'s outcome filled in (its note added if missing)."""
+    history = list(msg.history)
+    if history and history[-1].round == msg.round:
+        history[-1] = history[-1].model_copy(update={"outcome": digest[:_OUTCOME_CHARS]})
+    else:
+        history.append(RoundNote(round=msg.round, plan=msg.plan, outcome=digest[:_OUTCOME_CHARS]))
+    return history
+
+
+def _finish(msg: GaslPlanExecuted, task: Task, answer: Any, *, incomplete: bool) -> list[Envelope]:
+    outcome = graph_outcome(task, msg, answer, incomplete=incomplete)
+    progress = msg.progress.model_copy(update={"outcomes": [*msg.progress.outcomes, outcome]})
+    return after_task(msg, msg.request, progress)
+
+
+def _request_plan(
+    msg: TaskPlanned | GaslPlanExecuted,
+    progress: JobProgress,
+    round_number: int,
+    plan: GaslPlan,
+    history: list[RoundNote],
+) -> GaslPlanRequested:
+    return msg.derive(
+        GaslPlanRequested,
+        f"gasl:{progress.task_index}:{round_number}",
+        request=msg.request,
+        progress=progress,
+        round=round_number,
+        plan=plan,
+        history=history,
+    )
+
+
+def _failed(msg: Envelope, error: str) -> JobFailed:
+    return msg.derive(JobFailed, "failed", status="plan_failed", error=error)
+
+
+def _note(notes: list[str] | None, *lines: str) -> None:
+    if notes is not None:
+        notes.extend(lines)

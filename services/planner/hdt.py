@@ -1,0 +1,123 @@
+"""One HDT round with the model: evaluate the last plan's records and, in the same call,
+decide and propose the next plan (seed 001's hypothesize and evaluate phases in one call).
+
+The model may rank several `next_actions` (seed 001's MCTS hook); the planner takes the most
+confident. An unusable answer is not an error: the round becomes a `refine` whose plan is a
+read-only probe, and the problem goes back to the model in the next prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from messages.gasl import ExecutionRecord, GaslPlan
+from messages.job import JobRequest
+from messages.pipeline import RoundNote
+from messages.task import Task
+from services.llm import LLMClient
+from services.planner.answers import AnswerError
+from services.planner.calls import ask
+from services.planner.round_answer import Decision, read_round_answer
+from services.planner.round_prompt import round_messages
+from services.prompts import Capability
+
+ANSWER_TOKENS = 512
+# Marks a round whose plan the planner chose because the model's answer was unusable.
+UNUSABLE = "your previous answer could not be used"
+_PROBE_LIMIT = 10
+
+
+@dataclass(frozen=True)
+class RoundDecision:
+    """What the planner does next. `problem` is set when the answer was unusable; `plan` is
+    None only for `complete`."""
+
+    decision: Decision
+    evaluation: str
+    hypothesis: str
+    answer: Any
+    plan: GaslPlan | None
+    alternatives: int = 0
+    problem: str | None = None
+
+
+def plan_id(task_index: int, round_number: int) -> str:
+    """Deterministic and unique per job: the executor refuses an id it has cancelled."""
+    return f"t{task_index}-r{round_number}"
+
+
+def probe_plan(plan_name: str, graph_summary: dict[str, Any] | None) -> GaslPlan:
+    """A read-only look at the commonest entity type, run when the model gave no usable plan,
+    so the round still yields something to reason about and never changes the state."""
+    types = list((graph_summary or {}).get("entity_types", {}))
+    where = f' WHERE entity_type = "{types[0]}"' if types else ""
+    return GaslPlan(
+        plan_id=plan_name,
+        why="probe: the model's answer held no usable plan",
+        commands=[f"FIND nodes{where} LIMIT {_PROBE_LIMIT} AS probe"],
+    )
+
+
+def question_of(task: Task, request: JobRequest) -> str:
+    if task.objective.strip() == request.prompt.strip():
+        return task.objective
+    return f"{task.objective}\n(the job's request: {request.prompt})"
+
+
+async def decide_round(
+    llm: LLMClient,
+    capability: Capability,
+    request: JobRequest,
+    task: Task,
+    *,
+    task_index: int,
+    round_number: int,
+    max_rounds: int,
+    graph_summary: dict[str, Any] | None,
+    state_summary: dict[str, Any],
+    history: Sequence[RoundNote],
+    records: Sequence[ExecutionRecord],
+    error: str | None,
+    problem: str | None,
+) -> RoundDecision:
+    """Ask the model about round `round_number` (the plan it proposes runs as that round).
+    `problem` is the previous answer's problem, shown to the model once more."""
+    messages = round_messages(
+        capability,
+        question=question_of(task, request),
+        graph_summary=graph_summary,
+        state_summary=state_summary,
+        history=history,
+        records=records,
+        error=error,
+        round_number=round_number,
+        max_rounds=max_rounds,
+        problem=problem,
+    )
+    text = await ask(llm, messages, request, max_tokens=ANSWER_TOKENS)
+    name = plan_id(task_index, round_number)
+    try:
+        answer = read_round_answer(text)
+    except AnswerError as unusable:
+        return RoundDecision(
+            decision="refine",
+            evaluation="",
+            hypothesis="",
+            answer=None,
+            plan=probe_plan(name, graph_summary),
+            problem=f"{UNUSABLE}: {unusable}",
+        )
+    if answer.decision == "complete":
+        return RoundDecision("complete", answer.evaluation, answer.hypothesis, answer.answer, None)
+    best = answer.actions[0]
+    plan = GaslPlan(plan_id=name, why=best.why, commands=best.commands, config=best.config)
+    return RoundDecision(
+        decision=best.action,
+        evaluation=answer.evaluation,
+        hypothesis=answer.hypothesis or best.why,
+        answer=None,
+        plan=plan,
+        alternatives=len(answer.actions) - 1,
+    )

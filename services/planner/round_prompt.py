@@ -1,0 +1,90 @@
+"""The HDT round prompt, fitted into a token budget.
+
+Everything a round needs travels in one delimited ANALYSIS block (one data notice instead
+of six): QUESTION, GRAPH, STATE, HISTORY, LAST RESULTS, ROUND and, when the previous answer
+was unusable, PROBLEM. When the prompt is over budget the parts are cut in this order until
+it fits: history (oldest rounds first), state, graph schema, last results, question; each
+part keeps a floor. Budgets follow capability: minimal models are the 2048-token local ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from messages.gasl import ExecutionRecord
+from messages.pipeline import RoundNote
+from services.llm import ChatMessage
+from services.llm.tokens import count_tokens, truncate_to_tokens
+from services.planner.render import graph_text, history_text, records_text, state_text
+from services.prompts import Capability, build_prompt
+from services.prompts.templates import HDT_ROUND
+
+BUDGETS: dict[Capability, int] = {
+    Capability.MINIMAL: 1500,
+    Capability.LIMITED: 2000,
+    Capability.STANDARD: 3000,
+}
+
+
+@dataclass
+class _Part:
+    title: str
+    text: str
+    limit: int  # tokens this part may use now
+    floor: int  # tokens it keeps however tight the budget
+
+
+def round_messages(
+    capability: Capability,
+    *,
+    question: str,
+    graph_summary: dict[str, Any] | None,
+    state_summary: dict[str, Any],
+    history: Sequence[RoundNote],
+    records: Sequence[ExecutionRecord],
+    error: str | None,
+    round_number: int,
+    max_rounds: int,
+    problem: str | None,
+) -> list[ChatMessage]:
+    """The chat messages asking for plan `round_number` (0-based) of at most `max_rounds`;
+    at `round_number == max_rounds` the model is told to complete."""
+    status = (
+        f"plan {round_number + 1} of at most {max_rounds}"
+        if round_number < max_rounds
+        else "no plan may run any more: decide complete with what the evidence holds"
+    )
+    parts = {
+        "QUESTION": _Part("QUESTION", question, 250, 80),
+        "GRAPH": _Part("GRAPH", graph_text(graph_summary), 350, 160),
+        "STATE": _Part("STATE", state_text(state_summary), 250, 40),
+        "HISTORY": _Part("HISTORY (newest first)", history_text(history), 250, 60),
+        "LAST RESULTS": _Part("LAST RESULTS", records_text(records, error), 450, 120),
+        "ROUND": _Part("ROUND", status, 40, 40),
+    }
+    if problem:
+        parts["PROBLEM"] = _Part("PROBLEM WITH YOUR LAST ANSWER", problem, 150, 60)
+    budget = BUDGETS[capability]
+    messages = _render(capability, parts.values())
+    for name in ("HISTORY", "STATE", "GRAPH", "LAST RESULTS", "QUESTION"):
+        part = parts[name]
+        while _size(messages) > budget and part.limit > part.floor:
+            part.limit = max(part.floor, part.limit // 2)
+            messages = _render(capability, parts.values())
+    return messages
+
+
+def _render(capability: Capability, parts: Iterable[_Part]) -> list[ChatMessage]:
+    blocks = []
+    for part in parts:
+        text, cut = truncate_to_tokens(part.text, part.limit)
+        if part.limit == 0:
+            continue
+        blocks.append(f"{part.title}:\n{text}{' …(cut)' if cut else ''}")
+    return build_prompt(HDT_ROUND, capability, context={"ANALYSIS": "\n\n".join(blocks)})
+
+
+def _size(messages: list[ChatMessage]) -> int:
+    return count_tokens("\n".join(m.content for m in messages))

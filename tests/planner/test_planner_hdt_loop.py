@@ -1,0 +1,307 @@
+"""The HDT handlers against the real GASL executor on the MMWR sample graph: the test plays
+the gasl worker, a scripted responder plays the model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from messages.envelope import Envelope
+from messages.intent import Intent
+from messages.job import JobOptions, JobRequest
+from messages.pipeline import (
+    GaslPlanExecuted,
+    GaslPlanRequested,
+    GenerationRequested,
+    JobFailed,
+    TaskPlanned,
+    ValidationRequested,
+)
+from messages.task import JobProgress, Task, TaskOutcome, TaskPlan
+from messages.types import TypeSpec
+from services.gasl import GaslExecutor, NetworkXAdapter
+from services.gasl.schema_summary import summarize_graph
+from services.llm import LLMRequest, ScriptedClient
+from services.planner import on_gasl_executed, on_task_planned
+from services.prompts import Capability
+
+GRAPH = Path(__file__).resolve().parents[2] / "services/gasl/data/mmwr_nano_graphrag.graphml"
+PEOPLE = 'FIND nodes WHERE entity_type = "PERSON" AS people'
+
+
+@pytest.fixture(scope="module")
+def adapter() -> NetworkXAdapter:
+    return NetworkXAdapter.from_graphml(GRAPH)
+
+
+def answer(decision: str, *plans: tuple[float, list[str]], result: Any = None) -> str:
+    return json.dumps(
+        {
+            "evaluation": f"judged {decision}",
+            "decision": decision,
+            "hypothesis": f"hypothesis for {decision}",
+            "answer": result,
+            "next_actions": [
+                {"action": decision, "confidence": c, "plan": {"why": "w", "commands": cmds}}
+                for c, cmds in plans
+            ],
+        }
+    )
+
+
+class Model:
+    """Scripted answers in order; every prompt is kept."""
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+        self.prompts: list[str] = []
+        self.client = ScriptedClient(responder=self.respond)
+
+    def respond(self, request: LLMRequest) -> str:
+        self.prompts.append(request.prompt_text())
+        return self.answers.pop(0)
+
+
+def task_planned(
+    tasks: list[Task],
+    *,
+    desired: str = "str",
+    max_rounds: int | None = None,
+    task_index: int = 0,
+    outcomes: list[TaskOutcome] | None = None,
+) -> TaskPlanned:
+    intent = Intent(detected_language="en", normalized_request="q", intent="q", primary_goal="q")
+    progress = JobProgress(
+        intent=intent,
+        plan=TaskPlan(tasks=tasks),
+        task_index=task_index,
+        outcomes=outcomes or [],
+    )
+    request = JobRequest(
+        prompt="How many people are in the graph?",
+        graph="mmwr",
+        desired_type=TypeSpec.parse(desired),
+        options=JobOptions(max_rounds=max_rounds),
+    )
+    return TaskPlanned(job_id="job1", message_id="job1:plan", request=request, progress=progress)
+
+
+COUNT_TASK = Task(id="count", objective="Count the PERSON nodes", kind="graph_analysis")
+
+
+async def run_loop(
+    start: TaskPlanned,
+    model: Model,
+    adapter: NetworkXAdapter,
+    notes: list[str] | None = None,
+    capability: Capability = Capability.MINIMAL,
+) -> list[Envelope]:
+    """Every message the planner and the executor exchange until the planner leaves the loop."""
+    summary = summarize_graph(adapter)
+    executor = GaslExecutor(adapter)
+    trail: list[Envelope] = []
+    out = await on_task_planned(start, model.client, capability, summary, notes=notes)
+    while True:
+        trail.extend(out)
+        [message] = out
+        if not isinstance(message, GaslPlanRequested):
+            return trail
+        result = await executor.execute_plan(message.plan)
+        executed: GaslPlanExecuted = message.derive(
+            GaslPlanExecuted,
+            f"gasl:{message.progress.task_index}:{message.round}:done",
+            request=message.request,
+            progress=message.progress,
+            round=message.round,
+            plan=message.plan,
+            history=message.history,
+            records=result.records,
+            state_summary=result.state.model_dump(),
+        )
+        trail.append(executed)
+        out = await on_gasl_executed(executed, model.client, capability, summary, notes=notes)
+
+
+def of_type(trail: list[Envelope], cls: type[Envelope]) -> list[Any]:
+    return [m for m in trail if isinstance(m, cls)]
+
+
+async def test_a_parse_error_reaches_the_model_which_fixes_its_plan(
+    adapter: NetworkXAdapter,
+) -> None:
+    model = Model(
+        answer("continue", (0.9, ['FIND nodes WHERE entity_type = "PERSON" people'])),
+        answer("refine", (0.9, [PEOPLE, "COUNT people AS n"])),
+        "COMPLETE: 371",
+    )
+    trail = await run_loop(task_planned([COUNT_TASK], desired="int"), model, adapter)
+    first = of_type(trail, GaslPlanExecuted)[0]
+    assert first.records[0].status == "error"
+    syntax_error = first.records[0].error
+    assert syntax_error and "AS <name>" in syntax_error
+    assert syntax_error in model.prompts[1]  # the parser's own words go back to the model
+    second = of_type(trail, GaslPlanExecuted)[1]
+    assert [r.status for r in second.records] == ["success", "success"]
+    assert "-> 371" in model.prompts[2]
+    done = trail[-1]
+    assert isinstance(done, ValidationRequested) and done.output == "371"
+    assert done.message_id == "job1:validate:0" and done.task_id == "count"
+    outcome = done.progress.outcomes[-1]
+    assert outcome.answer == "371" and not outcome.incomplete
+    assert outcome.provenance and all(p.startswith("chunk-") for p in outcome.provenance)
+    assert [m.message_id for m in of_type(trail, GaslPlanRequested)] == [
+        "job1:gasl:0:0",
+        "job1:gasl:0:1",
+    ]
+
+
+async def test_a_pivot_after_an_empty_result(adapter: NetworkXAdapter) -> None:
+    model = Model(
+        answer("continue", (0.9, ['FIND nodes WHERE entity_type = "AUTHOR" AS people'])),
+        answer("pivot", (0.9, [PEOPLE])),
+        answer("complete", result=371),
+    )
+    trail = await run_loop(task_planned([COUNT_TASK], desired="str"), model, adapter)
+    assert "[empty]" in model.prompts[1]
+    pivot = of_type(trail, GaslPlanRequested)[1]
+    assert pivot.plan.commands == [PEOPLE] and pivot.plan.plan_id == "t0-r1"
+    assert "FIND empty 0" in pivot.history[0].outcome
+    assert "judged pivot" in pivot.history[0].outcome
+    assert pivot.history[1].hypothesis == "hypothesis for pivot"
+    written = trail[-1]
+    assert isinstance(written, GenerationRequested) and written.message_id == "job1:gen:0"
+    assert not written.incomplete_evidence
+    [finding] = written.evidence["tasks"]
+    assert finding["answer"] == 371 and finding["sources"]
+    assert "Cite the source ids" in written.instructions
+
+
+async def test_complete_moves_on_to_the_next_task(adapter: NetworkXAdapter) -> None:
+    write = Task(id="write", objective="Write a report on the people", kind="generation")
+    model = Model(answer("continue", (0.9, [PEOPLE])), "COMPLETE: 371 people")
+    trail = await run_loop(task_planned([COUNT_TASK, write]), model, adapter)
+    following = trail[-1]
+    assert isinstance(following, TaskPlanned) and following.message_id == "job1:task:1"
+    assert following.progress.task_index == 1
+    assert following.progress.outcomes[0].answer == "371 people"
+    # the generation task then hands the outcome to the writer
+    [request] = await on_task_planned(following, model.client, Capability.MINIMAL)
+    assert isinstance(request, GenerationRequested) and request.task_id == "write"
+    assert request.evidence["tasks"][0]["objective"] == COUNT_TASK.objective
+    assert request.instructions.startswith(write.objective)
+
+
+async def test_the_round_cap_hands_over_incomplete_evidence(adapter: NetworkXAdapter) -> None:
+    keep = ["DECLARE people AS LIST", PEOPLE, "UPDATE people WITH people"]
+    model = Model(
+        answer("continue", (0.9, keep)),
+        answer("refine", (0.9, [PEOPLE])),
+        answer("refine", (0.9, [PEOPLE])),  # not complete although no round is left
+    )
+    notes: list[str] = []
+    trail = await run_loop(
+        task_planned([COUNT_TASK], desired="int", max_rounds=2), model, adapter, notes
+    )
+    assert len(of_type(trail, GaslPlanRequested)) == 2
+    assert "no plan may run any more" in model.prompts[2]
+    handed = trail[-1]
+    assert isinstance(handed, GenerationRequested)  # no answer to validate, only findings
+    assert handed.incomplete_evidence
+    outcome = handed.progress.outcomes[-1]
+    assert outcome.incomplete and outcome.answer is None
+    assert outcome.evidence["keys"][0]["key"] == "people"
+    assert outcome.evidence["keys"][0]["size"] == 371
+    assert outcome.provenance
+    assert any("round cap 2" in note for note in notes)
+    assert "could not be established" in handed.instructions
+
+
+async def test_the_most_confident_action_runs(adapter: NetworkXAdapter) -> None:
+    weak = ['FIND nodes WHERE entity_type = "ORGANIZATION" AS orgs']
+    model = Model(answer("continue", (0.3, weak), (0.9, [PEOPLE]), (0.6, weak)))
+    notes: list[str] = []
+    [request] = await on_task_planned(
+        task_planned([COUNT_TASK]), model.client, Capability.MINIMAL, notes=notes
+    )
+    assert isinstance(request, GaslPlanRequested)
+    assert request.plan.commands == [PEOPLE]
+    assert any("most confident of 3" in note for note in notes)
+
+
+async def test_an_unreadable_answer_becomes_a_probe_and_feedback(
+    adapter: NetworkXAdapter,
+) -> None:
+    model = Model(
+        "I think we should look at people.",
+        answer("continue", (0.9, [PEOPLE, "COUNT people AS n"])),
+        "COMPLETE: 371",
+    )
+    notes: list[str] = []
+    trail = await run_loop(task_planned([COUNT_TASK], desired="int"), model, adapter, notes)
+    probe = of_type(trail, GaslPlanRequested)[0]
+    assert probe.plan.commands == ['FIND nodes WHERE entity_type = "PERSON" LIMIT 10 AS probe']
+    assert "could not be used" in model.prompts[1]
+    assert "not one JSON object" in model.prompts[1]
+    assert isinstance(trail[-1], ValidationRequested)
+    assert any("probe plan" in note for note in notes)
+
+
+async def test_complete_before_any_plan_is_refused(adapter: NetworkXAdapter) -> None:
+    model = Model("COMPLETE: about 400")
+    [request] = await on_task_planned(
+        task_planned([COUNT_TASK]), model.client, Capability.MINIMAL, summarize_graph(adapter)
+    )
+    assert isinstance(request, GaslPlanRequested) and request.plan.commands[0].endswith("probe")
+    assert "after a plan has gathered evidence" in request.history[0].hypothesis
+
+
+async def test_handlers_are_deterministic(adapter: NetworkXAdapter) -> None:
+    def script() -> Model:
+        return Model(answer("continue", (0.9, [PEOPLE])), "COMPLETE: 371")
+
+    first = await run_loop(task_planned([COUNT_TASK], desired="int"), script(), adapter)
+    second = await run_loop(task_planned([COUNT_TASK], desired="int"), script(), adapter)
+
+    def planner_output(trail: list[Envelope]) -> list[dict[str, Any]]:
+        # executed messages come from the executor here, with wall-clock durations
+        return [
+            m.model_dump(exclude={"created_at"})
+            for m in trail
+            if not isinstance(m, GaslPlanExecuted)
+        ]
+
+    assert planner_output(first) == planner_output(second)
+    assert [m.message_id for m in first] == [
+        "job1:gasl:0:0",
+        "job1:gasl:0:0:done",
+        "job1:validate:0",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("tasks", "graph", "error"),
+    [
+        ([COUNT_TASK], None, "names none"),
+        ([COUNT_TASK], "mmwr", "past the plan"),
+    ],
+)
+async def test_inconsistent_messages_fail_the_job(
+    tasks: list[Task], graph: str | None, error: str
+) -> None:
+    start = task_planned(tasks)
+    update: Callable[[TaskPlanned], TaskPlanned] = (
+        (lambda m: m.model_copy(update={"request": m.request.model_copy(update={"graph": None})}))
+        if graph is None
+        else (
+            lambda m: m.model_copy(
+                update={"progress": m.progress.model_copy(update={"task_index": 5})}
+            )
+        )
+    )
+    [failed] = await on_task_planned(update(start), Model().client, Capability.MINIMAL)
+    assert isinstance(failed, JobFailed) and failed.status == "plan_failed"
+    assert error in failed.error and failed.message_id == "job1:failed"
