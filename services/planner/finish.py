@@ -57,7 +57,13 @@ def graph_outcome(
     """A graph task's outcome: the state summary as evidence, plus the last plan's results
     (values such as a COUNT live in context variables, not in the state)."""
     last_results = [
-        compact(record.model_dump(include={"command", "status", "count", "rows", "error"}))
+        {
+            "command": record.command,
+            "status": record.status,
+            "count": record.count,
+            "rows": [compact(row) for row in record.rows],
+            **({"error": record.error} if record.error else {}),
+        }
         for record in message.records
     ]
     return TaskOutcome(

@@ -20,6 +20,7 @@ from messages.pipeline import (
     JobFailed,
     TaskPlanned,
     ValidationRequested,
+    decode_message,
 )
 from messages.task import JobProgress, Task, TaskOutcome, TaskPlan
 from messages.types import TypeSpec
@@ -152,6 +153,14 @@ async def test_a_parse_error_reaches_the_model_which_fixes_its_plan(
     assert done.message_id == "job1:validate:0" and done.task_id == "count"
     outcome = done.progress.outcomes[-1]
     assert outcome.answer == "371" and not outcome.incomplete
+    count = outcome.evidence["last_results"][-1]
+    assert count == {
+        "command": "COUNT people AS n",
+        "status": "success",
+        "count": 371,
+        "rows": [371],
+    }
+    assert outcome.evidence["last_results"][0]["rows"][1]["id"] == "ROBIN LEE"
     assert outcome.provenance and all(p.startswith("chunk-") for p in outcome.provenance)
     assert [m.message_id for m in of_type(trail, GaslPlanRequested)] == [
         "job1:gasl:0:0",
@@ -218,6 +227,7 @@ async def test_the_round_cap_hands_over_incomplete_evidence(adapter: NetworkXAda
     assert outcome.provenance
     assert any("round cap 2" in note for note in notes)
     assert "could not be established" in handed.instructions
+    assert decode_message(handed.model_dump_json()) == handed  # plain JSON on the wire
 
 
 async def test_the_most_confident_action_runs(adapter: NetworkXAdapter) -> None:
