@@ -319,6 +319,11 @@ async def test_two_processes_of_one_kind_share_its_queue(
             LocalSystem(settings, redis_url=redis_url, specs=others) as system,
             Client(system.url, settings) as client,
         ):
+            for _ in range(200):
+                ready = [await client.pool.exists(f"test:ready:{p.pid}") for p in procs]
+                if all(ready):
+                    break
+                await asyncio.sleep(0.05)
             ids = await asyncio.gather(*(client.submit(f"job {n}") for n in range(30)))
             records = await client.wait_all(ids, timeout=60)
             assert all(r.status == "completed" for r in records.values())

@@ -1,0 +1,54 @@
+"""planner worker: the task plan, then the HDT loop with the gasl worker, then the hand-off
+to the generator or the validator (services.planner)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from infra.actor import Metrics, Outcome, Runtime, WorkerSpec
+from infra.graphs import GraphNotFound, GraphRegistry
+from infra.model import ensure_model, model_of
+from messages import Envelope, GaslPlanExecuted, IntentAnalyzed, JobFailed, TaskPlanned
+from services.planner import on_gasl_executed, on_intent_analyzed, on_task_planned
+
+log = structlog.get_logger(__name__)
+
+REGISTRY = "graphs"
+
+HANDLERS = {
+    IntentAnalyzed: on_intent_analyzed,
+    TaskPlanned: on_task_planned,
+    GaslPlanExecuted: on_gasl_executed,
+}
+
+
+async def setup(runtime: Runtime) -> None:
+    await ensure_model(runtime)
+    runtime.resources.setdefault(REGISTRY, GraphRegistry(runtime.redis))
+
+
+async def handle(message: Envelope, runtime: Runtime) -> Outcome:
+    assert isinstance(message, IntentAnalyzed | TaskPlanned | GaslPlanExecuted)
+    request = message.request
+    summary: dict[str, Any] | None = None
+    if request.graph is not None:
+        registry: GraphRegistry = runtime.resources[REGISTRY]
+        try:
+            summary = await registry.summary(request.graph)
+        except GraphNotFound as exc:
+            failed = message.derive(JobFailed, "failed", status="invalid_request", error=str(exc))
+            return Outcome([failed])
+    model = model_of(runtime)
+    llm = model.metered()
+    notes: list[str] = []
+    handler = HANDLERS[type(message)]
+    messages = await handler(message, llm, model.capability, summary, notes=notes)
+    for note in notes:
+        log.info("planner decision", note=note)
+    round_ = message.round + 1 if isinstance(message, GaslPlanExecuted) else 0
+    return Outcome(messages, Metrics.of_calls(llm.meter, round=round_))
+
+
+WORKER = WorkerSpec("planner", tuple(HANDLERS), handle, setup=setup)
