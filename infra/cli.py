@@ -255,6 +255,54 @@ async def follow_and_print(client: Client, job_id: str, timeout: float) -> None:
     click.echo(json.dumps(result, indent=2, ensure_ascii=False))
 
 
+@main.command()
+@click.option(
+    "--max-rounds",
+    type=click.IntRange(1, 20),
+    default=3,
+    show_default=True,
+    help="HDT rounds (plan -> execute -> evaluate) before the planner hands over.",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(64, 8192),
+    default=384,
+    show_default=True,
+    help="Completion tokens per model call: small enough that the answer document "
+    "is written across continuation messages.",
+)
+@click.option("--timeout", type=float, default=1200.0, show_default=True)
+def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
+    """The main job: ask the bundled knowledge graph which authors collaborate most, and on
+    what topics, and watch it travel: intent, task plan, HDT rounds of GASL, the answer
+    document across continuations, validation.
+
+    Embedded by default (a private Redis, all five workers, the bundled offline model); on
+    the running system when POSTEL_REDIS_URL is set or `postel up` runs; the model at
+    POSTEL_LLM_BASE_URL when set."""
+    from infra.demo import run_demo
+    from services.generation.markdown import to_markdown
+
+    current = settings()
+
+    async def go() -> None:
+        record = await run_demo(
+            current, click.echo, max_rounds=max_rounds, max_tokens=max_tokens, timeout=timeout
+        )
+        if record.status == "failed":
+            click.echo(f"\njob {record.job_id} failed ({record.failure}): {record.error}")
+            if isinstance(record.result, dict) and "sections" in record.result:
+                click.echo("\nWhat was delivered before it failed (the model's words):\n")
+                click.echo(to_markdown(record.result))
+            sys.exit(EXIT_FAILED)
+        click.echo(
+            f"\njob {record.job_id} completed. The validated document, in the model's words:\n"
+        )
+        click.echo(to_markdown(record.result))
+
+    run_async(go)()
+
+
 @main.command("reason")
 @click.argument("prompt")
 @click.option(

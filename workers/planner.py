@@ -47,7 +47,7 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     messages = await handler(message, llm, model.capability, summary, notes=notes)
     for note in notes:
         log.info("planner decision", note=note)
-    round_ = message.round + 1 if isinstance(message, GaslPlanExecuted) else 0
+    round_ = message.round if isinstance(message, GaslPlanExecuted) else 0
     return Outcome(messages, Metrics.of_calls(llm.meter, round=round_))
 
 

@@ -39,6 +39,17 @@ from services.validation import describe_type
 EVIDENCE_MAX_TOKENS = 1200
 TASK_MAX_TOKENS = 300
 
+
+def _element(required: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": required, "required": list(required)}
+
+
+_TEXT = {"type": "string"}
+_STRINGS = {"type": "array", "items": _TEXT}
+# Structured output for a document: each element has one of the shapes of
+# messages/document.py, so a grammar-constrained model cannot fill the document's shape with
+# arbitrary objects. (No minLength/minItems: llama-cpp-python's grammar compiler stops
+# constraining altogether on them; the validator's quality check catches empty text.)
 _DOCUMENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -47,7 +58,7 @@ _DOCUMENT_SCHEMA: dict[str, Any] = {
             "items": {
                 "type": "object",
                 "properties": {
-                    "id": {"type": "string"},
+                    "id": _TEXT,
                     "content_type": {
                         "type": "string",
                         "enum": [
@@ -59,7 +70,23 @@ _DOCUMENT_SCHEMA: dict[str, Any] = {
                             "code_block",
                         ],
                     },
-                    "elements": {"type": "array", "items": {"type": "object"}},
+                    "elements": {
+                        "type": "array",
+                        "items": {
+                            "anyOf": [
+                                _element({"level": {"type": "integer"}, "text": _TEXT}),
+                                _element({"text": _TEXT}),
+                                _element({"items": _STRINGS}),
+                                _element(
+                                    {
+                                        "headers": _STRINGS,
+                                        "rows": {"type": "array", "items": _STRINGS},
+                                    }
+                                ),
+                                _element({"language": {"type": "string"}, "code": _TEXT}),
+                            ]
+                        },
+                    },
                 },
                 "required": ["id", "content_type", "elements"],
             },

@@ -3,7 +3,7 @@
 Deliberately modest; two families of checks, each deterministic:
 - Emptiness, when the intent requires completeness (completeness_threshold > 0, which is the
   default when there is no intent) or the profile is strict: empty text, list or object; a
-  document without sections or with a section without elements.
+  document without sections, with a section without elements, or with no text anywhere.
 - Counting success criteria, the machine-checkable kind: "at least 3 items", "no more than
   100 words", "exactly five sections", "at most 2 paragraphs" ... Counted units: words
   and characters (of text or of a document's text), sections (of a document), and anything
@@ -60,16 +60,31 @@ def _emptiness(value: Any, spec: TypeSpec) -> list[str]:
         sections = value.get("sections", [])
         if not sections:
             return ["the document has no sections"]
-        return [
+        problems = [
             f"section {section.get('id') or index} ({section['content_type']}) has no content"
             for index, section in enumerate(sections)
             if not section.get("elements")
         ]
+        if not problems and not any(_has_words(s.get("elements")) for s in sections):
+            problems.append("the document has sections but no text in any of them")
+        return problems
     if isinstance(value, str) and not value.strip():
         return ["the answer is empty"]
     if isinstance(value, list | dict) and not value:
         return [f"the {'list' if isinstance(value, list) else 'object'} is empty"]
     return []
+
+
+def _has_words(value: Any) -> bool:
+    """Whether any string inside `value` has a word character: empty `code`, `text` or
+    `items` fill a document's shape without saying anything."""
+    if isinstance(value, str):
+        return any(ch.isalnum() for ch in value)
+    if isinstance(value, dict):
+        return any(_has_words(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_has_words(item) for item in value)
+    return False
 
 
 def _counting(value: Any, spec: TypeSpec, criterion: str) -> Iterator[str]:

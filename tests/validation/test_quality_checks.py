@@ -107,3 +107,15 @@ def test_describe_type(spec: TypeSpec, description: str) -> None:
 def test_every_kind_has_a_description() -> None:
     for spelling in ("str", "dict", "document", "list[float]", "list[bool]", "list[document]"):
         assert describe_type(TypeSpec.parse(spelling))
+
+
+def test_a_document_of_empty_elements_says_nothing() -> None:
+    from messages.types import TypeSpec
+    from services.validation import check_quality
+
+    hollow = {"sections": [{"id": "s", "content_type": "code_block", "elements": [{"code": ""}]}]}
+    assert check_quality(hollow, TypeSpec(kind="document")) == [
+        "the document has sections but no text in any of them"
+    ]
+    full = {"sections": [{"id": "s", "content_type": "paragraph", "elements": [{"text": "Hi"}]}]}
+    assert check_quality(full, TypeSpec(kind="document")) == []
