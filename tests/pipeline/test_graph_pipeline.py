@@ -1,0 +1,122 @@
+"""Graph questions end to end on the embedded runtime: task plan, HDT rounds between the
+planner and gasl workers, the answer written and validated. The model replays cassettes
+whose entries match on what the prompt must contain, so a cassette that is served to the
+end proves the prompt carried it (a parse error, an empty result, the round cap)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.client import Client
+from infra.graphs import GraphRegistry
+from infra.local_system import LocalSystem
+from infra.model import RESOURCE, Model
+from infra.settings import Settings
+from messages import JobOptions
+from services.gasl.cli_support import DEMO_GRAPH
+from services.llm import LLMRequest, LLMResponse, ScriptedClient
+from services.prompts import Capability
+
+CASSETTES = Path(__file__).parent / "cassettes"
+
+
+class Spy:
+    """The scripted model, remembering every request it answered."""
+
+    def __init__(self, cassette: str) -> None:
+        self.inner = ScriptedClient.from_cassette(CASSETTES / cassette)
+        self.requests: list[LLMRequest] = []
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        self.requests.append(request)
+        return await self.inner.complete(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def prompts_with(self, text: str) -> list[str]:
+        return [r.prompt_text() for r in self.requests if text in r.prompt_text()]
+
+
+@pytest.fixture
+async def sample_graph(redis_url: str) -> AsyncIterator[str]:
+    async with Client(redis_url) as client:
+        await GraphRegistry(client.pool).add("mmwr", DEMO_GRAPH)
+    yield "mmwr"
+
+
+async def ask(
+    redis_url: str, settings: Settings, spy: Spy, type_: str, **options: Any
+) -> tuple[Any, list[Any], str]:
+    model = Model(spy, Capability.STANDARD)  # type: ignore[arg-type]
+    async with (
+        LocalSystem(settings, redis_url=redis_url, resources={RESOURCE: model}),
+        Client(redis_url, settings) as client,
+    ):
+        job_id = await client.submit(
+            "How many people are in the graph?",
+            type=type_,
+            graph="mmwr",
+            options=JobOptions(**options),
+        )
+        result = await client.result(job_id, timeout=60)
+        return result, await client.events.read(job_id), job_id
+
+
+async def test_an_invalid_gasl_command_is_corrected_from_the_parse_error(
+    redis_url: str, settings: Settings, sample_graph: str
+) -> None:
+    spy = Spy("graph_fix_parse_error.json")
+    result, events, _ = await ask(redis_url, settings, spy, "int")
+    assert result == 371
+    assert spy.inner.remaining == 0
+    corrected = spy.prompts_with("expected one of AS, LIMIT, WHERE; got 'WERE'")
+    assert corrected and "line 1, column 12" in corrected[0]
+    gasl = [e.round for e in events if e.worker == "gasl" and e.status == "completed"]
+    assert gasl == [0, 1]
+    stages = [e.worker for e in events if e.status == "completed"]
+    assert {"intent", "planner", "gasl", "validator"} <= set(stages)
+    assert "generator" not in stages, "an int answer goes straight to the validator"
+
+
+async def test_a_pivot_after_an_empty_result(
+    redis_url: str, settings: Settings, sample_graph: str
+) -> None:
+    spy = Spy("graph_pivot_after_empty.json")
+    result, _events, _ = await ask(redis_url, settings, spy, "int")
+    assert result == 371
+    assert spy.inner.remaining == 0
+    assert spy.prompts_with('[empty] FIND nodes WHERE entity_type = "AUTHOR"')
+
+
+async def test_the_round_cap_hands_incomplete_evidence_to_the_generator(
+    redis_url: str, settings: Settings, sample_graph: str
+) -> None:
+    spy = Spy("graph_round_cap.json")
+    result, events, _ = await ask(redis_url, settings, spy, "document", max_rounds=2)
+    assert result["sections"][0]["elements"][0]["text"] == "People in the graph"
+    assert spy.inner.remaining == 0
+    rounds = [e.round for e in events if e.worker == "gasl" and e.status == "completed"]
+    assert rounds == [0, 1], "no round past the cap"
+    written = spy.prompts_with("INCOMPLETE: the analysis stopped at its round cap")
+    assert (written and "BRIANA MORELAND" in written[0]) or "PERSON" in written[0]
+
+
+async def test_a_task_override_of_expected_formats_reaches_the_generation_prompt(
+    redis_url: str, settings: Settings, sample_graph: str
+) -> None:
+    spy = Spy("graph_task_override.json")
+    result, events, _ = await ask(redis_url, settings, spy, "document")
+    assert result["sections"][0]["content_type"] == "table"
+    generation = spy.prompts_with("You write documents as JSON only.")
+    assert len(generation) == 1
+    assert '"expectedFormats": ["csv"]' in generation[0]
+    assert '"pdf"' not in generation[0], "the job's formats are overridden for this task"
+    intent_prompt = spy.requests[0]
+    assert intent_prompt.messages[0].content.startswith("You analyse requests")
+    planned = [e for e in events if e.type == "task.planned" and e.status == "completed"]
+    assert len(planned) == 2, "one task.planned per task"

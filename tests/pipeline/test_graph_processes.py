@@ -1,0 +1,89 @@
+"""Two planner and two gasl processes serve interleaved jobs on different graphs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from infra.client import Client
+from infra.graphs import GraphRegistry
+from infra.local_system import LocalSystem
+from infra.model import RESOURCE, Model
+from infra.runner import load_worker
+from infra.settings import Settings
+from services.gasl.cli_support import DEMO_GRAPH
+from services.llm import ScriptedClient
+from services.prompts import Capability
+
+sys.path.insert(0, str(Path(__file__).parent))
+from rule_model import respond
+
+LIGHTRAG = """<?xml version="1.0" encoding="UTF-8"?>
+<graphml xmlns="http://graphml.graphdrawing.org/xmlns">
+  <key id="d0" for="node" attr.name="entity_id" attr.type="string"/>
+  <key id="d1" for="node" attr.name="entity_type" attr.type="string"/>
+  <key id="d2" for="node" attr.name="description" attr.type="string"/>
+  <key id="d3" for="node" attr.name="source_id" attr.type="string"/>
+  <graph edgedefault="undirected">
+    <node id="Ada"><data key="d0">Ada</data><data key="d1">person</data>
+      <data key="d2">a mathematician</data><data key="d3">chunk-a</data></node>
+    <node id="Alan"><data key="d0">Alan</data><data key="d1">person</data>
+      <data key="d2">a logician</data><data key="d3">chunk-a</data></node>
+    <node id="Grace"><data key="d0">Grace</data><data key="d1">person</data>
+      <data key="d2">an admiral</data><data key="d3">chunk-b</data></node>
+    <node id="Navy"><data key="d0">Navy</data><data key="d1">organization</data>
+      <data key="d2">a navy</data><data key="d3">chunk-b</data></node>
+  </graph>
+</graphml>
+"""
+
+
+async def test_two_planners_and_two_gasl_workers_serve_jobs_on_two_graphs(
+    redis_url: str, settings: Settings, tmp_path: Path
+) -> None:
+    small = tmp_path / "lightrag.graphml"
+    small.write_text(LIGHTRAG)
+    env = {**os.environ, "POSTEL_REDIS_URL": redis_url, "POSTEL_LOG_LEVEL": "WARNING"}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "tests/pipeline/rules_worker.py", "planner", "gasl"], env=env
+        )
+        for _ in range(2)
+    ]
+    others = [load_worker(name) for name in ("intent", "generator", "validator")]
+    model = Model(ScriptedClient(responder=respond), Capability.STANDARD)
+    try:
+        async with Client(redis_url, settings) as client:
+            registry = GraphRegistry(client.pool)
+            await registry.add("mmwr", DEMO_GRAPH)
+            await registry.add("tiny", small)
+            for _ in range(400):
+                ready = [await client.pool.exists(f"test:ready:{p.pid}") for p in procs]
+                if all(ready):
+                    break
+                await asyncio.sleep(0.05)
+            async with LocalSystem(
+                settings, redis_url=redis_url, specs=others, resources={RESOURCE: model}
+            ):
+                graphs = ["mmwr", "tiny"] * 6
+                ids = await asyncio.gather(
+                    *(client.submit("How many people?", type="int", graph=g) for g in graphs)
+                )
+                records = await client.wait_all(ids, timeout=120)
+                instances: dict[str, set[str]] = {"planner": set(), "gasl": set()}
+                for job_id, graph in zip(ids, graphs, strict=True):
+                    assert records[job_id].status == "completed", records[job_id].error
+                    assert records[job_id].result == (371 if graph == "mmwr" else 3)
+                    for event in await client.events.read(job_id):
+                        if event.worker in instances and event.status == "completed":
+                            instances[event.worker].add(event.instance)
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(10)
+    assert len(instances["planner"]) == 2, "both planner processes served jobs"
+    assert len(instances["gasl"]) == 2, "both gasl processes served jobs"
