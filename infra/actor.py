@@ -36,7 +36,15 @@ from infra.deadletter import dead_letter
 from infra.events import Command, Event, EventLog, EventStatus, run_commands
 from infra.jobs import JobStore
 from infra.settings import Settings
-from messages import Envelope, JobCompleted, JobFailed, decode_message, utc_now
+from messages import (
+    Envelope,
+    FailureStatus,
+    JobCompleted,
+    JobFailed,
+    decode_message,
+    utc_now,
+)
+from services.llm.errors import LLMError, LLMRequestRejected
 from services.llm.metered import Meter
 
 log = structlog.get_logger(__name__)
@@ -238,14 +246,23 @@ class Actor:
         self, message: Envelope, payload: Any, exc: Exception, attempt: int, started: float
     ) -> None:
         error = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, LLMRequestRejected):
+            # The endpoint refused this request; sending it again would be refused again.
+            log.error("the model endpoint rejected the request", error=error)
+            await self._give_up(message, payload, error, status="llm_error")
+            return
         if attempt < self.max_tries:
             log.warning("handler failed; arq will retry", error=error, attempt=attempt)
             await self._record(message, "retried", error=error, started=started)
             raise Retry(defer=min(0.2 * 2 ** (attempt - 1), 5.0)) from exc
         log.error("handler failed on its last try", error=error, attempt=attempt)
-        await self._give_up(message, payload, error)
+        await self._give_up(
+            message, payload, error, status="llm_error" if isinstance(exc, LLMError) else None
+        )
 
-    async def _give_up(self, message: Envelope, payload: Any, error: str) -> None:
+    async def _give_up(
+        self, message: Envelope, payload: Any, error: str, status: FailureStatus | None = None
+    ) -> None:
         await dead_letter(
             self.runtime.redis,
             source=f"worker:{self.spec.name}",
@@ -259,7 +276,7 @@ class Actor:
         failed = message.derive(
             JobFailed,
             key="failed",
-            status="out_of_tries",
+            status=status or "out_of_tries",
             error=f"{self.spec.name} gave up after {message.attempt} tries: {error}",
         )
         await self._commit(message, Outcome(messages=[failed]), time.perf_counter())

@@ -7,6 +7,8 @@ Provider, in order:
   llama-cpp-python on a free loopback port, started here and stopped on exit (the `local`
   extra).
 POSTEL_LLM_RECORD writes a cassette of a real run that `scripted` can replay.
+POSTEL_LLM_CONTEXT_TOKENS (the local model: 4096) keeps each call's max_tokens inside the
+model's context window.
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ from services.llm import (
     RetryPolicy,
     build_llm_client,
 )
+from services.llm.context_window import ContextWindowClient
 from services.prompts import Capability
 
 log = structlog.get_logger(__name__)
 
 RESOURCE = "model"
+LOCAL_CONTEXT_TOKENS = 4096
 
 
 @dataclass
@@ -59,7 +63,8 @@ async def open_model(settings: Settings) -> Model:
     provider = provider_of(settings)
     retry = RetryPolicy(max_attempts=settings.llm_max_retries + 1)
     if provider == "local":
-        server = LocalModelServer()
+        context = settings.llm_context_tokens or LOCAL_CONTEXT_TOKENS
+        server = LocalModelServer(n_ctx=context)
         await server.start()
         client: LLMClient = OpenAIClient(
             server.openai_config(timeout=settings.llm_timeout_s, retry=retry)
@@ -68,7 +73,7 @@ async def open_model(settings: Settings) -> Model:
             client = RecordingClient(client, settings.llm_record)
         log.info("local model started", base_url=server.base_url)
         capability = Capability(settings.llm_capability or "minimal")
-        return Model(client, capability, server)
+        return Model(ContextWindowClient(client, context), capability, server)
     client = build_llm_client(
         LLMSettings(
             provider="scripted" if provider == "scripted" else "openai",
@@ -82,6 +87,8 @@ async def open_model(settings: Settings) -> Model:
             record=settings.llm_record,
         )
     )
+    if settings.llm_context_tokens is not None:
+        client = ContextWindowClient(client, settings.llm_context_tokens)
     log.info("model client ready", provider=provider, model=settings.llm_model)
     return Model(client, Capability(settings.llm_capability or "standard"))
 

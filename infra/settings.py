@@ -57,6 +57,7 @@ class Settings(BaseSettings):
     llm_cassette: Path | None = None
     llm_record: Path | None = None
     llm_capability: Literal["minimal", "limited", "standard"] | None = None
+    llm_context_tokens: int | None = Field(default=None, ge=256)
 
     log_level: str = "INFO"
     log_format: Literal["json", "console"] = "json"

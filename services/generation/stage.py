@@ -28,7 +28,7 @@ from messages import (
     ValidationFailed,
 )
 from services.generation.loop import LoopState, StepResult, continuation_prompt, step
-from services.ipv.context import build_call_context
+from services.ipv.context import build_call_context, render_call_context
 from services.ipv.profiles import Profile, effective_settings
 from services.llm.client import LLMClient
 from services.llm.models import ChatMessage, LLMRequest
@@ -276,6 +276,8 @@ def _context_blocks(
 ) -> dict[str, str]:
     intent = anchor.progress.task_intent()
     blocks = {
+        # the call itself: the prompt, its arguments (the invoice of `text=`), the code site
+        "REQUEST": render_call_context(build_call_context(anchor.request)),
         "INTENT": json.dumps(
             intent.model_dump(
                 include={

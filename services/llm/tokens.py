@@ -1,15 +1,17 @@
 """A deterministic token estimate used wherever postel counts or cuts text by tokens.
 
 Real tokenizers differ per model; what postel needs is a count that is stable, cheap and
-close to the usual ~4 characters per token, so caps, truncation and benchmarks agree. A
-token here is a run of letters/digits (split every 4 characters), a run of spaces, or one
-other character."""
+a little above what real tokenizers count (so budgets err on the safe side), so caps,
+truncation and benchmarks agree. A token here is a run of up to 5 letters/digits or up to 2
+punctuation marks, each with an optional leading space (as BPE vocabularies merge " word"),
+or a run of whitespace. That is about 3.2 characters per token on English prose and 2.6 on
+JSON, where real tokenizers give about 4 and 3."""
 
 from __future__ import annotations
 
 import re
 
-_TOKEN = re.compile(r"[^\W_]{1,4}|\s+|.", re.DOTALL)
+_TOKEN = re.compile(r" ?[^\W_]{1,5}| ?[^\w\s]{1,2}|\s+|.", re.DOTALL)
 
 
 def count_tokens(text: str) -> int:

@@ -338,3 +338,25 @@ async def test_two_processes_of_one_kind_share_its_queue(
             proc.terminate()
         for proc in procs:
             proc.wait(10)
+
+
+async def test_a_rejected_model_request_fails_the_job_at_once(
+    redis_url: str, settings: Settings
+) -> None:
+    from services.llm import LLMRequestRejected
+
+    async def rejected(message: object, runtime: Runtime) -> Outcome:
+        raise LLMRequestRejected("HTTP 400: context too long", status_code=400, server_message="")
+
+    specs = [WorkerSpec("intent", RELAY_WORKERS[0].accepts, rejected), *RELAY_WORKERS[1:]]
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
+        Client(system.url, settings) as client,
+    ):
+        job_id = await client.submit("too long")
+        with pytest.raises(JobFailedError) as failure:
+            await client.result(job_id, timeout=20)
+        attempts = [e.attempt for e in await client.events.read(job_id) if e.status == "received"]
+    assert failure.value.status == "llm_error"
+    assert "context too long" in failure.value.error
+    assert attempts == [1], "not retried"

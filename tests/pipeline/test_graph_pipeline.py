@@ -5,6 +5,7 @@ end proves the prompt carried it (a parse error, an empty result, the round cap)
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,28 +19,10 @@ from infra.model import RESOURCE, Model
 from infra.settings import Settings
 from messages import JobOptions
 from services.gasl.cli_support import DEMO_GRAPH
-from services.llm import LLMRequest, LLMResponse, ScriptedClient
 from services.prompts import Capability
 
-CASSETTES = Path(__file__).parent / "cassettes"
-
-
-class Spy:
-    """The scripted model, remembering every request it answered."""
-
-    def __init__(self, cassette: str) -> None:
-        self.inner = ScriptedClient.from_cassette(CASSETTES / cassette)
-        self.requests: list[LLMRequest] = []
-
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        self.requests.append(request)
-        return await self.inner.complete(request)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-    def prompts_with(self, text: str) -> list[str]:
-        return [r.prompt_text() for r in self.requests if text in r.prompt_text()]
+sys.path.insert(0, str(Path(__file__).parent))
+from spy import Spy
 
 
 @pytest.fixture

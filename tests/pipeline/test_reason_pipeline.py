@@ -3,6 +3,7 @@ five real workers and a scripted model replaying cassettes."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,10 +29,15 @@ def scripted(name: str) -> Model:
     return Model(ScriptedClient.from_cassette(CASSETTES / name), Capability.STANDARD)
 
 
+sys.path.insert(0, str(Path(__file__).parent))
+from spy import Spy  # noqa: E402
+
+
 async def test_reason_reads_the_annotation_and_returns_a_validated_float(
     redis_url: str, settings: Settings
 ) -> None:
-    model = scripted("invoice_total.json")
+    spy = Spy("invoice_total.json")
+    model = Model(spy, Capability.STANDARD)  # type: ignore[arg-type]
     async with LocalSystem(settings, redis_url=redis_url, resources={RESOURCE: model}):
         connected = settings.model_copy(update={"redis_url": redis_url})
         # the total the customer owes
@@ -51,6 +57,8 @@ async def test_reason_reads_the_annotation_and_returns_a_validated_float(
     workers = [e.worker for e in events if e.status == "completed"]
     assert workers == ["intent", "planner", "planner", "generator", "validator", "validator"]
     assert sum(e.llm_calls for e in events) == 3
+    answering = spy.prompts_with("You answer with the requested value only")
+    assert "TOTAL DUE: $165.50" in answering[0], "the invoice reaches the model that answers"
     assert all(e.prompt_tokens > 0 for e in events if e.llm_calls)
 
 
