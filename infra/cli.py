@@ -30,6 +30,7 @@ from infra.events import Event
 from infra.jobs import JobNotFound
 from infra.logging import configure_logging
 from infra.settings import WORKER_NAMES, Settings
+from infra.submit import UnknownGraph
 
 T = TypeVar("T")
 
@@ -48,7 +49,7 @@ def run_async(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T
                 f"cannot reach Redis: {exc}. Is `postel up` running, or POSTEL_REDIS_URL set?",
                 EXIT_REDIS,
             )
-        except JobNotFound as exc:
+        except (JobNotFound, UnknownGraph) as exc:
             fail(str(exc), EXIT_NOT_FOUND)
         except TimeoutError:
             fail("timed out waiting for the job", EXIT_TIMEOUT)

@@ -23,7 +23,7 @@ from redis.exceptions import ResponseError
 from infra import keys
 from infra.actor import Runtime
 from infra.deadletter import dead_letter
-from infra.submit import JobExists, submit_job
+from infra.submit import JobExists, UnknownGraph, submit_job
 from messages import JobRequest
 
 log = structlog.get_logger(__name__)
@@ -86,7 +86,7 @@ class IngressConsumer:
             log.info("ingress job submitted", job_id=job_id, entry=entry_id)
         except JobExists:
             log.info("ingress entry already submitted", job_id=job_id, entry=entry_id)
-        except (ValueError, ValidationError) as exc:
+        except (ValueError, ValidationError, UnknownGraph) as exc:
             await dead_letter(
                 self.redis,
                 source="ingress",

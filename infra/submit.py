@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from arq.connections import ArqRedis
 
+from infra import keys
 from infra.actor import enqueue
 from infra.events import Event, EventLog
 from infra.jobs import JobStore
@@ -13,6 +14,10 @@ from messages import Envelope, JobRequest, JobSubmitted, new_job_id, utc_now
 
 
 class JobExists(ValueError):
+    pass
+
+
+class UnknownGraph(LookupError):
     pass
 
 
@@ -26,7 +31,14 @@ async def submit_job(
     source: str = "client",
 ) -> str:
     """Submit a job and return its id. A caller-chosen id makes submission idempotent: the
-    same id twice raises JobExists instead of running the job twice."""
+    same id twice raises JobExists instead of running the job twice. A job about a graph
+    that is not registered is refused (UnknownGraph) before anything is written."""
+    if request.graph is not None and not await pool.sismember(keys.GRAPHS, request.graph):
+        known = sorted(name.decode() for name in await pool.smembers(keys.GRAPHS))
+        raise UnknownGraph(
+            f"no graph named {request.graph!r} (known: {', '.join(known) or 'none'}); "
+            "add it with `postel graph add NAME FILE`"
+        )
     job_id = job_id or new_job_id()
     deadline_s = request.options.deadline_s
     message = JobSubmitted(

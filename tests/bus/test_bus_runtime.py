@@ -360,3 +360,15 @@ async def test_a_rejected_model_request_fails_the_job_at_once(
     assert failure.value.status == "llm_error"
     assert "context too long" in failure.value.error
     assert attempts == [1], "not retried"
+
+
+async def test_a_job_past_its_deadline_fails_as_deadline_exceeded(
+    relay_system: LocalSystem, settings: Settings
+) -> None:
+    from messages import JobOptions
+
+    async with Client(relay_system.url, settings) as client:
+        job_id = await client.submit("too late", options=JobOptions(deadline_s=0.000001))
+        with pytest.raises(JobFailedError) as failure:
+            await client.result(job_id, timeout=20)
+    assert failure.value.status == "deadline_exceeded"

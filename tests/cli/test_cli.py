@@ -1,0 +1,110 @@
+"""The `postel` command line: the flows of the README and exit codes a script can rely on."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from infra.redis_server import free_port
+
+CASSETTE = Path(__file__).parents[1] / "pipeline" / "cassettes" / "invoice_total.json"
+
+
+def postel(
+    *args: str, env: dict[str, str], timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "infra.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def base_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
+    env.update(POSTEL_LOG_LEVEL="WARNING", POSTEL_STATE_DIR=str(tmp_path / "state"), **extra)
+    return env
+
+
+def test_up_then_submit_from_another_shell_then_ctrl_c(tmp_path: Path) -> None:
+    port = str(free_port())
+    env = base_env(
+        tmp_path,
+        POSTEL_EMBEDDED_PORT=port,
+        POSTEL_LLM_PROVIDER="scripted",
+        POSTEL_LLM_CASSETTE=str(CASSETTE),
+    )
+    up = subprocess.Popen(
+        [sys.executable, "-m", "infra.cli", "up"], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert up.stdout is not None
+        banner = up.stdout.readline()
+        assert banner.strip() == f"postel up: redis at redis://127.0.0.1:{port}/0"
+        # another shell: no POSTEL_REDIS_URL, only the same (default) port
+        other = base_env(tmp_path, POSTEL_EMBEDDED_PORT=port)
+        done = postel("submit", "get the total price", "--type", "float", "--wait", env=other)
+        assert done.returncode == 0, done.stderr
+        job_id, result = (
+            done.stdout.splitlines()[0],
+            json.loads("".join(done.stdout.splitlines()[1:])),
+        )
+        assert result == 165.5
+        status = postel("status", job_id, env=other)
+        assert json.loads(status.stdout)["status"] == "completed"
+        events = postel("events", job_id, "--json", env=other)
+        workers = [json.loads(line)["worker"] for line in events.stdout.splitlines()]
+        assert {"intent", "planner", "generator", "validator"} <= set(workers)
+    finally:
+        up.send_signal(signal.SIGINT)
+        rest, _ = up.communicate(timeout=30)
+    assert up.returncode == 0
+    assert "stopping" in rest
+    assert (tmp_path / "state" / "postel.aof").exists() or any(
+        (tmp_path / "state").glob("appendonlydir*")
+    )
+
+
+def test_exit_codes(tmp_path: Path, redis_url: str) -> None:
+    env = base_env(tmp_path, POSTEL_REDIS_URL=redis_url)
+    assert postel("status", "no-such-job", env=env).returncode == 4
+    bad_type = postel("submit", "x", "--type", "banana", env=env)
+    assert bad_type.returncode == 2 and "unknown type 'banana'" in bad_type.stderr
+    unknown_graph = postel("submit", "x", "--graph", "nowhere", env=env)
+    assert unknown_graph.returncode == 4 and "no graph named 'nowhere'" in unknown_graph.stderr
+    unreachable = postel(
+        "submit", "x", env=base_env(tmp_path, POSTEL_REDIS_URL="redis://127.0.0.1:1/0")
+    )
+    assert unreachable.returncode == 3 and "cannot reach Redis" in unreachable.stderr
+    coerce = postel("coerce", "--type", "float", "--", "-$5.00", env=env)
+    assert (coerce.returncode, coerce.stdout.strip()) == (0, "-5.0")
+    maybe = postel("coerce", "--type", "bool", "maybe", env=env)
+    assert maybe.returncode == 2 and "expected bool" in maybe.stderr
+
+
+def test_schema_writes_one_json_schema_per_message(tmp_path: Path) -> None:
+    out = postel("schema", str(tmp_path / "schemas"), env=base_env(tmp_path))
+    assert out.returncode == 0
+    names = {Path(p).name for p in out.stdout.split()}
+    for message_type in ("job.submitted", "generation.continued", "job.failed"):
+        assert f"{message_type}.schema.json" in names
+    schema = json.loads((tmp_path / "schemas" / "job.submitted.schema.json").read_text())
+    assert {"job_id", "message_id", "type", "request"} <= set(schema["properties"])
+    assert "message.schema.json" in names and "job_request.schema.json" in names
+
+
+@pytest.mark.parametrize("command", [["--help"], ["demo", "--help"], ["bench", "loop", "--help"]])
+def test_help_is_available(tmp_path: Path, command: list[str]) -> None:
+    started = time.perf_counter()
+    assert postel(*command, env=base_env(tmp_path)).returncode == 0
+    assert time.perf_counter() - started < 60
