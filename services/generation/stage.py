@@ -241,11 +241,14 @@ async def _one_value(
     repair_note: ValidationFailed | None,
 ) -> GeneratorStep:
     context = _context_blocks(anchor, repair_note)
-    context["DESIRED TYPE"] = describe_type(spec)
+    schema = value_schema(spec)
+    wrapped = schema is not None and spec.kind != "json_schema"
+    context["DESIRED TYPE"] = describe_type(spec) + (
+        ', given as the JSON object {"value": <the value>}' if wrapped else ""
+    )
     prompt = build_prompt(
         TEMPLATES.get("generate_value"), capability, user_text=_task_text(anchor), context=context
     )
-    schema = spec.json_schema if spec.kind == "json_schema" else None
     response = await llm.complete(
         LLMRequest(
             messages=prompt,
@@ -264,6 +267,34 @@ async def _one_value(
         repair=repair,
     )
     return GeneratorStep([done], finish_reason=response.finish_reason)
+
+
+_JSON_TYPES: dict[str, dict[str, Any]] = {
+    "float": {"type": "number"},
+    "int": {"type": "integer"},
+    "bool": {"type": "boolean"},
+    "dict": {"type": "object"},
+}
+
+
+def _json_type(spec: TypeSpec) -> dict[str, Any] | None:
+    if spec.kind == "list" and spec.items is not None:
+        items = _json_type(spec.items)
+        return {"type": "array", "items": items} if items is not None else None
+    if spec.kind == "json_schema":
+        return spec.json_schema
+    return _JSON_TYPES.get(spec.kind)
+
+
+def value_schema(spec: TypeSpec) -> dict[str, Any] | None:
+    """Structured output for a value: a JSON Schema's own, else `{"value": <typed>}` so a
+    grammar-constrained model cannot answer a number with prose. Text is left free."""
+    if spec.kind == "json_schema":
+        return spec.json_schema
+    inner = _json_type(spec)
+    if inner is None:
+        return None
+    return {"type": "object", "properties": {"value": inner}, "required": ["value"]}
 
 
 def _task_text(anchor: GenerationRequested) -> str:

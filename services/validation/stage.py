@@ -68,10 +68,24 @@ def validate(message: GenerationCompleted | ValidationRequested) -> list[Envelop
 
 
 def _coerce(output: Any, spec: TypeSpec, locale: str | None) -> Any:
-    """A document or JSON value may arrive already parsed; coercion takes text too."""
+    """A document or JSON value may arrive already parsed; coercion takes text too. The
+    generator's structured answer for a value, `{"value": ...}`, is unwrapped first."""
+    output = _unwrapped(output) if spec.kind != "json_schema" else output
     if spec.kind in ("str", "float", "int", "bool") or isinstance(output, str):
         return coerce(output, spec, locale=locale)
     return coerce(json.dumps(output, ensure_ascii=False), spec, locale=locale)
+
+
+def _unwrapped(output: Any) -> Any:
+    if isinstance(output, str) and output.lstrip().startswith("{"):
+        try:
+            parsed = json.loads(output)
+        except ValueError:
+            return output
+        if isinstance(parsed, dict) and list(parsed) == ["value"]:
+            value = parsed["value"]
+            return value if isinstance(value, str) else json.dumps(value)
+    return output
 
 
 def _after_failure(

@@ -306,7 +306,13 @@ async def test_a_handler_out_of_tries_dead_letters_and_fails_the_job(
 async def test_two_processes_of_one_kind_share_its_queue(
     redis_url: str, settings: Settings
 ) -> None:
-    env = {**os.environ, "POSTEL_REDIS_URL": redis_url, "POSTEL_LOG_LEVEL": "WARNING"}
+    # two jobs at a time per process, so neither replica can take the whole burst
+    env = {
+        **os.environ,
+        "POSTEL_REDIS_URL": redis_url,
+        "POSTEL_LOG_LEVEL": "WARNING",
+        "POSTEL_CONCURRENCY": "2",
+    }
     procs = [
         subprocess.Popen(
             [sys.executable, "tests/bus/relay_worker.py", "gasl", "--slow", "0.05"], env=env

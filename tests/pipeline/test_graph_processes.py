@@ -46,7 +46,13 @@ async def test_two_planners_and_two_gasl_workers_serve_jobs_on_two_graphs(
 ) -> None:
     small = tmp_path / "lightrag.graphml"
     small.write_text(LIGHTRAG)
-    env = {**os.environ, "POSTEL_REDIS_URL": redis_url, "POSTEL_LOG_LEVEL": "WARNING"}
+    # two jobs at a time per process, so neither replica can take the whole burst
+    env = {
+        **os.environ,
+        "POSTEL_REDIS_URL": redis_url,
+        "POSTEL_LOG_LEVEL": "WARNING",
+        "POSTEL_CONCURRENCY": "2",
+    }
     procs = [
         subprocess.Popen(
             [sys.executable, "tests/pipeline/rules_worker.py", "planner", "gasl"], env=env
