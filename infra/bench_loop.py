@@ -32,7 +32,13 @@ from messages import (
     TypeSpec,
     new_job_id,
 )
-from services.generation.bench import IterationFigures, naive_parse_ms, summarise_run
+from services.generation.bench import (
+    IterationFigures,
+    naive_parse_ms,
+    scale_row,
+    scaled,
+    summarise_run,
+)
 from services.generation.loop import LoopState, step
 from services.generation.oracle import Oracle
 from services.generation.summary import summary_lines
@@ -134,3 +140,15 @@ def _figures(
             )
         )
     return figures
+
+
+async def run_loop_bus_scale(
+    settings: Settings, base_document: dict[str, Any], factors: list[int], max_tokens: int
+) -> dict[str, Any]:
+    """The same document at growing lengths, each run over the bus: whether the
+    continuation prompt stays small as the document grows."""
+    rows = []
+    for factor in factors:
+        report = await run_loop_bus_bench(settings, scaled(base_document, factor), max_tokens)
+        rows.append(scale_row(base_document, factor, report))
+    return {"max_tokens": max_tokens, "factors": rows}

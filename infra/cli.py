@@ -455,11 +455,17 @@ def bench_bus(jobs: int, as_json: bool) -> None:
     required=True,
     help="Completion tokens per model call: the cut that forces continuations.",
 )
+@click.option(
+    "--scale",
+    default=None,
+    help="Also run the document repeated N times for each N of a comma list, e.g. "
+    "1,2,5,10,20: prompt tokens per continuation against document length.",
+)
 @click.option("--json", "as_json", is_flag=True)
-def bench_loop(document_path: Path, max_tokens: int, as_json: bool) -> None:
+def bench_loop(document_path: Path, max_tokens: int, scale: str | None, as_json: bool) -> None:
     """The AI loop over the bus with an oracle model: iterations, tokens per iteration, LLM
     calls against the minimum, partial-parse time against a naive re-parse."""
-    from infra.bench_loop import run_loop_bus_bench
+    from infra.bench_loop import run_loop_bus_bench, run_loop_bus_scale
     from messages import SectionsDocument
     from services.generation.bench import format_loop_bench
 
@@ -469,9 +475,18 @@ def bench_loop(document_path: Path, max_tokens: int, as_json: bool) -> None:
     except (ValidationError, ValueError) as exc:
         fail(f"{document_path} is not a sections document: {exc}", EXIT_INPUT)
     target = document.model_dump(mode="json", exclude_none=True)
+    try:
+        factors = [int(n) for n in scale.split(",")] if scale else []
+    except ValueError:
+        fail(f"--scale takes a comma list of whole numbers, not {scale!r}", EXIT_INPUT)
     figures = run_async(run_loop_bus_bench)(current, target, max_tokens)
     click.echo(json.dumps(figures, indent=2) if as_json else format_loop_bench(figures))
-    if not figures["document_equal"]:
+    equal = figures["document_equal"]
+    if factors:
+        study = run_async(run_loop_bus_scale)(current, target, factors, max_tokens)
+        click.echo(json.dumps(study, indent=2) if as_json else format_loop_bench(study))
+        equal = equal and all(row["document_equal"] for row in study["factors"])
+    if not equal:
         fail("the loop did not reassemble the document", EXIT_FAILED)
 
 

@@ -67,8 +67,8 @@ class JobStore:
 
     @staticmethod
     def running_command(job_id: str, stage: str) -> list[str]:
-        now = utc_now().isoformat()
-        return ["HSET", keys.job(job_id), "status", "running", "stage", stage, "updated_at", now]
+        """For the commit script: running at `stage`, unless the job already finished."""
+        return ["MARK_RUNNING", keys.job(job_id), stage, utc_now().isoformat()]
 
     @staticmethod
     def finished_command(

@@ -115,6 +115,25 @@ def scaled(document: dict[str, Any], factor: int) -> dict[str, Any]:
     }
 
 
+def scale_row(base_document: dict[str, Any], factor: int, report: dict[str, Any]) -> dict[str, Any]:
+    """One line of a scale study, from the report of a run on the `factor`-times document."""
+    continuations = [f["prompt_tokens"] for f in report["iterations"][1:]]
+    return {
+        "factor": factor,
+        "sections": len(base_document.get("sections") or []) * factor,
+        "llm_calls": report["llm_calls"],
+        "min_llm_calls": report["min_llm_calls"],
+        "document_equal": report["document_equal"],
+        "max_summary_lines": max(f["summary_lines"] for f in report["iterations"]),
+        "max_continuation_prompt_tokens": max(continuations, default=0),
+        "mean_continuation_prompt_tokens": (
+            round(sum(continuations) / len(continuations)) if continuations else 0
+        ),
+        "mean_parse_ms": report["parse_ms_total"] / report["llm_calls"],
+        "mean_naive_parse_ms": report["naive_parse_ms_total"] / report["llm_calls"],
+    }
+
+
 def scale_study(
     base_document: dict[str, Any],
     factors: tuple[int, ...] = (1, 2, 5, 10, 20),
@@ -122,26 +141,10 @@ def scale_study(
 ) -> dict[str, Any]:
     """Continuation prompt size for the same document at growing lengths: it grows with the
     summary until the summary's cap, then stays flat."""
-    rows = []
-    for factor in factors:
-        report = run_loop_bench(scaled(base_document, factor), max_tokens)
-        continuations = [f["prompt_tokens"] for f in report["iterations"][1:]]
-        rows.append(
-            {
-                "factor": factor,
-                "sections": len(base_document.get("sections") or []) * factor,
-                "llm_calls": report["llm_calls"],
-                "min_llm_calls": report["min_llm_calls"],
-                "document_equal": report["document_equal"],
-                "max_summary_lines": max(f["summary_lines"] for f in report["iterations"]),
-                "max_continuation_prompt_tokens": max(continuations, default=0),
-                "mean_continuation_prompt_tokens": (
-                    round(sum(continuations) / len(continuations)) if continuations else 0
-                ),
-                "mean_parse_ms": report["parse_ms_total"] / report["llm_calls"],
-                "mean_naive_parse_ms": report["naive_parse_ms_total"] / report["llm_calls"],
-            }
-        )
+    rows = [
+        scale_row(base_document, factor, run_loop_bench(scaled(base_document, factor), max_tokens))
+        for factor in factors
+    ]
     return {"max_tokens": max_tokens, "factors": rows}
 
 

@@ -378,3 +378,31 @@ async def test_a_job_past_its_deadline_fails_as_deadline_exceeded(
         with pytest.raises(JobFailedError) as failure:
             await client.result(job_id, timeout=20)
     assert failure.value.status == "deadline_exceeded"
+
+
+async def test_a_late_commit_upstream_does_not_reopen_a_finished_job(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    from infra.commit import commit_once
+    from infra.jobs import JobStore
+
+    pool = await connect_arq(redis_url)
+    try:
+        jobs = JobStore(pool, 3600)
+        await jobs.create("raced", JobRequest(prompt="x"))
+        await commit_once(
+            pool, keys.done("raced:last"), 60, [JobStore.finished_command("raced", result=1)]
+        )
+        # the upstream stage commits after its downstream already finished the job
+        await commit_once(
+            pool, keys.done("raced:earlier"), 60, [JobStore.running_command("raced", "validator")]
+        )
+        record = await jobs.get("raced")
+        assert (record.status, record.result) == ("completed", 1)
+        await jobs.create("fresh", JobRequest(prompt="x"))
+        await commit_once(
+            pool, keys.done("fresh:a"), 60, [JobStore.running_command("fresh", "gasl")]
+        )
+        assert (await jobs.get("fresh")).stage == "gasl"
+    finally:
+        await pool.aclose()
