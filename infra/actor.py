@@ -2,15 +2,18 @@
 
 For every arq job a worker takes:
 
-  decode -> (poison? dead-letter, fail the job, go on) -> already committed? stop
-  -> record `received` -> call the worker's handler -> enqueue what it returns
-  -> commit: done marker + `completed`/`continued` event (+ job record for terminal messages)
+  decode -> (poison? dead-letter, fail the job, go on)
+  -> take the lease, record `received`, learn if an earlier run already committed (stop)
+  -> call the worker's handler
+  -> commit, atomically: done marker + downstream messages on their queues + the
+     `completed`/`continued` event (+ job record and results stream for terminal messages)
 
 A handler that raises is retried by arq with backoff while tries remain (`retried` event);
-out of tries, the message is dead-lettered and the job fails with status `out_of_tries`.
-Downstream messages carry deterministic ids, and arq refuses a job id it already holds, so a
-handler that runs twice (its worker was killed) does not fork the job; the done marker keeps
-completion events and terminal writes from being recorded twice.
+out of tries, the message is dead-lettered and the job fails with status `out_of_tries`
+(`llm_error` for a model endpoint that kept failing or refused the request). Downstream
+messages carry deterministic ids and are enqueued only by the commit that marks their cause
+done, so a handler that runs twice (its worker was killed) neither forks the job nor records
+its completion twice (infra/commit.py).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from pydantic import ValidationError
 from redis.asyncio import Redis
 
 from infra import keys
-from infra.commit import commit_once
+from infra.commit import ARQ_FUNCTION, commit_once
 from infra.deadletter import dead_letter
 from infra.events import Command, Event, EventLog, EventStatus, run_commands
 from infra.jobs import JobStore
@@ -50,7 +53,6 @@ from services.llm.metered import Meter
 log = structlog.get_logger(__name__)
 
 DONE_TTL_S = 7 * 24 * 3600
-ARQ_FUNCTION = "handle"
 
 
 @dataclass
@@ -135,21 +137,24 @@ class Actor:
         handler instead holds a short lease (`lease_s`) on that key, renewed while its
         process lives: a dead worker's job is free again within `lease_s`."""
         lease_key = in_progress_key_prefix + str(ctx.get("job_id", ""))
-        lease_ms = int(self.runtime.settings.lease_s * 1000)
-        await self.runtime.redis.pexpire(lease_key, lease_ms)
-        renewing = asyncio.create_task(self._renew_lease(lease_key, lease_ms))
+        renewing = asyncio.create_task(self._renew_lease(lease_key))
         try:
-            await self.run(payload, attempt=int(ctx.get("job_try", 1)))
+            await self.run(payload, attempt=int(ctx.get("job_try", 1)), lease_key=lease_key)
         finally:
             renewing.cancel()
 
-    async def _renew_lease(self, key: str, lease_ms: int) -> None:
+    @property
+    def lease_ms(self) -> int:
+        return int(self.runtime.settings.lease_s * 1000)
+
+    async def _renew_lease(self, key: str) -> None:
+        """The first lease is taken with the `received` event (one round trip); renew it."""
         with contextlib.suppress(asyncio.CancelledError):
             while True:
-                await asyncio.sleep(lease_ms / 4000)
-                await self.runtime.redis.pexpire(key, lease_ms)
+                await asyncio.sleep(self.lease_ms / 4000)
+                await self.runtime.redis.pexpire(key, self.lease_ms)
 
-    async def run(self, payload: Any, attempt: int) -> None:
+    async def run(self, payload: Any, attempt: int, lease_key: str | None = None) -> None:
         started = time.perf_counter()
         message = await self._decode(payload, attempt)
         if message is None:
@@ -160,7 +165,7 @@ class Actor:
         )
         try:
             received = self._event(message, "received", wait_ms=_age_ms(message.created_at))
-            if await self._receive(message, received):
+            if await self._receive(message, received, lease_key):
                 log.info("message already handled; skipping the re-run")
                 return
             if attempt > self.max_tries:
@@ -184,11 +189,13 @@ class Actor:
         finally:
             structlog.contextvars.unbind_contextvars("job_id", "message_id", "worker")
 
-    async def _receive(self, message: Envelope, received: Event) -> bool:
-        """Record `received` and learn, in the same round trip, whether the message was
-        already committed by an earlier run."""
+    async def _receive(self, message: Envelope, received: Event, lease_key: str | None) -> bool:
+        """Take the lease, record `received` and learn whether the message was already
+        committed by an earlier run: one round trip."""
         async with self.runtime.redis.pipeline(transaction=False) as pipe:
             pipe.exists(keys.done(message.message_id))
+            if lease_key is not None:
+                pipe.pexpire(lease_key, self.lease_ms)
             for command in self.runtime.events.commands(received):
                 pipe.execute_command(*command)
             replies = await pipe.execute()
@@ -282,9 +289,7 @@ class Actor:
         await self._commit(message, Outcome(messages=[failed]), time.perf_counter())
 
     async def _commit(self, message: Envelope, outcome: Outcome, started: float) -> None:
-        for downstream in outcome.messages:
-            if downstream.destination is not None:
-                await enqueue(self.runtime.pool, downstream)
+        downstream = [m for m in outcome.messages if m.destination is not None]
         duration_ms = (time.perf_counter() - started) * 1000
         status: EventStatus = "continued" if outcome.continued else "completed"
         event = self._event(message, status, duration_ms=duration_ms, metrics=outcome.metrics)
@@ -296,7 +301,7 @@ class Actor:
             stage = next((m.destination for m in outcome.messages), None) or self.spec.name
             commands.append(JobStore.running_command(message.job_id, stage))
         committed = await commit_once(
-            self.runtime.redis, keys.done(message.message_id), DONE_TTL_S, commands
+            self.runtime.redis, keys.done(message.message_id), DONE_TTL_S, commands, downstream
         )
         if not committed:
             log.info("another run committed this message first")

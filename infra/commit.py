@@ -1,46 +1,96 @@
-"""Commit once: a message's done marker and the records of its handling, atomically.
+"""Commit once: a message's done marker, its downstream messages and the records of its
+handling, atomically.
 
-One Lua script sets `postel:done:<message_id>` if absent and, only then, runs the given
-commands (event XADDs, the job record's HSET, the results stream). A handler that runs twice
-therefore records its completion once, in one round trip.
+One Lua script sets `postel:done:<message_id>` if absent and, only then:
+- puts each downstream message on its queue the way arq's own `enqueue_job` does (the job
+  under `arq:job:<id>` with arq's expiry, its id in the queue's sorted set), skipping an id
+  arq already holds or has a result for — so a message is never forked;
+- runs the given record commands (event XADDs, the job record, the results stream).
+A handler that runs twice therefore commits once, and a crash before the commit leaves
+nothing half-done: the re-run does it all. Nothing downstream can start before its
+upstream's commit, in one round trip.
 
-One command is postel's own: `MARK_RUNNING key stage at` sets the job record to running at
-`stage` unless the job already finished. Downstream messages are enqueued before the commit
-(so a crash in between re-runs the handler instead of losing them), and a fast downstream
-stage may finish the job first: its record must not be set back to running.
+One record command is postel's own: `MARK_RUNNING key stage at` sets the job record to
+running at `stage` unless the job already finished (a dead-lettered message may have failed
+it meanwhile).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
+from arq.constants import expires_extra_ms, job_key_prefix, result_key_prefix
+from arq.jobs import serialize_job
+from arq.utils import timestamp_ms
 from redis.asyncio import Redis
 
+from infra import keys
 from infra.events import Command
+from infra.wire import dumps
+from messages import Envelope
 
-MARK_RUNNING = "MARK_RUNNING"
+ARQ_FUNCTION = "handle"
 
 _SCRIPT = """
-if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
-  for _, command in ipairs(cjson.decode(ARGV[2])) do
-    if command[1] == 'MARK_RUNNING' then
-      local status = redis.call('HGET', command[2], 'status')
-      if status ~= 'completed' and status ~= 'failed' then
-        redis.call('HSET', command[2], 'status', 'running', 'stage', command[3],
-                   'updated_at', command[4])
-      end
-    else
-      redis.call(unpack(command))
-    end
-  end
-  return 1
+if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
+  return 0
 end
-return 0
+for _, job in ipairs(cjson.decode(ARGV[3])) do
+  local job_key, result_key, queue, job_id, score, ttl, payload = unpack(job)
+  if redis.call('EXISTS', job_key, result_key) == 0 then
+    redis.call('PSETEX', job_key, ttl, payload)
+    redis.call('ZADD', queue, score, job_id)
+  end
+end
+for _, command in ipairs(cjson.decode(ARGV[2])) do
+  if command[1] == 'MARK_RUNNING' then
+    local status = redis.call('HGET', command[2], 'status')
+    if status ~= 'completed' and status ~= 'failed' then
+      redis.call('HSET', command[2], 'status', 'running', 'stage', command[3],
+                 'updated_at', command[4])
+    end
+  else
+    redis.call(unpack(command))
+  end
+end
+return 1
 """
 
 
-async def commit_once(redis: Redis, done_key: str, ttl_s: int, commands: list[Command]) -> bool:
+@dataclass(frozen=True)
+class QueuedJob:
+    """A downstream message as arq stores it."""
+
+    message: Envelope
+
+    def fields(self) -> list[str | int]:
+        assert self.message.destination is not None
+        job_id = self.message.message_id
+        now = timestamp_ms()
+        payload = serialize_job(
+            ARQ_FUNCTION, (self.message.model_dump(mode="json"),), {}, None, now, serializer=dumps
+        )
+        return [
+            job_key_prefix + job_id,
+            result_key_prefix + job_id,
+            keys.queue(self.message.destination),
+            job_id,
+            now,
+            expires_extra_ms,
+            payload.decode(),
+        ]
+
+
+async def commit_once(
+    redis: Redis,
+    done_key: str,
+    ttl_s: int,
+    commands: list[Command],
+    downstream: list[Envelope] | None = None,
+) -> bool:
     """True if this call committed; False if the message was already committed."""
     script = redis.register_script(_SCRIPT)
-    committed = await script(keys=[done_key], args=[ttl_s, json.dumps(commands)])
+    jobs = [QueuedJob(message).fields() for message in downstream or []]
+    committed = await script(keys=[done_key], args=[ttl_s, json.dumps(commands), json.dumps(jobs)])
     return bool(committed)
