@@ -86,6 +86,29 @@ def format_event(event: Event) -> str:
     return f"{line}  error: {event.error}" if event.error else line
 
 
+# Options shared by the commands that build a job request.
+type_option = click.option(
+    "--type",
+    "type_",
+    default="str",
+    show_default=True,
+    help="Desired type: float, int, bool, str, list[T], dict, document, or a JSON "
+    "Schema (inline JSON or @file.json).",
+)
+text_file_option = click.option(
+    "--text-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Attach this file's text as the `text` argument.",
+)
+profile_option = click.option(
+    "--profile",
+    type=click.Choice(["default", "production", "creative", "strict"]),
+    default="default",
+    show_default=True,
+)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """postel: typed LLM jobs through five worker queues on Redis."""
@@ -169,27 +192,10 @@ def worker(name: str, concurrency: int | None) -> None:
 
 @main.command()
 @click.argument("prompt")
-@click.option(
-    "--type",
-    "type_",
-    default="str",
-    show_default=True,
-    help="Desired type: float, int, bool, str, list[T], dict, document, or a JSON "
-    "Schema (inline JSON or @file.json).",
-)
+@type_option
 @click.option("--graph", default=None, help="Name of a registered graph to ask about.")
-@click.option(
-    "--text-file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Attach this file's text as the `text` argument.",
-)
-@click.option(
-    "--profile",
-    type=click.Choice(["default", "production", "creative", "strict"]),
-    default="default",
-    show_default=True,
-)
+@text_file_option
+@profile_option
 @click.option("--job-id", default=None, help="Choose the job id (submission is then idempotent).")
 @click.option("--wait", is_flag=True, help="Follow the job's events live and print the result.")
 @click.option(
@@ -306,26 +312,9 @@ def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
 
 @main.command("reason")
 @click.argument("prompt")
-@click.option(
-    "--type",
-    "type_",
-    default="str",
-    show_default=True,
-    help="Desired type: float, int, bool, str, list[T], dict, document, or a JSON "
-    "Schema (inline JSON or @file.json).",
-)
-@click.option(
-    "--text-file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Attach this file's text as the `text` argument.",
-)
-@click.option(
-    "--profile",
-    type=click.Choice(["default", "production", "creative", "strict"]),
-    default="default",
-    show_default=True,
-)
+@type_option
+@text_file_option
+@profile_option
 @click.option("--timeout", type=float, default=600.0, show_default=True)
 @click.option("--quiet", is_flag=True, help="Do not print the job's events on stderr.")
 def reason_command(
