@@ -18,7 +18,7 @@ Routes (the worker whose queue takes each type):
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -181,21 +181,7 @@ Message = Annotated[
 MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
 
 MESSAGE_TYPES: dict[str, type[Envelope]] = {
-    cls.model_fields["type"].default: cls
-    for cls in (
-        JobSubmitted,
-        IntentAnalyzed,
-        TaskPlanned,
-        GaslPlanRequested,
-        GaslPlanExecuted,
-        GenerationRequested,
-        GenerationContinued,
-        GenerationCompleted,
-        ValidationRequested,
-        ValidationFailed,
-        JobCompleted,
-        JobFailed,
-    )
+    cls.model_fields["type"].default: cls for cls in get_args(get_args(Message)[0])
 }
 
 
