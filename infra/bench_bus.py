@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from arq import Worker
@@ -22,7 +20,7 @@ from arq.worker import func
 
 from infra.client import Client
 from infra.local_system import LocalSystem
-from infra.redis_server import EmbeddedRedis, free_port
+from infra.redis_server import configured_or_scratch
 from infra.relay import RELAY_WORKERS
 from infra.settings import Settings
 from infra.wire import connect_arq, dumps, loads
@@ -135,22 +133,13 @@ async def _bare_side(settings: Settings, url: str, jobs: int, latency_jobs: int)
 async def run_bus_bench(settings: Settings, jobs: int = 200) -> dict[str, Any]:
     """Both sides on one Redis: POSTEL_REDIS_URL if set, else a fresh embedded server."""
     latency_jobs = min(jobs, 100)
-    embedded = None
-    url = settings.redis_url
-    if url is None:
-        embedded = EmbeddedRedis(free_port(), Path(tempfile.mkdtemp(prefix="postel-bench-")))
-        await embedded.start()
-        url = embedded.url
-    try:
+    async with configured_or_scratch(settings.redis_url) as url:
         bare = await _bare_side(settings, url, jobs, latency_jobs)
         postel = await _postel_side(settings, url, jobs, latency_jobs)
-    finally:
-        if embedded is not None:
-            await embedded.stop()
     return {
         "jobs": jobs,
         "poll_delay_s": settings.intent.poll_delay,
-        "redis": "embedded" if embedded else "POSTEL_REDIS_URL",
+        "redis": "POSTEL_REDIS_URL" if settings.redis_url else "embedded",
         "postel": postel,
         "bare_arq": bare,
         "per_hop_cost_ratio": round(postel["per_hop_cost_ms"] / bare["per_hop_cost_ms"], 2),

@@ -11,15 +11,13 @@ naive baseline that re-parses the whole accumulated document at every iteration.
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from infra import keys
 from infra.client import Client
 from infra.local_system import LocalSystem
 from infra.model import RESOURCE, Model
-from infra.redis_server import EmbeddedRedis, free_port
+from infra.redis_server import configured_or_scratch
 from infra.runner import load_worker
 from infra.settings import Settings
 from infra.submit import start_job
@@ -60,29 +58,20 @@ async def run_loop_bus_bench(
         return text
 
     model = Model(ScriptedClient(responder=respond), Capability.STANDARD)
-    embedded = None
-    url = settings.redis_url
-    if url is None:
-        embedded = EmbeddedRedis(free_port(), Path(tempfile.mkdtemp(prefix="postel-bench-")))
-        await embedded.start()
-        url = embedded.url
     specs = [load_worker("generator"), load_worker("validator")]
-    try:
-        async with (
-            LocalSystem(settings, redis_url=url, specs=specs, resources={RESOURCE: model}),
-            Client(url, settings) as client,
-        ):
-            job_id = await _start(client, max_tokens, max_iterations)
-            record = await client.wait(job_id, timeout=600)
-            events = [
-                e
-                for e in await client.events.read(job_id)
-                if e.worker == "generator" and e.status in ("completed", "continued")
-            ]
-            raw_state = await client.pool.get(keys.job_scoped(job_id, "gen", TASK_ID, "0", "state"))
-    finally:
-        if embedded is not None:
-            await embedded.stop()
+    async with (
+        configured_or_scratch(settings.redis_url) as url,
+        LocalSystem(settings, redis_url=url, specs=specs, resources={RESOURCE: model}),
+        Client(url, settings) as client,
+    ):
+        job_id = await _start(client, max_tokens, max_iterations)
+        record = await client.wait(job_id, timeout=600)
+        events = [
+            e
+            for e in await client.events.read(job_id)
+            if e.worker == "generator" and e.status in ("completed", "continued")
+        ]
+        raw_state = await client.pool.get(keys.job_scoped(job_id, "gen", TASK_ID, "0", "state"))
     state = LoopState.model_validate_json(raw_state) if raw_state else LoopState()
     figures = _figures(events, state, responses, max_iterations)
     final = record.result if isinstance(record.result, dict) else {"sections": state.sections}

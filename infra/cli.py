@@ -411,6 +411,28 @@ async def _aiter(items: list[Event]) -> Any:
 
 
 @main.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per process.")
+def workers(as_json: bool) -> None:
+    """List the live worker processes (each refreshes its presence every few seconds)."""
+    from infra.presence import live_workers
+
+    current = settings()
+
+    async def go() -> None:
+        async with Client(settings=current) as client:
+            for presence in await live_workers(client.pool):
+                if as_json:
+                    click.echo(presence.model_dump_json())
+                    continue
+                kinds = ", ".join(presence.workers) + (" + ingress" if presence.ingress else "")
+                click.echo(
+                    f"{presence.instance:<28} {kinds}  (since {presence.started_at:%H:%M:%S})"
+                )
+
+    run_async(go)()
+
+
+@main.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 def schema(directory: Path) -> None:
     """Write one JSON Schema per message type into DIRECTORY."""

@@ -34,5 +34,10 @@ def job_scoped(job_id: str, *parts: str) -> str:
     return ":".join((PREFIX, "job", job_id, *parts))
 
 
+def worker(instance: str) -> str:
+    """A live worker process's presence (infra/presence.py)."""
+    return f"{PREFIX}:workers:{instance}"
+
+
 def graph(name: str) -> str:
     return f"{GRAPHS}:{name}"

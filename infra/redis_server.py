@@ -11,6 +11,8 @@ import asyncio
 import contextlib
 import socket
 import subprocess
+import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import redis.asyncio as aioredis
@@ -137,3 +139,15 @@ class EmbeddedRedis:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+
+@contextlib.asynccontextmanager
+async def configured_or_scratch(redis_url: str | None) -> AsyncIterator[str]:
+    """`redis_url` when set; otherwise a fresh embedded server in a temporary directory,
+    removed afterwards (benchmarks measure on either)."""
+    if redis_url is not None:
+        yield redis_url
+        return
+    with tempfile.TemporaryDirectory(prefix="postel-scratch-") as state_dir:
+        async with EmbeddedRedis(free_port(), Path(state_dir)) as server:
+            yield server.url

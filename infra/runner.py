@@ -20,6 +20,7 @@ from arq.worker import func
 from infra import keys
 from infra.actor import ARQ_FUNCTION, Actor, Runtime, WorkerSpec
 from infra.ingress import run_ingress
+from infra.presence import announce, announcement, keep_announcing, withdraw
 from infra.settings import WORKER_NAMES, Settings
 from infra.wire import connect_arq, dumps, loads
 
@@ -89,6 +90,9 @@ async def run_workers(
     tasks = [asyncio.create_task(worker.async_run()) for worker in workers]
     if ingress:
         tasks.append(asyncio.create_task(run_ingress(runtime)))
+    presence = announcement([spec.name for spec in chosen], ingress)
+    await announce(pool, presence)
+    tasks.append(asyncio.create_task(keep_announcing(pool, presence)))
     if ready is not None:
         ready.set()
     log.info("workers running", workers=[s.name for s in chosen], url=_redact(url), ingress=ingress)
@@ -107,6 +111,8 @@ async def run_workers(
                 await worker.close()
         with contextlib.suppress(Exception, asyncio.CancelledError):
             await asyncio.gather(*tasks, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await withdraw(pool, presence)
         for resource in runtime.resources.values():
             closer = getattr(resource, "aclose", None)
             if closer is not None:

@@ -2,8 +2,7 @@
 
     python tests/bus/relay_worker.py NAME [--slow SECONDS]
 
-`--slow` makes the handler sleep first, so a test can kill the process mid-job. Once its
-workers run, the process sets `test:ready:<pid>` so a test can wait for every replica.
+`--slow` makes the handler sleep first, so a test can kill the process mid-job.
 """
 
 from __future__ import annotations
@@ -11,10 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import os
 import signal
-
-import redis.asyncio as aioredis
 
 from infra.actor import Outcome, Runtime, WorkerSpec
 from infra.logging import configure_logging
@@ -42,19 +38,9 @@ async def main() -> None:
     spec = next(s for s in RELAY_WORKERS if s.name == args.name)
     if args.slow:
         spec = slowed(spec, args.slow)
-    stop, ready = asyncio.Event(), asyncio.Event()
+    stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    url = settings.effective_redis_url
-
-    async def announce() -> None:
-        await ready.wait()
-        client = aioredis.Redis.from_url(url)
-        await client.set(f"test:ready:{os.getpid()}", 1, ex=600)
-        await client.aclose()
-
-    announcing = asyncio.create_task(announce())
-    await run_workers([spec.name], settings, url, stop=stop, ready=ready, specs=[spec])
-    await announcing
+    await run_workers([spec.name], settings, settings.effective_redis_url, stop=stop, specs=[spec])
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from infra import keys
 from infra.actor import Actor, Outcome, Runtime, WorkerSpec, enqueue
 from infra.client import Client, JobFailedError
 from infra.local_system import LocalSystem
+from infra.presence import wait_for
 from infra.relay import RELAY_WORKERS
 from infra.settings import Settings
 from infra.wire import connect_arq
@@ -325,11 +326,7 @@ async def test_two_processes_of_one_kind_share_its_queue(
             LocalSystem(settings, redis_url=redis_url, specs=others) as system,
             Client(system.url, settings) as client,
         ):
-            for _ in range(200):
-                ready = [await client.pool.exists(f"test:ready:{p.pid}") for p in procs]
-                if all(ready):
-                    break
-                await asyncio.sleep(0.05)
+            await wait_for(client.pool, "gasl", processes=2)
             ids = await asyncio.gather(*(client.submit(f"job {n}") for n in range(30)))
             records = await client.wait_all(ids, timeout=60)
             assert all(r.status == "completed" for r in records.values())
@@ -406,3 +403,26 @@ async def test_a_late_commit_upstream_does_not_reopen_a_finished_job(
         assert (await jobs.get("fresh")).stage == "gasl"
     finally:
         await pool.aclose()
+
+
+async def test_live_worker_processes_are_listed_and_withdrawn(
+    redis_url: str, settings: Settings
+) -> None:
+    from infra.presence import live_workers
+
+    async with Client(redis_url, settings) as client:
+        async with LocalSystem(settings, redis_url=redis_url, specs=RELAY_WORKERS):
+            [presence] = await live_workers(client.pool)
+            assert presence.workers == ["intent", "planner", "gasl", "generator", "validator"]
+            assert presence.ingress and presence.pid == os.getpid()
+            env = {**os.environ, "POSTEL_REDIS_URL": redis_url, "POSTEL_LOG_LEVEL": "WARNING"}
+            listed = subprocess.run(
+                [sys.executable, "-m", "infra.cli", "workers"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            ).stdout
+            assert "intent, planner, gasl, generator, validator + ingress" in listed
+        assert await live_workers(client.pool) == [], "a stopped process withdraws at once"

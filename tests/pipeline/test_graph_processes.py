@@ -12,6 +12,7 @@ from infra.client import Client
 from infra.graphs import GraphRegistry
 from infra.local_system import LocalSystem
 from infra.model import RESOURCE, Model
+from infra.presence import wait_for
 from infra.runner import load_worker
 from infra.settings import Settings
 from services.gasl.cli_support import DEMO_GRAPH
@@ -66,11 +67,8 @@ async def test_two_planners_and_two_gasl_workers_serve_jobs_on_two_graphs(
             registry = GraphRegistry(client.pool)
             await registry.add("mmwr", DEMO_GRAPH)
             await registry.add("tiny", small)
-            for _ in range(400):
-                ready = [await client.pool.exists(f"test:ready:{p.pid}") for p in procs]
-                if all(ready):
-                    break
-                await asyncio.sleep(0.05)
+            await wait_for(client.pool, "planner", processes=2)
+            await wait_for(client.pool, "gasl", processes=2)
             async with LocalSystem(
                 settings, redis_url=redis_url, specs=others, resources={RESOURCE: model}
             ):
