@@ -87,20 +87,22 @@ class Outcome:
 
 @dataclass
 class Runtime:
-    """What every handler may use: Redis, the arq pool, settings and the stores; `resources`
-    holds per-process objects a worker builds once (an LLM client, a graph cache)."""
+    """What every handler may use: the arq pool (also the Redis client), settings and the
+    stores; `resources` holds per-process objects a worker builds once (a model client)."""
 
-    redis: Redis
     pool: ArqRedis
     settings: Settings
     events: EventLog
     jobs: JobStore
     resources: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def redis(self) -> Redis:
+        return self.pool
+
     @classmethod
     def create(cls, pool: ArqRedis, settings: Settings) -> Runtime:
         return cls(
-            redis=pool,
             pool=pool,
             settings=settings,
             events=EventLog(

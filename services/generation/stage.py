@@ -15,7 +15,7 @@ desired type is one call whose text the validator coerces. Loop state lives behi
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from messages import (
@@ -28,7 +28,7 @@ from messages import (
     ValidationFailed,
 )
 from services.generation.loop import LoopState, StepResult, continuation_prompt, step
-from services.ipv.context import build_call_context, render_call_context
+from services.ipv.context import build_call_context, desired_type_for, render_call_context
 from services.ipv.profiles import Profile, effective_settings
 from services.llm.client import LLMClient
 from services.llm.models import ChatMessage, LLMRequest
@@ -116,18 +116,10 @@ class GeneratorStep:
     finish_reason: str = ""
     sections: int = 0
     elements: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class MissingAnchor(LookupError):
     pass
-
-
-def desired_type(anchor: GenerationRequested) -> TypeSpec:
-    """The type this task's answer must have: the job's for its last task, text otherwise."""
-    plan = anchor.progress.plan
-    last = plan is None or anchor.progress.task_index >= len(plan.tasks) - 1
-    return build_call_context(anchor.request).desired_type if last else TypeSpec(kind="str")
 
 
 async def generate(
@@ -149,7 +141,7 @@ async def generate(
         anchor, repair = found, message.repair
         iteration = message.iteration if isinstance(message, GenerationContinued) else 1
     profile = effective_settings(anchor.request)
-    spec = desired_type(anchor)
+    spec = desired_type_for(anchor.request, anchor.progress)
     repair_note = message if isinstance(message, ValidationFailed) else None
     if spec.kind != "document":
         return await _one_value(
@@ -162,7 +154,7 @@ async def generate(
         finish_reason = result.metrics.finish_reason or ""
     else:
         if iteration == 1:
-            prompt = _first_prompt(anchor, spec, capability, repair_note)
+            prompt = _first_prompt(anchor, capability, repair_note)
         else:
             prompt = _continuation_prompt(anchor, state, capability)
         response = await llm.complete(
@@ -321,7 +313,7 @@ def _context_blocks(
                 }
             ),
             ensure_ascii=False,
-        )
+        ),
     }
     if anchor.evidence:
         evidence, cut = truncate_to_tokens(
@@ -337,7 +329,6 @@ def _context_blocks(
 
 def _first_prompt(
     anchor: GenerationRequested,
-    spec: TypeSpec,
     capability: Capability,
     repair_note: ValidationFailed | None,
 ) -> list[ChatMessage]:

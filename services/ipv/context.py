@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from messages.job import AmbientContext, CodeSiteContext, JobRequest
+from messages.task import JobProgress
 from messages.types import TypeSpec
 from services.ipv.annotations import infer_desired_type
 from services.ipv.executors import DEFAULT_EXECUTOR
@@ -73,6 +74,19 @@ def _hints(desired: TypeSpec, code_site: CodeSiteContext | None) -> list[str]:
     if code_site and code_site.variable_name:
         hints.append(f"the caller stores the result in `{code_site.variable_name}`")
     return hints
+
+
+def desired_type_for(request: JobRequest, progress: JobProgress) -> TypeSpec:
+    """What the current task's answer must be: the job's desired type for its last task (or
+    a job without a plan); text for a task whose answer only feeds the next one."""
+    if is_last_task(progress):
+        return build_call_context(request).desired_type
+    return TypeSpec(kind="str")
+
+
+def is_last_task(progress: JobProgress) -> bool:
+    plan = progress.plan
+    return plan is None or progress.task_index >= len(plan.tasks) - 1
 
 
 def render_call_context(ctx: CallContext, *, max_argument_chars: int = MAX_ARGUMENT_CHARS) -> str:

@@ -27,7 +27,7 @@ from messages import (
     ValidationFailed,
     ValidationRequested,
 )
-from services.ipv.context import build_call_context
+from services.ipv.context import desired_type_for, is_last_task
 from services.ipv.profiles import effective_settings
 from services.validation.coerce import coerce
 from services.validation.describe import describe_type
@@ -37,9 +37,8 @@ from services.validation.quality import check_quality
 
 def validate(message: GenerationCompleted | ValidationRequested) -> list[Envelope]:
     request, progress = message.request, message.progress
-    plan = progress.plan
-    last = plan is None or progress.task_index >= len(plan.tasks) - 1
-    spec = build_call_context(request).desired_type if last else TypeSpec(kind="str")
+    last = is_last_task(progress)
+    spec = desired_type_for(request, progress)
     profile = effective_settings(request)
     try:
         value = _coerce(message.output, spec, request.ambient.locale)
