@@ -72,16 +72,19 @@ class LocalSystem:
         await asyncio.wait([ready_wait, self._task], return_when=asyncio.FIRST_COMPLETED)
         if self._task.done():
             ready_wait.cancel()
-            await self.stop()
+            await self.stop()  # raises the workers' start-up error, after cleaning up
 
     async def stop(self) -> None:
+        """Stop the workers, then the embedded Redis, even when the workers failed."""
         self._stop.set()
-        if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        if self.redis is not None:
-            await self.redis.stop()
+        task, self._task = self._task, None
+        try:
+            if task is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        finally:
+            if self.redis is not None:
+                await self.redis.stop()
 
     async def wait(self) -> None:
         """Until the workers stop (a worker crashed) or the caller is cancelled."""

@@ -93,3 +93,24 @@ async def test_queued_jobs_survive_an_embedded_redis_restart(
     ):
         assert await client.result(job_id, timeout=20) == "queued before a restart"
     assert await asyncio.to_thread((tmp_path / "aof").exists)
+
+
+async def test_a_worker_that_cannot_start_stops_the_embedded_redis_too(
+    tmp_path: Path, settings: Settings
+) -> None:
+    import dataclasses
+
+    import pytest
+
+    from infra.actor import Runtime
+    from infra.redis_server import port_is_open
+
+    async def no_model(runtime: Runtime) -> None:
+        raise RuntimeError("no model to call")
+
+    broken = [dataclasses.replace(RELAY_WORKERS[0], setup=no_model), *RELAY_WORKERS[1:]]
+    port = free_port()
+    with pytest.raises(RuntimeError, match="no model to call"):
+        async with LocalSystem(settings, port=port, state_dir=tmp_path / "s", specs=broken):
+            pass
+    assert not port_is_open(port), "the embedded server was stopped"
