@@ -10,7 +10,7 @@ from infra import keys
 from infra.actor import enqueue
 from infra.events import Event, EventLog
 from infra.jobs import JobStore
-from messages import Envelope, JobRequest, JobSubmitted, new_job_id, utc_now
+from messages import CarriesJob, Envelope, JobRequest, JobSubmitted, new_job_id, utc_now
 
 
 class JobExists(ValueError):
@@ -56,10 +56,9 @@ async def start_job(
 ) -> None:
     """Create the job record and enqueue the job's first message (usually job.submitted;
     a benchmark may start a job at a later stage)."""
-    request = getattr(first, "request", None)
-    if not isinstance(request, JobRequest):
+    if not isinstance(first, JobSubmitted | CarriesJob):
         raise TypeError(f"{first.type} carries no job request to record")
-    if not await jobs.create(first.job_id, request):
+    if not await jobs.create(first.job_id, first.request):
         raise JobExists(f"job {first.job_id!r} already exists")
     await enqueue(pool, first)
     await events.record(

@@ -8,6 +8,8 @@ from messages.job import AmbientContext, CodeSiteContext, JobOptions, JobRequest
 from messages.pipeline import (
     MESSAGE_ADAPTER,
     MESSAGE_TYPES,
+    CarriesJob,
+    CarriesRound,
     FailureStatus,
     GaslPlanExecuted,
     GaslPlanRequested,
@@ -33,6 +35,8 @@ __all__ = [
     "MESSAGE_TYPES",
     "SCHEMA_VERSION",
     "AmbientContext",
+    "CarriesJob",
+    "CarriesRound",
     "CodeSiteContext",
     "Envelope",
     "ExecutionRecord",

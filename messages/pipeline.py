@@ -40,22 +40,11 @@ FailureStatus = Literal[
 ]
 
 
-class JobSubmitted(Envelope):
-    destination: ClassVar[str | None] = "intent"
-    type: Literal["job.submitted"] = "job.submitted"
-    request: JobRequest
+class CarriesJob(Envelope):
+    """A message that carries the job's request and where the job stands in its plan: every
+    message between the intent and the validator except a continuation or a repair, whose
+    context the generator keeps (services.generation.stage)."""
 
-
-class IntentAnalyzed(Envelope):
-    destination: ClassVar[str | None] = "planner"
-    type: Literal["intent.analyzed"] = "intent.analyzed"
-    request: JobRequest
-    progress: JobProgress
-
-
-class TaskPlanned(Envelope):
-    destination: ClassVar[str | None] = "planner"
-    type: Literal["task.planned"] = "task.planned"
     request: JobRequest
     progress: JobProgress
 
@@ -71,37 +60,49 @@ class RoundNote(BaseModel):
     outcome: str = ""
 
 
-class GaslPlanRequested(Envelope):
+class CarriesRound(CarriesJob):
+    """A message of one HDT round: its number, its plan and the rounds before it."""
+
+    round: int = Field(ge=0)
+    plan: GaslPlan
+    history: list[RoundNote] = Field(default_factory=list)
+
+
+class JobSubmitted(Envelope):
+    destination: ClassVar[str | None] = "intent"
+    type: Literal["job.submitted"] = "job.submitted"
+    request: JobRequest
+
+
+class IntentAnalyzed(CarriesJob):
+    destination: ClassVar[str | None] = "planner"
+    type: Literal["intent.analyzed"] = "intent.analyzed"
+
+
+class TaskPlanned(CarriesJob):
+    destination: ClassVar[str | None] = "planner"
+    type: Literal["task.planned"] = "task.planned"
+
+
+class GaslPlanRequested(CarriesRound):
     destination: ClassVar[str | None] = "gasl"
     type: Literal["gasl.plan_requested"] = "gasl.plan_requested"
-    request: JobRequest
-    progress: JobProgress
-    round: int = Field(ge=0)
-    plan: GaslPlan
-    history: list[RoundNote] = Field(default_factory=list)
 
 
-class GaslPlanExecuted(Envelope):
+class GaslPlanExecuted(CarriesRound):
     destination: ClassVar[str | None] = "planner"
     type: Literal["gasl.plan_executed"] = "gasl.plan_executed"
-    request: JobRequest
-    progress: JobProgress
-    round: int = Field(ge=0)
-    plan: GaslPlan
-    history: list[RoundNote] = Field(default_factory=list)
     records: list[ExecutionRecord] = Field(default_factory=list)
     state_summary: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
 
 
-class GenerationRequested(Envelope):
+class GenerationRequested(CarriesJob):
     """Write the answer of one task. `evidence` is what the planner found; the generator
     keeps this message as the loop's anchor for continuations and repairs."""
 
     destination: ClassVar[str | None] = "generator"
     type: Literal["generation.requested"] = "generation.requested"
-    request: JobRequest
-    progress: JobProgress
     task_id: str
     instructions: str
     evidence: dict[str, Any] = Field(default_factory=dict)
@@ -118,22 +119,18 @@ class GenerationContinued(Envelope):
     repair: int = Field(default=0, ge=0)
 
 
-class GenerationCompleted(Envelope):
+class GenerationCompleted(CarriesJob):
     destination: ClassVar[str | None] = "validator"
     type: Literal["generation.completed"] = "generation.completed"
-    request: JobRequest
-    progress: JobProgress
     task_id: str
     output: Any
     iterations: int = Field(default=1, ge=1)
     repair: int = Field(default=0, ge=0)
 
 
-class ValidationRequested(Envelope):
+class ValidationRequested(CarriesJob):
     destination: ClassVar[str | None] = "validator"
     type: Literal["validation.requested"] = "validation.requested"
-    request: JobRequest
-    progress: JobProgress
     task_id: str
     output: Any
 

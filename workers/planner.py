@@ -10,7 +10,14 @@ import structlog
 from infra.actor import Metrics, Outcome, Runtime, WorkerSpec
 from infra.graphs import GraphNotFound, GraphRegistry
 from infra.model import ensure_model, model_of
-from messages import Envelope, GaslPlanExecuted, IntentAnalyzed, JobFailed, TaskPlanned
+from messages import (
+    CarriesJob,
+    Envelope,
+    GaslPlanExecuted,
+    IntentAnalyzed,
+    JobFailed,
+    TaskPlanned,
+)
 from services.planner import on_gasl_executed, on_intent_analyzed, on_task_planned
 
 log = structlog.get_logger(__name__)
@@ -30,7 +37,7 @@ async def setup(runtime: Runtime) -> None:
 
 
 async def handle(message: Envelope, runtime: Runtime) -> Outcome:
-    assert isinstance(message, IntentAnalyzed | TaskPlanned | GaslPlanExecuted)
+    assert isinstance(message, CarriesJob)
     request = message.request
     summary: dict[str, Any] | None = None
     if request.graph is not None:
