@@ -1,13 +1,5 @@
-"""The `postel` command line.
-
-Exit codes a script can rely on:
-  0  success
-  1  the job failed (its status and error are printed)
-  2  bad input: usage error, invalid type or value
-  3  Redis unreachable
-  4  no such job
-  5  timed out waiting
-"""
+"""The `postel` command line (exit codes: infra/cli_support.py; GASL and graph commands:
+infra/cli_gasl.py)."""
 
 from __future__ import annotations
 
@@ -15,68 +7,24 @@ import asyncio
 import json
 import signal
 import sys
-from collections.abc import Callable, Coroutine
-from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 from pydantic import ValidationError
-from redis.exceptions import ConnectionError as RedisConnectionError
 
 from infra.cli_gasl import bench_gasl, gasl, graph
+from infra.cli_support import (
+    EXIT_FAILED,
+    EXIT_INPUT,
+    fail,
+    run_async,
+    settings,
+)
 from infra.client import Client, JobFailedError
 from infra.events import Event
-from infra.jobs import JobNotFound
 from infra.local_model import LocalModelError
-from infra.logging import configure_logging
-from infra.settings import WORKER_NAMES, Settings
-from infra.submit import UnknownGraph
-
-T = TypeVar("T")
-
-EXIT_FAILED, EXIT_INPUT, EXIT_REDIS, EXIT_NOT_FOUND, EXIT_TIMEOUT = 1, 2, 3, 4, 5
-
-
-def run_async(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
-    """Run a coroutine command, turning known failures into their exit codes."""
-
-    @wraps(coro_fn)
-    def wrapper(*args: Any, **kwargs: Any) -> T:
-        try:
-            return asyncio.run(coro_fn(*args, **kwargs))
-        except (RedisConnectionError, OSError) as exc:
-            fail(
-                f"cannot reach Redis: {exc}. Is `postel up` running, or POSTEL_REDIS_URL set?",
-                EXIT_REDIS,
-            )
-        except (JobNotFound, UnknownGraph) as exc:
-            fail(str(exc), EXIT_NOT_FOUND)
-        except TimeoutError:
-            fail("timed out waiting for the job", EXIT_TIMEOUT)
-        except JobFailedError as exc:
-            fail(str(exc), EXIT_FAILED)
-        except ValidationError as exc:
-            fail(f"invalid input: {exc}", EXIT_INPUT)
-        except LocalModelError as exc:
-            fail(
-                f"no model to call: {exc}. Set POSTEL_LLM_BASE_URL to an OpenAI-compatible "
-                "endpoint, or install the bundled model with pip install 'postel[local]'",
-                EXIT_INPUT,
-            )
-
-    return wrapper
-
-
-def fail(message: str, code: int) -> Any:
-    click.echo(f"postel: {message}", err=True)
-    sys.exit(code)
-
-
-def settings() -> Settings:
-    current = Settings()
-    configure_logging(current.log_level, current.log_format)
-    return current
+from infra.settings import WORKER_NAMES
 
 
 def format_event(event: Event) -> str:
@@ -519,7 +467,7 @@ def model() -> None:
 def model_serve(host: str, port: int) -> None:
     """Serve the bundled SmolLM2-135M over the OpenAI-compatible protocol until stopped, so
     worker processes on other machines can use it (POSTEL_LLM_BASE_URL=http://HOST:PORT/v1)."""
-    from infra.local_model import LocalModelError, LocalModelServer
+    from infra.local_model import LocalModelServer
 
     settings()
 

