@@ -36,7 +36,7 @@ from redis.asyncio import Redis
 from infra import keys
 from infra.commit import ARQ_FUNCTION, commit_once
 from infra.deadletter import dead_letter
-from infra.events import Command, Event, EventLog, EventStatus, run_commands
+from infra.events import Command, Event, EventLog, EventStatus, Metrics, run_commands
 from infra.jobs import JobStore
 from infra.settings import Settings
 from messages import (
@@ -48,34 +48,10 @@ from messages import (
     utc_now,
 )
 from services.llm.errors import LLMError, LLMRequestRejected
-from services.llm.metered import Meter
 
 log = structlog.get_logger(__name__)
 
 DONE_TTL_S = 7 * 24 * 3600
-
-
-@dataclass
-class Metrics:
-    """Per-hop figures a handler reports; they become numeric event fields."""
-
-    iteration: int = 0
-    round: int = 0
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    finish_reason: str = ""
-    sections: int = 0
-    elements: int = 0
-
-    @classmethod
-    def of_calls(cls, meter: Meter, **figures: Any) -> Metrics:
-        return cls(
-            llm_calls=meter.calls,
-            prompt_tokens=meter.prompt_tokens,
-            completion_tokens=meter.completion_tokens,
-            **figures,
-        )
 
 
 @dataclass
@@ -354,7 +330,6 @@ class Actor:
         metrics: Metrics | None = None,
         wait_ms: float = 0.0,
     ) -> Event:
-        figures = metrics or Metrics()
         return Event(
             job_id=message.job_id,
             message_id=message.message_id,
@@ -366,14 +341,7 @@ class Actor:
             duration_ms=duration_ms,
             error=error,
             wait_ms=wait_ms,
-            iteration=figures.iteration,
-            round=figures.round,
-            llm_calls=figures.llm_calls,
-            prompt_tokens=figures.prompt_tokens,
-            completion_tokens=figures.completion_tokens,
-            finish_reason=figures.finish_reason,
-            sections=figures.sections,
-            elements=figures.elements,
+            **(metrics or Metrics()).model_dump(),
         )
 
     async def _record(

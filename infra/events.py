@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 from redis.asyncio import Redis
 
 from infra import keys
+from services.llm.metered import Meter
 
 INSTANCE = f"{socket.gethostname()}:{os.getpid()}"
 
@@ -37,7 +38,29 @@ EventStatus = Literal[
 ]
 
 
-class Event(BaseModel):
+class Metrics(BaseModel):
+    """The figures a handler reports for its hop; each is an event field of the same name."""
+
+    iteration: int = 0
+    round: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str = ""
+    sections: int = 0
+    elements: int = 0
+
+    @classmethod
+    def of_calls(cls, meter: Meter, **figures: Any) -> Metrics:
+        return cls(
+            llm_calls=meter.calls,
+            prompt_tokens=meter.prompt_tokens,
+            completion_tokens=meter.completion_tokens,
+            **figures,
+        )
+
+
+class _Hop(BaseModel):
     job_id: str
     message_id: str
     type: str
@@ -49,14 +72,12 @@ class Event(BaseModel):
     duration_ms: float = 0.0
     wait_ms: float = 0.0
     error: str = ""
-    iteration: int = 0
-    round: int = 0
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    finish_reason: str = ""
-    sections: int = 0
-    elements: int = 0
+
+
+class Event(Metrics, _Hop):
+    """One entry: the hop's fields first, then its figures (pydantic orders fields from the
+    last base to the first)."""
+
     id: str | None = Field(default=None, description="the stream entry id, when read back")
 
     def fields(self) -> dict[str, str]:
