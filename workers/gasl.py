@@ -3,32 +3,24 @@
 from __future__ import annotations
 
 from infra.actor import Metrics, Outcome, Runtime, WorkerSpec
-from infra.graphs import GraphNotFound, GraphRegistry
+from infra.graphs import GraphRegistry
 from infra.model import ensure_model, model_of
 from infra.stores import GaslStateStore
 from messages import Envelope, GaslPlanRequested, JobFailed
 from services.gasl.model import LLMGaslModel
 from services.gasl.stage import execute_round
 
-REGISTRY = "graphs"
-
-
-async def setup(runtime: Runtime) -> None:
-    await ensure_model(runtime)
-    runtime.resources.setdefault(REGISTRY, GraphRegistry(runtime.redis))
-
 
 async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     assert isinstance(message, GaslPlanRequested)
-    if message.request.graph is None:
-        raise ValueError("a GASL plan needs the job's graph, and this job names none")
-    registry: GraphRegistry = runtime.resources[REGISTRY]
+    graph = message.request.graph
     try:
-        adapter = await registry.adapter(message.request.graph)
-    except GraphNotFound as exc:
-        return Outcome(
-            [message.derive(JobFailed, "failed", status="invalid_request", error=str(exc))]
-        )
+        if graph is None:
+            raise LookupError("the job names no graph")
+        adapter = await GraphRegistry(runtime.redis).adapter(graph)
+    except LookupError as exc:  # GraphNotFound too
+        error = f"a GASL plan needs the job's graph: {exc}"
+        return Outcome([message.derive(JobFailed, "failed", status="invalid_request", error=error)])
     states = GaslStateStore(runtime.redis, runtime.settings.job_ttl_s)
     task = message.progress.task_index
     before = await states.before_round(message.job_id, task, message.round)
@@ -39,4 +31,4 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     return Outcome([result.message], Metrics.of_calls(llm.meter, round=message.round))
 
 
-WORKER = WorkerSpec("gasl", (GaslPlanRequested,), handle, setup=setup)
+WORKER = WorkerSpec("gasl", (GaslPlanRequested,), handle, setup=ensure_model)

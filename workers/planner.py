@@ -22,8 +22,6 @@ from services.planner import on_gasl_executed, on_intent_analyzed, on_task_plann
 
 log = structlog.get_logger(__name__)
 
-REGISTRY = "graphs"
-
 HANDLERS = {
     IntentAnalyzed: on_intent_analyzed,
     TaskPlanned: on_task_planned,
@@ -31,17 +29,12 @@ HANDLERS = {
 }
 
 
-async def setup(runtime: Runtime) -> None:
-    await ensure_model(runtime)
-    runtime.resources.setdefault(REGISTRY, GraphRegistry(runtime.redis))
-
-
 async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     assert isinstance(message, CarriesJob)
     request = message.request
     summary: dict[str, Any] | None = None
     if request.graph is not None:
-        registry: GraphRegistry = runtime.resources[REGISTRY]
+        registry = GraphRegistry(runtime.redis)  # adapters are cached per process
         try:
             summary = await registry.summary(request.graph)
         except GraphNotFound as exc:
@@ -58,4 +51,4 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     return Outcome(messages, Metrics.of_calls(llm.meter, round=round_))
 
 
-WORKER = WorkerSpec("planner", tuple(HANDLERS), handle, setup=setup)
+WORKER = WorkerSpec("planner", tuple(HANDLERS), handle, setup=ensure_model)
