@@ -30,16 +30,13 @@ import structlog
 from arq import Retry
 from arq.connections import ArqRedis
 from arq.constants import in_progress_key_prefix
-from pydantic import ValidationError
-from redis.asyncio import Redis
-
-from infra import keys
-from infra.commit import ARQ_FUNCTION, commit_once
-from infra.deadletter import dead_letter
-from infra.events import Command, Event, EventLog, EventStatus, Metrics, run_commands
-from infra.jobs import JobStore
-from infra.settings import Settings
-from messages import (
+from postel.infra import keys
+from postel.infra.commit import ARQ_FUNCTION, commit_once
+from postel.infra.deadletter import dead_letter
+from postel.infra.events import Command, Event, EventLog, EventStatus, Metrics, run_commands
+from postel.infra.jobs import JobStore
+from postel.infra.settings import Settings
+from postel.messages import (
     Envelope,
     FailureStatus,
     JobCompleted,
@@ -47,7 +44,9 @@ from messages import (
     decode_message,
     utc_now,
 )
-from services.llm.errors import LLMError, LLMRequestRejected
+from postel.services.llm.errors import LLMError, LLMRequestRejected
+from pydantic import ValidationError
+from redis.asyncio import Redis
 
 log = structlog.get_logger(__name__)
 

@@ -17,13 +17,12 @@ from typing import Any
 from arq import Worker
 from arq.connections import ArqRedis, RedisSettings
 from arq.worker import func
-
-from infra.client import Client
-from infra.local_system import LocalSystem
-from infra.redis_server import configured_or_scratch
-from infra.relay import RELAY_WORKERS
-from infra.settings import Settings
-from infra.wire import connect_arq, dumps, loads
+from postel.infra.client import Client
+from postel.infra.local_system import LocalSystem
+from postel.infra.redis_server import configured_or_scratch
+from postel.infra.relay import RELAY_WORKERS
+from postel.infra.settings import Settings
+from postel.infra.wire import connect_arq, dumps, loads
 
 STAGES = 5
 BARE_QUEUE = "bench:bare:q:{}"

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra import keys
-from infra.client import Client
-from infra.local_system import LocalSystem
-from infra.model import RESOURCE, Model
-from infra.redis_server import configured_or_scratch
-from infra.runner import load_worker
-from infra.settings import Settings
-from infra.submit import start_job
-from messages import (
+from postel.infra import keys
+from postel.infra.client import Client
+from postel.infra.local_system import LocalSystem
+from postel.infra.model import RESOURCE, Model
+from postel.infra.redis_server import configured_or_scratch
+from postel.infra.runner import load_worker
+from postel.infra.settings import Settings
+from postel.infra.submit import start_job
+from postel.messages import (
     GenerationRequested,
     Intent,
     JobOptions,
@@ -30,18 +30,18 @@ from messages import (
     TypeSpec,
     new_job_id,
 )
-from services.generation.bench import (
+from postel.services.generation.bench import (
     IterationFigures,
     naive_parse_ms,
     scale_row,
     scaled,
     summarise_run,
 )
-from services.generation.loop import LoopState, step
-from services.generation.oracle import Oracle
-from services.generation.summary import summary_lines
-from services.llm import LLMRequest, ScriptedClient
-from services.prompts import Capability
+from postel.services.generation.loop import LoopState, step
+from postel.services.generation.oracle import Oracle
+from postel.services.generation.summary import summary_lines
+from postel.services.llm import LLMRequest, ScriptedClient
+from postel.services.prompts import Capability
 
 TASK_ID = "bench"
 

@@ -11,20 +11,19 @@ from pathlib import Path
 from typing import Any
 
 import click
-from pydantic import ValidationError
-
-from infra.cli_gasl import bench_gasl, gasl, graph
-from infra.cli_support import (
+from postel.infra.cli_gasl import bench_gasl, gasl, graph
+from postel.infra.cli_support import (
     EXIT_FAILED,
     EXIT_INPUT,
     fail,
     run_async,
     settings,
 )
-from infra.client import Client, JobFailedError
-from infra.events import Event
-from infra.local_model import LocalModelError
-from infra.settings import WORKER_NAMES
+from postel.infra.client import Client, JobFailedError
+from postel.infra.events import Event
+from postel.infra.local_model import LocalModelError
+from postel.infra.settings import WORKER_NAMES
+from pydantic import ValidationError
 
 
 def format_event(event: Event) -> str:
@@ -81,7 +80,7 @@ def up(port: int | None, state_dir: Path | None) -> None:
     """Run the whole system in one process: an embedded Redis and all five workers.
 
     Ctrl-C stops it cleanly; queued jobs survive a restart (AOF under the state dir)."""
-    from infra.local_system import LocalSystem
+    from postel.infra.local_system import LocalSystem
 
     current = settings()
     if current.redis_url:
@@ -124,7 +123,7 @@ def worker(name: str, concurrency: int | None) -> None:
 
     Start as many as you like, on any machine: they share the queue. The intent worker
     also consumes the ingress stream."""
-    from infra.runner import run_workers
+    from postel.infra.runner import run_workers
 
     current = settings()
 
@@ -183,7 +182,7 @@ def submit(
 def build_request(
     prompt: str, type_: str, graph: str | None, text_file: Path | None, profile: str
 ) -> Any:
-    from messages import JobRequest, TypeSpec
+    from postel.messages import JobRequest, TypeSpec
 
     try:
         spec = TypeSpec.model_validate(parse_type_option(type_))
@@ -242,8 +241,8 @@ def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
     Embedded by default (a private Redis, all five workers, the bundled offline model); on
     the running system when POSTEL_REDIS_URL is set or `postel up` runs; the model at
     POSTEL_LLM_BASE_URL when set."""
-    from infra.demo import run_demo
-    from services.generation.markdown import to_markdown
+    from postel.infra.demo import run_demo
+    from postel.services.generation.markdown import to_markdown
 
     current = settings()
 
@@ -279,7 +278,7 @@ def reason_command(
 
     Runs on the running system (POSTEL_REDIS_URL, or a `postel up` on this machine); with
     none, starts the whole system for this one job and stops it afterwards."""
-    from infra.session import connected, run_job
+    from postel.infra.session import connected, run_job
 
     current = settings()
     request = build_request(prompt, type_, None, text_file, profile)
@@ -310,8 +309,8 @@ def reason_command(
 def coerce_command(type_: str, locale: str | None, value: str) -> None:
     """Coerce VALUE to the type as the validator would and print it as JSON (exit 2 and the
     reason if it cannot be)."""
-    from messages import TypeSpec
-    from services.validation import CoercionError, UnsupportedSchemaError, coerce
+    from postel.messages import TypeSpec
+    from postel.services.validation import CoercionError, UnsupportedSchemaError, coerce
 
     try:
         spec = TypeSpec.model_validate(parse_type_option(type_))
@@ -362,7 +361,7 @@ async def _aiter(items: list[Event]) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per process.")
 def workers(as_json: bool) -> None:
     """List the live worker processes (each refreshes its presence every few seconds)."""
-    from infra.presence import live_workers
+    from postel.infra.presence import live_workers
 
     current = settings()
 
@@ -384,7 +383,7 @@ def workers(as_json: bool) -> None:
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 def schema(directory: Path) -> None:
     """Write one JSON Schema per message type into DIRECTORY."""
-    from infra.schema_export import write_schemas
+    from postel.infra.schema_export import write_schemas
 
     for path in write_schemas(directory):
         click.echo(str(path))
@@ -400,7 +399,7 @@ def bench() -> None:
 @click.option("--json", "as_json", is_flag=True)
 def bench_bus(jobs: int, as_json: bool) -> None:
     """Per-hop latency and jobs/s through the five queues (no LLM) against bare arq."""
-    from infra.bench_bus import format_bus_bench, run_bus_bench
+    from postel.infra.bench_bus import format_bus_bench, run_bus_bench
 
     current = settings()
     figures = run_async(run_bus_bench)(current, jobs)
@@ -431,9 +430,9 @@ def bench_bus(jobs: int, as_json: bool) -> None:
 def bench_loop(document_path: Path, max_tokens: int, scale: str | None, as_json: bool) -> None:
     """The AI loop over the bus with an oracle model: iterations, tokens per iteration, LLM
     calls against the minimum, partial-parse time against a naive re-parse."""
-    from infra.bench_loop import run_loop_bus_bench, run_loop_bus_scale
-    from messages import SectionsDocument
-    from services.generation.bench import format_loop_bench
+    from postel.infra.bench_loop import run_loop_bus_bench, run_loop_bus_scale
+    from postel.messages import SectionsDocument
+    from postel.services.generation.bench import format_loop_bench
 
     current = settings()
     try:
@@ -467,7 +466,7 @@ def model() -> None:
 def model_serve(host: str, port: int) -> None:
     """Serve the bundled SmolLM2-135M over the OpenAI-compatible protocol until stopped, so
     worker processes on other machines can use it (POSTEL_LLM_BASE_URL=http://HOST:PORT/v1)."""
-    from infra.local_model import LocalModelServer
+    from postel.infra.local_model import LocalModelServer
 
     settings()
 

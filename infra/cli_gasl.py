@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from postel.infra import cli_support
 from pydantic import ValidationError
 
-from infra import cli_support
-
 if TYPE_CHECKING:
-    from infra.graphs import GraphInfo, GraphRegistry
+    from postel.infra.graphs import GraphInfo, GraphRegistry
 
 FAILED_STATUSES = frozenset({"error", "binding_failure", "schema_mismatch"})
 SAMPLE = "sample"
@@ -32,8 +31,7 @@ SAMPLE = "sample"
 @asynccontextmanager
 async def _registry() -> AsyncIterator[GraphRegistry]:
     import redis.asyncio as aioredis
-
-    from infra.graphs import GraphRegistry
+    from postel.infra.graphs import GraphRegistry
 
     client = aioredis.Redis.from_url(cli_support.settings().effective_redis_url)
     try:
@@ -64,7 +62,7 @@ def graph_add(name: str, file: Path) -> None:
 
     The file is parsed first and refused if it is not a usable graph. Adding an existing
     NAME replaces it with a new version; workers reload it on their next use."""
-    from infra.graphs import GraphFileError, InvalidGraphName, validate_name
+    from postel.infra.graphs import GraphFileError, InvalidGraphName, validate_name
 
     try:
         validate_name(name)
@@ -112,7 +110,7 @@ def graph_list(as_json: bool) -> None:
 @click.argument("name")
 def graph_info(name: str) -> None:
     """Print graph NAME's metadata as JSON (exit 4 if there is no such graph)."""
-    from infra.graphs import GraphNotFound
+    from postel.infra.graphs import GraphNotFound
 
     async def go() -> GraphInfo:
         async with _registry() as registry:
@@ -171,8 +169,7 @@ def gasl_run(
     postel gasl run --graph sample 'FIND nodes WHERE entity_type = "PERSON" LIMIT 5 AS p'
     """
     import networkx as nx
-
-    from services.gasl.cli_support import (
+    from postel.services.gasl.cli_support import (
         DEMO_GRAPH,
         format_records_table,
         load_plan,
@@ -220,7 +217,7 @@ def gasl_check(commands: tuple[str, ...]) -> None:
     """Parse the COMMANDs without running them: `ok`, or where and why one fails.
 
     Exit 2 if any command does not parse."""
-    from services.gasl.cli_support import check_commands
+    from postel.services.gasl.cli_support import check_commands
 
     failed = False
     for command, outcome in zip(commands, check_commands(list(commands)), strict=True):
@@ -263,7 +260,7 @@ def gasl_check(commands: tuple[str, ...]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
 def bench_gasl(nodes: int, path_nodes: int, repeat: int, no_cypher: bool, as_json: bool) -> None:
     """GASL FIND (index and scan) and path queries against GrandCypher on generated graphs."""
-    from services.gasl.bench import format_gasl_bench, run_gasl_bench
+    from postel.services.gasl.bench import format_gasl_bench, run_gasl_bench
 
     if not no_cypher:
         try:

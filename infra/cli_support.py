@@ -18,15 +18,14 @@ from functools import wraps
 from typing import Any, TypeVar
 
 import click
+from postel.infra.client import JobFailedError
+from postel.infra.jobs import JobNotFound
+from postel.infra.local_model import LocalModelError
+from postel.infra.logging import configure_logging
+from postel.infra.settings import Settings
+from postel.infra.submit import UnknownGraph
 from pydantic import ValidationError
 from redis.exceptions import ConnectionError as RedisConnectionError
-
-from infra.client import JobFailedError
-from infra.jobs import JobNotFound
-from infra.local_model import LocalModelError
-from infra.logging import configure_logging
-from infra.settings import Settings
-from infra.submit import UnknownGraph
 
 T = TypeVar("T")
 

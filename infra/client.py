@@ -16,14 +16,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from arq.connections import ArqRedis
-
-from infra import keys
-from infra.events import Event, EventLog
-from infra.jobs import JobNotFound, JobRecord, JobStore
-from infra.settings import Settings
-from infra.submit import submit_job
-from infra.wire import connect_arq
-from messages import AmbientContext, CodeSiteContext, JobOptions, JobRequest, TypeSpec
+from postel.infra import keys
+from postel.infra.events import Event, EventLog
+from postel.infra.jobs import JobNotFound, JobRecord, JobStore
+from postel.infra.settings import Settings
+from postel.infra.submit import submit_job
+from postel.infra.wire import connect_arq
+from postel.messages import AmbientContext, CodeSiteContext, JobOptions, JobRequest, TypeSpec
 
 TERMINAL_TYPES = frozenset({"job.completed", "job.failed"})
 

@@ -23,12 +23,11 @@ from dataclasses import dataclass
 from arq.constants import expires_extra_ms, job_key_prefix, result_key_prefix
 from arq.jobs import serialize_job
 from arq.utils import timestamp_ms
+from postel.infra import keys
+from postel.infra.events import Command
+from postel.infra.wire import dumps
+from postel.messages import Envelope
 from redis.asyncio import Redis
-
-from infra import keys
-from infra.events import Command
-from infra.wire import dumps
-from messages import Envelope
 
 ARQ_FUNCTION = "handle"
 

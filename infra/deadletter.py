@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from postel.infra import keys
+from postel.messages import utc_now
 from redis.asyncio import Redis
-
-from infra import keys
-from messages import utc_now
 
 DEAD_LETTER_MAXLEN = 100_000
 

@@ -13,15 +13,15 @@ import hashlib
 import time
 from collections.abc import Callable
 
-from infra.client import Client
-from infra.events import Event
-from infra.graphs import GraphInfo, GraphNotFound, GraphRegistry
-from infra.jobs import JobRecord
-from infra.model import provider_of
-from infra.session import connected, run_job
-from infra.settings import Settings
-from messages import JobOptions, JobRequest, TypeSpec
-from services.gasl.cli_support import DEMO_GRAPH
+from postel.infra.client import Client
+from postel.infra.events import Event
+from postel.infra.graphs import GraphInfo, GraphNotFound, GraphRegistry
+from postel.infra.jobs import JobRecord
+from postel.infra.model import provider_of
+from postel.infra.session import connected, run_job
+from postel.infra.settings import Settings
+from postel.messages import JobOptions, JobRequest, TypeSpec
+from postel.services.gasl.cli_support import DEMO_GRAPH
 
 QUESTION = "Which authors in these reports collaborate most, and on what topics?"
 GRAPH_NAME = "mmwr"

@@ -25,11 +25,10 @@ import socket
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
+from postel.infra import keys
+from postel.services.llm.metered import Meter
 from pydantic import BaseModel, Field
 from redis.asyncio import Redis
-
-from infra import keys
-from services.llm.metered import Meter
 
 INSTANCE = f"{socket.gethostname()}:{os.getpid()}"
 

@@ -29,12 +29,11 @@ from typing import Any, Literal
 import networkx as nx
 import redis.asyncio as aioredis
 import structlog
+from postel.infra import keys
+from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.loaders import normalise_graph
+from postel.services.gasl.schema_summary import summarize_graph
 from pydantic import BaseModel
-
-from infra import keys
-from services.gasl.adapters import NetworkXAdapter
-from services.gasl.loaders import normalise_graph
-from services.gasl.schema_summary import summarize_graph
 
 log = structlog.get_logger(__name__)
 

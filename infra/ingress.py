@@ -17,14 +17,13 @@ import uuid
 from typing import Any
 
 import structlog
+from postel.infra import keys
+from postel.infra.actor import Runtime
+from postel.infra.deadletter import dead_letter
+from postel.infra.submit import JobExists, UnknownGraph, submit_job
+from postel.messages import JobRequest
 from pydantic import ValidationError
 from redis.exceptions import ResponseError
-
-from infra import keys
-from infra.actor import Runtime
-from infra.deadletter import dead_letter
-from infra.submit import JobExists, UnknownGraph, submit_job
-from messages import JobRequest
 
 log = structlog.get_logger(__name__)
 

@@ -10,11 +10,10 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
+from postel.infra import keys
+from postel.messages import JobRequest, utc_now
 from pydantic import BaseModel
 from redis.asyncio import Redis
-
-from infra import keys
-from messages import JobRequest, utc_now
 
 JobStatus = Literal["queued", "running", "completed", "failed"]
 

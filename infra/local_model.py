@@ -35,8 +35,7 @@ from typing import Any
 
 import httpx
 import structlog
-
-from services.llm.openai import OpenAIConfig
+from postel.services.llm.openai import OpenAIConfig
 
 log = structlog.get_logger(__name__)
 

@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-
-from infra.actor import WorkerSpec
-from infra.redis_server import EmbeddedRedis
-from infra.runner import run_workers
-from infra.settings import WORKER_NAMES, Settings
+from postel.infra.actor import WorkerSpec
+from postel.infra.redis_server import EmbeddedRedis
+from postel.infra.runner import run_workers
+from postel.infra.settings import WORKER_NAMES, Settings
 
 log = structlog.get_logger(__name__)
 

@@ -16,11 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import structlog
-
-from infra.actor import Runtime
-from infra.local_model import LocalModelServer
-from infra.settings import Settings
-from services.llm import (
+from postel.infra.actor import Runtime
+from postel.infra.local_model import LocalModelServer
+from postel.infra.settings import Settings
+from postel.services.llm import (
     LLMClient,
     LLMSettings,
     MeteredClient,
@@ -29,8 +28,8 @@ from services.llm import (
     RetryPolicy,
     build_llm_client,
 )
-from services.llm.context_window import ContextWindowClient
-from services.prompts import Capability
+from postel.services.llm.context_window import ContextWindowClient
+from postel.services.prompts import Capability
 
 log = structlog.get_logger(__name__)
 

@@ -9,12 +9,11 @@ import os
 import socket
 from datetime import datetime
 
+from postel.infra import keys
+from postel.infra.events import INSTANCE
+from postel.messages import utc_now
 from pydantic import BaseModel
 from redis.asyncio import Redis
-
-from infra import keys
-from infra.events import INSTANCE
-from messages import utc_now
 
 BEAT_S = 5.0
 TTL_S = 15

@@ -16,11 +16,11 @@ import sys
 from types import FrameType
 from typing import Any
 
-from infra.client import JobFailedError
-from infra.session import connected, run_job
-from infra.settings import Settings
-from messages import AmbientContext, JobOptions, JobRequest, TypeSpec
-from services.ipv import infer_desired_type, read_code_site
+from postel.infra.client import JobFailedError
+from postel.infra.session import connected, run_job
+from postel.infra.settings import Settings
+from postel.messages import AmbientContext, JobOptions, JobRequest, TypeSpec
+from postel.services.ipv import infer_desired_type, read_code_site
 
 
 def build_reason_request(

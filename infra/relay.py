@@ -7,8 +7,8 @@ job crosses all five real queues: intent -> planner -> gasl -> generator -> vali
 
 from __future__ import annotations
 
-from infra.actor import Outcome, Runtime, WorkerSpec
-from messages import (
+from postel.infra.actor import Outcome, Runtime, WorkerSpec
+from postel.messages import (
     Envelope,
     GaslPlan,
     GaslPlanRequested,

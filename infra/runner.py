@@ -16,13 +16,12 @@ import structlog
 from arq import Worker
 from arq.connections import RedisSettings
 from arq.worker import func
-
-from infra import keys
-from infra.actor import ARQ_FUNCTION, Actor, Runtime, WorkerSpec
-from infra.ingress import run_ingress
-from infra.presence import announce, announcement, keep_announcing, withdraw
-from infra.settings import WORKER_NAMES, Settings
-from infra.wire import connect_arq, dumps, loads
+from postel.infra import keys
+from postel.infra.actor import ARQ_FUNCTION, Actor, Runtime, WorkerSpec
+from postel.infra.ingress import run_ingress
+from postel.infra.presence import announce, announcement, keep_announcing, withdraw
+from postel.infra.settings import WORKER_NAMES, Settings
+from postel.infra.wire import connect_arq, dumps, loads
 
 log = structlog.get_logger(__name__)
 
@@ -33,7 +32,7 @@ def load_worker(name: str) -> WorkerSpec:
     """The spec a `workers/<name>.py` module exports as WORKER, looked up by name."""
     if name not in WORKER_NAMES:
         raise ValueError(f"unknown worker {name!r}; expected one of {', '.join(WORKER_NAMES)}")
-    spec: WorkerSpec = importlib.import_module(f"workers.{name}").WORKER
+    spec: WorkerSpec = importlib.import_module(f"postel.workers.{name}").WORKER
     return spec
 
 

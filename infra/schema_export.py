@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from messages import MESSAGE_ADAPTER, MESSAGE_TYPES, JobRequest
+from postel.messages import MESSAGE_ADAPTER, MESSAGE_TYPES, JobRequest
 
 
 def write_schemas(directory: Path) -> list[Path]:

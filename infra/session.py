@@ -12,13 +12,13 @@ import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
-from infra.client import Client
-from infra.events import Event
-from infra.jobs import JobRecord
-from infra.local_system import LocalSystem
-from infra.redis_server import free_port, port_is_open
-from infra.settings import Settings
-from messages import JobRequest
+from postel.infra.client import Client
+from postel.infra.events import Event
+from postel.infra.jobs import JobRecord
+from postel.infra.local_system import LocalSystem
+from postel.infra.redis_server import free_port, port_is_open
+from postel.infra.settings import Settings
+from postel.messages import JobRequest
 
 OnEvent = Callable[[Event], Awaitable[None] | None]
 

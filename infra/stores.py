@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from postel.infra import keys
+from postel.messages import GenerationRequested
+from postel.services.generation.loop import LoopState
 from redis.asyncio import Redis
-
-from infra import keys
-from messages import GenerationRequested
-from services.generation.loop import LoopState
 
 
 class RedisLoopStore:

@@ -5,12 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 from arq.connections import ArqRedis
-
-from infra import keys
-from infra.actor import enqueue
-from infra.events import Event, EventLog
-from infra.jobs import JobStore
-from messages import CarriesJob, Envelope, JobRequest, JobSubmitted, new_job_id, utc_now
+from postel.infra import keys
+from postel.infra.actor import enqueue
+from postel.infra.events import Event, EventLog
+from postel.infra.jobs import JobStore
+from postel.messages import CarriesJob, Envelope, JobRequest, JobSubmitted, new_job_id, utc_now
 
 
 class JobExists(ValueError):

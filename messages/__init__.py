@@ -1,11 +1,11 @@
 """postel's contract: pydantic v2 models of every message. Imports nothing else of ours."""
 
-from messages.document import Section, SectionsDocument
-from messages.envelope import SCHEMA_VERSION, Envelope, new_job_id, utc_now
-from messages.gasl import ExecutionRecord, GaslPlan, PlanConfig
-from messages.intent import Intent, QualityRequirements, TaskIntentOverride
-from messages.job import AmbientContext, CodeSiteContext, JobOptions, JobRequest
-from messages.pipeline import (
+from postel.messages.document import Section, SectionsDocument
+from postel.messages.envelope import SCHEMA_VERSION, Envelope, new_job_id, utc_now
+from postel.messages.gasl import ExecutionRecord, GaslPlan, PlanConfig
+from postel.messages.intent import Intent, QualityRequirements, TaskIntentOverride
+from postel.messages.job import AmbientContext, CodeSiteContext, JobOptions, JobRequest
+from postel.messages.pipeline import (
     MESSAGE_ADAPTER,
     MESSAGE_TYPES,
     CarriesJob,
@@ -27,8 +27,8 @@ from messages.pipeline import (
     ValidationRequested,
     decode_message,
 )
-from messages.task import JobProgress, Task, TaskOutcome, TaskPlan
-from messages.types import TypeSpec
+from postel.messages.task import JobProgress, Task, TaskOutcome, TaskPlan
+from postel.messages.types import TypeSpec
 
 __all__ = [
     "MESSAGE_ADAPTER",

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from postel.messages.types import TypeSpec
 from pydantic import BaseModel, ConfigDict, Field
-
-from messages.types import TypeSpec
 
 ProfileName = Literal["default", "production", "creative", "strict"]
 

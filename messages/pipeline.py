@@ -20,12 +20,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
+from postel.messages.envelope import Envelope
+from postel.messages.gasl import ExecutionRecord, GaslPlan
+from postel.messages.job import JobRequest
+from postel.messages.task import JobProgress
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-
-from messages.envelope import Envelope
-from messages.gasl import ExecutionRecord, GaslPlan
-from messages.job import JobRequest
-from messages.task import JobProgress
 
 FailureStatus = Literal[
     "invalid_request",

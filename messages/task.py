@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from postel.messages.intent import Intent, TaskIntentOverride
 from pydantic import BaseModel, ConfigDict, Field
-
-from messages.intent import Intent, TaskIntentOverride
 
 TaskKind = Literal["graph_analysis", "generation"]
 

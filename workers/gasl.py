@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from infra.actor import Metrics, Outcome, Runtime, WorkerSpec
-from infra.graphs import GraphRegistry
-from infra.model import ensure_model, model_of
-from infra.stores import GaslStateStore
-from messages import Envelope, GaslPlanRequested, JobFailed
-from services.gasl.model import LLMGaslModel
-from services.gasl.stage import execute_round
+from postel.infra.actor import Metrics, Outcome, Runtime, WorkerSpec
+from postel.infra.graphs import GraphRegistry
+from postel.infra.model import ensure_model, model_of
+from postel.infra.stores import GaslStateStore
+from postel.messages import Envelope, GaslPlanRequested, JobFailed
+from postel.services.gasl.model import LLMGaslModel
+from postel.services.gasl.stage import execute_round
 
 
 async def handle(message: Envelope, runtime: Runtime) -> Outcome:

@@ -3,11 +3,11 @@ itself as `generation.continued` until its JSON parses completely (the AI loop).
 
 from __future__ import annotations
 
-from infra.actor import Metrics, Outcome, Runtime, WorkerSpec
-from infra.model import ensure_model, model_of
-from infra.stores import RedisLoopStore
-from messages import Envelope, GenerationContinued, GenerationRequested, ValidationFailed
-from services.generation.stage import generate
+from postel.infra.actor import Metrics, Outcome, Runtime, WorkerSpec
+from postel.infra.model import ensure_model, model_of
+from postel.infra.stores import RedisLoopStore
+from postel.messages import Envelope, GenerationContinued, GenerationRequested, ValidationFailed
+from postel.services.generation.stage import generate
 
 
 async def handle(message: Envelope, runtime: Runtime) -> Outcome:

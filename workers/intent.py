@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from infra.actor import Metrics, Outcome, Runtime, WorkerSpec
-from infra.model import ensure_model, model_of
-from messages import Envelope, JobSubmitted
-from services.ipv.infer import analyze_intent
+from postel.infra.actor import Metrics, Outcome, Runtime, WorkerSpec
+from postel.infra.model import ensure_model, model_of
+from postel.messages import Envelope, JobSubmitted
+from postel.services.ipv.infer import analyze_intent
 
 
 async def handle(message: Envelope, runtime: Runtime) -> Outcome:

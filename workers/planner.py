@@ -6,11 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import structlog
-
-from infra.actor import Metrics, Outcome, Runtime, WorkerSpec
-from infra.graphs import GraphNotFound, GraphRegistry
-from infra.model import ensure_model, model_of
-from messages import (
+from postel.infra.actor import Metrics, Outcome, Runtime, WorkerSpec
+from postel.infra.graphs import GraphNotFound, GraphRegistry
+from postel.infra.model import ensure_model, model_of
+from postel.messages import (
     CarriesJob,
     Envelope,
     GaslPlanExecuted,
@@ -18,7 +17,7 @@ from messages import (
     JobFailed,
     TaskPlanned,
 )
-from services.planner import on_gasl_executed, on_intent_analyzed, on_task_planned
+from postel.services.planner import on_gasl_executed, on_intent_analyzed, on_task_planned
 
 log = structlog.get_logger(__name__)
 

@@ -3,9 +3,9 @@ the next task, or send a bounded repair request back to the generator."""
 
 from __future__ import annotations
 
-from infra.actor import Outcome, Runtime, WorkerSpec
-from messages import Envelope, GenerationCompleted, ValidationRequested
-from services.validation.stage import validate
+from postel.infra.actor import Outcome, Runtime, WorkerSpec
+from postel.messages import Envelope, GenerationCompleted, ValidationRequested
+from postel.services.validation.stage import validate
 
 
 async def handle(message: Envelope, runtime: Runtime) -> Outcome:

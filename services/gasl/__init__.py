@@ -4,11 +4,11 @@ Entry points: `GaslExecutor.execute_plan` (executor), `NetworkXAdapter.from_grap
 (graphs), `StateStore` with a `StateBackend` (state), `parse` (syntax). See docs/GASL.md.
 """
 
-from services.gasl.adapters import Caps, GraphAdapter, NetworkXAdapter
-from services.gasl.executor import GaslExecutor, replay
-from services.gasl.llm_steps import GaslModel
-from services.gasl.parser import GaslSyntaxError, parse
-from services.gasl.state import JsonFileStateBackend, StateBackend, StateStore
+from postel.services.gasl.adapters import Caps, GraphAdapter, NetworkXAdapter
+from postel.services.gasl.executor import GaslExecutor, replay
+from postel.services.gasl.llm_steps import GaslModel
+from postel.services.gasl.parser import GaslSyntaxError, parse
+from postel.services.gasl.state import JsonFileStateBackend, StateBackend, StateStore
 
 __all__ = [
     "Caps",

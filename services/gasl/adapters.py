@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import networkx as nx
-
-from services.gasl import ast
-from services.gasl.conditions import evaluate
-from services.gasl.loaders import load_graphml
+from postel.services.gasl import ast
+from postel.services.gasl.conditions import evaluate
+from postel.services.gasl.loaders import load_graphml
 
 
 @dataclass

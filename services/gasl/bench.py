@@ -17,9 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 import networkx as nx
-
-from services.gasl.adapters import Caps, NetworkXAdapter
-from services.gasl.executor import GaslExecutor
+from postel.services.gasl.adapters import Caps, NetworkXAdapter
+from postel.services.gasl.executor import GaslExecutor
 
 _TYPES = 50
 _BUCKETS = 10_000

@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from messages.gasl import ExecutionRecord, GaslPlan, GaslRunResult
-from services.gasl.adapters import NetworkXAdapter
-from services.gasl.executor import GaslExecutor
-from services.gasl.llm_steps import GaslModel
-from services.gasl.parser import GaslSyntaxError, parse
-from services.gasl.state import JsonFileStateBackend, StateStore
+from postel.messages.gasl import ExecutionRecord, GaslPlan, GaslRunResult
+from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.executor import GaslExecutor
+from postel.services.gasl.llm_steps import GaslModel
+from postel.services.gasl.parser import GaslSyntaxError, parse
+from postel.services.gasl.state import JsonFileStateBackend, StateStore
 
 DEMO_GRAPH = Path(__file__).parent / "data" / "mmwr_nano_graphrag.graphml"
 STATE_FILE = "gasl_state.json"

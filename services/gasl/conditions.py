@@ -16,7 +16,7 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from services.gasl import ast
+from postel.services.gasl import ast
 
 
 class _Missing:

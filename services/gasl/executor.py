@@ -20,12 +20,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import ValidationError
-
-from messages.gasl import ExecutionRecord, GaslPlan, GaslRunResult, StateSummary
-from services.gasl import ast
-from services.gasl.adapters import Caps, Found, GraphAdapter
-from services.gasl.conditions import (
+from postel.messages.gasl import ExecutionRecord, GaslPlan, GaslRunResult, StateSummary
+from postel.services.gasl import ast
+from postel.services.gasl.adapters import Caps, Found, GraphAdapter
+from postel.services.gasl.conditions import (
     MISSING,
     BindingError,
     as_value,
@@ -34,10 +32,11 @@ from services.gasl.conditions import (
     fields_of,
     lookup,
 )
-from services.gasl.context import ContextStore, size_of
-from services.gasl.llm_steps import GaslModel, Limits, StepFailure, run_analyze, run_process
-from services.gasl.parser import GaslSyntaxError, parse
-from services.gasl.state import StateError, StateStore
+from postel.services.gasl.context import ContextStore, size_of
+from postel.services.gasl.llm_steps import GaslModel, Limits, StepFailure, run_analyze, run_process
+from postel.services.gasl.parser import GaslSyntaxError, parse
+from postel.services.gasl.state import StateError, StateStore
+from pydantic import ValidationError
 
 FAILURES = frozenset({"error", "binding_failure", "schema_mismatch"})
 # Which recorded statuses each ON guard answers to.

@@ -13,9 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from postel.services.gasl.context import shorten
 from pydantic import BaseModel, Field, ValidationError
-
-from services.gasl.context import shorten
 
 
 class GaslModel(Protocol):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from messages.types import TypeSpec
-from services.llm.client import LLMClient
-from services.llm.models import LLMRequest
-from services.prompts import TEMPLATES, Capability, build_prompt
-from services.validation import CoercionError, coerce
+from postel.messages.types import TypeSpec
+from postel.services.llm.client import LLMClient
+from postel.services.llm.models import LLMRequest
+from postel.services.prompts import TEMPLATES, Capability, build_prompt
+from postel.services.validation import CoercionError, coerce
 
 _JSON_OBJECT = TypeSpec(kind="dict")
 

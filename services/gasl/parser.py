@@ -16,8 +16,7 @@ from lark.exceptions import (
     UnexpectedToken,
     VisitError,
 )
-
-from services.gasl import ast
+from postel.services.gasl import ast
 
 # How each command is written; the hint of a syntax error quotes the one being typed.
 USAGE: dict[str, str] = {
@@ -304,7 +303,7 @@ def _int(token: Token | None) -> int | None:
 
 @cache
 def _lark() -> Lark:
-    grammar = resources.files("services.gasl").joinpath("grammar.lark").read_text("utf-8")
+    grammar = resources.files("postel.services.gasl").joinpath("grammar.lark").read_text("utf-8")
     return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
 
 

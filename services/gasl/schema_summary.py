@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.adapters import NetworkXAdapter
 
 MAX_KEYWORDS = 30
 EXAMPLE_TYPES = 10

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from messages import GaslPlanExecuted, GaslPlanRequested
-from services.gasl.adapters import GraphAdapter
-from services.gasl.executor import GaslExecutor
-from services.gasl.llm_steps import GaslModel
-from services.gasl.state import MemoryStateBackend, StateStore
+from postel.messages import GaslPlanExecuted, GaslPlanRequested
+from postel.services.gasl.adapters import GraphAdapter
+from postel.services.gasl.executor import GaslExecutor
+from postel.services.gasl.llm_steps import GaslModel
+from postel.services.gasl.state import MemoryStateBackend, StateStore
 
 
 @dataclass

@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from messages.gasl import StateKeySummary, StateSummary
-from services.gasl.context import shorten
+from postel.messages.gasl import StateKeySummary, StateSummary
+from postel.services.gasl.context import shorten
 
 StateType = Literal["LIST", "DICT", "COUNTER"]
 FORMAT = "postel.gasl.state/1"

@@ -14,15 +14,14 @@ import math
 import time
 from typing import Any
 
+from postel.messages.document import SectionsDocument
+from postel.services.generation.continuation import OUTPUT_FORMAT
+from postel.services.generation.loop import LoopState, continuation_prompt, step
+from postel.services.generation.oracle import Oracle, serialise
+from postel.services.generation.summary import summary_lines
+from postel.services.llm.tokens import count_tokens
 from pydantic import BaseModel
 from pydantic_core import from_json
-
-from messages.document import SectionsDocument
-from services.generation.continuation import OUTPUT_FORMAT
-from services.generation.loop import LoopState, continuation_prompt, step
-from services.generation.oracle import Oracle, serialise
-from services.generation.summary import summary_lines
-from services.llm.tokens import count_tokens
 
 BASE_PROMPT_TOKENS = 400  # role, guidelines and request: the same on every call
 

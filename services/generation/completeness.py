@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any
 
-from services.generation.spans import Span, scan
+from postel.services.generation.spans import Span, scan
 
 # Models wrap JSON in markdown fences or lead with prose; the document starts at its root key.
 _SECTIONS_ROOT = re.compile(r'\{\s*"sections"\s*:')

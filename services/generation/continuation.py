@@ -14,14 +14,13 @@ import json
 import re
 from typing import Any, Literal
 
+from postel.services.generation.merge import PendingCut
+from postel.services.generation.summary import summary_lines
+from postel.services.generation.units import UNIT_KEY, UNIT_NAME
+from postel.services.llm.tokens import truncate_to_tokens
+from postel.services.prompts.templates import CONTINUATION_RULES
+from postel.services.prompts.templates import SECTIONS_OUTPUT_FORMAT as OUTPUT_FORMAT
 from pydantic import BaseModel
-
-from services.generation.merge import PendingCut
-from services.generation.summary import summary_lines
-from services.generation.units import UNIT_KEY, UNIT_NAME
-from services.llm.tokens import truncate_to_tokens
-from services.prompts.templates import CONTINUATION_RULES
-from services.prompts.templates import SECTIONS_OUTPUT_FORMAT as OUTPUT_FORMAT
 
 ELEMENT_BEFORE_MAX_TOKENS = 200
 # Two angle brackets, not three: the prompt builder neutralises runs of three inside data

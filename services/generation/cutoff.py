@@ -15,12 +15,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from postel.services.generation.completeness import locate_json
+from postel.services.generation.spans import Span
+from postel.services.generation.units import closed_units
 from pydantic import BaseModel, Field
 from pydantic_core import from_json
-
-from services.generation.completeness import locate_json
-from services.generation.spans import Span
-from services.generation.units import closed_units
 
 
 class CutOff(BaseModel):

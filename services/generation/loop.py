@@ -28,17 +28,16 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
-
-from messages.document import SectionsDocument
-from services.generation.completeness import is_complete
-from services.generation.continuation import (
+from postel.messages.document import SectionsDocument
+from postel.services.generation.completeness import is_complete
+from postel.services.generation.continuation import (
     ContinuationText,
     build_continuation_context,
     render_continuation,
 )
-from services.generation.cutoff import analyse_response
-from services.generation.merge import PendingCut, merge_response
+from postel.services.generation.cutoff import analyse_response
+from postel.services.generation.merge import PendingCut, merge_response
+from pydantic import BaseModel, Field
 
 Decision = Literal["complete", "continue", "loop_detected", "iteration_cap"]
 Reason = Literal["parsed_complete", "cut_off", "repeated_output", "no_progress", "cap_reached"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from messages import SectionsDocument
+from postel.messages import SectionsDocument
 
 
 def to_markdown(document: SectionsDocument | dict[str, Any]) -> str:

@@ -24,11 +24,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from postel.services.generation.cutoff import ResponseAnalysis
+from postel.services.generation.units import UNIT_KEY, join_units
 from pydantic import BaseModel, Field
 from pydantic_core import from_json
-
-from services.generation.cutoff import ResponseAnalysis
-from services.generation.units import UNIT_KEY, join_units
 
 
 class PendingCut(BaseModel):

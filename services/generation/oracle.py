@@ -12,13 +12,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from postel.services.generation.continuation import (
+    ResumePoint,
+    read_cut_off_element,
+    read_resume_point,
+)
+from postel.services.generation.merge import covers
+from postel.services.generation.units import UNIT_KEY, remainder
+from postel.services.llm.tokens import count_tokens, truncate_to_tokens
 from pydantic import BaseModel
 from pydantic_core import from_json
-
-from services.generation.continuation import ResumePoint, read_cut_off_element, read_resume_point
-from services.generation.merge import covers
-from services.generation.units import UNIT_KEY, remainder
-from services.llm.tokens import count_tokens, truncate_to_tokens
 
 
 class OracleError(ValueError):

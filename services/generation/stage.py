@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from messages import (
+from postel.messages import (
     Envelope,
     GenerationCompleted,
     GenerationContinued,
@@ -27,14 +27,14 @@ from messages import (
     TypeSpec,
     ValidationFailed,
 )
-from services.generation.loop import LoopState, StepResult, continuation_prompt, step
-from services.ipv.context import build_call_context, desired_type_for, render_call_context
-from services.ipv.profiles import Profile, effective_settings
-from services.llm.client import LLMClient
-from services.llm.models import ChatMessage, LLMRequest
-from services.llm.tokens import truncate_to_tokens
-from services.prompts import TEMPLATES, Capability, build_prompt
-from services.validation import describe_type
+from postel.services.generation.loop import LoopState, StepResult, continuation_prompt, step
+from postel.services.ipv.context import build_call_context, desired_type_for, render_call_context
+from postel.services.ipv.profiles import Profile, effective_settings
+from postel.services.llm.client import LLMClient
+from postel.services.llm.models import ChatMessage, LLMRequest
+from postel.services.llm.tokens import truncate_to_tokens
+from postel.services.prompts import TEMPLATES, Capability, build_prompt
+from postel.services.validation import describe_type
 
 EVIDENCE_MAX_TOKENS = 1200
 TASK_MAX_TOKENS = 300

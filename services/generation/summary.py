@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from services.generation.units import unit_count
+from postel.services.generation.units import unit_count
 
 MAX_LINES = 200
 KEEP_EACH_END = 100

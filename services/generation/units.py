@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.generation.spans import Span
+from postel.services.generation.spans import Span
 
 UNIT_KEY: dict[str, str] = {
     "table": "rows",

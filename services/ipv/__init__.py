@@ -9,10 +9,10 @@ Public API:
     infer_desired_type(code_site) -> TypeSpec | None
 """
 
-from services.ipv.annotations import infer_desired_type
-from services.ipv.code_site import read_code_site
-from services.ipv.context import CallContext, build_call_context, render_call_context
-from services.ipv.executors import (
+from postel.services.ipv.annotations import infer_desired_type
+from postel.services.ipv.code_site import read_code_site
+from postel.services.ipv.context import CallContext, build_call_context, render_call_context
+from postel.services.ipv.executors import (
     DEFAULT_EXECUTOR,
     Executor,
     UnknownExecutorError,
@@ -22,7 +22,7 @@ from services.ipv.executors import (
     run_executor,
     unregister_executor,
 )
-from services.ipv.profiles import PROFILES, Profile, effective_settings, get_profile
+from postel.services.ipv.profiles import PROFILES, Profile, effective_settings, get_profile
 
 __all__ = [
     "DEFAULT_EXECUTOR",

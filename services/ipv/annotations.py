@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import ast
 
-from messages.job import CodeSiteContext
-from messages.types import TypeSpec
+from postel.messages.job import CodeSiteContext
+from postel.messages.types import TypeSpec
 
 _NAMES = {
     "float": "float",

@@ -17,7 +17,7 @@ import tokenize
 from types import FrameType
 from typing import Any
 
-from messages.job import CodeSiteContext
+from postel.messages.job import CodeSiteContext
 
 MAX_COMMENTS = 5
 LINES_AROUND = 3

@@ -11,14 +11,13 @@ import json
 from pathlib import PurePath
 from typing import Any
 
+from postel.messages.job import AmbientContext, CodeSiteContext, JobRequest
+from postel.messages.task import JobProgress
+from postel.messages.types import TypeSpec
+from postel.services.ipv.annotations import infer_desired_type
+from postel.services.ipv.executors import DEFAULT_EXECUTOR
+from postel.services.validation import describe_type
 from pydantic import BaseModel, ConfigDict, Field
-
-from messages.job import AmbientContext, CodeSiteContext, JobRequest
-from messages.task import JobProgress
-from messages.types import TypeSpec
-from services.ipv.annotations import infer_desired_type
-from services.ipv.executors import DEFAULT_EXECUTOR
-from services.validation import describe_type
 
 MAX_ARGUMENT_CHARS = 2000
 

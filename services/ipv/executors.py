@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the context module imports DEFAULT_EXECUTOR from here
-    from services.ipv.context import CallContext
+    from postel.services.ipv.context import CallContext
 
 Executor = Callable[["CallContext"], Awaitable[Any]]
 

@@ -4,12 +4,12 @@ repair turn carrying the validation error, then the job fails as `intent_failed`
 
 from __future__ import annotations
 
-from messages import Envelope, Intent, IntentAnalyzed, JobFailed, JobProgress, JobSubmitted
-from services.ipv.context import build_call_context, render_call_context
-from services.ipv.profiles import effective_settings
-from services.llm.ask import ask_json
-from services.llm.client import LLMClient
-from services.prompts import TEMPLATES, Capability, build_prompt
+from postel.messages import Envelope, Intent, IntentAnalyzed, JobFailed, JobProgress, JobSubmitted
+from postel.services.ipv.context import build_call_context, render_call_context
+from postel.services.ipv.profiles import effective_settings
+from postel.services.llm.ask import ask_json
+from postel.services.llm.client import LLMClient
+from postel.services.prompts import TEMPLATES, Capability, build_prompt
 
 INTENT_MAX_TOKENS = 768
 

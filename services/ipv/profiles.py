@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from postel.messages.job import JobRequest, ProfileName
 from pydantic import BaseModel, ConfigDict, Field
-
-from messages.job import JobRequest, ProfileName
 
 Strictness = Literal["lenient", "normal", "strict"]
 

@@ -1,9 +1,9 @@
 """The LLM layer: one async client interface, an OpenAI-compatible provider, a scripted
 provider with record/replay, and a factory choosing between them."""
 
-from services.llm.cassette import CassetteEntry, load_cassette, save_cassette
-from services.llm.client import LLMClient
-from services.llm.errors import (
+from postel.services.llm.cassette import CassetteEntry, load_cassette, save_cassette
+from postel.services.llm.client import LLMClient
+from postel.services.llm.errors import (
     CassetteExhausted,
     LLMBadResponse,
     LLMConnectionError,
@@ -13,14 +13,14 @@ from services.llm.errors import (
     LLMServerError,
     LLMTimeout,
 )
-from services.llm.factory import LLMSettings, build_llm_client
-from services.llm.metered import Meter, MeteredClient
-from services.llm.models import ChatMessage, LLMRequest, LLMResponse, Usage
-from services.llm.openai import OpenAIClient, OpenAIConfig
-from services.llm.recording import RecordingClient
-from services.llm.retry import RetryPolicy
-from services.llm.scripted import Responder, ScriptedClient
-from services.llm.structured import StructuredOutput
+from postel.services.llm.factory import LLMSettings, build_llm_client
+from postel.services.llm.metered import Meter, MeteredClient
+from postel.services.llm.models import ChatMessage, LLMRequest, LLMResponse, Usage
+from postel.services.llm.openai import OpenAIClient, OpenAIConfig
+from postel.services.llm.recording import RecordingClient
+from postel.services.llm.retry import RetryPolicy
+from postel.services.llm.scripted import Responder, ScriptedClient
+from postel.services.llm.structured import StructuredOutput
 
 __all__ = [
     "CassetteEntry",

@@ -9,11 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from postel.messages.types import TypeSpec
+from postel.services.llm.client import LLMClient
+from postel.services.llm.models import ChatMessage, LLMRequest, LLMResponse
 from pydantic import BaseModel, ValidationError
-
-from messages.types import TypeSpec
-from services.llm.client import LLMClient
-from services.llm.models import ChatMessage, LLMRequest, LLMResponse
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -29,7 +28,7 @@ class JsonAnswer(Generic[T]):
 
 def read_json_as(text: str, model: type[T]) -> T:
     """Liberal JSON parse, then strict validation; raises ValueError naming the problem."""
-    from services.validation import CoercionError, coerce
+    from postel.services.validation import CoercionError, coerce
 
     try:
         data: Any = coerce(text, _ANY_JSON)

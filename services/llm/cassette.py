@@ -31,9 +31,8 @@ import tempfile
 from pathlib import Path
 from typing import Literal
 
+from postel.services.llm.models import STOP, FinishReason, LLMRequest, Usage
 from pydantic import BaseModel, ConfigDict, TypeAdapter, model_validator
-
-from services.llm.models import STOP, FinishReason, LLMRequest, Usage
 
 
 class CassetteEntry(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from services.llm.models import LLMRequest, LLMResponse
+from postel.services.llm.models import LLMRequest, LLMResponse
 
 
 @runtime_checkable

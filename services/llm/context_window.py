@@ -8,10 +8,10 @@ room with a clear error instead of a server's 400."""
 
 from __future__ import annotations
 
-from services.llm.client import LLMClient
-from services.llm.errors import LLMRequestRejected
-from services.llm.models import LLMRequest, LLMResponse
-from services.llm.tokens import count_tokens
+from postel.services.llm.client import LLMClient
+from postel.services.llm.errors import LLMRequestRejected
+from postel.services.llm.models import LLMRequest, LLMResponse
+from postel.services.llm.tokens import count_tokens
 
 MIN_COMPLETION = 32
 PROMPT_MARGIN = 1.25

@@ -6,14 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from postel.services.llm.client import LLMClient
+from postel.services.llm.openai import OpenAIClient, OpenAIConfig
+from postel.services.llm.recording import RecordingClient
+from postel.services.llm.retry import RetryPolicy
+from postel.services.llm.scripted import ScriptedClient
+from postel.services.llm.structured import StructuredOutput
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
-
-from services.llm.client import LLMClient
-from services.llm.openai import OpenAIClient, OpenAIConfig
-from services.llm.recording import RecordingClient
-from services.llm.retry import RetryPolicy
-from services.llm.scripted import ScriptedClient
-from services.llm.structured import StructuredOutput
 
 
 class LLMSettings(BaseModel):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.llm.client import LLMClient
-from services.llm.models import LLMRequest, LLMResponse
+from postel.services.llm.client import LLMClient
+from postel.services.llm.models import LLMRequest, LLMResponse
 
 
 @dataclass

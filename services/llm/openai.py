@@ -12,9 +12,7 @@ from typing import Any
 
 import httpx
 import structlog
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
-
-from services.llm.errors import (
+from postel.services.llm.errors import (
     LLMBadResponse,
     LLMConnectionError,
     LLMError,
@@ -23,10 +21,11 @@ from services.llm.errors import (
     LLMServerError,
     LLMTimeout,
 )
-from services.llm.models import LLMRequest, LLMResponse, Usage
-from services.llm.retry import RetryPolicy
-from services.llm.structured import StructuredOutput, response_format
-from services.llm.tokens import count_tokens
+from postel.services.llm.models import LLMRequest, LLMResponse, Usage
+from postel.services.llm.retry import RetryPolicy
+from postel.services.llm.structured import StructuredOutput, response_format
+from postel.services.llm.tokens import count_tokens
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 log = structlog.get_logger(__name__)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.llm.cassette import CassetteEntry, save_cassette
-from services.llm.client import LLMClient
-from services.llm.models import LLMRequest, LLMResponse
+from postel.services.llm.cassette import CassetteEntry, save_cassette
+from postel.services.llm.client import LLMClient
+from postel.services.llm.models import LLMRequest, LLMResponse
 
 
 class RecordingClient:

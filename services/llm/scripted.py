@@ -12,10 +12,10 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from services.llm.cassette import CassetteEntry, load_cassette
-from services.llm.errors import CassetteExhausted
-from services.llm.models import LENGTH, LLMRequest, LLMResponse, Usage
-from services.llm.tokens import count_tokens, truncate_to_tokens
+from postel.services.llm.cassette import CassetteEntry, load_cassette
+from postel.services.llm.errors import CassetteExhausted
+from postel.services.llm.models import LENGTH, LLMRequest, LLMResponse, Usage
+from postel.services.llm.tokens import count_tokens, truncate_to_tokens
 
 Responder = Callable[[LLMRequest], str | Awaitable[str]]
 

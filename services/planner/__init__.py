@@ -64,11 +64,16 @@ Prompts stay within round_prompt.BUDGETS tokens (1500 on minimal models) by cutt
 history, state, schema, last results and question, in that order.
 """
 
-from services.planner.finish import after_task, evidence_of, provenance_of
-from services.planner.handlers import on_gasl_executed, on_intent_analyzed, on_task_planned
-from services.planner.hdt import RoundDecision, decide_round
-from services.planner.round_answer import RoundAnswer, read_round_answer
-from services.planner.task_plan import TaskPlanResult, default_plan, plan_tasks, read_task_plan
+from postel.services.planner.finish import after_task, evidence_of, provenance_of
+from postel.services.planner.handlers import on_gasl_executed, on_intent_analyzed, on_task_planned
+from postel.services.planner.hdt import RoundDecision, decide_round
+from postel.services.planner.round_answer import RoundAnswer, read_round_answer
+from postel.services.planner.task_plan import (
+    TaskPlanResult,
+    default_plan,
+    plan_tasks,
+    read_task_plan,
+)
 
 __all__ = [
     "RoundAnswer",

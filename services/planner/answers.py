@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from messages.types import TypeSpec
-from services.validation import CoercionError, coerce
+from postel.messages.types import TypeSpec
+from postel.services.validation import CoercionError, coerce
 
 _OBJECT = TypeSpec(kind="dict")
 

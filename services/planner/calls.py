@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from messages.job import JobRequest
-from services.ipv import effective_settings
-from services.llm import ChatMessage, LLMClient, LLMRequest
+from postel.messages.job import JobRequest
+from postel.services.ipv import effective_settings
+from postel.services.llm import ChatMessage, LLMClient, LLMRequest
 
 
 async def ask(

@@ -14,17 +14,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from messages.envelope import Envelope
-from messages.gasl import ExecutionRecord
-from messages.job import JobRequest
-from messages.pipeline import (
+from postel.messages.envelope import Envelope
+from postel.messages.gasl import ExecutionRecord
+from postel.messages.job import JobRequest
+from postel.messages.pipeline import (
     GaslPlanExecuted,
     GenerationRequested,
     TaskPlanned,
     ValidationRequested,
 )
-from messages.task import JobProgress, Task, TaskOutcome
-from services.planner.render import compact
+from postel.messages.task import JobProgress, Task, TaskOutcome
+from postel.services.planner.render import compact
 
 MAX_SOURCES = 100
 _WRITTEN_TYPES = frozenset({"document", "str"})

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from messages.envelope import Envelope
-from messages.gasl import GaslPlan
-from messages.pipeline import (
+from postel.messages.envelope import Envelope
+from postel.messages.gasl import GaslPlan
+from postel.messages.pipeline import (
     GaslPlanExecuted,
     GaslPlanRequested,
     IntentAnalyzed,
@@ -22,14 +22,14 @@ from messages.pipeline import (
     RoundNote,
     TaskPlanned,
 )
-from messages.task import JobProgress, Task
-from services.ipv import effective_settings
-from services.llm import LLMClient
-from services.planner.finish import after_task, generation_request, graph_outcome
-from services.planner.hdt import UNUSABLE, RoundDecision, decide_round, plan_id, probe_plan
-from services.planner.render import outcome_digest
-from services.planner.task_plan import plan_tasks
-from services.prompts import Capability
+from postel.messages.task import JobProgress, Task
+from postel.services.ipv import effective_settings
+from postel.services.llm import LLMClient
+from postel.services.planner.finish import after_task, generation_request, graph_outcome
+from postel.services.planner.hdt import UNUSABLE, RoundDecision, decide_round, plan_id, probe_plan
+from postel.services.planner.render import outcome_digest
+from postel.services.planner.task_plan import plan_tasks
+from postel.services.prompts import Capability
 
 _OUTCOME_CHARS = 400
 

@@ -12,16 +12,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from messages.gasl import ExecutionRecord, GaslPlan
-from messages.job import JobRequest
-from messages.pipeline import RoundNote
-from messages.task import Task
-from services.llm import LLMClient
-from services.planner.answers import AnswerError
-from services.planner.calls import ask
-from services.planner.round_answer import Decision, read_round_answer
-from services.planner.round_prompt import round_messages
-from services.prompts import Capability
+from postel.messages.gasl import ExecutionRecord, GaslPlan
+from postel.messages.job import JobRequest
+from postel.messages.pipeline import RoundNote
+from postel.messages.task import Task
+from postel.services.llm import LLMClient
+from postel.services.planner.answers import AnswerError
+from postel.services.planner.calls import ask
+from postel.services.planner.round_answer import Decision, read_round_answer
+from postel.services.planner.round_prompt import round_messages
+from postel.services.prompts import Capability
 
 ANSWER_TOKENS = 512
 # Marks a round whose plan the planner chose because the model's answer was unusable.

@@ -8,8 +8,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from messages.gasl import ExecutionRecord
-from messages.pipeline import RoundNote
+from postel.messages.gasl import ExecutionRecord
+from postel.messages.pipeline import RoundNote
 
 _TEXT_CHARS = 60
 _ROWS_SHOWN = 3

@@ -13,10 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from postel.messages.gasl import PlanConfig
+from postel.services.planner.answers import AnswerError, read_object, text_of
 from pydantic import ValidationError
-
-from messages.gasl import PlanConfig
-from services.planner.answers import AnswerError, read_object, text_of
 
 Decision = Literal["continue", "refine", "pivot", "complete"]
 

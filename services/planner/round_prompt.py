@@ -13,13 +13,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from messages.gasl import ExecutionRecord
-from messages.pipeline import RoundNote
-from services.llm import ChatMessage
-from services.llm.tokens import count_tokens, truncate_to_tokens
-from services.planner.render import graph_text, history_text, records_text, state_text
-from services.prompts import Capability, build_prompt
-from services.prompts.templates import HDT_ROUND
+from postel.messages.gasl import ExecutionRecord
+from postel.messages.pipeline import RoundNote
+from postel.services.llm import ChatMessage
+from postel.services.llm.tokens import count_tokens, truncate_to_tokens
+from postel.services.planner.render import graph_text, history_text, records_text, state_text
+from postel.services.prompts import Capability, build_prompt
+from postel.services.prompts.templates import HDT_ROUND
 
 BUDGETS: dict[Capability, int] = {
     Capability.MINIMAL: 1500,

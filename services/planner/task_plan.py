@@ -16,17 +16,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from postel.messages.intent import Intent, TaskIntentOverride
+from postel.messages.job import JobRequest
+from postel.messages.task import Task, TaskKind, TaskPlan
+from postel.services.llm import ChatMessage, LLMClient
+from postel.services.planner.answers import AnswerError, read_object, text_of
+from postel.services.planner.calls import ask
+from postel.services.planner.render import graph_text
+from postel.services.prompts import Capability, build_prompt
+from postel.services.prompts.templates import TASK_PLAN
 from pydantic import ValidationError
-
-from messages.intent import Intent, TaskIntentOverride
-from messages.job import JobRequest
-from messages.task import Task, TaskKind, TaskPlan
-from services.llm import ChatMessage, LLMClient
-from services.planner.answers import AnswerError, read_object, text_of
-from services.planner.calls import ask
-from services.planner.render import graph_text
-from services.prompts import Capability, build_prompt
-from services.prompts.templates import TASK_PLAN
 
 MAX_GRAPH_TASKS = 4
 ANSWER_TOKENS = 600

@@ -1,13 +1,13 @@
 """The prompt builder: templates as data, rendered per model capability into chat messages,
 with untrusted text always delimited as data."""
 
-from services.prompts.builder import build_prompt
-from services.prompts.capability import Capability
-from services.prompts.delimit import neutralise
-from services.prompts.errors import PromptError
-from services.prompts.registry import TemplateRegistry
-from services.prompts.template import Example, OutputField, PromptTemplate
-from services.prompts.templates import TEMPLATES
+from postel.services.prompts.builder import build_prompt
+from postel.services.prompts.capability import Capability
+from postel.services.prompts.delimit import neutralise
+from postel.services.prompts.errors import PromptError
+from postel.services.prompts.registry import TemplateRegistry
+from postel.services.prompts.template import Example, OutputField, PromptTemplate
+from postel.services.prompts.templates import TEMPLATES
 
 __all__ = [
     "TEMPLATES",

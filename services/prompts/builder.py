@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from services.llm.models import ChatMessage
-from services.prompts.capability import Capability
-from services.prompts.delimit import data_block
-from services.prompts.style import STYLES, Style
-from services.prompts.template import Example, PromptTemplate
+from postel.services.llm.models import ChatMessage
+from postel.services.prompts.capability import Capability
+from postel.services.prompts.delimit import data_block
+from postel.services.prompts.style import STYLES, Style
+from postel.services.prompts.template import Example, PromptTemplate
 
 DEFAULT_SYSTEM = "You are a helpful assistant."
 DEFAULT_ROLE = "You are a helpful assistant."

@@ -3,8 +3,8 @@ a template that asks for nothing fails at import, not in the middle of a job."""
 
 from __future__ import annotations
 
-from services.prompts.errors import PromptError
-from services.prompts.template import PromptTemplate
+from postel.services.prompts.errors import PromptError
+from postel.services.prompts.template import PromptTemplate
 
 
 class TemplateRegistry:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.prompts.capability import Capability
+from postel.services.prompts.capability import Capability
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from postel.services.prompts.errors import PromptError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from services.prompts.errors import PromptError
 
 
 class OutputField(BaseModel):

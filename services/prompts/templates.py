@@ -5,8 +5,8 @@ Add a template by registering it on `TEMPLATES`; build it with
 
 from __future__ import annotations
 
-from services.prompts.registry import TemplateRegistry
-from services.prompts.template import Example, OutputField, PromptTemplate
+from postel.services.prompts.registry import TemplateRegistry
+from postel.services.prompts.template import Example, OutputField, PromptTemplate
 
 TEMPLATES = TemplateRegistry()
 

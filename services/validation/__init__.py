@@ -7,11 +7,11 @@ Public API:
     check_schema(schema)                                raises UnsupportedSchemaError
 """
 
-from services.validation.coerce import coerce
-from services.validation.describe import describe_type
-from services.validation.errors import CoercionError, UnsupportedSchemaError
-from services.validation.quality import check_quality
-from services.validation.schema import check_schema
+from postel.services.validation.coerce import coerce
+from postel.services.validation.describe import describe_type
+from postel.services.validation.errors import CoercionError, UnsupportedSchemaError
+from postel.services.validation.quality import check_quality
+from postel.services.validation.schema import check_schema
 
 __all__ = [
     "CoercionError",

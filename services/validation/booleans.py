@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 
-from services.validation.errors import CoercionError
-from services.validation.text import clean_scalar
+from postel.services.validation.errors import CoercionError
+from postel.services.validation.text import clean_scalar
 
 # fmt: off
 _TRUE = frozenset({

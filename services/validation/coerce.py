@@ -10,14 +10,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from messages.types import TypeSpec
-from services.validation.booleans import parse_bool
-from services.validation.document import read_document
-from services.validation.errors import CoercionError
-from services.validation.numbers import read_number
-from services.validation.schema import check_schema, validate
-from services.validation.structured import load_object, split_list
-from services.validation.text import strip_quotes, unwrap_fence
+from postel.messages.types import TypeSpec
+from postel.services.validation.booleans import parse_bool
+from postel.services.validation.document import read_document
+from postel.services.validation.errors import CoercionError
+from postel.services.validation.numbers import read_number
+from postel.services.validation.schema import check_schema, validate
+from postel.services.validation.structured import load_object, split_list
+from postel.services.validation.text import strip_quotes, unwrap_fence
 
 
 def coerce(raw: Any, spec: TypeSpec, *, locale: str | None = None) -> Any:

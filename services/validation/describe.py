@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from messages.types import TypeSpec
+from postel.messages.types import TypeSpec
 
 _SCALARS = {
     "float": "a single number (float)",

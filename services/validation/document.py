@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from postel.messages.document import SectionsDocument
+from postel.services.validation.errors import CoercionError
+from postel.services.validation.structured import load_json
 from pydantic import ValidationError
-
-from messages.document import SectionsDocument
-from services.validation.errors import CoercionError
-from services.validation.structured import load_json
 
 _EXPECTED = 'a sections document {"sections": [...]}'
 _SHOWN_PROBLEMS = 3

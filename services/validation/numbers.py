@@ -20,11 +20,10 @@ import re
 from decimal import Decimal, localcontext
 from typing import Any
 
+from postel.services.validation.errors import CoercionError
+from postel.services.validation.text import clean_scalar
+from postel.services.validation.words import find_number_words, words_to_number
 from price_parser import Price
-
-from services.validation.errors import CoercionError
-from services.validation.text import clean_scalar
-from services.validation.words import find_number_words, words_to_number
 
 _CURRENCY = r"(?:US\$|[$€£¥₹₩₽¢]|\b[A-Z]{3}\b)"
 _GROUPED = r"\d{1,3}(?P<sep>[,.'\u00a0\u202f ])\d{3}(?:(?P=sep)\d{3})*(?:[.,]\d+)?"

@@ -18,9 +18,9 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from messages.intent import Intent
-from messages.types import TypeSpec
-from services.validation.words import words_to_number
+from postel.messages.intent import Intent
+from postel.messages.types import TypeSpec
+from postel.services.validation.words import words_to_number
 
 _BOUNDS: dict[str, tuple[Callable[[int, int], bool], str]] = {
     "at least": (operator.ge, "at least"),

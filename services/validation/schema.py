@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from services.validation.booleans import parse_bool
-from services.validation.errors import CoercionError, UnsupportedSchemaError, show
-from services.validation.numbers import read_number
-from services.validation.structured import load_object, split_list
+from postel.services.validation.booleans import parse_bool
+from postel.services.validation.errors import CoercionError, UnsupportedSchemaError, show
+from postel.services.validation.numbers import read_number
+from postel.services.validation.structured import load_object, split_list
 
 # fmt: off
 _ASSERTIONS = frozenset({

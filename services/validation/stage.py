@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from messages import (
+from postel.messages import (
     Envelope,
     GenerationCompleted,
     GenerationRequested,
@@ -27,12 +27,12 @@ from messages import (
     ValidationFailed,
     ValidationRequested,
 )
-from services.ipv.context import desired_type_for, is_last_task
-from services.ipv.profiles import effective_settings
-from services.validation.coerce import coerce
-from services.validation.describe import describe_type
-from services.validation.errors import CoercionError, UnsupportedSchemaError
-from services.validation.quality import check_quality
+from postel.services.ipv.context import desired_type_for, is_last_task
+from postel.services.ipv.profiles import effective_settings
+from postel.services.validation.coerce import coerce
+from postel.services.validation.describe import describe_type
+from postel.services.validation.errors import CoercionError, UnsupportedSchemaError
+from postel.services.validation.quality import check_quality
 
 
 def validate(message: GenerationCompleted | ValidationRequested) -> list[Envelope]:

@@ -11,9 +11,8 @@ import re
 from typing import Any
 
 import json_repair
-
-from services.validation.errors import CoercionError
-from services.validation.text import strip_fences, strip_quotes
+from postel.services.validation.errors import CoercionError
+from postel.services.validation.text import strip_fences, strip_quotes
 
 _BULLET = re.compile(r"^\s*(?:[-*•+–]|\d+[.)]|\(\d+\))\s+(?P<item>.*\S)\s*$")
 

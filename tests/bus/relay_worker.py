@@ -12,12 +12,12 @@ import asyncio
 import dataclasses
 import signal
 
-from infra.actor import Outcome, Runtime, WorkerSpec
-from infra.logging import configure_logging
-from infra.relay import RELAY_WORKERS
-from infra.runner import run_workers
-from infra.settings import Settings
-from messages import Envelope
+from postel.infra.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.logging import configure_logging
+from postel.infra.relay import RELAY_WORKERS
+from postel.infra.runner import run_workers
+from postel.infra.settings import Settings
+from postel.messages import Envelope
 
 
 def slowed(spec: WorkerSpec, seconds: float) -> WorkerSpec:

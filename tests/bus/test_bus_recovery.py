@@ -11,16 +11,16 @@ import sys
 import time
 from pathlib import Path
 
-from infra.client import Client
-from infra.events import EventLog
-from infra.jobs import JobStore
-from infra.local_system import LocalSystem
-from infra.redis_server import EmbeddedRedis, free_port
-from infra.relay import RELAY_WORKERS
-from infra.settings import Settings
-from infra.submit import submit_job
-from infra.wire import connect_arq
-from messages import JobRequest
+from postel.infra.client import Client
+from postel.infra.events import EventLog
+from postel.infra.jobs import JobStore
+from postel.infra.local_system import LocalSystem
+from postel.infra.redis_server import EmbeddedRedis, free_port
+from postel.infra.relay import RELAY_WORKERS
+from postel.infra.settings import Settings
+from postel.infra.submit import submit_job
+from postel.infra.wire import connect_arq
+from postel.messages import JobRequest
 
 
 def start_planner(url: str, slow: float) -> subprocess.Popen[bytes]:
@@ -101,9 +101,8 @@ async def test_a_worker_that_cannot_start_stops_the_embedded_redis_too(
     import dataclasses
 
     import pytest
-
-    from infra.actor import Runtime
-    from infra.redis_server import port_is_open
+    from postel.infra.actor import Runtime
+    from postel.infra.redis_server import port_is_open
 
     async def no_model(runtime: Runtime) -> None:
         raise RuntimeError("no model to call")

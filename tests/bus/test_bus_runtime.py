@@ -11,16 +11,15 @@ import sys
 
 import pytest
 import redis.asyncio as aioredis
-
-from infra import keys
-from infra.actor import Actor, Outcome, Runtime, WorkerSpec, enqueue
-from infra.client import Client, JobFailedError
-from infra.local_system import LocalSystem
-from infra.presence import wait_for
-from infra.relay import RELAY_WORKERS
-from infra.settings import Settings
-from infra.wire import connect_arq
-from messages import GenerationRequested, JobRequest, JobSubmitted
+from postel.infra import keys
+from postel.infra.actor import Actor, Outcome, Runtime, WorkerSpec, enqueue
+from postel.infra.client import Client, JobFailedError
+from postel.infra.local_system import LocalSystem
+from postel.infra.presence import wait_for
+from postel.infra.relay import RELAY_WORKERS
+from postel.infra.settings import Settings
+from postel.infra.wire import connect_arq
+from postel.messages import GenerationRequested, JobRequest, JobSubmitted
 
 STAGES = ["intent", "planner", "gasl", "generator", "validator"]
 
@@ -94,7 +93,7 @@ async def test_cli_submit_wait_prints_the_result(relay_system: LocalSystem) -> N
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "infra.cli",
+        "postel",
         "submit",
         "from the cli",
         "--wait",
@@ -346,7 +345,7 @@ async def test_two_processes_of_one_kind_share_its_queue(
 async def test_a_rejected_model_request_fails_the_job_at_once(
     redis_url: str, settings: Settings
 ) -> None:
-    from services.llm import LLMRequestRejected
+    from postel.services.llm import LLMRequestRejected
 
     async def rejected(message: object, runtime: Runtime) -> Outcome:
         raise LLMRequestRejected("HTTP 400: context too long", status_code=400, server_message="")
@@ -368,7 +367,7 @@ async def test_a_rejected_model_request_fails_the_job_at_once(
 async def test_a_job_past_its_deadline_fails_as_deadline_exceeded(
     relay_system: LocalSystem, settings: Settings
 ) -> None:
-    from messages import JobOptions
+    from postel.messages import JobOptions
 
     async with Client(relay_system.url, settings) as client:
         job_id = await client.submit("too late", options=JobOptions(deadline_s=0.000001))
@@ -380,8 +379,8 @@ async def test_a_job_past_its_deadline_fails_as_deadline_exceeded(
 async def test_a_late_commit_upstream_does_not_reopen_a_finished_job(
     redis_url: str, settings: Settings, redis_client: aioredis.Redis
 ) -> None:
-    from infra.commit import commit_once
-    from infra.jobs import JobStore
+    from postel.infra.commit import commit_once
+    from postel.infra.jobs import JobStore
 
     pool = await connect_arq(redis_url)
     try:
@@ -408,7 +407,7 @@ async def test_a_late_commit_upstream_does_not_reopen_a_finished_job(
 async def test_live_worker_processes_are_listed_and_withdrawn(
     redis_url: str, settings: Settings
 ) -> None:
-    from infra.presence import live_workers
+    from postel.infra.presence import live_workers
 
     async with Client(redis_url, settings) as client:
         async with LocalSystem(settings, redis_url=redis_url, specs=RELAY_WORKERS):
@@ -417,7 +416,7 @@ async def test_live_worker_processes_are_listed_and_withdrawn(
             assert presence.ingress and presence.pid == os.getpid()
             env = {**os.environ, "POSTEL_REDIS_URL": redis_url, "POSTEL_LOG_LEVEL": "WARNING"}
             listed = subprocess.run(
-                [sys.executable, "-m", "infra.cli", "workers"],
+                [sys.executable, "-m", "postel", "workers"],
                 env=env,
                 capture_output=True,
                 text=True,

@@ -11,8 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from infra.redis_server import free_port
+from postel.infra.redis_server import free_port
 
 CASSETTE = Path(__file__).parents[1] / "pipeline" / "cassettes" / "invoice_total.json"
 
@@ -21,7 +20,7 @@ def postel(
     *args: str, env: dict[str, str], timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "infra.cli", *args],
+        [sys.executable, "-m", "postel", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -45,7 +44,7 @@ def test_up_then_submit_from_another_shell_then_ctrl_c(tmp_path: Path) -> None:
         POSTEL_LLM_CASSETTE=str(CASSETTE),
     )
     up = subprocess.Popen(
-        [sys.executable, "-m", "infra.cli", "up"], env=env, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "postel", "up"], env=env, stdout=subprocess.PIPE, text=True
     )
     try:
         assert up.stdout is not None

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-from infra.settings import WORKER_NAMES
+from postel.infra.settings import WORKER_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from services.gasl.bench import format_gasl_bench, run_gasl_bench
-from services.gasl.cli_support import (
+from postel.services.gasl.bench import format_gasl_bench, run_gasl_bench
+from postel.services.gasl.cli_support import (
     DEMO_GRAPH,
     STATE_FILE,
     check_commands,
@@ -14,7 +14,7 @@ from services.gasl.cli_support import (
     records_json,
     run_commands,
 )
-from services.gasl.parser import GaslSyntaxError
+from postel.services.gasl.parser import GaslSyntaxError
 
 
 def test_run_commands_with_state_dir_and_plan_file(tmp_path: Path) -> None:

@@ -6,11 +6,10 @@ from typing import Any
 
 import networkx as nx
 import pytest
-
-from messages.gasl import ExecutionRecord
-from services.gasl.adapters import NetworkXAdapter
-from services.gasl.executor import GaslExecutor
-from services.gasl.loaders import normalise_graph
+from postel.messages.gasl import ExecutionRecord
+from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.executor import GaslExecutor
+from postel.services.gasl.loaders import normalise_graph
 
 
 def small_graph() -> nx.Graph:

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
-
-from services.gasl.adapters import Caps, NetworkXAdapter
-from services.gasl.conditions import bind
-from services.gasl.loaders import load_graphml, split_parts
-from services.gasl.parser import parse_one
+from postel.services.gasl.adapters import Caps, NetworkXAdapter
+from postel.services.gasl.conditions import bind
+from postel.services.gasl.loaders import load_graphml, split_parts
+from postel.services.gasl.parser import parse_one
 
 NANO = Path(__file__).resolve().parents[2] / "services/gasl/data/mmwr_nano_graphrag.graphml"
 

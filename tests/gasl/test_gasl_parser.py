@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from services.gasl import ast
-from services.gasl.parser import GaslSyntaxError, parse, parse_one
+from postel.services.gasl import ast
+from postel.services.gasl.parser import GaslSyntaxError, parse, parse_one
 
 
 def test_declare_with_and_without_description() -> None:

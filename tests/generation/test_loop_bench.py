@@ -1,4 +1,4 @@
-from services.generation.bench import (
+from postel.services.generation.bench import (
     format_loop_bench,
     run_loop_bench,
     sample_document,

@@ -1,4 +1,4 @@
-from services.generation.completeness import find_json_start, is_complete, strict_parse
+from postel.services.generation.completeness import find_json_start, is_complete, strict_parse
 
 DOC = '{"sections": [{"id": "a", "content_type": "paragraph", "elements": [{"text": "x"}]}]}'
 

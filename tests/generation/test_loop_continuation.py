@@ -1,6 +1,6 @@
 import re
 
-from services.generation.continuation import (
+from postel.services.generation.continuation import (
     CUT_CLOSE,
     CUT_OPEN,
     build_continuation_context,
@@ -8,9 +8,9 @@ from services.generation.continuation import (
     read_resume_point,
     render_continuation,
 )
-from services.generation.cutoff import analyse_response
-from services.generation.merge import merge_response
-from services.llm.tokens import count_tokens
+from postel.services.generation.cutoff import analyse_response
+from postel.services.generation.merge import merge_response
+from postel.services.llm.tokens import count_tokens
 
 RAW = (
     '{"sections": [{"id": "h", "content_type": "heading", '

@@ -1,4 +1,4 @@
-from services.generation.cutoff import analyse_response
+from postel.services.generation.cutoff import analyse_response
 
 HEAD = (
     '{"sections": [{"id": "intro", "content_type": "heading", '

@@ -1,7 +1,7 @@
 from typing import Any
 
-from services.generation.cutoff import analyse_response
-from services.generation.merge import PendingCut, merge_response
+from postel.services.generation.cutoff import analyse_response
+from postel.services.generation.merge import PendingCut, merge_response
 
 
 def _apply(raws: list[str]) -> tuple[list[dict[str, Any]], PendingCut | None]:

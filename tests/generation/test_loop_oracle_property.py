@@ -11,12 +11,11 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from messages.document import SectionsDocument
-from services.generation.loop import LoopState, continuation_prompt, step
-from services.generation.oracle import Oracle, serialise
-from services.generation.units import UNIT_KEY, code_lines
-from services.llm.tokens import count_tokens
+from postel.messages.document import SectionsDocument
+from postel.services.generation.loop import LoopState, continuation_prompt, step
+from postel.services.generation.oracle import Oracle, serialise
+from postel.services.generation.units import UNIT_KEY, code_lines
+from postel.services.llm.tokens import count_tokens
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 KINDS = ["heading", "paragraph", "bullet_list", "numbered_list", "table", "code_block"]

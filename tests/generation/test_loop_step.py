@@ -1,9 +1,8 @@
 import json
 
 import pytest
-
-from services.generation.loop import LoopState, continuation_prompt, step
-from services.generation.oracle import Oracle
+from postel.services.generation.loop import LoopState, continuation_prompt, step
+from postel.services.generation.oracle import Oracle
 
 CUT = (
     '{"sections": [{"id": "p", "content_type": "paragraph", "elements": [{"text": "a"}, {"text": "b'

@@ -1,4 +1,4 @@
-from services.generation.summary import MAX_LINE_CHARS, summary_lines
+from postel.services.generation.summary import MAX_LINE_CHARS, summary_lines
 
 
 def test_lines_per_content_type() -> None:

@@ -1,4 +1,4 @@
-from services.generation.markdown import to_markdown
+from postel.services.generation.markdown import to_markdown
 
 
 def test_every_content_type_renders() -> None:

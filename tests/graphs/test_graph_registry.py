@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
-
-from infra import graphs, keys
-from infra.graphs import (
+from postel.infra import graphs, keys
+from postel.infra.graphs import (
     AdapterCache,
     GraphFileError,
     GraphNotFound,

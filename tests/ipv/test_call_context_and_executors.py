@@ -6,10 +6,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-from messages.job import AmbientContext, CodeSiteContext, JobRequest
-from messages.types import TypeSpec
-from services.ipv import (
+from postel.messages.job import AmbientContext, CodeSiteContext, JobRequest
+from postel.messages.types import TypeSpec
+from postel.services.ipv import (
     DEFAULT_EXECUTOR,
     CallContext,
     UnknownExecutorError,
@@ -21,7 +20,7 @@ from services.ipv import (
     run_executor,
     unregister_executor,
 )
-from services.validation import coerce
+from postel.services.validation import coerce
 
 SITE = CodeSiteContext(
     function_name="billing.total",

@@ -9,16 +9,15 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-from messages.job import CodeSiteContext
-from messages.types import TypeSpec
-from services.ipv import infer_desired_type, read_code_site
+from postel.messages.job import CodeSiteContext
+from postel.messages.types import TypeSpec
+from postel.services.ipv import infer_desired_type, read_code_site
 
 # Each module gets this stand-in for the client's reason(): it reads its caller's frame,
 # exactly as infra/client.py will.
 CLIENT = """\
 import sys
-from services.ipv import read_code_site
+from postel.services.ipv import read_code_site
 
 
 def reason(prompt, **kwargs):

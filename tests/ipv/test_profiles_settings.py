@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from postel.messages.job import AmbientContext, JobOptions, JobRequest
+from postel.services.ipv import PROFILES, Profile, effective_settings, get_profile
 from pydantic import ValidationError
-
-from messages.job import AmbientContext, JobOptions, JobRequest
-from services.ipv import PROFILES, Profile, effective_settings, get_profile
 
 
 def test_the_four_profiles_exist_and_differ() -> None:

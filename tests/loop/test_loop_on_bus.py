@@ -15,17 +15,16 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-
-from infra import keys
-from infra.actor import Actor, Runtime
-from infra.client import Client, JobFailedError
-from infra.local_system import LocalSystem
-from infra.model import RESOURCE, Model
-from infra.runner import load_worker
-from infra.settings import Settings
-from infra.submit import start_job
-from infra.wire import connect_arq
-from messages import (
+from postel.infra import keys
+from postel.infra.actor import Actor, Runtime
+from postel.infra.client import Client, JobFailedError
+from postel.infra.local_system import LocalSystem
+from postel.infra.model import RESOURCE, Model
+from postel.infra.runner import load_worker
+from postel.infra.settings import Settings
+from postel.infra.submit import start_job
+from postel.infra.wire import connect_arq
+from postel.messages import (
     GenerationContinued,
     GenerationRequested,
     Intent,
@@ -35,10 +34,10 @@ from messages import (
     SectionsDocument,
     TypeSpec,
 )
-from services.generation.bench import sample_document
-from services.generation.oracle import Oracle
-from services.llm import LLMRequest, ScriptedClient
-from services.prompts import Capability
+from postel.services.generation.bench import sample_document
+from postel.services.generation.oracle import Oracle
+from postel.services.llm import LLMRequest, ScriptedClient
+from postel.services.prompts import Capability
 
 DOCUMENT = sample_document(4)
 MAX_TOKENS = 300

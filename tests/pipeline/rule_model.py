@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from services.llm import LLMRequest
+from postel.services.llm import LLMRequest
 
 COUNT_RESULT = re.compile(r"\[success\] COUNT people AS n -> (\d+)")
 

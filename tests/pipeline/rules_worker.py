@@ -12,14 +12,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from postel.infra.logging import configure_logging
+from postel.infra.model import RESOURCE, Model
+from postel.infra.runner import run_workers
+from postel.infra.settings import Settings
+from postel.services.llm import ScriptedClient
+from postel.services.prompts import Capability
 from rule_model import respond
-
-from infra.logging import configure_logging
-from infra.model import RESOURCE, Model
-from infra.runner import run_workers
-from infra.settings import Settings
-from services.llm import ScriptedClient
-from services.prompts import Capability
 
 
 async def main() -> None:

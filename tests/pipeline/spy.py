@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.llm import LLMRequest, LLMResponse, ScriptedClient
+from postel.services.llm import LLMRequest, LLMResponse, ScriptedClient
 
 CASSETTES = Path(__file__).parent / "cassettes"
 

@@ -11,15 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from infra.client import Client
-from infra.graphs import GraphRegistry
-from infra.local_system import LocalSystem
-from infra.model import RESOURCE, Model
-from infra.settings import Settings
-from messages import JobOptions
-from services.gasl.cli_support import DEMO_GRAPH
-from services.prompts import Capability
+from postel.infra.client import Client
+from postel.infra.graphs import GraphRegistry
+from postel.infra.local_system import LocalSystem
+from postel.infra.model import RESOURCE, Model
+from postel.infra.settings import Settings
+from postel.messages import JobOptions
+from postel.services.gasl.cli_support import DEMO_GRAPH
+from postel.services.prompts import Capability
 
 sys.path.insert(0, str(Path(__file__).parent))
 from spy import Spy

@@ -8,16 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from infra.client import Client
-from infra.graphs import GraphRegistry
-from infra.local_system import LocalSystem
-from infra.model import RESOURCE, Model
-from infra.presence import wait_for
-from infra.runner import load_worker
-from infra.settings import Settings
-from services.gasl.cli_support import DEMO_GRAPH
-from services.llm import ScriptedClient
-from services.prompts import Capability
+from postel.infra.client import Client
+from postel.infra.graphs import GraphRegistry
+from postel.infra.local_system import LocalSystem
+from postel.infra.model import RESOURCE, Model
+from postel.infra.presence import wait_for
+from postel.infra.runner import load_worker
+from postel.infra.settings import Settings
+from postel.services.gasl.cli_support import DEMO_GRAPH
+from postel.services.llm import ScriptedClient
+from postel.services.prompts import Capability
 
 sys.path.insert(0, str(Path(__file__).parent))
 from rule_model import respond

@@ -7,14 +7,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from infra.client import Client, JobFailedError
-from infra.local_system import LocalSystem
-from infra.model import RESOURCE, Model
-from infra.reason import areason
-from infra.settings import Settings
-from services.llm import ScriptedClient
-from services.prompts import Capability
+from postel.infra.client import Client, JobFailedError
+from postel.infra.local_system import LocalSystem
+from postel.infra.model import RESOURCE, Model
+from postel.infra.reason import areason
+from postel.infra.settings import Settings
+from postel.services.llm import ScriptedClient
+from postel.services.prompts import Capability
 
 CASSETTES = Path(__file__).parent / "cassettes"
 

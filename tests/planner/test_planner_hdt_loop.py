@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from messages.envelope import Envelope
-from messages.intent import Intent
-from messages.job import JobOptions, JobRequest
-from messages.pipeline import (
+from postel.messages.envelope import Envelope
+from postel.messages.intent import Intent
+from postel.messages.job import JobOptions, JobRequest
+from postel.messages.pipeline import (
     GaslPlanExecuted,
     GaslPlanRequested,
     GenerationRequested,
@@ -22,13 +21,13 @@ from messages.pipeline import (
     ValidationRequested,
     decode_message,
 )
-from messages.task import JobProgress, Task, TaskOutcome, TaskPlan
-from messages.types import TypeSpec
-from services.gasl import GaslExecutor, NetworkXAdapter
-from services.gasl.schema_summary import summarize_graph
-from services.llm import LLMRequest, ScriptedClient
-from services.planner import on_gasl_executed, on_task_planned
-from services.prompts import Capability
+from postel.messages.task import JobProgress, Task, TaskOutcome, TaskPlan
+from postel.messages.types import TypeSpec
+from postel.services.gasl import GaslExecutor, NetworkXAdapter
+from postel.services.gasl.schema_summary import summarize_graph
+from postel.services.llm import LLMRequest, ScriptedClient
+from postel.services.planner import on_gasl_executed, on_task_planned
+from postel.services.prompts import Capability
 
 GRAPH = Path(__file__).resolve().parents[2] / "services/gasl/data/mmwr_nano_graphrag.graphml"
 PEOPLE = 'FIND nodes WHERE entity_type = "PERSON" AS people'

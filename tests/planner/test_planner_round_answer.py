@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
-
-from messages.gasl import ExecutionRecord, GaslPlan
-from messages.pipeline import RoundNote
-from services.llm.tokens import count_tokens
-from services.planner import read_round_answer
-from services.planner.answers import AnswerError
-from services.planner.round_prompt import BUDGETS, round_messages
-from services.prompts import Capability
+from postel.messages.gasl import ExecutionRecord, GaslPlan
+from postel.messages.pipeline import RoundNote
+from postel.services.llm.tokens import count_tokens
+from postel.services.planner import read_round_answer
+from postel.services.planner.answers import AnswerError
+from postel.services.planner.round_prompt import BUDGETS, round_messages
+from postel.services.prompts import Capability
 
 
 def test_a_bare_complete_line_is_the_answer() -> None:

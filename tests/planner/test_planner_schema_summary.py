@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from services.gasl import NetworkXAdapter
-from services.gasl.schema_summary import summarize_graph
+from postel.services.gasl import NetworkXAdapter
+from postel.services.gasl.schema_summary import summarize_graph
 
 GRAPH = Path(__file__).resolve().parents[2] / "services/gasl/data/mmwr_nano_graphrag.graphml"
 

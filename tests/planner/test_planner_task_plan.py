@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from messages.intent import Intent
-from messages.job import JobRequest
-from messages.pipeline import IntentAnalyzed, TaskPlanned, decode_message
-from messages.task import JobProgress
-from services.llm import LLMRequest, ScriptedClient
-from services.planner import on_intent_analyzed, plan_tasks, read_task_plan
-from services.prompts import Capability
+from postel.messages.intent import Intent
+from postel.messages.job import JobRequest
+from postel.messages.pipeline import IntentAnalyzed, TaskPlanned, decode_message
+from postel.messages.task import JobProgress
+from postel.services.llm import LLMRequest, ScriptedClient
+from postel.services.planner import on_intent_analyzed, plan_tasks, read_task_plan
+from postel.services.prompts import Capability
 
 SUMMARY: dict[str, Any] = {
     "nodes": 3,

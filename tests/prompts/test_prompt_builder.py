@@ -6,9 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-
-from services.llm import LLMRequest
-from services.prompts import (
+from postel.services.llm import LLMRequest
+from postel.services.prompts import (
     TEMPLATES,
     Capability,
     Example,

@@ -6,9 +6,8 @@ from decimal import Decimal
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from messages.types import TypeSpec
-from services.validation import coerce
+from postel.messages.types import TypeSpec
+from postel.services.validation import coerce
 
 FLOAT = TypeSpec.parse("float")
 INT = TypeSpec.parse("int")

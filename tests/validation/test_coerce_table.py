@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from messages.types import TypeSpec
-from services.validation import CoercionError, coerce
+from postel.messages.types import TypeSpec
+from postel.services.validation import CoercionError, coerce
 
 
 class Fails:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from messages.intent import Intent, QualityRequirements
-from messages.types import TypeSpec
-from services.validation import check_quality, describe_type
+from postel.messages.intent import Intent, QualityRequirements
+from postel.messages.types import TypeSpec
+from postel.services.validation import check_quality, describe_type
 
 
 def _intent(criteria: list[str] | None = None, completeness: float = 0.8) -> Intent:
@@ -110,8 +109,8 @@ def test_every_kind_has_a_description() -> None:
 
 
 def test_a_document_of_empty_elements_says_nothing() -> None:
-    from messages.types import TypeSpec
-    from services.validation import check_quality
+    from postel.messages.types import TypeSpec
+    from postel.services.validation import check_quality
 
     hollow = {"sections": [{"id": "s", "content_type": "code_block", "elements": [{"code": ""}]}]}
     assert check_quality(hollow, TypeSpec(kind="document")) == [

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from messages import (
+from postel.messages import (
     GenerationCompleted,
     Intent,
     JobCompleted,
@@ -13,8 +12,8 @@ from messages import (
     TypeSpec,
     ValidationFailed,
 )
-from services.generation.stage import value_schema
-from services.validation.stage import validate
+from postel.services.generation.stage import value_schema
+from postel.services.validation.stage import validate
 
 
 def completed(output: str, spelling: str) -> GenerationCompleted:
