@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
+from postel.messages.errors import LimitExceeded
+from postel.messages.limits import MAX_ARGUMENTS_BYTES, MAX_DEADLINE_S, MAX_PROMPT_CHARS
 from postel.messages.types import TypeSpec
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ProfileName = Literal["default", "production", "creative", "strict"]
 
@@ -50,7 +53,7 @@ class JobOptions(BaseModel):
     max_iterations: int | None = Field(default=None, ge=1, le=1000)
     max_rounds: int | None = Field(default=None, ge=1, le=100)
     max_repairs: int | None = Field(default=None, ge=0, le=10)
-    deadline_s: float | None = Field(default=None, gt=0)
+    deadline_s: float | None = Field(default=None, gt=0, le=MAX_DEADLINE_S, allow_inf_nan=False)
 
 
 class JobRequest(BaseModel):
@@ -58,10 +61,21 @@ class JobRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    prompt: str = Field(min_length=1)
+    prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
     desired_type: TypeSpec = Field(default_factory=lambda: TypeSpec(kind="str"))
     arguments: dict[str, Any] = Field(default_factory=dict)
     graph: str | None = None
     code_site: CodeSiteContext | None = None
     ambient: AmbientContext = Field(default_factory=AmbientContext)
     options: JobOptions = Field(default_factory=JobOptions)
+
+    @field_validator("arguments")
+    @classmethod
+    def _bounded_arguments(cls, arguments: dict[str, Any]) -> dict[str, Any]:
+        try:
+            size = len(json.dumps(arguments, ensure_ascii=False).encode())
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise ValueError(f"arguments must be plain JSON: {exc}") from None
+        if size > MAX_ARGUMENTS_BYTES:
+            raise LimitExceeded("arguments size limit", MAX_ARGUMENTS_BYTES, f"got {size} bytes")
+        return arguments

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from postel.messages.errors import LimitExceeded
+from postel.messages.limits import MAX_TYPE_DEPTH
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 TypeKind = Literal["float", "int", "bool", "str", "list", "dict", "document", "json_schema"]
@@ -55,7 +57,13 @@ class TypeSpec(BaseModel):
             raise ValueError(f"`items` only belongs to list, not {self.kind}")
         if self.kind == "json_schema" and not self.json_schema:
             raise ValueError("a json_schema TypeSpec needs a non-empty `schema`")
+        if self.depth() > MAX_TYPE_DEPTH:
+            raise LimitExceeded("type nesting limit", MAX_TYPE_DEPTH, f"got {self.depth()}")
         return self
+
+    def depth(self) -> int:
+        """1 for a scalar, one more per `list[...]` around it."""
+        return 1 if self.items is None else 1 + self.items.depth()
 
     @classmethod
     def parse(cls, spelling: str) -> TypeSpec:
@@ -72,7 +80,9 @@ class TypeSpec(BaseModel):
         return self.kind
 
 
-def _parse_spelling(spelling: str) -> dict[str, Any]:
+def _parse_spelling(spelling: str, depth: int = 1) -> dict[str, Any]:
+    if depth > MAX_TYPE_DEPTH:
+        raise LimitExceeded("type nesting limit", MAX_TYPE_DEPTH, f"in {spelling[:60]!r}...")
     text = spelling.strip()
     text = _ALIASES.get(text.lower(), text)
     lowered = text.lower()
@@ -81,7 +91,7 @@ def _parse_spelling(spelling: str) -> dict[str, Any]:
     for prefix in ("list[", "list ["):
         if lowered.startswith(prefix) and lowered.endswith("]"):
             inner = text[len(prefix) : -1]
-            return {"kind": "list", "items": _parse_spelling(inner)}
+            return {"kind": "list", "items": _parse_spelling(inner, depth + 1)}
     known = ", ".join([*_SCALARS, "list[T]"])
     raise ValueError(f"unknown type {spelling!r}: expected one of {known}, or a JSON Schema")
 

@@ -63,3 +63,12 @@ async def redis_client(redis_url: str) -> AsyncIterator[aioredis.Redis]:
     client = aioredis.Redis.from_url(redis_url)
     yield client
     await client.aclose()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A skipped test is a test that proved nothing: the run fails, naming how many."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = len(reporter.stats.get("skipped", [])) if reporter is not None else 0
+    if skipped and exitstatus == pytest.ExitCode.OK:
+        reporter.write_line(f"FAILED: {skipped} test(s) skipped; every test must run", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
