@@ -3,7 +3,9 @@
     python3 -m pytest tests/fuzz -q -s                      # the CI size
     POSTEL_FUZZ_EXAMPLES=10000 python3 -m pytest tests/fuzz -q -s   # the full size
 
-Each fuzzer takes its example count from `fuzz_settings` and prints a line of counts."""
+Each fuzzer (tests/fuzz/test_fuzz_*.py) decorates its test with `fuzz_settings` (`from
+fuzz_support import fuzz_settings`: pytest puts this folder on sys.path) and prints a line of
+counts."""
 
 from __future__ import annotations
 
