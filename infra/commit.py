@@ -25,11 +25,9 @@ from arq.jobs import serialize_job
 from arq.utils import timestamp_ms
 from postel.infra import keys
 from postel.infra.events import Command
-from postel.infra.wire import dumps
+from postel.infra.wire import ARQ_FUNCTION, dumps
 from postel.messages import Envelope
 from redis.asyncio import Redis
-
-ARQ_FUNCTION = "handle"
 
 _SCRIPT = """
 if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then

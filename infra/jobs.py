@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from postel.infra import keys
+from postel.infra.events import Command
 from postel.messages import JobRequest, utc_now
 from pydantic import BaseModel
 from redis.asyncio import Redis
@@ -28,6 +29,7 @@ class JobRecord(BaseModel):
     request: JobRequest | None = None
     result: Any = None
     error: str | None = None
+    request_sha256: str | None = None
     failure: str | None = None
 
     @property
@@ -44,25 +46,28 @@ class JobStore:
         self.redis = redis
         self.ttl_s = ttl_s
 
-    async def create(self, job_id: str, request: JobRequest) -> bool:
-        """Write a new record; False when the job id is already taken."""
+    def created_commands(self, job_id: str, request: JobRequest, fingerprint: str) -> list[Command]:
+        """The commands that write a new record whole, with its expiry (run inside the
+        submission's commit, so a record is never half-written)."""
         now = utc_now().isoformat()
         key = keys.job(job_id)
-        created = await self.redis.hsetnx(key, "job_id", job_id)
-        if not created:
-            return False
-        await self.redis.hset(
-            key,
-            mapping={
-                "status": "queued",
-                "stage": "intent",
-                "created_at": now,
-                "updated_at": now,
-                "request": request.model_dump_json(),
-            },
-        )
-        await self.redis.expire(key, self.ttl_s)
-        return True
+        fields = {
+            "job_id": job_id,
+            "status": "queued",
+            "stage": "intent",
+            "created_at": now,
+            "updated_at": now,
+            "request": request.model_dump_json(),
+            "request_sha256": fingerprint,
+        }
+        return [
+            ["HSET", key, *(item for pair in fields.items() for item in pair)],
+            ["EXPIRE", key, str(self.ttl_s)],
+        ]
+
+    async def fingerprint(self, job_id: str) -> str | None:
+        value = await self.redis.hget(keys.job(job_id), "request_sha256")
+        return value.decode() if isinstance(value, bytes) else value
 
     @staticmethod
     def running_command(job_id: str, stage: str) -> list[str]:

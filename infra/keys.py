@@ -20,6 +20,12 @@ def job(job_id: str) -> str:
     return f"{PREFIX}:job:{job_id}"
 
 
+def submission(job_id: str) -> str:
+    """Set with the job's record and first message, atomically; a second submission of the
+    same id sees it."""
+    return f"{PREFIX}:submitted:{job_id}"
+
+
 def job_events(job_id: str) -> str:
     return f"{PREFIX}:events:{job_id}"
 

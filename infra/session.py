@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -46,11 +47,13 @@ async def run_job(
     on_event: OnEvent | None = None,
     job_id: str | None = None,
 ) -> JobRecord:
-    """Submit, follow the job's events (each passed to `on_event`), return the final record."""
+    """Submit, follow the job's events (each passed to `on_event`), return the final record;
+    TimeoutError if the job has not finished within `timeout` seconds, following included."""
     new_id = await client.submit_request(request, job_id=job_id)
-    if on_event is not None:
-        async for event in client.follow(new_id):
-            shown = on_event(event)
-            if shown is not None:
-                await shown
-    return await client.wait(new_id, timeout=timeout)
+    async with asyncio.timeout(timeout):
+        if on_event is not None:
+            async for event in client.follow(new_id):
+                shown = on_event(event)
+                if shown is not None:
+                    await shown
+        return await client.wait(new_id, timeout=timeout)

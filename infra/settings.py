@@ -10,9 +10,9 @@ job_timeout + 10 s); job_timeout can therefore be sized to the slowest honest mo
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 WORKER_NAMES: tuple[str, ...] = ("intent", "planner", "gasl", "generator", "validator")
@@ -20,7 +20,20 @@ WORKER_NAMES: tuple[str, ...] = ("intent", "planner", "gasl", "generator", "vali
 DEFAULT_EMBEDDED_PORT = 6391
 
 
+JOB_TIMEOUTS: dict[str, float] = {
+    "intent": 120,
+    "planner": 180,
+    "gasl": 120,
+    "generator": 180,
+    "validator": 30,
+}
+"""Seconds one message of each worker kind may take, by default."""
+
+
 class QueueSettings(BaseModel):
+    """One worker kind's queue. Setting one field alone (POSTEL_GASL__MAX_TRIES=5) keeps the
+    kind's defaults for the others."""
+
     job_timeout: float = Field(gt=0)
     max_tries: int = Field(default=3, ge=1, le=20)
     poll_delay: float = Field(default=0.005, gt=0, le=5)
@@ -35,11 +48,11 @@ class Settings(BaseSettings):
     embedded_port: int = Field(default=DEFAULT_EMBEDDED_PORT, ge=1, le=65535)
     state_dir: Path = Path.home() / ".local" / "state" / "postel"
 
-    intent: QueueSettings = QueueSettings(job_timeout=120)
-    planner: QueueSettings = QueueSettings(job_timeout=180)
-    gasl: QueueSettings = QueueSettings(job_timeout=120)
-    generator: QueueSettings = QueueSettings(job_timeout=180)
-    validator: QueueSettings = QueueSettings(job_timeout=30)
+    intent: QueueSettings = QueueSettings(job_timeout=JOB_TIMEOUTS["intent"])
+    planner: QueueSettings = QueueSettings(job_timeout=JOB_TIMEOUTS["planner"])
+    gasl: QueueSettings = QueueSettings(job_timeout=JOB_TIMEOUTS["gasl"])
+    generator: QueueSettings = QueueSettings(job_timeout=JOB_TIMEOUTS["generator"])
+    validator: QueueSettings = QueueSettings(job_timeout=JOB_TIMEOUTS["validator"])
     concurrency: int = Field(default=10, ge=1, le=1000)
     lease_s: float = Field(default=5.0, ge=1.0, le=600.0)
 
@@ -61,6 +74,16 @@ class Settings(BaseSettings):
 
     log_level: str = "INFO"
     log_format: Literal["json", "console"] = "json"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _queue_defaults_per_kind(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name, timeout in JOB_TIMEOUTS.items():
+                given = data.get(name)
+                if isinstance(given, dict):
+                    data[name] = {"job_timeout": timeout, **given}
+        return data
 
     def queue(self, worker: str) -> QueueSettings:
         if worker not in WORKER_NAMES:

@@ -11,6 +11,10 @@ import time
 from typing import Any
 
 from arq.connections import ArqRedis, RedisSettings, create_pool
+from postel.messages.limits import MAX_MESSAGE_BYTES, check_json_text
+
+ARQ_FUNCTION = "handle"
+"""The one function name every postel job is enqueued under."""
 
 
 def dumps(value: dict[str, Any]) -> bytes:
@@ -18,21 +22,39 @@ def dumps(value: dict[str, Any]) -> bytes:
 
 
 def loads(raw: bytes) -> dict[str, Any]:
-    """Decode an arq job. A job that is not postel's JSON still reaches the handler, as its
-    raw text, so the handler dead-letters it instead of arq dropping it into a log line."""
+    """Decode an arq job. Anything that is not exactly postel's job shape (over the size or
+    depth limit, not JSON, a wrong field type, another function) still reaches the handler,
+    as its raw text, so the handler dead-letters it: arq itself would drop such a job with a
+    log line, or fail on it outside any handler and stop the worker."""
     try:
+        check_json_text(raw, what="queued message", max_bytes=MAX_MESSAGE_BYTES)
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         value = None
-    if isinstance(value, dict) and {"f", "a", "k"} <= value.keys():
+    if _is_postel_job(value):
         return value
     return {
         "t": 1,
-        "f": "handle",
+        "f": ARQ_FUNCTION,
         "a": [raw.decode(errors="replace")],
         "k": {},
         "et": int(time.time() * 1000),
     }
+
+
+def _is_postel_job(value: Any) -> bool:
+    def whole(number: Any) -> bool:
+        return isinstance(number, int) and not isinstance(number, bool)
+
+    return (
+        isinstance(value, dict)
+        and value.get("f") == ARQ_FUNCTION
+        and isinstance(value.get("a"), list)
+        and len(value["a"]) == 1
+        and isinstance(value.get("k"), dict)
+        and whole(value.get("et"))
+        and (value.get("t") is None or whole(value["t"]))
+    )
 
 
 async def connect_arq(url: str) -> ArqRedis:

@@ -18,4 +18,5 @@ class LimitExceeded(PostelError, ValueError):
     def __init__(self, limit: str, allowed: int | float, seen: str) -> None:
         self.limit = limit
         self.allowed = allowed
-        super().__init__(f"{limit} is {allowed:g}; {seen}")
+        shown = f"{allowed:,}" if isinstance(allowed, int) else f"{allowed:g}"
+        super().__init__(f"{limit} is {shown}; {seen}")

@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from postel.messages.errors import LimitExceeded
-from postel.messages.limits import MAX_ARGUMENTS_BYTES, MAX_DEADLINE_S, MAX_PROMPT_CHARS
+from postel.messages.limits import (
+    MAX_ARGUMENTS_BYTES,
+    MAX_DEADLINE_S,
+    MAX_PROMPT_CHARS,
+    MAX_VALUE_DEPTH,
+    check_json_text,
+)
 from postel.messages.types import TypeSpec
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -73,9 +78,10 @@ class JobRequest(BaseModel):
     @classmethod
     def _bounded_arguments(cls, arguments: dict[str, Any]) -> dict[str, Any]:
         try:
-            size = len(json.dumps(arguments, ensure_ascii=False).encode())
+            text = json.dumps(arguments, ensure_ascii=False)
         except (TypeError, ValueError, RecursionError) as exc:
             raise ValueError(f"arguments must be plain JSON: {exc}") from None
-        if size > MAX_ARGUMENTS_BYTES:
-            raise LimitExceeded("arguments size limit", MAX_ARGUMENTS_BYTES, f"got {size} bytes")
+        check_json_text(
+            text, what="arguments", max_bytes=MAX_ARGUMENTS_BYTES, max_depth=MAX_VALUE_DEPTH
+        )
         return arguments

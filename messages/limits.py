@@ -14,8 +14,15 @@ from postel.messages.errors import LimitExceeded
 MAX_PAYLOAD_BYTES = 1_048_576
 """One ingress entry's `job` field, one queued message, one HTTP request body."""
 
+MAX_MESSAGE_BYTES = 8 * 1_048_576
+"""One message on a queue, as JSON (a message carries the request and what stages added)."""
+
 MAX_JSON_DEPTH = 64
-"""Nesting of objects and arrays in any JSON postel reads from outside."""
+"""Nesting of objects and arrays in any JSON postel reads from outside or from a queue."""
+
+MAX_VALUE_DEPTH = 32
+"""Nesting of a job's arguments and of a desired type's JSON Schema, leaving room for the
+message around them within MAX_JSON_DEPTH."""
 
 MAX_PROMPT_CHARS = 100_000
 """A job's prompt."""
@@ -30,15 +37,21 @@ MAX_DEADLINE_S = 30 * 24 * 3600.0
 """The furthest a job's deadline may lie."""
 
 
-def check_json_text(text: str | bytes, *, what: str = "payload") -> None:
-    """Refuse JSON text over MAX_PAYLOAD_BYTES or nested deeper than MAX_JSON_DEPTH, without
-    parsing it (a parser would recurse into the depth it is meant to refuse)."""
+def check_json_text(
+    text: str | bytes,
+    *,
+    what: str = "payload",
+    max_bytes: int = MAX_PAYLOAD_BYTES,
+    max_depth: int = MAX_JSON_DEPTH,
+) -> None:
+    """Refuse JSON text over `max_bytes` or nested deeper than `max_depth`, without parsing
+    it (a parser would recurse into the depth it is meant to refuse)."""
     size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "replace"))
-    if size > MAX_PAYLOAD_BYTES:
-        raise LimitExceeded(f"{what} size limit", MAX_PAYLOAD_BYTES, f"got {size} bytes")
+    if size > max_bytes:
+        raise LimitExceeded(f"{what} size limit", max_bytes, f"got {size} bytes")
     depth = json_depth(text if isinstance(text, str) else text.decode("utf-8", "replace"))
-    if depth > MAX_JSON_DEPTH:
-        raise LimitExceeded(f"{what} nesting limit", MAX_JSON_DEPTH, f"got depth {depth}")
+    if depth > max_depth:
+        raise LimitExceeded(f"{what} nesting limit", max_depth, f"got depth {depth}")
 
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')

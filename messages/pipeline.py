@@ -35,6 +35,7 @@ FailureStatus = Literal[
     "iteration_cap",
     "validation_failed",
     "deadline_exceeded",
+    "hop_timeout",
     "out_of_tries",
 ]
 

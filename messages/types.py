@@ -7,10 +7,11 @@ structured results, as a JSON Schema.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from postel.messages.errors import LimitExceeded
-from postel.messages.limits import MAX_TYPE_DEPTH
+from postel.messages.limits import MAX_TYPE_DEPTH, MAX_VALUE_DEPTH, check_json_text
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 TypeKind = Literal["float", "int", "bool", "str", "list", "dict", "document", "json_schema"]
@@ -59,6 +60,10 @@ class TypeSpec(BaseModel):
             raise ValueError("a json_schema TypeSpec needs a non-empty `schema`")
         if self.depth() > MAX_TYPE_DEPTH:
             raise LimitExceeded("type nesting limit", MAX_TYPE_DEPTH, f"got {self.depth()}")
+        if self.json_schema is not None:
+            check_json_text(
+                json.dumps(self.json_schema), what="JSON Schema", max_depth=MAX_VALUE_DEPTH
+            )
         return self
 
     def depth(self) -> int:

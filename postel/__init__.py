@@ -1,12 +1,31 @@
 """postel: an event-driven actor system for LLM pipelines that must not lose work.
 
 The public surface is small: ask for a typed value with `reason()` (or `await areason()`),
-or drive the system with `Client`. Everything else lives in the layers below and may change:
-`postel.messages` (the contract), `postel.services` (pure logic), `postel.workers` (glue) and
-`postel.infra` (Redis, arq, CLI).
+or drive the system with `Client`; every error postel raises on purpose is a PostelError.
+Everything else lives in the layers below: `postel.messages` (the contract),
+`postel.services` (pure logic), `postel.workers` (glue) and `postel.infra` (Redis, arq, CLI).
+Names are loaded on first use, so importing one layer does not start the others.
 """
 
-from postel.infra.client import Client, JobFailedError
-from postel.infra.reason import areason, reason
+from __future__ import annotations
 
-__all__ = ["Client", "JobFailedError", "areason", "reason"]
+import importlib
+from typing import Any
+
+_PUBLIC = {
+    "Client": "postel.infra.client",
+    "JobFailedError": "postel.infra.client",
+    "JobConflict": "postel.infra.submit",
+    "PostelError": "postel.messages.errors",
+    "LimitExceeded": "postel.messages.errors",
+    "areason": "postel.infra.reason",
+    "reason": "postel.infra.reason",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'postel' has no attribute {name!r}")
+    return getattr(importlib.import_module(_PUBLIC[name]), name)

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import structlog
+from postel.services.llm.budget import remaining_budget
 from postel.services.llm.errors import (
     LLMBadResponse,
     LLMConnectionError,
@@ -77,11 +78,12 @@ class OpenAIClient:
         failure: tuple[type[LLMError], str] = (LLMError, "no attempt made")
         for attempt in range(1, policy.max_attempts + 1):
             retry_after: str | None = None
+            timeout = self._attempt_timeout(failure, attempt)
             try:
-                async with asyncio.timeout(self._config.timeout):
+                async with asyncio.timeout(timeout):
                     response = await self._http.post(self._url, json=body)
             except (TimeoutError, httpx.TimeoutException):
-                failure = (LLMTimeout, f"no answer within {self._config.timeout:g}s")
+                failure = (LLMTimeout, f"no answer within {timeout:g}s")
             except httpx.TransportError as exc:
                 failure = (LLMConnectionError, f"{type(exc).__name__}: {exc}")
             else:
@@ -103,6 +105,13 @@ class OpenAIClient:
             if attempt == policy.max_attempts:
                 break
             delay = policy.delay(attempt, retry_after)
+            left = remaining_budget()
+            if left is not None and delay >= left:
+                kind, detail = failure
+                raise kind(
+                    f"{self._url} failed after {attempt} attempt(s): {detail}; the next try "
+                    f"would start in {delay:.1f}s, after the hop's time budget ({left:.1f}s left)"
+                )
             log.warning(
                 "llm.retry",
                 url=self._url,
@@ -114,6 +123,16 @@ class OpenAIClient:
             await asyncio.sleep(delay)
         kind, detail = failure
         raise kind(f"{self._url} failed after {policy.max_attempts} attempt(s): {detail}")
+
+    def _attempt_timeout(self, failure: tuple[type[LLMError], str], attempt: int) -> float:
+        """The configured per-attempt timeout, shortened to the hop's remaining budget."""
+        left = remaining_budget()
+        if left is None:
+            return self._config.timeout
+        if left <= 0:
+            kind, detail = failure if attempt > 1 else (LLMTimeout, "no attempt made")
+            raise kind(f"{self._url}: the hop's time budget is spent ({detail})")
+        return min(self._config.timeout, left)
 
     def _body(self, request: LLMRequest) -> dict[str, Any]:
         body: dict[str, Any] = {

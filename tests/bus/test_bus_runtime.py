@@ -380,12 +380,13 @@ async def test_a_late_commit_upstream_does_not_reopen_a_finished_job(
     redis_url: str, settings: Settings, redis_client: aioredis.Redis
 ) -> None:
     from postel.infra.commit import commit_once
+    from postel.infra.events import run_commands
     from postel.infra.jobs import JobStore
 
     pool = await connect_arq(redis_url)
     try:
         jobs = JobStore(pool, 3600)
-        await jobs.create("raced", JobRequest(prompt="x"))
+        await run_commands(pool, jobs.created_commands("raced", JobRequest(prompt="x"), "-"))
         await commit_once(
             pool, keys.done("raced:last"), 60, [JobStore.finished_command("raced", result=1)]
         )
@@ -395,7 +396,7 @@ async def test_a_late_commit_upstream_does_not_reopen_a_finished_job(
         )
         record = await jobs.get("raced")
         assert (record.status, record.result) == ("completed", 1)
-        await jobs.create("fresh", JobRequest(prompt="x"))
+        await run_commands(pool, jobs.created_commands("fresh", JobRequest(prompt="x"), "-"))
         await commit_once(
             pool, keys.done("fresh:a"), 60, [JobStore.running_command("fresh", "gasl")]
         )

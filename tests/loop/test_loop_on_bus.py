@@ -18,6 +18,7 @@ import redis.asyncio as aioredis
 from postel.infra import keys
 from postel.infra.actor import Actor, Runtime
 from postel.infra.client import Client, JobFailedError
+from postel.infra.events import run_commands
 from postel.infra.local_system import LocalSystem
 from postel.infra.model import RESOURCE, Model
 from postel.infra.runner import load_worker
@@ -121,7 +122,7 @@ async def test_an_iteration_run_twice_adds_nothing_twice(
         runtime.resources[RESOURCE] = oracle_model(DOCUMENT, calls)
         actor = Actor(load_worker("generator"), runtime)
         first = generation_request("twice")
-        await runtime.jobs.create("twice", first.request)
+        await run_commands(pool, runtime.jobs.created_commands("twice", first.request, "-"))
         await actor.run(first.model_dump(mode="json"), attempt=1)
         second = GenerationContinued(
             job_id="twice", message_id="twice:gen:t0:0:2", task_id="t0", iteration=2

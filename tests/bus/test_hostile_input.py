@@ -1,0 +1,196 @@
+"""Hostile input never stops the system: every entry or payload that used to kill a worker,
+or to leave a job running forever, is dead-lettered or fails its job with a readable error,
+and a valid job sent afterwards completes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+import redis.asyncio as aioredis
+from postel.infra import keys
+from postel.infra.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.client import Client, JobFailedError
+from postel.infra.ingress import IngressConsumer
+from postel.infra.local_system import LocalSystem
+from postel.infra.relay import RELAY_WORKERS
+from postel.infra.settings import Settings
+from postel.infra.wire import connect_arq
+from postel.messages import GenerationCompleted, JobCompleted
+
+pytestmark = pytest.mark.slow
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+KILLERS = [
+    pytest.param(
+        {"job": json.dumps({"prompt": "x", "options": {"deadline_s": 1e300}})},
+        "options.deadline_s: Input should be less than or equal to 2592000",
+        id="deadline-1e300",
+    ),
+    pytest.param(
+        {"job": json.dumps({"prompt": "x", "options": {"deadline_s": 1e12}})},
+        "options.deadline_s",
+        id="deadline-1e12",
+    ),
+    pytest.param(
+        {"job": '{"prompt": "x", "options": {"deadline_s": Infinity}}'},
+        "options.deadline_s: Input should be a finite number",
+        id="deadline-infinity",
+    ),
+    pytest.param(
+        {"job": '{"prompt": "x", "arguments": {"a": ' + nested(1000) + "}}"},
+        "field `job` nesting limit is 64; got depth 1002",
+        id="job-1000-deep",
+    ),
+    pytest.param(
+        {"job": json.dumps({"prompt": "x", "desired_type": "list[" * 1200 + "int" + "]" * 1200})},
+        "type nesting limit is 16",
+        id="type-list-x1200",
+    ),
+    pytest.param(
+        {"job": json.dumps({"prompt": "x", "arguments": {"a": json.loads(nested(40))}})},
+        "arguments nesting limit is 32; got depth 41",
+        id="arguments-40-deep",
+    ),
+    pytest.param(
+        {"job": json.dumps({"prompt": "x" * 2_000_000})},
+        "field `job` size limit is 1,048,576; got 2000014 bytes",
+        id="job-2MB",
+    ),
+    pytest.param(
+        {"job": json.dumps({"prompt": "x"}), "job_id": "ingress-1_0"},
+        "",  # an id of the reserved form is the ingress's own: accepted
+        id="reserved-id-from-ingress",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fields", "expected_error"), KILLERS)
+async def test_a_killer_ingress_entry_is_dead_lettered_and_ingress_goes_on(
+    relay_system: LocalSystem,
+    settings: Settings,
+    redis_client: aioredis.Redis,
+    fields: dict[str, str],
+    expected_error: str,
+) -> None:
+    await redis_client.xadd(keys.INGRESS, fields)
+    await redis_client.xadd(
+        keys.INGRESS, {"job": json.dumps({"prompt": "next"}), "job_id": "after"}
+    )
+    async with Client(relay_system.url, settings) as client:
+        assert await client.result("after", timeout=20) == "next"
+    dead = [
+        {k.decode(): v.decode() for k, v in f.items()}
+        for _id, f in await redis_client.xrange(keys.DEAD_LETTER)
+    ]
+    if not expected_error:
+        assert dead == []
+        return
+    assert len(dead) == 1, dead
+    assert dead[0]["source"] == "ingress"
+    assert expected_error in dead[0]["error"]
+    assert (await redis_client.xpending(keys.INGRESS, keys.INGRESS_GROUP))["pending"] == 0
+    job_records = [k for k in await redis_client.keys("postel:job:*") if b":after" not in k]
+    assert job_records == [], "a refused entry left a record behind"
+
+
+ARQ_SHAPED_POISON = [
+    {"t": "x", "f": "handle", "a": [{}], "k": {}, "et": 1},
+    {"t": 1, "f": "handle", "a": [{}], "k": {}, "et": "y"},
+    {"t": 1, "f": "teleport", "a": [{}], "k": {}, "et": 1},
+    {"f": "handle", "a": [{}]},
+    {"t": 1, "f": "handle", "a": [{}, {}], "k": {}, "et": 1},
+]
+
+
+async def test_arq_shaped_poison_is_dead_lettered_and_no_worker_dies(
+    relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    queue = keys.queue("intent")
+    for n, payload in enumerate(ARQ_SHAPED_POISON):
+        await redis_client.set(f"arq:job:poison{n}", json.dumps(payload))
+        await redis_client.zadd(queue, {f"poison{n}": 1})
+    await redis_client.set("arq:job:deep", nested(5000).encode())
+    await redis_client.zadd(queue, {"deep": 1})
+    async with Client(relay_system.url, settings) as client:
+        job_id = await client.submit("still alive")
+        assert await client.result(job_id, timeout=20) == "still alive"
+    for _ in range(100):
+        if await redis_client.xlen(keys.DEAD_LETTER) >= len(ARQ_SHAPED_POISON) + 1:
+            break
+        await asyncio.sleep(0.05)
+    dead = [
+        {k.decode(): v.decode() for k, v in f.items()}
+        for _id, f in await redis_client.xrange(keys.DEAD_LETTER)
+    ]
+    assert len(dead) == len(ARQ_SHAPED_POISON) + 1
+    assert all(d["source"] == "worker:intent" for d in dead)
+    assert all(d["error"].startswith("undecodable message") for d in dead), dead
+    assert await redis_client.zcard(queue) == 0
+
+
+def validator_answering(result: object) -> WorkerSpec:
+    async def handle(message: object, runtime: Runtime) -> Outcome:
+        assert isinstance(message, GenerationCompleted)
+        return Outcome([message.derive(JobCompleted, "completed", result=result)])
+
+    return WorkerSpec("validator", (GenerationCompleted,), handle)
+
+
+@pytest.mark.parametrize(
+    ("result", "expected"),
+    [
+        pytest.param(10**5000, "Exceeds the limit", id="int-5000-digits"),
+        pytest.param(json.loads(nested(900)), "depth", id="result-900-deep"),
+    ],
+)
+async def test_an_outcome_that_cannot_be_stored_fails_the_job_instead_of_leaving_it_running(
+    redis_url: str, settings: Settings, result: object, expected: str
+) -> None:
+    specs = [*RELAY_WORKERS[:4], validator_answering(result)]
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
+        Client(system.url, settings) as client,
+    ):
+        job_id = await client.submit("x")
+        with pytest.raises(JobFailedError) as failure:
+            await client.result(job_id, timeout=20)
+    assert failure.value.status == "invalid_request"
+    assert "could not store its outcome" in failure.value.error
+    assert expected in failure.value.error
+
+
+async def test_deleting_the_ingress_stream_under_a_running_consumer_does_not_kill_it(
+    relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    async with Client(relay_system.url, settings) as client:
+        await redis_client.xadd(keys.INGRESS, {"job": json.dumps({"prompt": "a"}), "job_id": "a"})
+        assert await client.result("a", timeout=20) == "a"
+        await redis_client.delete(keys.INGRESS)
+        await redis_client.xadd(keys.INGRESS, {"job": json.dumps({"prompt": "b"}), "job_id": "b"})
+        assert await client.result("b", timeout=20) == "b"
+
+
+async def test_acknowledged_ingress_entries_are_trimmed_beyond_the_cap(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    pool = await connect_arq(redis_url)
+    try:
+        consumer = IngressConsumer(Runtime.create(pool, settings), keep=5, trim_every=1)
+        await consumer.ensure_group()
+        for n in range(30):
+            await redis_client.xadd(keys.INGRESS, {"job": json.dumps({"prompt": f"p{n}"})})
+        while await consumer.run_once(count=10):
+            pass
+        unread = await redis_client.xadd(keys.INGRESS, {"job": json.dumps({"prompt": "late"})})
+        assert await redis_client.xlen(keys.INGRESS) <= 6
+        remaining = [entry_id for entry_id, _ in await redis_client.xrange(keys.INGRESS)]
+        assert unread in remaining, "an entry not yet read was trimmed"
+        assert len(await redis_client.keys("postel:job:ingress-*")) == 30
+    finally:
+        await pool.aclose()
