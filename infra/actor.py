@@ -57,6 +57,7 @@ from postel.messages import (
     utc_now,
 )
 from postel.messages.errors import PostelError
+from postel.messages.limits import MAX_INLINE_RESULT_BYTES
 from postel.services.llm.budget import call_budget
 from postel.services.llm.errors import LLMError
 from pydantic import ValidationError
@@ -415,6 +416,10 @@ class Actor:
             status=status,
             error=error,
         )
+        # The results stream carries the terminal message itself while it is small; a large
+        # result is stored once, in the job record, and the entry says where.
+        body = final.model_dump_json()
+        inline = ["message", body] if len(body) <= MAX_INLINE_RESULT_BYTES else ["in", "record"]
         maxlen = str(self.runtime.settings.events_maxlen)
         published = [
             "XADD",
@@ -425,8 +430,9 @@ class Actor:
             "*",
             "job_id",
             final.job_id,
-            "message",
-            final.model_dump_json(),
+            "status",
+            status,
+            *inline,
         ]
         return [record, *self.runtime.events.commands(event), published]
 

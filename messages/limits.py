@@ -33,6 +33,10 @@ MAX_ARGUMENTS_BYTES = 512_000
 MAX_TYPE_DEPTH = 16
 """Nesting of a desired type: `list[list[int]]` is depth 3."""
 
+MAX_INLINE_RESULT_BYTES = 65_536
+"""A terminal message larger than this is not copied into the `postel:results` stream: the
+entry says `in: record`, and the result is read from the job record."""
+
 MAX_DEADLINE_S = 30 * 24 * 3600.0
 """The furthest a job's deadline may lie."""
 

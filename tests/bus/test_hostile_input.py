@@ -194,3 +194,24 @@ async def test_acknowledged_ingress_entries_are_trimmed_beyond_the_cap(
         assert len(await redis_client.keys("postel:job:ingress-*")) == 30
     finally:
         await pool.aclose()
+
+
+async def test_a_large_result_is_stored_once_in_the_record_not_in_the_results_stream(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    large, small = "x" * 100_000, "small"
+    for value in (large, small):
+        specs = [*RELAY_WORKERS[:4], validator_answering(value)]
+        async with (
+            LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
+            Client(system.url, settings) as client,
+        ):
+            assert await client.result(await client.submit("x"), timeout=20) == value
+    entries = [
+        {k.decode(): v.decode() for k, v in f.items()}
+        for _id, f in await redis_client.xrange(keys.RESULTS)
+    ]
+    assert [(e["status"], e.get("in"), "message" in e) for e in entries] == [
+        ("completed", "record", False),
+        ("completed", None, True),
+    ]

@@ -24,6 +24,7 @@ from postel.services.llm import (
     OpenAIConfig,
     RetryPolicy,
 )
+from postel.services.llm.budget import call_budget
 from postel.services.llm.errors import LLMBadResponse, LLMConnectionError
 from postel.services.llm.retry import parse_retry_after
 
@@ -340,3 +341,41 @@ def test_retry_after_forms() -> None:
     assert parse_retry_after("soon") is None
     assert parse_retry_after(None) is None
     assert FAST.delay(1, "3600") == FAST.retry_after_max
+
+
+async def test_a_hang_ends_within_the_hop_budget_not_the_per_attempt_timeout(
+    server: FakeServer,
+) -> None:
+    """Three attempts of 30 s each would take 90 s; the call's budget of 1 s wins."""
+    server.replies = [Reply(hang_s=60), Reply(hang_s=60), Reply(hang_s=60)]
+    client = OpenAIClient(config(server, timeout=30.0))
+    started = time.perf_counter()
+    with call_budget(1.0), pytest.raises(LLMTimeout, match=r"time budget|no answer within"):
+        await client.complete(ask())
+    assert time.perf_counter() - started < 3.0
+    await client.aclose()
+
+
+async def test_a_retry_after_longer_than_the_budget_fails_at_once(server: FakeServer) -> None:
+    server.replies = [
+        Reply(status=429, body={"error": {"message": "slow down"}}, headers={"retry-after": "60"})
+    ]
+    policy = RetryPolicy(max_attempts=3, retry_after_max=120)
+    client = OpenAIClient(config(server, retry=policy))
+    started = time.perf_counter()
+    with call_budget(5.0), pytest.raises(LLMRateLimited, match="after the hop's time budget"):
+        await client.complete(ask())
+    assert time.perf_counter() - started < 2.0
+    assert len(server.requests) == 1
+    await client.aclose()
+
+
+async def test_a_retry_after_within_the_budget_is_waited_for(server: FakeServer) -> None:
+    server.replies = [
+        Reply(status=429, body={}, headers={"retry-after": "0.2"}),
+        completion("fine"),
+    ]
+    client = OpenAIClient(config(server))
+    with call_budget(5.0):
+        assert (await client.complete(ask())).text == "fine"
+    await client.aclose()

@@ -1,0 +1,123 @@
+"""No silent end: a handler that outlives its hop, its job's deadline or its model's patience
+ends the job with a documented failure, in time, instead of being cut off by arq."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+
+import pytest
+import redis.asyncio as aioredis
+from postel.infra import keys
+from postel.infra.actor import HopLimit, Outcome, Runtime, WorkerSpec
+from postel.infra.client import Client, JobFailedError
+from postel.infra.local_system import LocalSystem
+from postel.infra.relay import RELAY_WORKERS
+from postel.infra.settings import QueueSettings, Settings
+from postel.messages import JobOptions, JobRequest, JobSubmitted, utc_now
+from postel.services.llm import LLMServerError
+from postel.services.llm.budget import remaining_budget
+
+pytestmark = pytest.mark.slow
+
+
+def intent_doing(work: object) -> WorkerSpec:
+    async def handle(message: object, runtime: Runtime) -> Outcome:
+        await work()  # type: ignore[operator]
+        return await RELAY_WORKERS[0].handle(message, runtime)  # type: ignore[arg-type]
+
+    return WorkerSpec("intent", RELAY_WORKERS[0].accepts, handle)
+
+
+def test_the_model_budget_is_derived_from_the_workers_job_timeout() -> None:
+    message = JobSubmitted(job_id="j", message_id="j:submitted", request=JobRequest(prompt="x"))
+    limit = HopLimit.of(message, QueueSettings(job_timeout=120))
+    assert limit.seconds == pytest.approx(114.0)
+    assert limit.model_seconds == pytest.approx(113.0)
+    assert not limit.by_deadline
+    short = HopLimit.of(message, QueueSettings(job_timeout=3))
+    assert short.seconds == pytest.approx(2.0) and short.model_seconds == pytest.approx(1.8)
+    soon = message.model_copy(update={"deadline": utc_now() + timedelta(seconds=5)})
+    by_deadline = HopLimit.of(soon, QueueSettings(job_timeout=120))
+    assert by_deadline.by_deadline and 4.5 < by_deadline.seconds <= 5.0
+
+
+async def test_model_calls_see_the_hop_budget(redis_url: str, settings: Settings) -> None:
+    seen: list[float | None] = []
+
+    async def note_budget() -> None:
+        seen.append(remaining_budget())
+
+    settings.intent = QueueSettings(job_timeout=10)
+    specs = [intent_doing(note_budget), *RELAY_WORKERS[1:]]
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
+        Client(system.url, settings) as client,
+    ):
+        await client.result(await client.submit("x"), timeout=20)
+    assert seen and seen[0] is not None and 8.0 < seen[0] <= 8.1
+
+
+async def test_a_handler_that_never_returns_ends_hop_timeout_before_arq_cuts_it(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    settings.intent = QueueSettings(job_timeout=3)
+    specs = [intent_doing(asyncio.Event().wait), *RELAY_WORKERS[1:]]
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
+        Client(system.url, settings) as client,
+    ):
+        started = time.perf_counter()
+        job_id = await client.submit("stuck")
+        with pytest.raises(JobFailedError) as failure:
+            await client.result(job_id, timeout=20)
+        elapsed = time.perf_counter() - started
+    assert failure.value.status == "hop_timeout"
+    assert "intent ran past its time limit (2.0s; the worker's job_timeout is 3s)" in (
+        failure.value.error
+    )
+    assert elapsed < 3.0
+    dead = await redis_client.xrange(keys.DEAD_LETTER)
+    assert len(dead) == 1, "the message is kept to be redriven"
+
+
+async def test_a_deadline_passing_mid_hop_fails_the_job_within_a_second_of_it(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    specs = [intent_doing(asyncio.Event().wait), *RELAY_WORKERS[1:]]
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
+        Client(system.url, settings) as client,
+    ):
+        started = time.perf_counter()
+        job_id = await client.submit("late", options=JobOptions(deadline_s=2))
+        with pytest.raises(JobFailedError) as failure:
+            await client.result(job_id, timeout=20)
+        elapsed = time.perf_counter() - started
+    assert failure.value.status == "deadline_exceeded"
+    assert 1.8 < elapsed < 3.0
+    assert await redis_client.xlen(keys.DEAD_LETTER) == 0
+
+
+async def test_a_model_failure_is_not_retried_again_by_the_handler(
+    redis_url: str, settings: Settings
+) -> None:
+    calls: list[int] = []
+
+    async def failing_model() -> None:
+        calls.append(1)
+        raise LLMServerError("http://model/v1 failed after 5 attempt(s): HTTP 500")
+
+    specs = [intent_doing(failing_model), *RELAY_WORKERS[1:]]
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
+        Client(system.url, settings) as client,
+    ):
+        job_id = await client.submit("down")
+        with pytest.raises(JobFailedError) as failure:
+            await client.result(job_id, timeout=20)
+        statuses = [e.status for e in await client.events.read(job_id)]
+    assert failure.value.status == "llm_error"
+    assert calls == [1], "the model layer's retries are the only ones"
+    assert "retried" not in statuses
