@@ -181,10 +181,25 @@ class Actor:
         process lives: a dead worker's job is free again within `lease_s`."""
         lease_key = in_progress_key_prefix + str(ctx.get("job_id", ""))
         renewing = asyncio.create_task(self._renew_lease(lease_key))
+        attempt = int(ctx.get("job_try", 1))
+        began = time.monotonic()
         try:
-            await self.run(payload, attempt=int(ctx.get("job_try", 1)), lease_key=lease_key)
+            await self.run(payload, attempt=attempt, lease_key=lease_key)
+        except asyncio.CancelledError:
+            # arq cancels a run at job_timeout (then drops the message) and at shutdown (then
+            # runs it again). The hop limit ends runs earlier, so a cut at job_timeout means
+            # the event loop was blocked past it: record the failure rather than lose the job.
+            if time.monotonic() - began >= self.queue.job_timeout:
+                await asyncio.shield(self._fail_cut_off(payload, attempt))
+            raise
         finally:
             renewing.cancel()
+
+    async def _fail_cut_off(self, payload: Any, attempt: int) -> None:
+        message = decode_message(payload).with_attempt(attempt)
+        error = f"arq cut the run off at job_timeout ({self.queue.job_timeout:g}s)"
+        log.error("run cut off; the job fails", job_id=message.job_id, error=error)
+        await self._give_up(message, payload, error, status="hop_timeout")
 
     @property
     def lease_ms(self) -> int:

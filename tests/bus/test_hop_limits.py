@@ -121,3 +121,25 @@ async def test_a_model_failure_is_not_retried_again_by_the_handler(
     assert failure.value.status == "llm_error"
     assert calls == [1], "the model layer's retries are the only ones"
     assert "retried" not in statuses
+
+
+async def test_a_run_cut_off_by_arq_after_a_blocked_event_loop_still_fails_its_job(
+    redis_url: str, settings: Settings
+) -> None:
+    """CPU-bound work that blocks the event loop past job_timeout: arq cancels the run (and
+    would drop the message); the runtime records the failure instead."""
+
+    async def block_the_loop() -> None:
+        time.sleep(2.5)
+        await asyncio.sleep(30)
+
+    settings.intent = QueueSettings(job_timeout=2)
+    specs = [intent_doing(block_the_loop), *RELAY_WORKERS[1:]]
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
+        Client(system.url, settings) as client,
+    ):
+        job_id = await client.submit("blocked")
+        with pytest.raises(JobFailedError) as failure:
+            await client.result(job_id, timeout=20)
+    assert failure.value.status == "hop_timeout"
