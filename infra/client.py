@@ -23,11 +23,12 @@ from postel.infra.settings import Settings
 from postel.infra.submit import submit_job
 from postel.infra.wire import connect_arq
 from postel.messages import AmbientContext, CodeSiteContext, JobOptions, JobRequest, TypeSpec
+from postel.messages.errors import PostelError
 
 TERMINAL_TYPES = frozenset({"job.completed", "job.failed"})
 
 
-class JobFailedError(RuntimeError):
+class JobFailedError(PostelError, RuntimeError):
     """The job ended in failure; `status` is its documented FailureStatus."""
 
     def __init__(self, job_id: str, status: str, error: str, partial: Any = None) -> None:

@@ -30,6 +30,7 @@ import networkx as nx
 import redis.asyncio as aioredis
 import structlog
 from postel.infra import keys
+from postel.messages.errors import PostelError
 from postel.services.gasl.adapters import NetworkXAdapter
 from postel.services.gasl.loaders import normalise_graph
 from postel.services.gasl.schema_summary import summarize_graph
@@ -54,7 +55,7 @@ _META_FIELDS = (
 )
 
 
-class GraphNotFound(LookupError):
+class GraphNotFound(PostelError, LookupError):
     """No graph of that name is registered; the message lists the known names."""
 
     def __init__(self, name: str, known: builtins.list[str]) -> None:
@@ -64,11 +65,11 @@ class GraphNotFound(LookupError):
         super().__init__(f"no graph named {name!r}; known graphs: {listed}")
 
 
-class InvalidGraphName(ValueError):
+class InvalidGraphName(PostelError, ValueError):
     pass
 
 
-class GraphFileError(ValueError):
+class GraphFileError(PostelError, ValueError):
     """The file cannot be read or is not a usable GraphML graph; nothing was stored."""
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from postel.infra import keys
 from postel.infra.events import Command
 from postel.messages import JobRequest, utc_now
+from postel.messages.errors import PostelError
 from pydantic import BaseModel
 from redis.asyncio import Redis
 
@@ -37,7 +38,7 @@ class JobRecord(BaseModel):
         return self.status in ("completed", "failed")
 
 
-class JobNotFound(LookupError):
+class JobNotFound(PostelError, LookupError):
     pass
 
 

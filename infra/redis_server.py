@@ -17,11 +17,12 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 import structlog
+from postel.messages.errors import PostelError
 
 log = structlog.get_logger(__name__)
 
 
-class EmbeddedRedisError(RuntimeError):
+class EmbeddedRedisError(PostelError, RuntimeError):
     pass
 
 

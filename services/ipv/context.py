@@ -15,7 +15,6 @@ from postel.messages.job import AmbientContext, CodeSiteContext, JobRequest
 from postel.messages.task import JobProgress
 from postel.messages.types import TypeSpec
 from postel.services.ipv.annotations import infer_desired_type
-from postel.services.ipv.executors import DEFAULT_EXECUTOR
 from postel.services.validation import describe_type
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,13 +33,10 @@ class CallContext(BaseModel):
     code_site: CodeSiteContext | None = None
     ambient: AmbientContext = Field(default_factory=AmbientContext)
     optimization_hints: list[str] = Field(default_factory=list)
-    executor_type: str = DEFAULT_EXECUTOR
     inferred_details: dict[str, Any] = Field(default_factory=dict)
 
 
-def build_call_context(
-    request: JobRequest, *, function_name: str = "reason", executor_type: str = DEFAULT_EXECUTOR
-) -> CallContext:
+def build_call_context(request: JobRequest, *, function_name: str = "reason") -> CallContext:
     """The call context of a request.
 
     When the request leaves `desired_type` unset but its code site carries a readable
@@ -61,7 +57,6 @@ def build_call_context(
         code_site=request.code_site,
         ambient=request.ambient,
         optimization_hints=_hints(desired, request.code_site),
-        executor_type=executor_type,
         inferred_details=details,
     )
 

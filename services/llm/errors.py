@@ -4,8 +4,10 @@ Messages name the endpoint, the status and the attempts made, never credentials.
 
 from __future__ import annotations
 
+from postel.messages.errors import PostelError
 
-class LLMError(Exception):
+
+class LLMError(PostelError):
     """Base of every LLM call failure."""
 
 

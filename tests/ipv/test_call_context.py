@@ -1,26 +1,10 @@
-"""The call context built from a request, its rendering, and the executor registry."""
+"""The call context built from a request, and its rendering."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
-import pytest
 from postel.messages.job import AmbientContext, CodeSiteContext, JobRequest
 from postel.messages.types import TypeSpec
-from postel.services.ipv import (
-    DEFAULT_EXECUTOR,
-    CallContext,
-    UnknownExecutorError,
-    build_call_context,
-    executor_names,
-    get_executor,
-    register_executor,
-    render_call_context,
-    run_executor,
-    unregister_executor,
-)
-from postel.services.validation import coerce
+from postel.services.ipv import build_call_context, render_call_context
 
 SITE = CodeSiteContext(
     function_name="billing.total",
@@ -48,7 +32,6 @@ def test_context_carries_the_request() -> None:
     assert ctx.desired_type == TypeSpec.parse("float")
     assert ctx.code_site == SITE
     assert ctx.ambient.domains == ["finance"]
-    assert ctx.executor_type == DEFAULT_EXECUTOR == "llm"
     assert ctx.inferred_details == {"result_shape": "scalar", "task": "graph_analysis"}
     assert ctx.optimization_hints[0] == "return a single number (float)"
     assert "the caller stores the result in `price`" in ctx.optimization_hints
@@ -108,62 +91,3 @@ def test_render_leaves_out_what_is_unknown() -> None:
         "  - return text (str)",
         "inferred: result_shape=scalar",
     ]
-
-
-@pytest.fixture
-def scratch_executor() -> Iterator[str]:
-    yield "echo"
-    unregister_executor("echo")
-
-
-async def test_registry_runs_the_named_executor(scratch_executor: str) -> None:
-    async def echo(ctx: CallContext) -> Any:
-        return ctx.arguments["prompt"].upper()
-
-    register_executor(scratch_executor, echo)
-    assert get_executor(scratch_executor) is echo
-    assert scratch_executor in executor_names()
-    ctx = build_call_context(JobRequest(prompt="hi"), executor_type=scratch_executor)
-    assert await run_executor(ctx) == "HI"
-
-
-def test_registry_refuses_clashes_and_nonsense(scratch_executor: str) -> None:
-    async def one(ctx: CallContext) -> Any:
-        return 1
-
-    async def two(ctx: CallContext) -> Any:
-        return 2
-
-    register_executor(scratch_executor, one)
-    register_executor(scratch_executor, one)  # re-registering the same one is harmless
-    with pytest.raises(ValueError, match="already registered; pass replace=True"):
-        register_executor(scratch_executor, two)
-    register_executor(scratch_executor, two, replace=True)
-    assert get_executor(scratch_executor) is two
-    with pytest.raises(ValueError, match="non-empty name"):
-        register_executor(" ", one)
-    with pytest.raises(TypeError, match="must be callable"):
-        register_executor("x", "not a function")  # type: ignore[arg-type]
-
-
-def test_unknown_executor_error_is_clear() -> None:
-    with pytest.raises(
-        UnknownExecutorError, match=r"no executor registered for 'gpu'; registered: .*coerce_only"
-    ):
-        get_executor("gpu")
-    if DEFAULT_EXECUTOR not in executor_names():
-        with pytest.raises(UnknownExecutorError, match="the workers register it at start-up"):
-            get_executor(DEFAULT_EXECUTOR)
-
-
-async def test_coerce_only_passes_the_value_to_validation() -> None:
-    request = JobRequest(
-        prompt="read the amount",
-        desired_type=TypeSpec.parse("float"),
-        arguments={"value": "1.299,99 €"},
-    )
-    ctx = build_call_context(request, executor_type="coerce_only")
-    raw = await run_executor(ctx)
-    assert coerce(raw, ctx.desired_type, locale=ctx.ambient.locale) == 1299.99
-    bare = build_call_context(JobRequest(prompt="yes"), executor_type="coerce_only")
-    assert await run_executor(bare) == "yes"
