@@ -23,7 +23,7 @@ from postel.services.llm.errors import (
     LLMTimeout,
 )
 from postel.services.llm.models import LLMRequest, LLMResponse, Usage
-from postel.services.llm.retry import RetryPolicy
+from postel.services.llm.retry import RetryPolicy, parse_retry_after
 from postel.services.llm.structured import StructuredOutput, response_format
 from postel.services.llm.tokens import count_tokens
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
@@ -105,12 +105,16 @@ class OpenAIClient:
             if attempt == policy.max_attempts:
                 break
             delay = policy.delay(attempt, retry_after)
+            # The server's own word counts against the budget, not the capped wait: retrying
+            # before its Retry-After would only be refused again.
+            wanted = max(delay, parse_retry_after(retry_after) or 0.0)
             left = remaining_budget()
-            if left is not None and delay >= left:
+            if left is not None and wanted >= left:
                 kind, detail = failure
                 raise kind(
                     f"{self._url} failed after {attempt} attempt(s): {detail}; the next try "
-                    f"would start in {delay:.1f}s, after the hop's time budget ({left:.1f}s left)"
+                    f"would start in {wanted:.1f}s, after the hop's time budget "
+                    f"({left:.1f}s left)"
                 )
             log.warning(
                 "llm.retry",

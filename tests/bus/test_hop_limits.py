@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -12,8 +13,10 @@ import redis.asyncio as aioredis
 from postel.infra import keys
 from postel.infra.actor import HopLimit, Outcome, Runtime, WorkerSpec
 from postel.infra.client import Client, JobFailedError
+from postel.infra.fake_model import FakeModel
 from postel.infra.local_system import LocalSystem
 from postel.infra.relay import RELAY_WORKERS
+from postel.infra.runner import load_worker
 from postel.infra.settings import QueueSettings, Settings
 from postel.messages import JobOptions, JobRequest, JobSubmitted, utc_now
 from postel.services.llm import LLMServerError
@@ -143,3 +146,71 @@ async def test_a_run_cut_off_by_arq_after_a_blocked_event_loop_still_fails_its_j
         with pytest.raises(JobFailedError) as failure:
             await client.result(job_id, timeout=20)
     assert failure.value.status == "hop_timeout"
+
+
+@pytest.fixture
+def fake_model() -> Iterator[FakeModel]:
+    with FakeModel(lambda request: "unused") as fake:
+        yield fake
+
+
+def real_intent_against(fake: FakeModel, settings: Settings) -> list[WorkerSpec]:
+    settings.llm_provider = "openai"
+    settings.llm_base_url = fake.base_url
+    return [load_worker("intent"), *RELAY_WORKERS[1:]]
+
+
+async def test_a_hanging_model_on_default_model_settings_ends_llm_error(
+    redis_url: str, settings: Settings, fake_model: FakeModel
+) -> None:
+    """Default POSTEL_LLM_TIMEOUT_S (120 s) and retries; only job_timeout is short."""
+    fake_model.set_faults(mode="hang")
+    settings.intent = QueueSettings(job_timeout=4)
+    specs = real_intent_against(fake_model, settings)
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
+        Client(system.url, settings) as client,
+    ):
+        started = time.perf_counter()
+        job_id = await client.submit("hello")
+        with pytest.raises(JobFailedError) as failure:
+            await client.result(job_id, timeout=30)
+        elapsed = time.perf_counter() - started
+    assert failure.value.status == "llm_error"
+    assert "time budget" in failure.value.error or "no answer within" in failure.value.error
+    assert elapsed < 4.0
+
+
+async def test_a_429_asking_for_longer_than_the_budget_ends_llm_error_at_once(
+    redis_url: str, settings: Settings, fake_model: FakeModel
+) -> None:
+    fake_model.set_faults(mode="429", retry_after="600")
+    specs = real_intent_against(fake_model, settings)
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
+        Client(system.url, settings) as client,
+    ):
+        job_id = await client.submit("hello")
+        with pytest.raises(JobFailedError) as failure:
+            await client.result(job_id, timeout=30)
+    assert failure.value.status == "llm_error"
+    assert "HTTP 429" in failure.value.error
+    assert fake_model.stats().total <= 2, "retries capped at 30 s fit, 600 s do not"
+
+
+async def test_a_5_s_deadline_with_a_hanging_model_ends_within_7_s(
+    redis_url: str, settings: Settings, fake_model: FakeModel
+) -> None:
+    fake_model.set_faults(mode="hang")
+    specs = real_intent_against(fake_model, settings)
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
+        Client(system.url, settings) as client,
+    ):
+        started = time.perf_counter()
+        job_id = await client.submit("hello", options=JobOptions(deadline_s=5))
+        with pytest.raises(JobFailedError) as failure:
+            await client.result(job_id, timeout=30)
+        elapsed = time.perf_counter() - started
+    assert failure.value.status == "deadline_exceeded"
+    assert elapsed < 7.0
