@@ -15,8 +15,10 @@ jobs (`faults`) carries a fault marker, so every model call of that job meets th
 While jobs run it SIGKILLs a random worker process every `kill_every` seconds and starts a new
 one in its place, and once (after half the jobs are submitted) SIGKILLs redis-server and
 restarts it on the same port and AOF directory after `redis_outage_s`. Like a supervisor, it
-restarts any worker process that exits on its own, and counts those exits. It waits until
-every job has ended or `drain_timeout_s` has passed since the last submission.
+restarts any worker process that exits on its own, and counts those exits. Kills go on
+until every job has ended or `drain_timeout_s` has passed since the last submission; then
+the drill waits, kills stopped and every slot's process up, until every job has ended or no
+event at all was recorded for `settle_s` (longer than a takeover takes), within `timeout_s`.
 
 What it counts, per job, from the job record, the global event stream and `postel:results`:
 - completed: status completed with the expected value (`wrong_value` otherwise);
@@ -73,7 +75,7 @@ from postel.infra.fake_model import (
 )
 from postel.infra.graphs import GraphRegistry
 from postel.infra.jobs import JobNotFound, JobRecord
-from postel.infra.presence import wait_for
+from postel.infra.presence import live_workers, wait_for
 from postel.infra.redis_server import EmbeddedRedis, free_port
 from postel.infra.settings import WORKER_NAMES, Settings
 from postel.infra.submit import JobExists
@@ -94,11 +96,12 @@ ORGANISATIONS = 3
 DOCUMENTED_FAILURES = frozenset(get_args(FailureStatus))
 CONCLUDING = frozenset({"completed", "continued", "retried", "failed", "dead_lettered"})
 
-# Short enough that a run takes minutes; shaped like the defaults (a model call's attempts
-# can outlast job_timeout, as 5 x 120 s does against 120 s).
+# Short enough that a run takes minutes, long enough that a worker's first message on a
+# loaded machine (imports, graph load) fits; shaped like the defaults: a model call's
+# attempts can outlast job_timeout (3 x 5 s against 12 s, as 5 x 120 s against 120 s).
 DRILL_SETTINGS: dict[str, str] = {
-    **{f"POSTEL_{name.upper()}__JOB_TIMEOUT": "6" for name in WORKER_NAMES},
-    "POSTEL_LLM_TIMEOUT_S": "3",
+    **{f"POSTEL_{name.upper()}__JOB_TIMEOUT": "12" for name in WORKER_NAMES},
+    "POSTEL_LLM_TIMEOUT_S": "5",
     "POSTEL_LLM_MAX_RETRIES": "2",
     "POSTEL_LOG_LEVEL": "WARNING",
     "POSTEL_LOG_FORMAT": "json",
@@ -108,7 +111,7 @@ DEFAULT_FLAKY = "500=0.03,429=0.01,hang=0.01"
 
 _REDIS_DOWN = (RedisConnectionError, RedisTimeoutError, OSError)
 _RESTART_DELAY_S = 0.5
-_EXIT_WINDOW_S = 15.0
+_EXIT_WINDOW_S = 60.0
 
 
 class ChaosConfig(BaseModel):
@@ -127,7 +130,13 @@ class ChaosConfig(BaseModel):
     seed: int = 1
     rate: float = Field(default=2.0, gt=0, description="jobs submitted per second")
     processes: int = Field(default=2, ge=1, description="worker processes per kind")
-    drain_timeout_s: float = Field(default=180.0, gt=0)
+    drain_timeout_s: float = Field(
+        default=120.0, gt=0, description="after the last submission: kills go on this long"
+    )
+    settle_s: float = Field(
+        default=30.0, gt=0, description="no event for this long after the kills: the end"
+    )
+    timeout_s: float = Field(default=900.0, gt=0, description="bound on the whole run")
     keep_dir: Path | None = Field(
         default=None, description="keep worker logs and the AOF here instead of a temp dir"
     )
@@ -398,6 +407,7 @@ class Run:
     resubmitted_existing: list[str] = field(default_factory=list)
     ended: dict[str, float] = field(default_factory=dict)
     last_submit: float = 0.0
+    kills_stopped: float = 0.0
     redis_restart: RedisRestart | None = None
 
 
@@ -452,24 +462,53 @@ async def _kill_workers(fleet: Fleet, config: ChaosConfig, stop: asyncio.Event) 
         fleet.kill_one(rng)
 
 
-async def _drain(client: Client, run: Run) -> None:
-    deadline = run.last_submit + run.config.drain_timeout_s
+async def _unfinished(client: Client, run: Run) -> list[str]:
+    """The submitted jobs not yet completed or failed (ends are noted in `run.ended`)."""
     pending = [job_id for job_id in run.submitted if job_id not in run.ended]
-    while pending and time.time() < deadline:
 
-        async def statuses(ids: list[str] = pending) -> list[Any]:
-            async with client.pool.pipeline(transaction=False) as pipe:
-                for job_id in ids:
-                    pipe.hget(keys.job(job_id), "status")
-                return list(await pipe.execute())
+    async def statuses() -> list[Any]:
+        async with client.pool.pipeline(transaction=False) as pipe:
+            for job_id in pending:
+                pipe.hget(keys.job(job_id), "status")
+            return list(await pipe.execute())
 
-        now = time.time()
-        for job_id, status in zip(pending, await _patiently(statuses), strict=True):
-            if status in (b"completed", b"failed"):
-                run.ended[job_id] = now
-        pending = [job_id for job_id in pending if job_id not in run.ended]
-        if pending:
-            await asyncio.sleep(0.5)
+    now = time.time()
+    for job_id, status in zip(pending, await _patiently(statuses), strict=True):
+        if status in (b"completed", b"failed"):
+            run.ended[job_id] = now
+    return [job_id for job_id in pending if job_id not in run.ended]
+
+
+async def _fleet_is_up(client: Client, fleet: Fleet) -> bool:
+    announced = {p.pid for p in await _patiently(lambda: live_workers(client.pool))}
+    return all(slot.process is not None and slot.process.pid in announced for slot in fleet.slots)
+
+
+async def _quiet_for(client: Client) -> float:
+    """Seconds since the newest event of any job."""
+    newest = await _patiently(lambda: client.pool.xrevrange(keys.EVENTS, count=1))
+    if not newest:
+        return float("inf")
+    return time.time() - int(newest[0][0].decode().split("-")[0]) / 1000
+
+
+async def _drain(client: Client, run: Run, fleet: Fleet, stop_kills: asyncio.Event) -> None:
+    """Wait for every job to end, in three phases, all within `timeout_s` of the start:
+    1. kills go on until `drain_timeout_s` after the last submission;
+    2. kills stop; wait until every slot's process has announced itself;
+    3. wait while anything still happens: the run ends once no event was recorded for
+       `settle_s` (longer than any takeover), and what has not ended then is lost."""
+    config = run.config
+    overall = run.started + config.timeout_s
+    killing_until = min(run.last_submit + config.drain_timeout_s, overall)
+    while await _unfinished(client, run) and time.time() < killing_until:
+        await asyncio.sleep(0.5)
+    stop_kills.set()
+    run.kills_stopped = time.time()
+    while await _unfinished(client, run) and time.time() < overall:
+        if await _fleet_is_up(client, fleet) and await _quiet_for(client) > config.settle_s:
+            break
+        await asyncio.sleep(0.5)
 
 
 async def run_chaos(config: ChaosConfig) -> dict[str, Any]:
@@ -499,7 +538,7 @@ async def run_chaos(config: ChaosConfig) -> dict[str, Any]:
         fleet = Fleet(env, Path(tmp) / "logs", config.processes)
         settings = Settings(redis_url=server.url)
         client = Client(server.url, settings)
-        stop = asyncio.Event()
+        stop, stop_kills = asyncio.Event(), asyncio.Event()
         background: list[asyncio.Task[None]] = []
         try:
             await client.connect()
@@ -509,9 +548,9 @@ async def run_chaos(config: ChaosConfig) -> dict[str, Any]:
             fleet.start()
             background.append(asyncio.create_task(fleet.supervise(stop)))
             for kind in WORKER_NAMES:
-                await wait_for(client.pool, kind, processes=config.processes, timeout=120)
+                await wait_for(client.pool, kind, processes=config.processes, timeout=300)
             run.started = time.time()
-            background.append(asyncio.create_task(_kill_workers(fleet, config, stop)))
+            background.append(asyncio.create_task(_kill_workers(fleet, config, stop_kills)))
             for index, job in enumerate(jobs):
                 if config.redis_restart and index == len(jobs) // 2:
                     server = await _crash_redis(server, client.pool, run)
@@ -520,16 +559,14 @@ async def run_chaos(config: ChaosConfig) -> dict[str, Any]:
                     await asyncio.sleep(delay)
                 await _submit(client, job, run)
             run.last_submit = time.time()
-            await _drain(client, run)
-            drained = time.time()
+            await _drain(client, run, fleet, stop_kills)
             stop.set()
             await asyncio.gather(*background)
             background.clear()
-            figures = await _figures(client, run, fleet, fake)
-            figures["timing"]["drain_s"] = round(drained - run.last_submit, 1)
-            return figures
+            return await _figures(client, run, fleet, fake)
         finally:
             stop.set()
+            stop_kills.set()
             for task in background:
                 task.cancel()
             fleet.stop()
@@ -695,6 +732,7 @@ async def _figures(client: Client, run: Run, fleet: Fleet, fake: FakeModel) -> d
         },
         "timing": {
             "submission_s": round(run.last_submit - run.started, 1),
+            "kills_stopped_s": round(run.kills_stopped - run.started, 1),
             "total_s": round(time.time() - run.started, 1),
         },
         "jobs": {
@@ -745,7 +783,7 @@ def _lost_state(state: str, record: JobRecord | None, last: Event | None) -> str
 def format_chaos(figures: dict[str, Any]) -> str:
     config, jobs, workers = figures["config"], figures["jobs"], figures["workers"]
     take, redis, model = figures["takeover"], figures["redis"], figures["model"]
-    settings = figures["settings"]
+    settings, timing = figures["settings"], figures["timing"]
     kills = (
         "no SIGKILLs" if config["max_kills"] == 0 else f"SIGKILL every {config['kill_every_s']:g} s"
     )
@@ -757,8 +795,8 @@ def format_chaos(figures: dict[str, Any]) -> str:
         "drill settings: "
         + ", ".join(f"{k.removeprefix('POSTEL_')}={v}" for k, v in sorted(settings.items()))
         + f"; 429 Retry-After {config['retry_after']}",
-        f"time: {figures['timing']['total_s']} s (submission {figures['timing']['submission_s']}"
-        f" s, drain {figures['timing']['drain_s']} s)",
+        f"time: {timing['total_s']} s (submission {timing['submission_s']} s, kills until "
+        f"{timing['kills_stopped_s']} s)",
         "",
         f"jobs: completed {jobs['completed']}, failed {jobs['failed']}, LOST {jobs['lost']}, "
         f"DUPLICATED {jobs['duplicated']}, wrong value {jobs['wrong_value']}, "
@@ -881,9 +919,23 @@ def format_chaos(figures: dict[str, Any]) -> str:
 @click.option(
     "--drain-timeout",
     type=click.FloatRange(min=1),
-    default=180.0,
+    default=120.0,
     show_default=True,
-    help="Seconds to wait after the last submission for every job to end.",
+    help="Seconds after the last submission during which kills go on while jobs end.",
+)
+@click.option(
+    "--settle",
+    type=click.FloatRange(min=1),
+    default=30.0,
+    show_default=True,
+    help="After the kills: the run ends when no event was recorded for this long.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=900.0,
+    show_default=True,
+    help="Bound on the whole run, startup excluded; a job not ended by then is lost.",
 )
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option(
@@ -905,6 +957,8 @@ def bench_chaos(
     rate: float,
     processes: int,
     drain_timeout: float,
+    settle: float,
+    timeout: float,
     seed: int,
     keep: Path | None,
     as_json: bool,
@@ -927,6 +981,8 @@ def bench_chaos(
             rate=rate,
             processes=processes,
             drain_timeout_s=drain_timeout,
+            settle_s=settle,
+            timeout_s=timeout,
             keep_dir=keep,
         )
     except FakeModelError as exc:
