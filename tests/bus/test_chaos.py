@@ -49,7 +49,8 @@ EVERY_FAULT = ",".join(f"{fault}=0.05" for fault in FAULTS if fault != "ok")
 async def test_small_drill_loses_nothing_and_duplicates_nothing(settings: Settings) -> None:
     """20 jobs, one of each persistent fault, 5 % passing 500s, one SIGKILL of a worker
     process and one Redis crash: every job ends, once, with its value or a documented
-    failure."""
+    failure. (The `settings` fixture clears POSTEL_* from the environment the workers
+    inherit, so the drill's own settings apply.)"""
     config = ChaosConfig(
         jobs=20,
         kill_every_s=3,
