@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from postel.infra.bench_chaos import bench_chaos
 from postel.infra.cli_gasl import bench_gasl, gasl, graph
 from postel.infra.cli_support import (
     EXIT_FAILED,
@@ -490,6 +491,7 @@ def model_serve(host: str, port: int) -> None:
 main.add_command(graph)
 main.add_command(gasl)
 bench.add_command(bench_gasl, "gasl")
+bench.add_command(bench_chaos, "chaos")
 
 
 if __name__ == "__main__":

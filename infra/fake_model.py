@@ -39,6 +39,7 @@ import random
 import re
 import select
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -101,6 +102,7 @@ class FakeStats(BaseModel):
     )
     in_flight: int = 0
     truncated: int = Field(default=0, description="`ok` answers cut at max_tokens")
+    responder_errors: int = Field(default=0, description="answered 500: the responder raised")
     control: int = Field(default=0, description="requests to the control API")
 
 
@@ -145,8 +147,7 @@ class FakeModel:
         self._stats = FakeStats()
         self._started = time.monotonic()
         self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
-        self._httpd.daemon_threads = True
+        self._httpd = _Server(("127.0.0.1", port), _handler(self))
         self._thread: threading.Thread | None = None
 
     @property
@@ -280,6 +281,17 @@ def _peer_closed(connection: socket.socket) -> bool:
         return True
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up (a killed worker, a timed-out call) is routine here."""
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError):
+            return
+        log.error("fake model request failed", client=client_address, exc_info=True)
+
+
 def _completion(request: LLMRequest, text: str, finish_reason: str) -> dict[str, Any]:
     prompt_tokens = count_tokens(request.prompt_text())
     completion_tokens = count_tokens(text)
@@ -380,6 +392,7 @@ def _handler(fake: FakeModel) -> type[BaseHTTPRequestHandler]:
                     text, finish_reason = fake.answer(request, fault)
                 except Exception as exc:  # a responder's bug must show, not kill the thread
                     log.exception("fake model responder failed")
+                    fake._adjust(responder_errors=1)
                     self._reply(500, {"error": {"message": f"responder failed: {exc!r}"}})
                     return
                 self._reply(200, _completion(request, text, finish_reason))
