@@ -78,7 +78,6 @@ from postel.infra.jobs import JobNotFound, JobRecord
 from postel.infra.presence import live_workers, wait_for
 from postel.infra.redis_server import EmbeddedRedis, free_port
 from postel.infra.settings import WORKER_NAMES, Settings
-from postel.infra.submit import JobExists
 from postel.messages import FailureStatus, JobRequest, TypeSpec
 from postel.services.llm import LLMRequest
 from postel.services.prompts import TEMPLATES
@@ -404,7 +403,6 @@ class Run:
     jobs: list[PlannedJob]
     started: float = field(default_factory=time.time)
     submitted: dict[str, float] = field(default_factory=dict)
-    resubmitted_existing: list[str] = field(default_factory=list)
     ended: dict[str, float] = field(default_factory=dict)
     last_submit: float = 0.0
     kills_stopped: float = 0.0
@@ -441,12 +439,9 @@ async def _crash_redis(server: EmbeddedRedis, pool: ArqRedis, run: Run) -> Embed
 
 async def _submit(client: Client, job: PlannedJob, run: Run) -> None:
     async def once() -> None:
-        try:
-            await client.submit_request(job.request(), job_id=job.job_id)
-        except JobExists:
-            # An earlier try wrote the record before Redis failed: the record counts as the
-            # submission, and the end of the run shows whether the job still ran.
-            run.resubmitted_existing.append(job.job_id)
+        # Submission is idempotent: a retry after a Redis error is a no-op if the first
+        # try got through.
+        await client.submit_request(job.request(), job_id=job.job_id)
 
     await _patiently(once)
     run.submitted[job.job_id] = time.time()
@@ -744,7 +739,6 @@ async def _figures(client: Client, run: Run, fleet: Fleet, fake: FakeModel) -> d
             "duplicated": len(duplicated),
             "wrong_value": len(wrong),
             "undocumented_failure": len(undocumented),
-            "resubmitted_existing": len(run.resubmitted_existing),
         },
         "failed_by_status": dict(failed.most_common()),
         "by_fault": {
@@ -813,11 +807,6 @@ def format_chaos(figures: dict[str, Any]) -> str:
         shown = list(figures["lost_jobs"].items())[:10]
         lines.append("lost (first 10):")
         lines.extend(f"  {job}: {state}" for job, state in shown)
-    if jobs["resubmitted_existing"]:
-        lines.append(
-            f"submissions retried after a Redis error that met JobExists: "
-            f"{jobs['resubmitted_existing']}"
-        )
     lines += [
         "",
         f"worker processes: {workers['sigkills']} SIGKILLs; {workers['exits_on_their_own']} "

@@ -177,7 +177,9 @@ async def test_the_count_tells_lost_duplicated_wrong_and_undocumented_apart(
         for job in planned:
             run.submitted[job.job_id] = 0.0
             if job.job_id != "job-d":  # d: no record at all
-                await store.create(job.job_id, JobRequest(prompt="p"))
+                await run_commands(
+                    client.pool, store.created_commands(job.job_id, JobRequest(prompt="p"), "-")
+                )
         for job_id, outcome in finished.items():
             await run_commands(client.pool, [JobStore.finished_command(job_id, **outcome)])
         for job_id in ("job-a", "job-g", "job-g"):
