@@ -1,4 +1,7 @@
-"""gasl worker: run one HDT round's GASL plan against the job's graph and state."""
+"""gasl worker: run one HDT round's GASL plan against the job's graph and state.
+
+The plan's time budget is a share of this worker's job timeout (TimeBudget.within), so a
+runaway plan ends with a record naming the budget well before arq would cut the job off."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from postel.infra.graphs import GraphRegistry
 from postel.infra.model import ensure_model, model_of
 from postel.infra.stores import GaslStateStore
 from postel.messages import Envelope, GaslPlanRequested, JobFailed
+from postel.services.gasl.budget import TimeBudget
 from postel.services.gasl.model import LLMGaslModel
 from postel.services.gasl.stage import execute_round
 
@@ -26,7 +30,10 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     before = await states.before_round(message.job_id, task, message.round)
     model = model_of(runtime)
     llm = model.metered()
-    result = await execute_round(message, adapter, before, LLMGaslModel(llm, model.capability))
+    budget = TimeBudget.within(runtime.settings.queue("gasl").job_timeout)
+    result = await execute_round(
+        message, adapter, before, LLMGaslModel(llm, model.capability), budget
+    )
     await states.after_round(message.job_id, task, message.round, result.state)
     return Outcome([result.message], Metrics.of_calls(llm.meter, round=message.round))
 

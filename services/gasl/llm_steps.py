@@ -9,10 +9,12 @@ instruction, data excerpt and schema, the block those templates are given.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from postel.services.gasl.budget import BudgetSpent, Deadline
 from postel.services.gasl.context import shorten
 from pydantic import BaseModel, Field, ValidationError
 
@@ -101,12 +103,19 @@ def excerpt(value: Any, limits: Limits) -> Excerpt:
 
 
 async def _ask(
-    model: GaslModel, kind: str, fields: dict[str, Any], output: type[BaseModel]
+    model: GaslModel,
+    kind: str,
+    fields: dict[str, Any],
+    output: type[BaseModel],
+    deadline: Deadline,
 ) -> tuple[BaseModel, dict[str, Any]]:
     schema = output.model_json_schema()
     user = STEP_TEXT[kind].format(schema=json.dumps(schema), **fields)
     try:
-        raw, meta = await model.complete_json(kind, user, schema)
+        async with asyncio.timeout(deadline.remaining()):
+            raw, meta = await model.complete_json(kind, user, schema)
+    except TimeoutError:
+        raise BudgetSpent(deadline.cap, deadline.seconds) from None
     except Exception as exc:  # any provider failure is a step error, reported not raised
         raise StepFailure(f"model call failed: {exc}", "error") from exc
     try:
@@ -121,9 +130,15 @@ async def _ask(
 
 
 async def run_process(
-    model: GaslModel, data: Any, instruction: str, limits: Limits
+    model: GaslModel,
+    data: Any,
+    instruction: str,
+    limits: Limits,
+    deadline: Deadline | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Derived items, each carrying `extraction` metadata, plus the call's metadata."""
+    """Derived items, each carrying `extraction` metadata, plus the call's metadata.
+
+    The model must answer by `deadline`, else BudgetSpent names the budget it ran out of."""
     part = excerpt(data, limits)
     fields = {
         "instruction": instruction,
@@ -132,7 +147,7 @@ async def run_process(
         "truncated": part.truncated,
         "excerpt": part.text,
     }
-    parsed, meta = await _ask(model, "process", fields, ProcessOutput)
+    parsed, meta = await _ask(model, "process", fields, ProcessOutput, deadline or Deadline.never())
     assert isinstance(parsed, ProcessOutput)
     extraction = {
         "instruction": instruction,
@@ -145,7 +160,12 @@ async def run_process(
 
 
 async def run_analyze(
-    model: GaslModel, key: str, data: Any, instruction: str, limits: Limits
+    model: GaslModel,
+    key: str,
+    data: Any,
+    instruction: str,
+    limits: Limits,
+    deadline: Deadline | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """An answer about one state key, seen only through a bounded sample."""
     sample = list(data.items()) if isinstance(data, dict) else data
@@ -158,5 +178,5 @@ async def run_analyze(
         "truncated": part.truncated,
         "excerpt": part.text,
     }
-    parsed, meta = await _ask(model, "analyze", fields, AnalyzeOutput)
+    parsed, meta = await _ask(model, "analyze", fields, AnalyzeOutput, deadline or Deadline.never())
     return parsed.model_dump(), {**meta, "input_items": part.shown, "input_total": part.total}
