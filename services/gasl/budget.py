@@ -7,13 +7,15 @@ searches and of the row commands check the deadline cooperatively, and a search 
 out stops with what it found so far, naming the budget it hit in `caps_hit`.
 
 Both budgets are fixed by the code that runs the plan, never by the plan: the gasl worker
-derives them from its job timeout (`TimeBudget.within`), so a plan ends well before the
-worker's job would be cut off.
+derives them from its job timeout and the job's deadline (`TimeBudget.within`), so a plan
+ends well before the worker's run would be cut off. A run whose caller gave up (its `stop`
+event is set) stops at the next check as if its budget were spent.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +31,8 @@ COMMAND_BUDGET_S = 15.0
 PLAN_SHARE_OF_JOB_TIMEOUT = 0.5
 # Of the plan budget, the share one command may use: a plan keeps time for its other steps.
 COMMAND_SHARE_OF_PLAN = 0.25
+# A job whose deadline is (nearly) gone still gets a moment to report that.
+MIN_PLAN_S = 0.1
 # Reading the clock on every iteration of a hot loop would cost more than the work.
 _CHECK_EVERY = 64
 
@@ -49,9 +53,11 @@ class TimeBudget:
                 raise ValueError(f"a time budget needs a positive number of seconds: {name}")
 
     @classmethod
-    def within(cls, job_timeout_s: float) -> TimeBudget:
-        """The budget of a plan run by a worker whose jobs may take `job_timeout_s`."""
-        plan = job_timeout_s * PLAN_SHARE_OF_JOB_TIMEOUT
+    def within(cls, job_timeout_s: float, deadline_in_s: float | None = None) -> TimeBudget:
+        """The budget of a plan run by a worker whose jobs may take `job_timeout_s`, for a
+        job whose deadline is `deadline_in_s` away (if it has one): a share of the shorter."""
+        available = job_timeout_s if deadline_in_s is None else min(job_timeout_s, deadline_in_s)
+        plan = max(MIN_PLAN_S, available * PLAN_SHARE_OF_JOB_TIMEOUT)
         return cls(plan_s=plan, command_s=plan * COMMAND_SHARE_OF_PLAN)
 
 
@@ -97,12 +103,21 @@ class Deadline:
 
 
 class PlanClock:
-    """The budget of one plan run, started when the plan starts."""
+    """The budget of one plan run, started when the plan starts; `stop` ends it early."""
 
-    def __init__(self, budget: TimeBudget, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self,
+        budget: TimeBudget,
+        clock: Clock = time.monotonic,
+        stop: threading.Event | None = None,
+    ) -> None:
         self.budget = budget
-        self._clock = clock
         self.started = clock()
+        if stop is None:
+            self._clock = clock
+        else:
+            # Once stopped, every deadline reads as passed.
+            self._clock = lambda: math.inf if stop.is_set() else clock()
 
     @property
     def plan_ends(self) -> float:

@@ -21,6 +21,7 @@ first one left out gets an `error` record naming the budget.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -135,9 +136,11 @@ class GaslExecutor:
         max_rows: int = 20,
         caps: Caps | None = None,
         budget: TimeBudget | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         """`caps` default to the caps the state carries from the job's earlier plans, else
-        to the defaults; `budget` defaults to TimeBudget()."""
+        to the defaults; `budget` defaults to TimeBudget(); setting `stop` (from another
+        thread) ends the running plan at its next deadline check."""
         self.adapter = adapter
         self.state = state or StateStore()
         self.model = model
@@ -146,11 +149,12 @@ class GaslExecutor:
         self.max_rows = max_rows
         self.caps = Caps.from_dict(self.state.caps) if caps is None else caps
         self.budget = budget or TimeBudget()
+        self.stop = stop
         self.cancelled: set[str] = set()
         self.var_status: dict[str, str] = {}
         self._plan_id = ""
         self._cancel_current = False
-        self._clock = PlanClock(self.budget)
+        self._clock = PlanClock(self.budget, stop=stop)
         self._deadline = self._clock.command_deadline()
 
     # --- public
@@ -171,7 +175,7 @@ class GaslExecutor:
         except PlanSyntaxError as exc:
             return self._rejected(checked.plan_id, exc.command, str(exc.error), checked.why)
         self._plan_id, self._cancel_current = checked.plan_id, False
-        self._clock = PlanClock(self.budget)
+        self._clock = PlanClock(self.budget, stop=self.stop)
         self.state.record_plan(
             checked.model_dump(include={"plan_id", "why", "commands", "config"}),
             self.caps.as_dict(),

@@ -14,6 +14,7 @@ model on the caller's loop, which owns the model's HTTP client.
 from __future__ import annotations
 
 import asyncio
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,11 +55,18 @@ async def execute_round(
     model: GaslModel | None,
     budget: TimeBudget | None = None,
 ) -> RoundResult:
-    """Run the round's plan off the event loop; `budget` defaults to TimeBudget()."""
+    """Run the round's plan off the event loop; `budget` defaults to TimeBudget().
+
+    If the caller is cancelled (its time limit), the plan stops at its next check instead
+    of running on, unseen, to the end of its budget."""
     bridged = None if model is None else _OnCallerLoop(model, asyncio.get_running_loop())
-    return await asyncio.to_thread(
-        _run_round, message, adapter, state, bridged, budget or TimeBudget()
-    )
+    stop = threading.Event()
+    try:
+        return await asyncio.to_thread(
+            _run_round, message, adapter, state, bridged, budget or TimeBudget(), stop
+        )
+    finally:
+        stop.set()
 
 
 def _run_round(
@@ -67,12 +75,13 @@ def _run_round(
     state: dict[str, Any] | None,
     model: GaslModel | None,
     budget: TimeBudget,
+    stop: threading.Event,
 ) -> RoundResult:
     backend = MemoryStateBackend()
     if state is not None:
         backend.save(state)
     store = StateStore(backend, query=message.request.prompt)
-    executor = GaslExecutor(adapter, state=store, model=model, budget=budget)
+    executor = GaslExecutor(adapter, state=store, model=model, budget=budget, stop=stop)
     run = asyncio.run(executor.execute_plan(message.plan))
     errors = [r for r in run.records if r.status in ("error", "binding_failure", "schema_mismatch")]
     task = message.progress.task_index

@@ -165,6 +165,8 @@ def adapter_where(text: str) -> Any:
 
 def test_budgets_follow_the_job_timeout_and_refuse_nonsense() -> None:
     assert TimeBudget.within(120) == TimeBudget(plan_s=60.0, command_s=15.0)
+    assert TimeBudget.within(120, deadline_in_s=20) == TimeBudget(plan_s=10.0, command_s=2.5)
+    assert TimeBudget.within(120, deadline_in_s=-5).plan_s == 0.1  # gone: report at once
     assert TimeBudget() == TimeBudget(plan_s=60.0, command_s=15.0)
     for bad in (0, -1, float("inf"), float("nan")):
         with pytest.raises(ValueError, match="positive number of seconds"):
@@ -242,3 +244,35 @@ async def test_model_steps_run_on_the_callers_loop_within_the_plan_budget() -> N
     step = hung.message.records[1]
     assert (step.status, step.caps_hit) == ("error", [PLAN_BUDGET])
     assert took < 1.0 and slow.cancelled
+
+
+class WatchedAdapter(NetworkXAdapter):
+    """Notes when each path search returns."""
+
+    def __init__(self, graph: nx.Graph) -> None:
+        super().__init__(graph)
+        self.returned: list[float] = []
+
+    def find_paths(self, *args: Any, **kwargs: Any) -> Any:
+        found = super().find_paths(*args, **kwargs)
+        self.returned.append(time.perf_counter())
+        return found
+
+
+async def test_a_cancelled_round_stops_its_thread() -> None:
+    adapter = WatchedAdapter(dense_graph())
+    budget = TimeBudget(plan_s=30, command_s=30)
+    running = asyncio.create_task(
+        execute_round(plan_message("c", RUNAWAY), adapter, None, None, budget)
+    )
+    await asyncio.sleep(0.5)
+    running.cancel()
+    cancelled_at = time.perf_counter()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    for _ in range(100):
+        if adapter.returned:
+            break
+        await asyncio.sleep(0.02)
+    assert adapter.returned, "the search was still running 2 s after the round was cancelled"
+    assert adapter.returned[0] - cancelled_at < 0.5
