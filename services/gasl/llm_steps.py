@@ -3,8 +3,10 @@
 The executor stays free of any LLM client: it is handed something that satisfies
 `GaslModel` (an async `complete_json`). The shared LLM layer provides one in production;
 tests pass a small deterministic fake. The prompts themselves are the `gasl_process` and
-`gasl_analyze` templates of `services.prompts`; `STEP_TEXT` here only lays out one step's
-instruction, data excerpt and schema, the block those templates are given.
+`gasl_analyze` templates of `services.prompts`; this module only lays out one step's parts
+(its instruction, its data excerpt and the answer's schema), which those templates are
+given as a group of delimited parts: an instruction or a graph text that holds "Data:" or
+a schema of its own cannot pose as the real part.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from pydantic import BaseModel, Field, ValidationError
 class GaslModel(Protocol):
     """A model that answers with JSON: returns (parsed object, metadata such as tokens).
 
-    `step` is "process" or "analyze" (it picks the prompt template); `step_text` carries the
-    step's instruction, its bounded data excerpt and the JSON schema of the answer."""
+    `step` is "process" or "analyze" (it picks the prompt template); `parts` maps each part
+    title (STEP_PARTS) to its text: the step's instruction, its bounded data excerpt and the
+    JSON schema of the answer."""
 
     async def complete_json(
-        self, step: str, step_text: str, schema: dict[str, Any]
+        self, step: str, parts: dict[str, str], schema: dict[str, Any]
     ) -> tuple[dict[str, Any], dict[str, Any]]: ...
 
 
@@ -46,17 +49,18 @@ class AnalyzeOutput(BaseModel):
     evidence: list[str] = Field(default_factory=list, description="ids or source ids cited")
 
 
-STEP_TEXT: dict[str, str] = {
-    "process": (
-        "Instruction: {instruction}\n\n"
-        "Data: {shown} of {total} items{truncated}:\n{excerpt}\n\n"
-        "JSON schema of the answer:\n{schema}"
-    ),
-    "analyze": (
-        "Instruction: {instruction}\n\n"
-        "Findings under `{key}` ({shown} of {total} items{truncated}):\n{excerpt}\n\n"
-        "JSON schema of the answer:\n{schema}"
-    ),
+# Per step: the title of each part, and how its text is laid out.
+STEP_PARTS: dict[str, dict[str, str]] = {
+    "process": {
+        "INSTRUCTION": "{instruction}",
+        "DATA": "{shown} of {total} items{truncated}, one per line:\n{excerpt}",
+        "ANSWER SCHEMA": "{schema}",
+    },
+    "analyze": {
+        "INSTRUCTION": "{instruction}",
+        "FINDINGS": "under `{key}`, {shown} of {total} items{truncated}, one per line:\n{excerpt}",
+        "ANSWER SCHEMA": "{schema}",
+    },
 }
 
 
@@ -110,10 +114,11 @@ async def _ask(
     deadline: Deadline,
 ) -> tuple[BaseModel, dict[str, Any]]:
     schema = output.model_json_schema()
-    user = STEP_TEXT[kind].format(schema=json.dumps(schema), **fields)
+    values = {"schema": json.dumps(schema), **fields}
+    parts = {title: layout.format(**values) for title, layout in STEP_PARTS[kind].items()}
     try:
         async with asyncio.timeout(deadline.remaining()):
-            raw, meta = await model.complete_json(kind, user, schema)
+            raw, meta = await model.complete_json(kind, parts, schema)
     except TimeoutError:
         raise BudgetSpent(deadline.cap, deadline.seconds) from None
     except Exception as exc:  # any provider failure is a step error, reported not raised

@@ -41,9 +41,9 @@ class _OnCallerLoop:
         self.loop = loop
 
     async def complete_json(
-        self, step: str, step_text: str, schema: dict[str, Any]
+        self, step: str, parts: dict[str, str], schema: dict[str, Any]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        call = self.model.complete_json(step, step_text, schema)
+        call = self.model.complete_json(step, parts, schema)
         # Cancelling the wrapped future (the step's deadline) cancels the call on its loop.
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call, self.loop))
 

@@ -51,7 +51,7 @@ class FakeModel:
         self.prompts: list[str] = []
 
     async def complete_json(
-        self, step: str, step_text: str, schema: dict[str, Any]
+        self, step: str, parts: dict[str, str], schema: dict[str, Any]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        self.prompts.append(step_text)
+        self.prompts.append("\n".join(f"{title}: {text}" for title, text in parts.items()))
         return self.answers.pop(0), {"model": "fake", "tokens": 7}

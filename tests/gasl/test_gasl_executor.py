@@ -246,7 +246,7 @@ async def test_analyze_sees_state_sample() -> None:
     await run(ex, "DECLARE found AS LIST", "FIND nodes WHERE score = 3 AS p", "UPDATE found WITH p")
     rec = await one(ex, 'ANALYZE found USING "how many?" AS verdict')
     assert rec.status == "success" and rec.rows[0]["answer"] == "two people"
-    assert "Findings under `found`" in model.prompts[0]
+    assert "FINDINGS: under `found`, 3 of 3 items" in model.prompts[0]
     model.answers.append({"answer": 3})
     assert (await one(ex, 'ANALYZE found USING "?" AS v2')).status == "schema_mismatch"
     assert (await one(ex, 'ANALYZE ghost USING "?" AS v3')).status == "binding_failure"

@@ -215,7 +215,7 @@ class LoopModel(FakeModel):
         self.cancelled = False
 
     async def complete_json(
-        self, step: str, step_text: str, schema: dict[str, Any]
+        self, step: str, parts: dict[str, str], schema: dict[str, Any]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         assert asyncio.get_running_loop() is self.loop
         if self.hang:
@@ -224,7 +224,7 @@ class LoopModel(FakeModel):
             except asyncio.CancelledError:
                 self.cancelled = True
                 raise
-        return await super().complete_json(step, step_text, schema)
+        return await super().complete_json(step, parts, schema)
 
 
 async def test_model_steps_run_on_the_callers_loop_within_the_plan_budget() -> None:
