@@ -299,7 +299,7 @@ class GaslExecutor:
             outcome = await self._dispatch(command)
         except BudgetSpent as spent:
             outcome = _Outcome(status="error", caps_hit=[spent.cap])
-            error = f"stopped: {spent}; ask for less, e.g. a narrower WHERE or a lower LIMIT"
+            error = f"stopped: {spent}; ask for less in one command, or split the work"
         except (BindingError, _Failure, StateError, StepFailure) as exc:
             status = exc.status if hasattr(exc, "status") else "binding_failure"
             outcome, error = _Outcome(status=status), str(exc)
