@@ -170,12 +170,12 @@ class GaslExecutor:
             return self._rejected(plan_id, "<plan>", f"invalid plan object: {exc}")
         if checked.plan_id in self.cancelled:
             return self._rejected(checked.plan_id, "<plan>", "this plan id was cancelled")
+        self._clock = PlanClock(self.budget, stop=self.stop)  # parsing counts too
         try:
             commands = parse_plan(checked.commands)
         except PlanSyntaxError as exc:
             return self._rejected(checked.plan_id, exc.command, str(exc.error), checked.why)
         self._plan_id, self._cancel_current = checked.plan_id, False
-        self._clock = PlanClock(self.budget, stop=self.stop)
         self.state.record_plan(
             checked.model_dump(include={"plan_id", "why", "commands", "config"}),
             self.caps.as_dict(),
