@@ -32,10 +32,13 @@ from postel.services.gasl.cli_support import DEMO_GRAPH
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.parser import USAGE, GaslSyntaxError, parse
 
-# A plan must end within its budget plus this: the last deadline check, the record, the
-# state's persisting, and a scheduler on a busy 2-core machine.
 BUDGET = TimeBudget(plan_s=0.25, command_s=0.05)
-SLACK_S = 0.5
+# A run must stop computing within its budget: its thread's CPU time may pass the budget
+# only by the last deadline check, the records and the state's persisting. Its wall time
+# also counts whatever else the (shared, 2-core) machine runs, so it is checked loosely:
+# it catches a hang (a model step the budget failed to cut), not a busy neighbour.
+CPU_SLACK_S = 0.25
+WALL_SLACK_S = 5.0
 # The full size runs for minutes: past pytest's default limit of 300 s.
 pytestmark = pytest.mark.timeout(max(300, FUZZ_EXAMPLES * 0.15))
 
@@ -441,7 +444,7 @@ SLOW_MODEL = {
 def test_fuzz_gasl_plans() -> None:
     counts: Counter[str] = Counter()
     stops: Counter[str] = Counter()
-    slowest = [0.0]
+    slowest = {"wall": 0.0, "cpu": 0.0}
 
     @fuzz_settings
     @given(PLANS, st.lists(ANSWERS, min_size=1, max_size=3))
@@ -449,9 +452,9 @@ def test_fuzz_gasl_plans() -> None:
     @example(SLOW_MODEL, ["slow"])
     def one(plan: dict[str, Any], answers: list[Any]) -> None:
         executor = GaslExecutor(graph(), model=FuzzModel(answers), budget=BUDGET)
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.thread_time()
         result = asyncio.run(executor.execute_plan(plan))
-        took = time.perf_counter() - started
+        wall, cpu = time.perf_counter() - started, time.thread_time() - started_cpu
         result.model_dump_json()
         json.dumps(executor.state.document())
         counts["tried"] += 1
@@ -459,15 +462,18 @@ def test_fuzz_gasl_plans() -> None:
             assert record.status in STATUSES, record
             counts[record.status] += 1
             stops.update(cap for cap in record.caps_hit if cap in (PLAN_BUDGET, COMMAND_BUDGET))
-        slowest[0] = max(slowest[0], took)
-        assert took <= BUDGET.plan_s + SLACK_S, f"{took:.2f} s on a {BUDGET.plan_s} s budget"
+        slowest["wall"], slowest["cpu"] = max(slowest["wall"], wall), max(slowest["cpu"], cpu)
+        counts["over budget (wall)"] += wall > BUDGET.plan_s
+        assert cpu <= BUDGET.plan_s + CPU_SLACK_S, f"{cpu:.2f} s CPU on a {BUDGET.plan_s} s budget"
+        assert wall <= BUDGET.plan_s + WALL_SLACK_S, f"{wall:.2f} s on a {BUDGET.plan_s} s budget"
 
     one()
     statuses = ", ".join(f"{status} {counts[status]}" for status in STATUSES)
     print(
         f"\nGASL plans: tried {counts['tried']}, records by status: {statuses}; budget "
         f"stops: {COMMAND_BUDGET} {stops[COMMAND_BUDGET]}, {PLAN_BUDGET} {stops[PLAN_BUDGET]}; "
-        f"other exceptions 0; slowest run {slowest[0] * 1000:.0f} ms (budget "
-        f"{BUDGET.plan_s * 1000:.0f} ms) [POSTEL_FUZZ_EXAMPLES={FUZZ_EXAMPLES}]"
+        f"other exceptions 0; slowest run {slowest['cpu'] * 1000:.0f} ms CPU, "
+        f"{slowest['wall'] * 1000:.0f} ms wall ({counts['over budget (wall)']} runs over "
+        f"{BUDGET.plan_s * 1000:.0f} ms wall, the budget) [POSTEL_FUZZ_EXAMPLES={FUZZ_EXAMPLES}]"
     )
     assert counts["tried"] >= min(FUZZ_EXAMPLES, 100)
