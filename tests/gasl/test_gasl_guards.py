@@ -202,7 +202,8 @@ async def test_a_round_leaves_the_event_loop_free() -> None:
     await ticking
     assert result.message.records[-1].caps_hit == [COMMAND_BUDGET]
     assert took >= 1.0
-    assert max(gaps) < 0.25, f"the event loop was blocked for {max(gaps):.2f} s"
+    # Blocked, the loop would stall for the whole search (1 s); a busy machine adds some.
+    assert max(gaps) < 0.5, f"the event loop was blocked for {max(gaps):.2f} s"
 
 
 class LoopModel(FakeModel):
