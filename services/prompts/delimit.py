@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping
-from functools import cache
+from functools import lru_cache
 
 _LOOKALIKE = {"<": "‹", ">": "›"}
 _MIN_RUN = 3
@@ -28,7 +28,7 @@ _ASCII_RUN = re.compile(r"<{3,}|>{3,}")
 _ASCII_LOOKALIKE = str.maketrans(_LOOKALIKE)
 
 
-@cache
+@lru_cache(maxsize=4096)  # bounded: an attacker may send every code point
 def _bracket(char: str) -> str | None:
     """`<` or `>` if the character is (a compatibility form of) that bracket."""
     folded = unicodedata.normalize("NFKC", char)
