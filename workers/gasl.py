@@ -1,4 +1,8 @@
-"""gasl worker: run one HDT round's GASL plan against the job's graph and state."""
+"""gasl worker: run one HDT round's GASL plan against the job's graph and state.
+
+The plan's time budget is a share of this worker's job timeout or of the time left to the
+job's deadline, whichever is shorter (TimeBudget.within), so a runaway plan ends with a
+record naming the budget well before the run would be cut off."""
 
 from __future__ import annotations
 
@@ -6,7 +10,8 @@ from postel.infra.actor import Metrics, Outcome, Runtime, WorkerSpec
 from postel.infra.graphs import GraphRegistry
 from postel.infra.model import ensure_model, model_of
 from postel.infra.stores import GaslStateStore
-from postel.messages import Envelope, GaslPlanRequested, JobFailed
+from postel.messages import Envelope, GaslPlanRequested, JobFailed, utc_now
+from postel.services.gasl.budget import TimeBudget
 from postel.services.gasl.model import LLMGaslModel
 from postel.services.gasl.stage import execute_round
 
@@ -26,7 +31,13 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     before = await states.before_round(message.job_id, task, message.round)
     model = model_of(runtime)
     llm = model.metered()
-    result = await execute_round(message, adapter, before, LLMGaslModel(llm, model.capability))
+    deadline_in_s = (
+        None if message.deadline is None else (message.deadline - utc_now()).total_seconds()
+    )
+    budget = TimeBudget.within(runtime.settings.queue("gasl").job_timeout, deadline_in_s)
+    result = await execute_round(
+        message, adapter, before, LLMGaslModel(llm, model.capability), budget
+    )
     await states.after_round(message.job_id, task, message.round, result.state)
     return Outcome([result.message], Metrics.of_calls(llm.meter, round=message.round))
 

@@ -1,16 +1,19 @@
 """GASL: a small language for LLM-driven graph analysis, its executor and state store.
 
 Entry points: `GaslExecutor.execute_plan` (executor), `NetworkXAdapter.from_graphml`
-(graphs), `StateStore` with a `StateBackend` (state), `parse` (syntax). See docs/GASL.md.
+(graphs), `StateStore` with a `StateBackend` (state), `parse` (syntax), `TimeBudget` (how
+long a plan may run). See docs/GASL.md.
 """
 
-from postel.services.gasl.adapters import Caps, GraphAdapter, NetworkXAdapter
+from postel.services.gasl.adapters import HARD_MAXIMA, Caps, GraphAdapter, NetworkXAdapter
+from postel.services.gasl.budget import TimeBudget
 from postel.services.gasl.executor import GaslExecutor, replay
 from postel.services.gasl.llm_steps import GaslModel
 from postel.services.gasl.parser import GaslSyntaxError, parse
 from postel.services.gasl.state import JsonFileStateBackend, StateBackend, StateStore
 
 __all__ = [
+    "HARD_MAXIMA",
     "Caps",
     "GaslExecutor",
     "GaslModel",
@@ -20,6 +23,7 @@ __all__ = [
     "NetworkXAdapter",
     "StateBackend",
     "StateStore",
+    "TimeBudget",
     "parse",
     "replay",
 ]

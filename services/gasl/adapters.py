@@ -1,8 +1,11 @@
 """The graph behind FIND and NEIGHBORS: a small protocol and its NetworkX implementation.
 
-Every search is bounded by caps. When a cap stops a search early the result says which one
-(`caps_hit`), and the executor reports the step as `partial`: a big question gets a
-truncated answer quickly, never a hang.
+Every search is bounded by the caps and the deadline it is handed. When a cap or the time
+budget stops a search early the result says which one (`caps_hit`), and the executor reports
+the step as `partial`: a big question gets a truncated answer quickly, never a hang.
+
+The adapter holds no per-job settings: one adapter is cached per process and shared by every
+job (and thread) that reads the same graph, so caps travel with each call.
 """
 
 from __future__ import annotations
@@ -10,19 +13,35 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from collections.abc import Hashable, Iterable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 import networkx as nx
 from postel.services.gasl import ast
+from postel.services.gasl.budget import BudgetSpent, Deadline
 from postel.services.gasl.conditions import evaluate
 from postel.services.gasl.loaders import load_graphml
 
+# How far a plan may raise each cap with SET: the searches stay within the time budgets'
+# reach on a graph of some hundred thousand nodes, and the results within a message's size.
+HARD_MAXIMA: dict[str, int] = {
+    "max_results": 10_000,
+    "max_path_length": 6,
+    "max_paths": 10_000,
+    "max_expansions": 2_000_000,
+    "max_depth": 6,
+}
 
-@dataclass
+
+@dataclass(frozen=True)
 class Caps:
-    """Limits on what one command may return or explore; `SET adapter.caps.<key>=<n>`."""
+    """Limits on what one command may return or explore.
+
+    Caps belong to one job's executor, never to the (shared, cached) adapter: the adapter's
+    searches are handed the caps of the command that asks. A plan changes them with
+    `SET adapter.caps.<key>=<n>` (`with_value`): lowered freely, raised at most to
+    HARD_MAXIMA. Code that builds an executor may pass any caps (benchmarks do)."""
 
     max_results: int = 1000
     max_path_length: int = 3
@@ -30,16 +49,37 @@ class Caps:
     max_expansions: int = 200_000
     max_depth: int = 3
 
-    def set(self, key: str, value: Any) -> None:
+    def __post_init__(self) -> None:
+        for name, value in self.as_dict().items():
+            _check_value(name, value)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Caps:
+        """Caps from their dict form (a state document, a replay artifact)."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise KeyError(f"unknown cap {unknown[0]!r}; caps are {', '.join(sorted(names))}")
+        return cls(**values)
+
+    def with_value(self, key: str, value: Any) -> Caps:
+        """A copy with one cap changed: any lower value, a higher one up to its hard maximum."""
         names = [f.name for f in fields(self)]
         if key not in names:
             raise KeyError(f"unknown cap {key!r}; caps are {', '.join(names)}")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"cap {key} needs a positive integer, got {value!r}")
-        setattr(self, key, value)
+        _check_value(key, value)
+        return replace(self, **{key: min(value, HARD_MAXIMA[key])})
 
     def as_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _check_value(key: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"cap {key} needs a positive integer, got {value!r}")
+
+
+DEFAULT_CAPS = Caps()
 
 
 @dataclass
@@ -55,11 +95,23 @@ class Found:
 class GraphAdapter(Protocol):
     """What the executor needs from a graph backend. Ids are strings."""
 
-    caps: Caps
+    def find_nodes(
+        self,
+        where: ast.Condition | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
+    ) -> Found: ...
 
-    def find_nodes(self, where: ast.Condition | None, limit: int | None) -> Found: ...
-
-    def find_edges(self, where: ast.Condition | None, limit: int | None) -> Found: ...
+    def find_edges(
+        self,
+        where: ast.Condition | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
+    ) -> Found: ...
 
     def find_paths(
         self,
@@ -68,10 +120,20 @@ class GraphAdapter(Protocol):
         where: ast.Condition | None,
         max_length: int | None,
         limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
     ) -> Found: ...
 
     def neighbors(
-        self, starts: list[str], via: str | None, depth: int | None, limit: int | None
+        self,
+        starts: list[str],
+        via: str | None,
+        depth: int | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
     ) -> Found: ...
 
     def get_node(self, node_id: str) -> dict[str, Any] | None: ...
@@ -79,12 +141,21 @@ class GraphAdapter(Protocol):
     def attribute_names(self) -> set[str]: ...
 
 
+@dataclass
+class _Selection:
+    ordinals: list[int]
+    caps_hit: list[str]
+    examined: int
+    used_index: bool
+
+
 class _Table:
     """Attribute dicts in a fixed order, with equality indexes built on first use.
 
     An index maps a value to the ordinals of the records holding it; list values are
     indexed per element, matching the any-element semantics of conditions. An attribute
-    holding an unhashable value somewhere gets no index (those searches scan).
+    holding an unhashable value somewhere gets no index (those searches scan). An index
+    build cut short by a deadline is dropped, never kept half-built.
     """
 
     def __init__(self, records: list[dict[str, Any]], use_indexes: bool) -> None:
@@ -92,14 +163,17 @@ class _Table:
         self.use_indexes = use_indexes
         self._indexes: dict[str, dict[Hashable, list[int]] | None] = {}
 
-    def index(self, name: str) -> dict[Hashable, list[int]] | None:
+    def index(
+        self, name: str, deadline: Deadline | None = None
+    ) -> dict[Hashable, list[int]] | None:
         if name not in self._indexes:
-            self._indexes[name] = self._build(name)
+            self._indexes[name] = self._build(name, deadline or Deadline.never())
         return self._indexes[name]
 
-    def _build(self, name: str) -> dict[Hashable, list[int]] | None:
+    def _build(self, name: str, deadline: Deadline) -> dict[Hashable, list[int]] | None:
         index: dict[Hashable, list[int]] = {}
         for ordinal, attrs in enumerate(self.records):
+            deadline.tick()
             value = attrs.get(name)
             if value is None:
                 continue
@@ -112,63 +186,72 @@ class _Table:
                     bucket.append(ordinal)
         return index
 
-    def candidates(self, where: ast.Condition) -> list[int] | None:
+    def candidates(self, where: ast.Condition, deadline: Deadline) -> list[int] | None:
         """Ordinals that may match, from indexes; None when the condition needs a scan."""
-        found = self._plan(where)
+        found = self._plan(where, deadline)
         return None if found is None else sorted(found)
 
-    def _plan(self, where: ast.Condition) -> set[int] | None:
+    def _plan(self, where: ast.Condition, deadline: Deadline) -> set[int] | None:
         match where:
             case ast.Compare(ast.Field(path), "=", ast.Value(value)) if len(path) == 1:
-                return self._lookup(path[0], [value])
+                return self._lookup(path[0], [value], deadline)
             case ast.Compare(ast.Value(value), "=", ast.Field(path)) if len(path) == 1:
-                return self._lookup(path[0], [value])
+                return self._lookup(path[0], [value], deadline)
             case ast.In(ast.Field(path), ast.Value(options), False) if len(path) == 1 and (
                 isinstance(options, list)
             ):
-                return self._lookup(path[0], options)
+                return self._lookup(path[0], options, deadline)
             case ast.And(items):
-                parts = [p for p in (self._plan(i) for i in items) if p is not None]
+                parts = [p for p in (self._plan(i, deadline) for i in items) if p is not None]
                 if not parts:
                     return None
                 smallest = min(parts, key=len)
                 return smallest.intersection(*[p for p in parts if p is not smallest])
             case ast.Or(items):
-                planned = [self._plan(i) for i in items]
+                planned = [self._plan(i, deadline) for i in items]
                 if any(p is None for p in planned):
                     return None
                 return set().union(*[p for p in planned if p is not None])
         return None
 
-    def _lookup(self, name: str, values: Iterable[Any]) -> set[int] | None:
+    def _lookup(self, name: str, values: Iterable[Any], deadline: Deadline) -> set[int] | None:
         if not all(isinstance(v, Hashable) and not isinstance(v, tuple) for v in values):
             return None
-        index = self.index(name)
+        index = self.index(name, deadline)
         if index is None:
             return None
         out: set[int] = set()
         for v in values:
+            deadline.tick()
             out.update(index.get(v, ()))
         return out
 
     def select(
-        self, where: ast.Condition | None, limit: int | None, cap: int
-    ) -> tuple[list[int], bool, int, bool]:
-        """(ordinals, cap_hit, examined, used_index) for records matching `where`."""
+        self, where: ast.Condition | None, limit: int | None, cap: int, deadline: Deadline
+    ) -> _Selection:
+        """Records matching `where`, at most `limit` and `cap` of them, found by the deadline."""
         wanted = cap if limit is None else min(limit, cap)
-        planned = self.candidates(where) if (where is not None and self.use_indexes) else None
-        pool: Iterable[int] = range(len(self.records)) if planned is None else planned
         hits: list[int] = []
         examined = 0
-        for ordinal in pool:
-            examined += 1
-            if where is None or evaluate(where, self.records[ordinal]):
-                hits.append(ordinal)
-                if len(hits) > wanted:
-                    break
+        planned: list[int] | None = None
+        try:
+            if where is not None and self.use_indexes:
+                planned = self.candidates(where, deadline)
+            pool: Iterable[int] = range(len(self.records)) if planned is None else planned
+            for ordinal in pool:
+                deadline.tick()
+                examined += 1
+                if where is None or evaluate(where, self.records[ordinal]):
+                    hits.append(ordinal)
+                    if len(hits) > wanted:
+                        break
+        except BudgetSpent as spent:
+            return _Selection(hits[:wanted], [spent.cap], examined, planned is not None)
         more = len(hits) > wanted
         cap_hit = more and (limit is None or limit > cap)
-        return hits[:wanted], cap_hit, examined, planned is not None
+        return _Selection(
+            hits[:wanted], ["max_results"] if cap_hit else [], examined, planned is not None
+        )
 
 
 def _edge_matches(attrs: dict[str, Any], via: str) -> bool:
@@ -182,11 +265,12 @@ class NetworkXAdapter:
 
     Build it with `from_graphml` for files, or `from_graph` for a graph already in the
     shared attribute model. Indexes are built lazily per attribute, `entity_type` at load.
+    Searches only read the graph (the lazy index and edge table are filled idempotently),
+    so jobs in several threads may share one adapter.
     """
 
-    def __init__(self, graph: nx.Graph, caps: Caps | None = None, use_indexes: bool = True) -> None:
+    def __init__(self, graph: nx.Graph, use_indexes: bool = True) -> None:
         self.graph = graph
-        self.caps = caps or Caps()
         self._node_ids: list[str] = list(graph.nodes)
         node_attrs = [graph.nodes[n] for n in self._node_ids]
         for node_id, attrs in zip(self._node_ids, node_attrs, strict=True):
@@ -198,14 +282,12 @@ class NetworkXAdapter:
             self.build_index("entity_type")
 
     @classmethod
-    def from_graphml(cls, path: str | Path, caps: Caps | None = None) -> NetworkXAdapter:
-        return cls(load_graphml(path), caps)
+    def from_graphml(cls, path: str | Path) -> NetworkXAdapter:
+        return cls(load_graphml(path))
 
     @classmethod
-    def from_graph(
-        cls, graph: nx.Graph, caps: Caps | None = None, use_indexes: bool = True
-    ) -> NetworkXAdapter:
-        return cls(graph, caps, use_indexes)
+    def from_graph(cls, graph: nx.Graph, use_indexes: bool = True) -> NetworkXAdapter:
+        return cls(graph, use_indexes)
 
     @property
     def _edges(self) -> _Table:
@@ -233,16 +315,30 @@ class NetworkXAdapter:
             return None
         return dict(self.graph.nodes[node_id])
 
-    def find_nodes(self, where: ast.Condition | None, limit: int | None) -> Found:
-        hits, cap_hit, examined, used = self._nodes.select(where, limit, self.caps.max_results)
-        items = [dict(self._nodes.records[i]) for i in hits]
-        return Found(items, ["max_results"] if cap_hit else [], examined, used)
+    def find_nodes(
+        self,
+        where: ast.Condition | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
+    ) -> Found:
+        chosen = self._nodes.select(where, limit, caps.max_results, deadline or Deadline.never())
+        items = [dict(self._nodes.records[i]) for i in chosen.ordinals]
+        return Found(items, chosen.caps_hit, chosen.examined, chosen.used_index)
 
-    def find_edges(self, where: ast.Condition | None, limit: int | None) -> Found:
+    def find_edges(
+        self,
+        where: ast.Condition | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
+    ) -> Found:
         table = self._edges
-        hits, cap_hit, examined, used = table.select(where, limit, self.caps.max_results)
-        items = [dict(table.records[i]) for i in hits]
-        return Found(items, ["max_results"] if cap_hit else [], examined, used)
+        chosen = table.select(where, limit, caps.max_results, deadline or Deadline.never())
+        items = [dict(table.records[i]) for i in chosen.ordinals]
+        return Found(items, chosen.caps_hit, chosen.examined, chosen.used_index)
 
     def _path_record(self, nodes: list[str]) -> dict[str, Any]:
         edges = [dict(self.graph.edges[a, b]) for a, b in itertools.pairwise(nodes)]
@@ -266,13 +362,17 @@ class NetworkXAdapter:
         where: ast.Condition | None,
         max_length: int | None,
         limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
     ) -> Found:
+        deadline = deadline or Deadline.never()
         caps_hit: list[str] = []
-        length = self.caps.max_path_length if max_length is None else max_length
-        if length > self.caps.max_path_length:
-            length = self.caps.max_path_length
+        length = caps.max_path_length if max_length is None else max_length
+        if length > caps.max_path_length:
+            length = caps.max_path_length
             caps_hit.append("max_path_length")
-        wanted = self.caps.max_paths if limit is None else min(limit, self.caps.max_paths)
+        wanted = caps.max_paths if limit is None else min(limit, caps.max_paths)
         start_ids = [s for s in dict.fromkeys(starts) if s in self._ordinal]
         end_set = {e for e in ends if e in self._ordinal}
         start_set = set(start_ids)
@@ -282,84 +382,101 @@ class NetworkXAdapter:
         paths: list[list[str]] = []
         expansions = 0
         stopped = ""
-        for start in start_ids:
-            if stopped:
-                break
-            path = [start]
-            on_path = {start}
-            stack = [iter(adjacency[start])]
-            expansions += 1
-            while stack and not stopped:
-                nxt = next(stack[-1], None)
-                if nxt is None:
-                    stack.pop()
-                    on_path.discard(path.pop())
-                    continue
-                if nxt in on_path:
-                    continue
-                # An undirected path between two nodes of both sets is reported once,
-                # from the endpoint that comes first in graph order.
-                if nxt in end_set and not (
-                    undirected
-                    and start in end_set
-                    and nxt in start_set
-                    and self._ordinal[nxt] < self._ordinal[start]
-                ):
-                    paths.append([*path, nxt])
-                    if len(paths) > wanted:
-                        stopped = "max_paths" if limit is None or limit > wanted else "limit"
-                        break
-                deeper = len(path) < length and (
-                    where is None or evaluate(where, records[self._ordinal[nxt]])
-                )
-                if deeper:
-                    if expansions >= self.caps.max_expansions:
-                        stopped = "max_expansions"
-                        break
-                    expansions += 1
-                    path.append(nxt)
-                    on_path.add(nxt)
-                    stack.append(iter(adjacency[nxt]))
-        if stopped in ("max_paths", "max_expansions"):
+        try:
+            for start in start_ids:
+                if stopped:
+                    break
+                path = [start]
+                on_path = {start}
+                stack = [iter(adjacency[start])]
+                expansions += 1
+                while stack and not stopped:
+                    deadline.tick()
+                    nxt = next(stack[-1], None)
+                    if nxt is None:
+                        stack.pop()
+                        on_path.discard(path.pop())
+                        continue
+                    if nxt in on_path:
+                        continue
+                    # An undirected path between two nodes of both sets is reported once,
+                    # from the endpoint that comes first in graph order.
+                    if nxt in end_set and not (
+                        undirected
+                        and start in end_set
+                        and nxt in start_set
+                        and self._ordinal[nxt] < self._ordinal[start]
+                    ):
+                        paths.append([*path, nxt])
+                        if len(paths) > wanted:
+                            stopped = "max_paths" if limit is None or limit > wanted else "limit"
+                            break
+                    deeper = len(path) < length and (
+                        where is None or evaluate(where, records[self._ordinal[nxt]])
+                    )
+                    if deeper:
+                        if expansions >= caps.max_expansions:
+                            stopped = "max_expansions"
+                            break
+                        expansions += 1
+                        path.append(nxt)
+                        on_path.add(nxt)
+                        stack.append(iter(adjacency[nxt]))
+        except BudgetSpent as spent:
+            stopped = spent.cap
+        if stopped and stopped != "limit":
             caps_hit.append(stopped)
         items = [self._path_record(p) for p in paths[:wanted]]
         return Found(items, caps_hit, expansions, False)
 
     def neighbors(
-        self, starts: list[str], via: str | None, depth: int | None, limit: int | None
+        self,
+        starts: list[str],
+        via: str | None,
+        depth: int | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
     ) -> Found:
+        deadline = deadline or Deadline.never()
         caps_hit: list[str] = []
         max_depth = 1 if depth is None else depth
-        if max_depth > self.caps.max_depth:
-            max_depth = self.caps.max_depth
+        if max_depth > caps.max_depth:
+            max_depth = caps.max_depth
             caps_hit.append("max_depth")
-        wanted = self.caps.max_results if limit is None else min(limit, self.caps.max_results)
+        wanted = caps.max_results if limit is None else min(limit, caps.max_results)
         seeds = [s for s in dict.fromkeys(starts) if s in self._ordinal]
         reached: dict[str, tuple[int, str]] = {s: (0, s) for s in seeds}
         queue = deque((s, 0) for s in seeds)
         found: list[dict[str, Any]] = []
         expansions = 0
         full = False
-        while queue and not full:
-            node, level = queue.popleft()
-            if level >= max_depth:
-                continue
-            if expansions >= self.caps.max_expansions:
-                caps_hit.append("max_expansions")
-                break
-            expansions += 1
-            origin = reached[node][1]
-            for nxt, attrs in self.graph.adj[node].items():
-                if nxt in reached or (via is not None and not _edge_matches(attrs, via)):
+        try:
+            while queue and not full:
+                deadline.tick()
+                node, level = queue.popleft()
+                if level >= max_depth:
                     continue
-                reached[nxt] = (level + 1, origin)
-                queue.append((nxt, level + 1))
-                record = dict(self.graph.nodes[nxt])
-                record["_depth"], record["_from"] = level + 1, origin
-                found.append(record)
-                if len(found) > wanted:
-                    full = True
-                    if limit is None or limit > self.caps.max_results:
-                        caps_hit.append("max_results")
+                if expansions >= caps.max_expansions:
+                    caps_hit.append("max_expansions")
                     break
+                expansions += 1
+                origin = reached[node][1]
+                for nxt, attrs in self.graph.adj[node].items():
+                    deadline.tick()
+                    if nxt in reached or (via is not None and not _edge_matches(attrs, via)):
+                        continue
+                    reached[nxt] = (level + 1, origin)
+                    queue.append((nxt, level + 1))
+                    record = dict(self.graph.nodes[nxt])
+                    record["_depth"], record["_from"] = level + 1, origin
+                    found.append(record)
+                    if len(found) > wanted:
+                        full = True
+                        if limit is None or limit > caps.max_results:
+                            caps_hit.append("max_results")
+                        break
+        except BudgetSpent as spent:
+            caps_hit.append(spent.cap)
         return Found(found[:wanted], caps_hit, expansions, False)

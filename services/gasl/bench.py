@@ -98,8 +98,8 @@ def _find_questions(nodes: int, repeat: int, cypher: bool) -> dict[str, Any]:
     graph = attribute_graph(nodes)
     generate_ms = round((time.perf_counter() - started) * 1000, 1)
     caps = Caps(max_results=nodes, max_expansions=10_000_000)
-    indexed = NetworkXAdapter.from_graph(graph, caps, use_indexes=True)
-    scanning = NetworkXAdapter.from_graph(graph, caps, use_indexes=False)
+    indexed = NetworkXAdapter.from_graph(graph, use_indexes=True)
+    scanning = NetworkXAdapter.from_graph(graph, use_indexes=False)
     index_ms, _ = _time(lambda: indexed.build_index("bucket"), 1)
     bucket = _BUCKETS // 2 + 42
     needle = str(nodes // 3)[:4]
@@ -110,15 +110,15 @@ def _find_questions(nodes: int, repeat: int, cypher: bool) -> dict[str, Any]:
     rows = [
         _row(
             "equality (index)",
-            GaslExecutor(indexed),
+            GaslExecutor(indexed, caps=caps),
             equality,
             repeat,
             (graph, equality_cypher) if cypher else None,
         ),
-        _row("equality (scan)", GaslExecutor(scanning), equality, repeat, None),
+        _row("equality (scan)", GaslExecutor(scanning, caps=caps), equality, repeat, None),
         _row(
             "contains (scan)",
-            GaslExecutor(indexed),
+            GaslExecutor(indexed, caps=caps),
             contains,
             repeat,
             (graph, contains_cypher) if cypher else None,
@@ -137,7 +137,7 @@ def _path_question(path_nodes: int, repeat: int, cypher: bool) -> dict[str, Any]
         'MATCH (a)-[*1..3]->(b) WHERE a.group == "g7" AND b.group == "g8" '
         f"RETURN a.id, b.id LIMIT {_PATH_LIMIT}"
     )
-    executor = GaslExecutor(NetworkXAdapter.from_graph(graph, caps))
+    executor = GaslExecutor(NetworkXAdapter.from_graph(graph), caps=caps)
     # GrandCypher walks variable-length patterns only on directed graphs.
     return _row(
         "paths <= 3 (scale-free)",

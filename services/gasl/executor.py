@@ -11,11 +11,19 @@ Plan flow:
   an `empty` result stops it unless continue_on_empty — except when the next command is an
   `ON <status> <var> THEN ...` guard for exactly that outcome: the guard is the handler;
 - only DECLARE and UPDATE change the state; the state is persisted when the plan ends.
+
+Caps and time budgets belong to the executor, i.e. to one job: a plan's SET changes this
+executor's caps (kept in the job's state for its later plans), never the adapter, which
+is shared by every job of the process. Every command runs against a deadline (see
+services.gasl.budget); once the plan's budget is spent no further command runs, and the
+first one left out gets an `error` record naming the budget.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +31,13 @@ from typing import Any
 from postel.messages.gasl import ExecutionRecord, GaslPlan, GaslRunResult, StateSummary
 from postel.services.gasl import ast
 from postel.services.gasl.adapters import Caps, Found, GraphAdapter
+from postel.services.gasl.budget import (
+    PLAN_BUDGET,
+    BudgetSpent,
+    Deadline,
+    PlanClock,
+    TimeBudget,
+)
 from postel.services.gasl.conditions import (
     MISSING,
     BindingError,
@@ -119,17 +134,28 @@ class GaslExecutor:
         context: ContextStore | None = None,
         limits: Limits | None = None,
         max_rows: int = 20,
+        caps: Caps | None = None,
+        budget: TimeBudget | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
+        """`caps` default to the caps the state carries from the job's earlier plans, else
+        to the defaults; `budget` defaults to TimeBudget(); setting `stop` (from another
+        thread) ends the running plan at its next deadline check."""
         self.adapter = adapter
         self.state = state or StateStore()
         self.model = model
         self.context = context or ContextStore()
         self.limits = limits or Limits()
         self.max_rows = max_rows
+        self.caps = Caps.from_dict(self.state.caps) if caps is None else caps
+        self.budget = budget or TimeBudget()
+        self.stop = stop
         self.cancelled: set[str] = set()
         self.var_status: dict[str, str] = {}
         self._plan_id = ""
         self._cancel_current = False
+        self._clock = PlanClock(self.budget, stop=stop)
+        self._deadline = self._clock.command_deadline()
 
     # --- public
     def state_summary(self, max_items: int = 3) -> StateSummary:
@@ -144,6 +170,7 @@ class GaslExecutor:
             return self._rejected(plan_id, "<plan>", f"invalid plan object: {exc}")
         if checked.plan_id in self.cancelled:
             return self._rejected(checked.plan_id, "<plan>", "this plan id was cancelled")
+        self._clock = PlanClock(self.budget, stop=self.stop)  # parsing counts too
         try:
             commands = parse_plan(checked.commands)
         except PlanSyntaxError as exc:
@@ -151,11 +178,15 @@ class GaslExecutor:
         self._plan_id, self._cancel_current = checked.plan_id, False
         self.state.record_plan(
             checked.model_dump(include={"plan_id", "why", "commands", "config"}),
-            self.adapter.caps.as_dict(),
+            self.caps.as_dict(),
         )
         records: list[ExecutionRecord] = []
         stopped = False
         for index, command in enumerate(commands):
+            if self._clock.spent():
+                records.append(self._spent_record(command, checked.why, len(commands) - index))
+                stopped = True
+                break
             new, failed = await self._run(command, checked.why)
             records.extend(new)
             if self._cancel_current:
@@ -167,6 +198,7 @@ class GaslExecutor:
             if (stop_for_error or stop_for_empty) and not handled:
                 stopped = index < len(commands) - 1
                 break
+        self.state.caps = self.caps.as_dict()
         self.state.persist()
         return GaslRunResult(
             plan_id=checked.plan_id,
@@ -191,8 +223,24 @@ class GaslExecutor:
             plan_id=plan_id, records=[record], state=self.state_summary(), stopped=True
         )
 
+    def _spent_record(self, command: ast.Command, why: str, left: int = 1) -> ExecutionRecord:
+        budget = self.budget.plan_s
+        record = ExecutionRecord(
+            command=command.text,
+            why=why,
+            status="error",
+            caps_hit=[PLAN_BUDGET],
+            error=f"not run: the {PLAN_BUDGET} of {budget:g} s is spent "
+            f"({left} command(s) of the plan left); ask for less, e.g. lower LIMIT or "
+            "MAX_LENGTH, or split the work over plans",
+        )
+        self._history(record, _now(), _now())
+        return record
+
     async def _run(self, command: ast.Command, why: str) -> tuple[list[ExecutionRecord], bool]:
         """Records of one command, and whether it failed (uncaught)."""
+        if self._clock.spent():
+            return [self._spent_record(command, why)], True
         if isinstance(command, ast.Try):
             return await self._run_try(command, why)
         if isinstance(command, ast.On):
@@ -210,6 +258,8 @@ class GaslExecutor:
                 new[-1].detail["caught"] = True
                 caught = True
                 break
+        if self._clock.spent():  # no time left for CATCH or FINALLY
+            return records, True
         failed = False
         for command in block.catch if caught else ():
             new, failed = await self._run(command, why)
@@ -244,8 +294,12 @@ class GaslExecutor:
     async def _run_simple(self, command: ast.Command, why: str) -> ExecutionRecord:
         started_at, started = _now(), time.perf_counter()
         error: str | None = None
+        self._deadline = self._clock.command_deadline()
         try:
             outcome = await self._dispatch(command)
+        except BudgetSpent as spent:
+            outcome = _Outcome(status="error", caps_hit=[spent.cap])
+            error = f"stopped: {spent}; ask for less in one command, or split the work"
         except (BindingError, _Failure, StateError, StepFailure) as exc:
             status = exc.status if hasattr(exc, "status") else "binding_failure"
             outcome, error = _Outcome(status=status), str(exc)
@@ -331,7 +385,9 @@ class GaslExecutor:
             case ast.EndpointVar(ref):
                 return node_ids(self._value(ref)), []
             case ast.EndpointWhere(where):
-                found = self.adapter.find_nodes(self._bind(where), None)
+                found = self.adapter.find_nodes(
+                    self._bind(where), None, caps=self.caps, deadline=self._deadline
+                )
                 return [str(n["id"]) for n in found.items], found.caps_hit
         raise TypeError(f"not an endpoint: {endpoint!r}")
 
@@ -352,16 +408,22 @@ class GaslExecutor:
                 return _Outcome(count=1, detail={"changed": changed, "version": self.state.version})
             case ast.FindItems("nodes", where, limit):
                 bound = None if where is None else self._bind(where)
-                return self._found(self.adapter.find_nodes(bound, limit), where)
+                found = self.adapter.find_nodes(
+                    bound, limit, caps=self.caps, deadline=self._deadline
+                )
+                return self._found(found, where)
             case ast.FindItems("edges", where, limit):
                 bound = None if where is None else self._bind(where)
-                return self._found(self.adapter.find_edges(bound, limit), where)
+                found = self.adapter.find_edges(
+                    bound, limit, caps=self.caps, deadline=self._deadline
+                )
+                return self._found(found, where)
             case ast.FindPaths():
                 return self._find_paths(command)
             case ast.Process(source, instruction):
                 model = self._require_model("PROCESS")
                 items, meta = await run_process(
-                    model, self._value(source), instruction, self.limits
+                    model, self._value(source), instruction, self.limits, self._model_deadline()
                 )
                 return _Outcome(items, detail={"llm": meta})
             case ast.Update(key, source, mode):
@@ -370,7 +432,9 @@ class GaslExecutor:
             case ast.Analyze(key, instruction):
                 model = self._require_model("ANALYZE")
                 data = self.state.get(key) if self.state.has(key) else self._resolve(key, ())
-                answer, meta = await run_analyze(model, key, data, instruction, self.limits)
+                answer, meta = await run_analyze(
+                    model, key, data, instruction, self.limits, self._model_deadline()
+                )
                 return _Outcome(answer, count=1, detail={"llm": meta})
             case ast.RequireExists(ref):
                 self._value(ref)
@@ -378,35 +442,58 @@ class GaslExecutor:
             case ast.Assert(condition):
                 return self._assert(condition, command.text)
             case ast.SetCap(key, value):
-                prefix = "adapter.caps."
-                if not key.lower().startswith(prefix):
-                    raise _Failure(f"SET only changes adapter caps: SET {prefix}<key>=<n>")
-                self.adapter.caps.set(key[len(prefix) :].lower(), value)
-                return _Outcome(count=1, detail={"caps": self.adapter.caps.as_dict()})
+                return self._set_cap(key, value)
             case ast.CancelPlan(plan_id):
                 self.cancelled.add(plan_id)
                 self._cancel_current = plan_id == self._plan_id
                 return _Outcome(count=1, detail={"cancelled": plan_id})
             case ast.SelectFields(source, fields):
-                rows = self._rows(source)
+                rows = _each(self._rows(source), self._deadline)
                 return _Outcome([_project(row, fields) for row in rows])
             case ast.SelectWhere(source, where):
                 bound = self._bind(where)
-                return _Outcome([row for row in self._rows(source) if evaluate(bound, row)])
+                rows = _each(self._rows(source), self._deadline)
+                return _Outcome([row for row in rows if evaluate(bound, row)])
             case ast.Count(source):
                 n = size_of(self._value(source))
                 return _Outcome(n, count=n)
             case ast.Aggregate(source, by, fn, of):
-                return _Outcome(aggregate(self._rows(source), by, fn, of))
+                rows = _each(self._rows(source), self._deadline)
+                return _Outcome(aggregate(rows, by, fn, of))
             case ast.Rank(source, by, descending, limit):
-                return _Outcome(rank(self._rows(source), by, descending, limit))
+                rows = _each(self._rows(source), self._deadline)
+                return _Outcome(rank(rows, by, descending, limit))
             case ast.Neighbors(start, via, depth, limit):
                 starts, caps_hit = self._endpoint(start)
-                found = self.adapter.neighbors(starts, via, depth, limit)
+                found = self.adapter.neighbors(
+                    starts, via, depth, limit, caps=self.caps, deadline=self._deadline
+                )
                 outcome = self._found(found)
                 outcome.caps_hit = sorted({*caps_hit, *outcome.caps_hit})
                 return outcome
         raise _Failure(f"cannot run {type(command).__name__} here")
+
+    def _set_cap(self, key: str, value: Any) -> _Outcome:
+        prefix = "adapter.caps."
+        if not key.lower().startswith(prefix):
+            raise _Failure(f"SET only changes adapter caps: SET {prefix}<key>=<n>")
+        name = key[len(prefix) :].lower()
+        self.caps = self.caps.with_value(name, value)
+        applied = getattr(self.caps, name)
+        detail: dict[str, Any] = {"caps": self.caps.as_dict()}
+        if applied == value:
+            return _Outcome({"cap": name, "value": applied}, count=1, detail=detail)
+        detail["hint"] = f"{name} can be raised to at most {applied}: it is now {applied}"
+        return _Outcome(
+            {"cap": name, "value": applied, "asked": value},
+            count=1,
+            caps_hit=[name],
+            detail=detail,
+        )
+
+    def _model_deadline(self) -> Deadline:
+        # A model answer takes longer than a graph command may; it is bounded by the plan.
+        return self._clock.plan_deadline()
 
     def _require_model(self, verb: str) -> GaslModel:
         if self.model is None:
@@ -417,7 +504,15 @@ class GaslExecutor:
         starts, start_caps = self._endpoint(command.start)
         ends, end_caps = self._endpoint(command.end)
         where = None if command.where is None else self._bind(command.where)
-        found = self.adapter.find_paths(starts, ends, where, command.max_length, command.limit)
+        found = self.adapter.find_paths(
+            starts,
+            ends,
+            where,
+            command.max_length,
+            command.limit,
+            caps=self.caps,
+            deadline=self._deadline,
+        )
         outcome = self._found(found)
         outcome.caps_hit = sorted({*start_caps, *end_caps, *found.caps_hit})
         outcome.detail.update({"starts": len(starts), "ends": len(ends)})
@@ -443,6 +538,13 @@ def _project(row: Any, fields: tuple[ast.Field, ...]) -> dict[str, Any]:
     return out
 
 
+def _each(rows: list[Any], deadline: Deadline) -> Iterator[Any]:
+    """The rows one by one, checking the deadline as each is taken: row loops stop on time."""
+    for row in rows:
+        deadline.tick()
+        yield row
+
+
 def _unwind(value: Any) -> list[Any]:
     if value is MISSING or value is None:
         return []
@@ -456,7 +558,7 @@ def _sort_key(value: Any) -> tuple[int, Any]:
 
 
 def aggregate(
-    rows: list[Any], by: ast.Field | None, fn: str, of: ast.Field | None
+    rows: Iterable[Any], by: ast.Field | None, fn: str, of: ast.Field | None
 ) -> list[dict[str, Any]]:
     """Group rows (a list-valued BY field puts a row in each of its groups) and reduce."""
     groups: dict[Any, list[Any]] = {}
@@ -494,10 +596,12 @@ def _reduce(fn: str, numbers: list[float]) -> float | None:
     return min(numbers) if fn == "MIN" else max(numbers)
 
 
-def rank(rows: list[Any], by: ast.Field, descending: bool, limit: int | None) -> list[Any]:
+def rank(rows: Iterable[Any], by: ast.Field, descending: bool, limit: int | None) -> list[Any]:
     """Rows sorted by a field (numbers before text); rows without the field go last."""
-    present = [r for r in rows if _unwind(lookup(r, by.path))]
-    absent = [r for r in rows if not _unwind(lookup(r, by.path))]
+    present: list[Any] = []
+    absent: list[Any] = []
+    for row in rows:
+        (present if _unwind(lookup(row, by.path)) else absent).append(row)
     present.sort(key=lambda r: _sort_key(lookup(r, by.path)), reverse=descending)
     ranked = present + absent
     return ranked if limit is None else ranked[:limit]
@@ -542,12 +646,8 @@ async def replay(
     artifact: dict[str, Any], adapter: GraphAdapter, model: GaslModel | None = None
 ) -> StateStore:
     """Re-run a session's plans from its replay artifact into a fresh in-memory state."""
-    original = adapter.caps
     executor = GaslExecutor(adapter, StateStore(), model)
-    try:
-        for plan in artifact.get("plans", []):
-            adapter.caps = Caps(**plan.get("caps", {}))
-            await executor.execute_plan({k: v for k, v in plan.items() if k != "caps"})
-    finally:
-        adapter.caps = original
+    for plan in artifact.get("plans", []):
+        executor.caps = Caps.from_dict(plan.get("caps", {}))
+        await executor.execute_plan({k: v for k, v in plan.items() if k != "caps"})
     return executor.state

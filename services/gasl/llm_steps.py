@@ -3,16 +3,20 @@
 The executor stays free of any LLM client: it is handed something that satisfies
 `GaslModel` (an async `complete_json`). The shared LLM layer provides one in production;
 tests pass a small deterministic fake. The prompts themselves are the `gasl_process` and
-`gasl_analyze` templates of `services.prompts`; `STEP_TEXT` here only lays out one step's
-instruction, data excerpt and schema, the block those templates are given.
+`gasl_analyze` templates of `services.prompts`; this module only lays out one step's parts
+(its instruction, its data excerpt and the answer's schema), which those templates are
+given as a group of delimited parts: an instruction or a graph text that holds "Data:" or
+a schema of its own cannot pose as the real part.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from postel.services.gasl.budget import BudgetSpent, Deadline
 from postel.services.gasl.context import shorten
 from pydantic import BaseModel, Field, ValidationError
 
@@ -20,11 +24,12 @@ from pydantic import BaseModel, Field, ValidationError
 class GaslModel(Protocol):
     """A model that answers with JSON: returns (parsed object, metadata such as tokens).
 
-    `step` is "process" or "analyze" (it picks the prompt template); `step_text` carries the
-    step's instruction, its bounded data excerpt and the JSON schema of the answer."""
+    `step` is "process" or "analyze" (it picks the prompt template); `parts` maps each part
+    title (STEP_PARTS) to its text: the step's instruction, its bounded data excerpt and the
+    JSON schema of the answer."""
 
     async def complete_json(
-        self, step: str, step_text: str, schema: dict[str, Any]
+        self, step: str, parts: dict[str, str], schema: dict[str, Any]
     ) -> tuple[dict[str, Any], dict[str, Any]]: ...
 
 
@@ -44,17 +49,18 @@ class AnalyzeOutput(BaseModel):
     evidence: list[str] = Field(default_factory=list, description="ids or source ids cited")
 
 
-STEP_TEXT: dict[str, str] = {
-    "process": (
-        "Instruction: {instruction}\n\n"
-        "Data: {shown} of {total} items{truncated}:\n{excerpt}\n\n"
-        "JSON schema of the answer:\n{schema}"
-    ),
-    "analyze": (
-        "Instruction: {instruction}\n\n"
-        "Findings under `{key}` ({shown} of {total} items{truncated}):\n{excerpt}\n\n"
-        "JSON schema of the answer:\n{schema}"
-    ),
+# Per step: the title of each part, and how its text is laid out.
+STEP_PARTS: dict[str, dict[str, str]] = {
+    "process": {
+        "INSTRUCTION": "{instruction}",
+        "DATA": "{shown} of {total} items{truncated}, one per line:\n{excerpt}",
+        "ANSWER SCHEMA": "{schema}",
+    },
+    "analyze": {
+        "INSTRUCTION": "{instruction}",
+        "FINDINGS": "under `{key}`, {shown} of {total} items{truncated}, one per line:\n{excerpt}",
+        "ANSWER SCHEMA": "{schema}",
+    },
 }
 
 
@@ -101,12 +107,20 @@ def excerpt(value: Any, limits: Limits) -> Excerpt:
 
 
 async def _ask(
-    model: GaslModel, kind: str, fields: dict[str, Any], output: type[BaseModel]
+    model: GaslModel,
+    kind: str,
+    fields: dict[str, Any],
+    output: type[BaseModel],
+    deadline: Deadline,
 ) -> tuple[BaseModel, dict[str, Any]]:
     schema = output.model_json_schema()
-    user = STEP_TEXT[kind].format(schema=json.dumps(schema), **fields)
+    values = {"schema": json.dumps(schema), **fields}
+    parts = {title: layout.format(**values) for title, layout in STEP_PARTS[kind].items()}
     try:
-        raw, meta = await model.complete_json(kind, user, schema)
+        async with asyncio.timeout(deadline.remaining()):
+            raw, meta = await model.complete_json(kind, parts, schema)
+    except TimeoutError:
+        raise BudgetSpent(deadline.cap, deadline.seconds) from None
     except Exception as exc:  # any provider failure is a step error, reported not raised
         raise StepFailure(f"model call failed: {exc}", "error") from exc
     try:
@@ -121,9 +135,15 @@ async def _ask(
 
 
 async def run_process(
-    model: GaslModel, data: Any, instruction: str, limits: Limits
+    model: GaslModel,
+    data: Any,
+    instruction: str,
+    limits: Limits,
+    deadline: Deadline | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Derived items, each carrying `extraction` metadata, plus the call's metadata."""
+    """Derived items, each carrying `extraction` metadata, plus the call's metadata.
+
+    The model must answer by `deadline`, else BudgetSpent names the budget it ran out of."""
     part = excerpt(data, limits)
     fields = {
         "instruction": instruction,
@@ -132,7 +152,7 @@ async def run_process(
         "truncated": part.truncated,
         "excerpt": part.text,
     }
-    parsed, meta = await _ask(model, "process", fields, ProcessOutput)
+    parsed, meta = await _ask(model, "process", fields, ProcessOutput, deadline or Deadline.never())
     assert isinstance(parsed, ProcessOutput)
     extraction = {
         "instruction": instruction,
@@ -145,7 +165,12 @@ async def run_process(
 
 
 async def run_analyze(
-    model: GaslModel, key: str, data: Any, instruction: str, limits: Limits
+    model: GaslModel,
+    key: str,
+    data: Any,
+    instruction: str,
+    limits: Limits,
+    deadline: Deadline | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """An answer about one state key, seen only through a bounded sample."""
     sample = list(data.items()) if isinstance(data, dict) else data
@@ -158,5 +183,5 @@ async def run_analyze(
         "truncated": part.truncated,
         "excerpt": part.text,
     }
-    parsed, meta = await _ask(model, "analyze", fields, AnalyzeOutput)
+    parsed, meta = await _ask(model, "analyze", fields, AnalyzeOutput, deadline or Deadline.never())
     return parsed.model_dump(), {**meta, "input_items": part.shown, "input_total": part.total}

@@ -28,10 +28,10 @@ class LLMGaslModel:
         self.temperature = temperature
 
     async def complete_json(
-        self, step: str, step_text: str, schema: dict[str, Any]
+        self, step: str, parts: dict[str, str], schema: dict[str, Any]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         prompt = build_prompt(
-            TEMPLATES.get(f"gasl_{step}"), self.capability, context={"STEP": step_text}
+            TEMPLATES.get(f"gasl_{step}"), self.capability, context={"STEP": parts}
         )
         response = await self.llm.complete(
             LLMRequest(

@@ -2,16 +2,25 @@
 state, and answer the planner with the execution records and the state summary.
 
 The state document is handed in and out (the worker keeps it in Redis, one copy per round),
-so a round that runs twice starts from the same state and applies its UPDATEs once.
+so a round that runs twice starts from the same state and applies its UPDATEs once. The
+job's caps travel in that document too, never on the adapter, which the process shares.
+
+Graph work is CPU-bound: the round runs in a worker thread (with an event loop of its own
+for the executor), so the caller's event loop stays free to renew the job's lease and serve
+other jobs, and the time budget stops a runaway plan. PROCESS and ANALYZE still call the
+model on the caller's loop, which owns the model's HTTP client.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 from postel.messages import GaslPlanExecuted, GaslPlanRequested
 from postel.services.gasl.adapters import GraphAdapter
+from postel.services.gasl.budget import TimeBudget
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.llm_steps import GaslModel
 from postel.services.gasl.state import MemoryStateBackend, StateStore
@@ -24,18 +33,56 @@ class RoundResult:
     failed_commands: int
 
 
+class _OnCallerLoop:
+    """A GaslModel whose calls run on the event loop the round was started from."""
+
+    def __init__(self, model: GaslModel, loop: asyncio.AbstractEventLoop) -> None:
+        self.model = model
+        self.loop = loop
+
+    async def complete_json(
+        self, step: str, parts: dict[str, str], schema: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        call = self.model.complete_json(step, parts, schema)
+        # Cancelling the wrapped future (the step's deadline) cancels the call on its loop.
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call, self.loop))
+
+
 async def execute_round(
     message: GaslPlanRequested,
     adapter: GraphAdapter,
     state: dict[str, Any] | None,
     model: GaslModel | None,
+    budget: TimeBudget | None = None,
+) -> RoundResult:
+    """Run the round's plan off the event loop; `budget` defaults to TimeBudget().
+
+    If the caller is cancelled (its time limit), the plan stops at its next check instead
+    of running on, unseen, to the end of its budget."""
+    bridged = None if model is None else _OnCallerLoop(model, asyncio.get_running_loop())
+    stop = threading.Event()
+    try:
+        return await asyncio.to_thread(
+            _run_round, message, adapter, state, bridged, budget or TimeBudget(), stop
+        )
+    finally:
+        stop.set()
+
+
+def _run_round(
+    message: GaslPlanRequested,
+    adapter: GraphAdapter,
+    state: dict[str, Any] | None,
+    model: GaslModel | None,
+    budget: TimeBudget,
+    stop: threading.Event,
 ) -> RoundResult:
     backend = MemoryStateBackend()
     if state is not None:
         backend.save(state)
     store = StateStore(backend, query=message.request.prompt)
-    executor = GaslExecutor(adapter, state=store, model=model)
-    run = await executor.execute_plan(message.plan)
+    executor = GaslExecutor(adapter, state=store, model=model, budget=budget, stop=stop)
+    run = asyncio.run(executor.execute_plan(message.plan))
     errors = [r for r in run.records if r.status in ("error", "binding_failure", "schema_mismatch")]
     task = message.progress.task_index
     executed = message.derive(

@@ -3,7 +3,9 @@
 Every change makes a new immutable snapshot (copy-on-write: only the dicts along the changed
 key are copied, the rest is shared), numbered by version and hashed by content. The store
 also keeps the execution history and a replay artifact: the plans in order, with the caps
-they started under, enough to re-run the session and arrive at the same state.
+they started under, enough to re-run the session and arrive at the same state. It carries
+the job's caps too (`caps`, as SET left them), so they hold for the job's later plans and for
+no other job.
 
 Layout of a declared key (the seed's format):
   LIST    {"_meta": {"type": "LIST", "description": ...}, "items": [...]}
@@ -124,6 +126,8 @@ class StateStore:
         self.query: str = doc.get("query", query)
         self.history: list[dict[str, Any]] = list(doc.get("history", []))
         self.replay: dict[str, Any] = doc.get("replay", {"seed": 0, "plans": []})
+        # Empty until a plan ran: the executor then starts from the default caps.
+        self.caps: dict[str, int] = dict(doc.get("caps", {}))
         version = int(doc.get("state_version", 0))
         self.snapshots: list[Snapshot] = [Snapshot(version, variables, content_hash(variables))]
 
@@ -351,6 +355,7 @@ class StateStore:
             "variables": self.variables,
             "history": self.history,
             "replay": self.replay,
+            "caps": self.caps,
         }
 
     def persist(self) -> None:

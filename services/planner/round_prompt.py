@@ -1,10 +1,13 @@
 """The HDT round prompt, fitted into a token budget.
 
-Everything a round needs travels in one delimited ANALYSIS block (one data notice instead
-of six): QUESTION, GRAPH, STATE, HISTORY, LAST RESULTS, ROUND and, when the previous answer
-was unusable, PROBLEM. When the prompt is over budget the parts are cut in this order until
-it fits: history (oldest rounds first), state, graph schema, last results, question; each
-part keeps a floor. Budgets follow capability: minimal models are the 2048-token local ones.
+Everything a round needs travels in one ANALYSIS group (one data notice instead of six):
+QUESTION, GRAPH, STATE, HISTORY, LAST RESULTS, ROUND and, when the previous answer was
+unusable, PROBLEM, each part between markers of its own. The question holds the job's
+prompt and the graph's, state's and results' texts come from graphs and models, so no part
+may pose as another: a prompt holding "LAST RESULTS:" stays inside the QUESTION part. When
+the prompt is over budget the parts are cut in this order until it fits: history (oldest
+rounds first), state, graph schema, last results, question; each part keeps a floor.
+Budgets follow capability: minimal models are the 2048-token local ones.
 """
 
 from __future__ import annotations
@@ -77,13 +80,11 @@ def round_messages(
 
 
 def _render(capability: Capability, parts: Iterable[_Part]) -> list[ChatMessage]:
-    blocks = []
+    texts: dict[str, str] = {}
     for part in parts:
         text, cut = truncate_to_tokens(part.text, part.limit)
-        if part.limit == 0:
-            continue
-        blocks.append(f"{part.title}:\n{text}{' …(cut)' if cut else ''}")
-    return build_prompt(HDT_ROUND, capability, context={"ANALYSIS": "\n\n".join(blocks)})
+        texts[part.title] = f"{text}{' …(cut)' if cut else ''}"
+    return build_prompt(HDT_ROUND, capability, context={"ANALYSIS": texts})
 
 
 def _size(messages: list[ChatMessage]) -> int:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from postel.services.llm.models import ChatMessage
 from postel.services.prompts.capability import Capability
-from postel.services.prompts.delimit import data_block
+from postel.services.prompts.delimit import data_block, data_parts
 from postel.services.prompts.style import STYLES, Style
 from postel.services.prompts.template import Example, PromptTemplate
 
@@ -22,10 +22,11 @@ def build_prompt(
     capability: Capability,
     *,
     user_text: str | None = None,
-    context: Mapping[str, str] | None = None,
+    context: Mapping[str, str | Mapping[str, str]] | None = None,
 ) -> list[ChatMessage]:
-    """`context` maps a title to a block of data (earlier results, a plan, sections so far);
-    each block, like the user text, is delimited as data."""
+    """`context` maps a title to a block of data (earlier results, a plan, sections so far)
+    or to a group of titled parts (a round's question, results and state); each block, each
+    part of a group, and the user text are delimited as data."""
     template.check()
     style = STYLES[capability]
     sections = [template.role or DEFAULT_ROLE]
@@ -39,8 +40,9 @@ def build_prompt(
     shown = template.examples[: style.max_examples]
     if shown:
         sections.append(_examples(template, shown, style))
-    for title, text in (context or {}).items():
-        sections.append(style.section(title.upper(), data_block(title.upper(), text)))
+    for title, data in (context or {}).items():
+        lines = data_block(title.upper(), data) if isinstance(data, str) else data_parts(data)
+        sections.append(style.section(title.upper(), lines))
     if user_text is not None:
         sections.append(style.section("USER TEXT", data_block("USER TEXT", user_text)))
     return [

@@ -164,19 +164,19 @@ GENERATE_VALUE = TEMPLATES.register(
     )
 )
 
-# GASL PROCESS and ANALYZE: the step's own instruction, data excerpt and schema travel as one
-# delimited block; the executor validates the JSON against the schema.
+# GASL PROCESS and ANALYZE: the step's instruction, data excerpt and answer schema travel as
+# three delimited parts of one STEP group; the executor validates the JSON against the schema.
 GASL_PROCESS = TEMPLATES.register(
     PromptTemplate(
         name="gasl_process",
         system="You transform graph data and answer with JSON only.",
         role="You transform items of a knowledge-graph analysis, using only the data given.",
         guidelines=[
-            "Follow the instruction in the STEP block exactly.",
+            "Do what the INSTRUCTION part asks with the items of the DATA part.",
             "Carry the `source_ids` of the input items into every derived item.",
         ],
-        instructions="Apply the STEP's instruction to the STEP's data.",
-        output_format="Answer with one JSON object matching the STEP's JSON schema, nothing else.",
+        instructions="Apply the INSTRUCTION to the DATA.",
+        output_format="Answer with one JSON object matching the ANSWER SCHEMA, nothing else.",
     )
 )
 
@@ -186,11 +186,11 @@ GASL_ANALYZE = TEMPLATES.register(
         system="You analyse findings and answer with JSON only.",
         role="You analyse the accumulated findings of a knowledge-graph analysis.",
         guidelines=[
-            "Base the answer only on the findings in the STEP block, and say why.",
+            "Base the answer only on the FINDINGS part, and say why.",
             "Cite the ids or source ids your answer rests on in `evidence`.",
         ],
-        instructions="Answer the STEP's instruction about its findings.",
-        output_format="Answer with one JSON object matching the STEP's JSON schema, nothing else.",
+        instructions="Answer the INSTRUCTION about the FINDINGS.",
+        output_format="Answer with one JSON object matching the ANSWER SCHEMA, nothing else.",
     )
 )
 

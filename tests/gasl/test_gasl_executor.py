@@ -2,62 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import networkx as nx
 import pytest
+from gasl_support import FakeModel, small_graph
 from postel.messages.gasl import ExecutionRecord
 from postel.services.gasl.adapters import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
-from postel.services.gasl.loaders import normalise_graph
-
-
-def small_graph() -> nx.Graph:
-    raw = nx.Graph()
-    people = {"ADA": ["c1", "c2"], "BOB": ["c1"], "CY": ["c2"], "DEE": ["c9"]}
-    for name, chunks in people.items():
-        raw.add_node(
-            f'"{name}"',
-            entity_type='"PERSON"',
-            description=f'"{name} writes"',
-            source_id="<SEP>".join(chunks),
-            score=len(name),
-        )
-    raw.add_node('"LAB"', entity_type='"ORGANIZATION"', description='"A lab"', source_id="c1")
-    raw.add_edge(
-        '"ADA"',
-        '"BOB"',
-        weight=2.0,
-        description='"co-authors"',
-        source_id="c1",
-        keywords="co-author",
-    )
-    raw.add_edge(
-        '"BOB"',
-        '"LAB"',
-        weight=1.0,
-        description='"works at"',
-        source_id="c1",
-        keywords="affiliation",
-    )
-    raw.add_edge(
-        '"LAB"', '"CY"', weight=3.0, description='"employs"', source_id="c2", keywords="affiliation"
-    )
-    return normalise_graph(raw)
-
-
-class FakeModel:
-    """Deterministic stand-in for the LLM layer: replays canned JSON, records prompts."""
-
-    def __init__(self, *answers: dict[str, Any]) -> None:
-        self.answers = list(answers)
-        self.prompts: list[str] = []
-
-    async def complete_json(
-        self, step: str, step_text: str, schema: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        self.prompts.append(step_text)
-        return self.answers.pop(0), {"model": "fake", "tokens": 7}
 
 
 def executor(model: FakeModel | None = None) -> GaslExecutor:
@@ -219,7 +168,7 @@ async def test_on_guards_fire_only_on_their_status() -> None:
     # An ON ERROR guard right after a failure handles it, even with stop_on_error.
     handled = await run(ex, "COUNT ghost AS g", "ON ERROR g THEN COUNT who AS g")
     assert [r.status for r in handled] == ["binding_failure", "success"]
-    ex.adapter.caps.set("max_results", 1)
+    ex.caps = ex.caps.with_value("max_results", 1)
     partial = await run(ex, "FIND nodes AS all", "ON PARTIAL all THEN COUNT all AS n")
     assert partial[1].rows == [1]
 
@@ -241,7 +190,8 @@ async def test_try_catch_finally() -> None:
 async def test_set_and_cancel() -> None:
     ex = executor()
     rec = await one(ex, "SET adapter.caps.max_path_length=1")
-    assert rec.status == "success" and ex.adapter.caps.max_path_length == 1
+    assert rec.status == "success" and ex.caps.max_path_length == 1
+    assert rec.rows == [{"cap": "max_path_length", "value": 1}]
     assert (await one(ex, "SET adapter.caps.bogus=1")).status == "error"
     assert (await one(ex, "SET other.thing=1")).status == "error"
     result = await ex.execute_plan(
@@ -296,7 +246,7 @@ async def test_analyze_sees_state_sample() -> None:
     await run(ex, "DECLARE found AS LIST", "FIND nodes WHERE score = 3 AS p", "UPDATE found WITH p")
     rec = await one(ex, 'ANALYZE found USING "how many?" AS verdict')
     assert rec.status == "success" and rec.rows[0]["answer"] == "two people"
-    assert "Findings under `found`" in model.prompts[0]
+    assert "FINDINGS: under `found`, 3 of 3 items" in model.prompts[0]
     model.answers.append({"answer": 3})
     assert (await one(ex, 'ANALYZE found USING "?" AS v2')).status == "schema_mismatch"
     assert (await one(ex, 'ANALYZE ghost USING "?" AS v3')).status == "binding_failure"

@@ -117,30 +117,30 @@ def test_index_agrees_with_scan(tmp_path: Path) -> None:
 
 
 def test_result_cap_is_reported_but_limit_is_not(tmp_path: Path) -> None:
-    adapter = NetworkXAdapter.from_graphml(lightrag_file(tmp_path), Caps(max_results=1))
-    capped = adapter.find_nodes(None, None)
+    adapter = NetworkXAdapter.from_graphml(lightrag_file(tmp_path))
+    capped = adapter.find_nodes(None, None, caps=Caps(max_results=1))
     assert len(capped.items) == 1 and capped.caps_hit == ["max_results"]
-    adapter.caps.set("max_results", 10)
-    limited = adapter.find_nodes(None, 1)
+    limited = adapter.find_nodes(None, 1, caps=Caps(max_results=1).with_value("max_results", 10))
     assert len(limited.items) == 1 and limited.caps_hit == []
     with pytest.raises(KeyError):
-        adapter.caps.set("bogus", 1)
+        Caps().with_value("bogus", 1)
     with pytest.raises(ValueError):
-        adapter.caps.set("max_results", 0)
+        Caps().with_value("max_results", 0)
 
 
 def test_path_search_is_bounded_by_expansions() -> None:
     graph = nx.complete_graph(60)
     graph = nx.relabel_nodes(graph, {i: f"n{i}" for i in graph})
-    adapter = NetworkXAdapter(graph, Caps(max_expansions=50, max_path_length=5))
-    found = adapter.find_paths(["n0"], ["n59"], None, 5, None)
+    adapter = NetworkXAdapter(graph)
+    caps = Caps(max_expansions=50, max_path_length=5)
+    found = adapter.find_paths(["n0"], ["n59"], None, 5, None, caps=caps)
     assert "max_expansions" in found.caps_hit and found.examined <= 50
 
 
 def test_path_length_cap_and_undirected_dedupe(tmp_path: Path) -> None:
-    adapter = NetworkXAdapter.from_graphml(lightrag_file(tmp_path), Caps(max_path_length=1))
+    adapter = NetworkXAdapter.from_graphml(lightrag_file(tmp_path))
     everyone = ["Ada Lovelace", "Charles Babbage", "Analytical Engine"]
-    found = adapter.find_paths(everyone, everyone, None, 3, None)
+    found = adapter.find_paths(everyone, everyone, None, 3, None, caps=Caps(max_path_length=1))
     assert found.caps_hit == ["max_path_length"]
     assert sorted(tuple(p["nodes"]) for p in found.items) == [
         ("Ada Lovelace", "Charles Babbage"),

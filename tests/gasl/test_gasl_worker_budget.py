@@ -1,0 +1,114 @@
+"""The gasl worker on the embedded runtime: a model-written runaway plan ends within the
+budget the worker derives from its job timeout, names the budget to the planner, and never
+blocks the event loop the worker's lease is renewed on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from pathlib import Path
+
+import networkx as nx
+from postel.infra.client import Client
+from postel.infra.graphs import GraphRegistry
+from postel.infra.local_system import LocalSystem
+from postel.infra.model import RESOURCE, Model
+from postel.infra.settings import QueueSettings, Settings
+from postel.messages import JobOptions
+from postel.services.llm import LLMRequest, ScriptedClient
+from postel.services.prompts import Capability
+
+PATHS = 'FIND paths FROM ${all} TO (entity_type = "NOBODY") WHERE NOT id CONTAINS "zz" AS p'
+RUNAWAY_PLAN = [
+    "SET adapter.caps.max_path_length=1000000",
+    "SET adapter.caps.max_expansions=1000000000000",
+    "FIND nodes AS all",
+    *(f"{PATHS}{n}" for n in range(5)),
+]
+INTENT = {
+    "detectedLanguage": "en",
+    "normalizedRequest": "How many things?",
+    "intent": "Count things.",
+    "primaryGoal": "a number",
+    "dataType": "numbers",
+}
+TASKS = {"tasks": [{"id": "t1", "objective": "Count the things", "kind": "graph_analysis"}]}
+
+
+def respond(request: LLMRequest) -> str:
+    system, prompt = request.messages[0].content, request.prompt_text()
+    if system.startswith("You analyse requests"):
+        return json.dumps(INTENT)
+    if system.startswith("You plan work"):
+        return json.dumps(TASKS)
+    if re.search(r"the plan_time_budget of [\d.]+ s is spent", prompt):
+        return "COMPLETE: 60"
+    plan = {"why": "every path", "commands": RUNAWAY_PLAN}
+    action = {"action": "continue", "confidence": 0.9, "plan": plan}
+    return json.dumps({"decision": "continue", "hypothesis": "h", "next_actions": [action]})
+
+
+def dense_graphml(path: Path) -> Path:
+    graph = nx.relabel_nodes(nx.complete_graph(60), {i: f"n{i}" for i in range(60)})
+    nx.set_node_attributes(graph, "thing", "entity_type")
+    nx.write_graphml(graph, path)
+    return path
+
+
+async def test_a_runaway_plan_ends_within_the_workers_budget(
+    redis_url: str, settings: Settings, tmp_path: Path
+) -> None:
+    # job timeout 4 s: each plan may run 2 s, each command 0.5 s
+    settings = settings.model_copy(update={"gasl": QueueSettings(job_timeout=4), "lease_s": 1.0})
+    model = Model(ScriptedClient(responder=respond), Capability.STANDARD)
+    gaps: list[float] = []
+    async with (
+        LocalSystem(settings, redis_url=redis_url, resources={RESOURCE: model}),
+        Client(redis_url, settings) as client,
+    ):
+        await GraphRegistry(client.pool).add("dense", dense_graphml(tmp_path / "dense.graphml"))
+        running = True
+
+        async def ticker() -> None:
+            last = time.perf_counter()
+            while running:
+                await asyncio.sleep(0.02)
+                now = time.perf_counter()
+                gaps.append(now - last)
+                last = now
+
+        ticking = asyncio.create_task(ticker())
+        job_id = await client.submit("How many things?", type="int", graph="dense")
+        result = await client.result(job_id, timeout=60)
+        running = False
+        await ticking
+        events = await client.events.read(job_id)
+    assert result == 60
+    gasl = [(e.status, e.round) for e in events if e.worker == "gasl"]
+    assert gasl.count(("received", 0)) == 1, f"the round ran once, not taken over: {gasl}"
+    assert ("completed", 0) in gasl
+    # Blocked, the loop would stall for the whole plan (2 s) and the 1 s lease would lapse.
+    assert max(gaps) < settings.lease_s, f"the event loop was blocked for {max(gaps):.2f} s"
+
+
+async def test_the_budget_shrinks_to_fit_the_jobs_deadline(
+    redis_url: str, settings: Settings, tmp_path: Path
+) -> None:
+    # gasl job timeout 120 s: a plan would have 60 s, but the job must end within 8 s
+    model = Model(ScriptedClient(responder=respond), Capability.STANDARD)
+    async with (
+        LocalSystem(settings, redis_url=redis_url, resources={RESOURCE: model}),
+        Client(redis_url, settings) as client,
+    ):
+        await GraphRegistry(client.pool).add("dense", dense_graphml(tmp_path / "dense.graphml"))
+        job_id = await client.submit(
+            "How many things?", type="int", graph="dense", options=JobOptions(deadline_s=8)
+        )
+        await client.wait(job_id, timeout=60)
+        events = await client.events.read(job_id)
+    [round_0] = [
+        e for e in events if e.worker == "gasl" and e.status == "completed" and e.round == 0
+    ]
+    assert round_0.duration_ms < 5_000, "half of what was left of 8 s, plus the round's overhead"
