@@ -74,7 +74,11 @@ async def run_loop_bus_bench(
         raw_state = await client.pool.get(keys.job_scoped(job_id, "gen", TASK_ID, "0", "state"))
     state = LoopState.model_validate_json(raw_state) if raw_state else LoopState()
     figures = _figures(events, state, responses, max_iterations)
-    final = record.result if isinstance(record.result, dict) else {"sections": state.sections}
+    final = (
+        record.result
+        if isinstance(record.result, dict)
+        else {"sections": state.delivered_sections()}
+    )
     report = summarise_run(document, max_tokens, figures, final)
     report["job_status"] = record.status
     report["failure"] = record.failure
@@ -124,8 +128,8 @@ def _figures(
                 finish_reason=metrics.finish_reason,
                 decision=metrics.decision,
                 parse_ms=metrics.parse_ms,
-                naive_parse_ms=naive_parse_ms(replay.sections),
-                summary_lines=len(summary_lines(replay.sections)),
+                naive_parse_ms=naive_parse_ms(replay.delivered_sections()),
+                summary_lines=len(summary_lines(replay.delivered_sections())),
             )
         )
     return figures
