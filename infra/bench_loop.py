@@ -41,6 +41,7 @@ from postel.services.generation.loop import LoopState, step
 from postel.services.generation.oracle import Oracle
 from postel.services.generation.summary import summary_lines
 from postel.services.llm import LLMRequest, ScriptedClient
+from postel.services.llm.tokens import truncate_to_tokens
 from postel.services.prompts import Capability
 
 TASK_ID = "bench"
@@ -54,7 +55,8 @@ async def run_loop_bus_bench(
 
     def respond(request: LLMRequest) -> str:
         text = oracle.full_text(request.prompt_text())
-        responses.append(text)
+        # The client cuts the answer to max_tokens; the replay needs it as delivered.
+        responses.append(truncate_to_tokens(text, max_tokens)[0])
         return text
 
     model = Model(ScriptedClient(responder=respond), Capability.STANDARD)
