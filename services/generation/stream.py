@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -41,16 +41,20 @@ _LITERALS: dict[str, bool | None] = {"true": True, "false": False, "null": None}
 _SCALAR_FIRST = "-0123456789tfn"
 
 
-class Frame(BaseModel):
+# Frame and Leaf are plain dataclasses (pydantic validates and serialises them as fields of
+# JsonStream): the reader sets their attributes once per value, where a model's checked
+# assignment would cost more than the reading.
+@dataclass(slots=True)
+class Frame:
     """An open object or array."""
 
     kind: Literal["object", "array"]
-    key: str | None = None  # its member name, when it is the value of an object member
     start: int  # offset of its opening bracket in the whole text
     expect: Expect
-    items: list[Any] = Field(default_factory=list)  # array: closed items still held
+    key: str | None = None  # its member name, when it is the value of an object member
+    items: list[Any] = field(default_factory=list)  # array: closed items still held
     dropped: int = 0  # array: closed items taken out by the reader's user (`take_items`)
-    members: dict[str, Any] = Field(default_factory=dict)  # object: closed members
+    members: dict[str, Any] = field(default_factory=dict)  # object: closed members
     member: str | None = None  # object: the member whose value comes next
 
     @property
@@ -59,7 +63,8 @@ class Frame(BaseModel):
         return self.dropped + len(self.items)
 
 
-class Leaf(BaseModel):
+@dataclass(slots=True)
+class Leaf:
     """The string, member name, number or literal being written at the cut."""
 
     kind: Literal["string", "key", "scalar"]
@@ -119,25 +124,39 @@ def _scalar_start(token: str) -> bool:
 
 
 class _Reader:
+    """Reads one piece; works on its own copies of the stream's scalars and writes them
+    back at the end (assignments to a pydantic model are checked, and slow)."""
+
     def __init__(self, stream: JsonStream, text: str) -> None:
         self.stream = stream
         self.text = text
         self.pos = 0
         self.blank = 0
         self.error: str | None = None
+        self.offset = stream.offset
+        self.frames = stream.frames
+        self.leaf = stream.leaf
+        self.started = stream.started
+        self.done = stream.done
+        self.value = stream.value
 
     def run(self) -> FeedResult:
         size = len(self.text)
-        while self.pos < size and not self.stream.done and self.error is None:
-            if self.stream.leaf is None:
+        while self.pos < size and not self.done and self.error is None:
+            if self.leaf is None:
                 self._token()
-            elif self.stream.leaf.kind == "scalar":
+            elif self.leaf.kind == "scalar":
                 self._scalar()
             else:
                 self._string()
         accepted = self.pos
-        self.stream.offset += accepted
-        self.stream.tail = (self.stream.tail + self.text[:accepted])[-TAIL_CHARS:]
+        stream = self.stream
+        stream.offset = self.offset + accepted
+        stream.leaf = self.leaf
+        stream.started = self.started
+        stream.done = self.done
+        stream.value = self.value
+        stream.tail = (stream.tail + self.text[:accepted])[-TAIL_CHARS:]
         return FeedResult(accepted=accepted, progress=accepted - self.blank, error=self.error)
 
     # -- between values ------------------------------------------------------------------
@@ -149,7 +168,7 @@ class _Reader:
         if self.pos == len(self.text):
             return
         char = self.text[self.pos]
-        frames = self.stream.frames
+        frames = self.frames
         top = frames[-1] if frames else None
         expect: Expect = top.expect if top is not None else "value"
         if expect in ("value", "value_or_end"):
@@ -189,30 +208,30 @@ class _Reader:
                 self._fail(f"expected ',' or {closing!r}, found {char!r}")
 
     def _open(self, char: str) -> None:
-        frames = self.stream.frames
+        frames = self.frames
         parent = frames[-1] if frames else None
         is_object = char == "{"
         frames.append(
             Frame(
                 kind="object" if is_object else "array",
                 key=parent.member if parent is not None and parent.kind == "object" else None,
-                start=self.stream.offset + self.pos,
+                start=self.offset + self.pos,
                 expect="key_or_end" if is_object else "value_or_end",
             )
         )
-        self.stream.started = True
+        self.started = True
         self.pos += 1
 
     def _close(self) -> None:
-        frame = self.stream.frames.pop()
+        frame = self.frames.pop()
         self.pos += 1
         self._attach(frame.members if frame.kind == "object" else frame.items)
 
     def _attach(self, value: Any) -> None:
-        frames = self.stream.frames
+        frames = self.frames
         if not frames:
-            self.stream.done = True
-            self.stream.value = value
+            self.done = True
+            self.value = value
             return
         top = frames[-1]
         if top.kind == "array":
@@ -224,13 +243,13 @@ class _Reader:
         top.expect = "comma_or_end"
 
     def _begin(self, kind: Literal["string", "key", "scalar"]) -> None:
-        self.stream.leaf = Leaf(kind=kind, start=self.stream.offset + self.pos)
-        self.stream.started = True
+        self.leaf = Leaf(kind=kind, start=self.offset + self.pos)
+        self.started = True
         if kind != "scalar":
             self.pos += 1  # the opening quote
 
     def _fail(self, why: str) -> None:
-        self.error = f"{why} at character {self.stream.offset + self.pos}"
+        self.error = f"{why} at character {self.offset + self.pos}"
 
     def _source(self, held: str) -> tuple[str, int, int]:
         """The text to scan for the leaf, its start, and how to map its offsets back to the
@@ -243,7 +262,7 @@ class _Reader:
     # -- strings and member names --------------------------------------------------------
 
     def _string(self) -> None:
-        leaf = self.stream.leaf
+        leaf = self.leaf
         assert leaf is not None
         source, start, shift = self._source(leaf.raw)
         end = _STRING_UNITS.match(source, start).end()  # type: ignore[union-attr]
@@ -261,11 +280,11 @@ class _Reader:
         self._fail("invalid escape or control character in a string")
 
     def _end_string(self, body: str) -> None:
-        leaf = self.stream.leaf
+        leaf = self.leaf
         assert leaf is not None
-        self.stream.leaf = None
+        self.leaf = None
         if leaf.kind == "key":
-            top = self.stream.frames[-1]
+            top = self.frames[-1]
             top.member = _decode(body)
             top.expect = "colon"
         else:
@@ -273,7 +292,7 @@ class _Reader:
 
     def _keep(self, body: str, units_end: int) -> None:
         """The piece stops inside the string: decode what makes whole characters."""
-        leaf = self.stream.leaf
+        leaf = self.leaf
         assert leaf is not None
         if leaf.kind == "key":
             leaf.raw = body  # short: decoded whole when it closes
@@ -286,7 +305,7 @@ class _Reader:
     # -- numbers and literals ------------------------------------------------------------
 
     def _scalar(self) -> None:
-        leaf = self.stream.leaf
+        leaf = self.leaf
         assert leaf is not None
         source, start, shift = self._source(leaf.raw)
         end = _SCALAR_CHARS.match(source, start).end()  # type: ignore[union-attr]
@@ -296,7 +315,7 @@ class _Reader:
             self.pos = len(self.text)
             return
         if end < len(source) and (token in _LITERALS or _NUMBER.fullmatch(token)):
-            self.stream.leaf = None
+            self.leaf = None
             self.pos = end + shift
             self._attach(_LITERALS[token] if token in _LITERALS else json.loads(token))
             return
