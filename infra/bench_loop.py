@@ -5,7 +5,7 @@ model is `services.generation.oracle`: it knows the target document and answers 
 as a perfect model would, reading where to resume from the prompt text alone. A
 `generation.requested` for a `document` is enqueued; each iteration is a
 `generation.continued` message. Figures come from the job's events (prompt and completion
-tokens per iteration), the loop state kept in Redis (partial-parse time per iteration) and a
+tokens per iteration), the loop state kept in Redis (the time to read each answer) and a
 naive baseline that re-parses the whole accumulated document at every iteration.
 """
 
@@ -116,7 +116,7 @@ async def _start(client: Client, max_tokens: int, max_iterations: int) -> str:
 def _figures(
     events: list[Any], state: LoopState, responses: list[str], max_iterations: int
 ) -> list[IterationFigures]:
-    """Per iteration: tokens from the events, parse time from the stored loop state, and the
+    """Per iteration: tokens from the events, reading time from the stored loop state, and the
     naive baseline measured by replaying the same responses."""
     replay = LoopState()
     figures: list[IterationFigures] = []

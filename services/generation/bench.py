@@ -1,8 +1,8 @@
 """Benchmark of the AI loop, in-process with the oracle model.
 
 Figures per iteration: prompt tokens (the loop's own text plus a fixed base standing in for
-what the prompt builder adds around it), completion tokens, the cut-off analysis time of the
-one response, and for comparison a naive re-parse of everything accumulated so far. Per run:
+what the prompt builder adds around it), completion tokens, the time to read the one answer
+into the loop state, and for comparison a naive re-parse of everything accumulated so far. Per run:
 LLM calls against the minimum ceil(document tokens / max_tokens), and whether the document
 came back equal. The minimum is exact, not a bound: each continuation goes on from the
 character where the last answer was cut, so the answers together are the document's text
@@ -40,7 +40,7 @@ class IterationFigures(BaseModel):
 
 
 def naive_parse_ms(sections: list[dict[str, Any]]) -> float:
-    """Time to re-parse everything accumulated, as a loop without cut-off analysis would."""
+    """Time to re-parse everything accumulated, as a loop that cannot resume reading would."""
     text = json.dumps({"sections": sections}, ensure_ascii=False)
     began = time.perf_counter()
     from_json(text, allow_partial=True)
@@ -197,7 +197,7 @@ def format_loop_bench(report: dict[str, Any]) -> str:
         f"final {report['final_decision']}, document equal: {report['document_equal']}",
         f"prompt tokens {report['prompt_tokens_total']}, completion tokens "
         f"{report['completion_tokens_total']}",
-        f"cut-off analysis {report['parse_ms_total']:.2f} ms in all vs naive re-parse "
+        f"reading the answers {report['parse_ms_total']:.2f} ms in all vs naive re-parse "
         f"{report['naive_parse_ms_total']:.2f} ms",
         "iter prompt completion finish  decision  parse_ms naive_ms",
     ]
