@@ -101,7 +101,7 @@ def fingerprint(response_text: str) -> str:
     return hashlib.sha256(response_text.strip().encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def repeats(fingerprints: list[str], seen: str) -> bool:
+def _repeats(fingerprints: list[str], seen: str) -> bool:
     """The answer repeats the one before it, or with it an earlier consecutive pair."""
     if not fingerprints:
         return False
@@ -178,7 +178,7 @@ def step(
     elements_before = _element_count(state.delivered_sections())
     decision: Decision
     reason: Reason
-    if repeats(state.fingerprints, seen):
+    if _repeats(state.fingerprints, seen):
         read = _Read(state=state, new_characters=0, restarted=False, error=None, parse_ms=0.0)
         decision, reason = "loop_detected", "repeated_output"
     else:
