@@ -5,7 +5,7 @@ model is `services.generation.oracle`: it knows the target document and answers 
 as a perfect model would, reading where to resume from the prompt text alone. A
 `generation.requested` for a `document` is enqueued; each iteration is a
 `generation.continued` message. Figures come from the job's events (prompt and completion
-tokens per iteration), the loop state kept in Redis (partial-parse time per iteration) and a
+tokens per iteration), the loop state kept in Redis (the time to read each answer) and a
 naive baseline that re-parses the whole accumulated document at every iteration.
 """
 
@@ -41,6 +41,7 @@ from postel.services.generation.loop import LoopState, step
 from postel.services.generation.oracle import Oracle
 from postel.services.generation.summary import summary_lines
 from postel.services.llm import LLMRequest, ScriptedClient
+from postel.services.llm.tokens import truncate_to_tokens
 from postel.services.prompts import Capability
 
 TASK_ID = "bench"
@@ -54,7 +55,8 @@ async def run_loop_bus_bench(
 
     def respond(request: LLMRequest) -> str:
         text = oracle.full_text(request.prompt_text())
-        responses.append(text)
+        # The client cuts the answer to max_tokens; the replay needs it as delivered.
+        responses.append(truncate_to_tokens(text, max_tokens)[0])
         return text
 
     model = Model(ScriptedClient(responder=respond), Capability.STANDARD)
@@ -74,7 +76,11 @@ async def run_loop_bus_bench(
         raw_state = await client.pool.get(keys.job_scoped(job_id, "gen", TASK_ID, "0", "state"))
     state = LoopState.model_validate_json(raw_state) if raw_state else LoopState()
     figures = _figures(events, state, responses, max_iterations)
-    final = record.result if isinstance(record.result, dict) else {"sections": state.sections}
+    final = (
+        record.result
+        if isinstance(record.result, dict)
+        else {"sections": state.delivered_sections()}
+    )
     report = summarise_run(document, max_tokens, figures, final)
     report["job_status"] = record.status
     report["failure"] = record.failure
@@ -110,7 +116,7 @@ async def _start(client: Client, max_tokens: int, max_iterations: int) -> str:
 def _figures(
     events: list[Any], state: LoopState, responses: list[str], max_iterations: int
 ) -> list[IterationFigures]:
-    """Per iteration: tokens from the events, parse time from the stored loop state, and the
+    """Per iteration: tokens from the events, reading time from the stored loop state, and the
     naive baseline measured by replaying the same responses."""
     replay = LoopState()
     figures: list[IterationFigures] = []
@@ -124,8 +130,8 @@ def _figures(
                 finish_reason=metrics.finish_reason,
                 decision=metrics.decision,
                 parse_ms=metrics.parse_ms,
-                naive_parse_ms=naive_parse_ms(replay.sections),
-                summary_lines=len(summary_lines(replay.sections)),
+                naive_parse_ms=naive_parse_ms(replay.delivered_sections()),
+                summary_lines=len(summary_lines(replay.delivered_sections())),
             )
         )
     return figures

@@ -1,11 +1,13 @@
 """Benchmark of the AI loop, in-process with the oracle model.
 
 Figures per iteration: prompt tokens (the loop's own text plus a fixed base standing in for
-what the prompt builder adds around it), completion tokens, the cut-off analysis time of the
-one response, and for comparison a naive re-parse of everything accumulated so far. Per run:
+what the prompt builder adds around it), completion tokens, the time to read the one answer
+into the loop state, and for comparison a naive re-parse of everything accumulated so far. Per run:
 LLM calls against the minimum ceil(document tokens / max_tokens), and whether the document
-came back equal. `summarise_run` computes the same report from figures gathered elsewhere
-(the integrator's run over the real bus)."""
+came back equal. The minimum is exact, not a bound: each continuation goes on from the
+character where the last answer was cut, so the answers together are the document's text
+once (`oracle`). `summarise_run` computes the same report from figures gathered elsewhere
+(the run over the real bus in `postel bench loop`)."""
 
 from __future__ import annotations
 
@@ -15,11 +17,11 @@ import time
 from typing import Any
 
 from postel.messages.document import SectionsDocument
-from postel.services.generation.continuation import OUTPUT_FORMAT
 from postel.services.generation.loop import LoopState, continuation_prompt, step
 from postel.services.generation.oracle import Oracle, serialise
 from postel.services.generation.summary import summary_lines
 from postel.services.llm.tokens import count_tokens
+from postel.services.prompts.templates import SECTIONS_OUTPUT_FORMAT
 from pydantic import BaseModel
 from pydantic_core import from_json
 
@@ -38,7 +40,7 @@ class IterationFigures(BaseModel):
 
 
 def naive_parse_ms(sections: list[dict[str, Any]]) -> float:
-    """Time to re-parse everything accumulated, as a loop without cut-off analysis would."""
+    """Time to re-parse everything accumulated, as a loop that cannot resume reading would."""
     text = json.dumps({"sections": sections}, ensure_ascii=False)
     began = time.perf_counter()
     from_json(text, allow_partial=True)
@@ -78,7 +80,7 @@ def run_loop_bench(
 ) -> dict[str, Any]:
     oracle = Oracle(document, max_tokens)
     state = LoopState()
-    prompt = OUTPUT_FORMAT
+    prompt = SECTIONS_OUTPUT_FORMAT
     figures: list[IterationFigures] = []
     while True:
         reply = oracle.answer(prompt)
@@ -92,15 +94,15 @@ def run_loop_bench(
                 finish_reason=reply.finish_reason,
                 decision=result.decision,
                 parse_ms=result.metrics.parse_ms,
-                naive_parse_ms=naive_parse_ms(state.sections),
-                summary_lines=len(summary_lines(state.sections)),
+                naive_parse_ms=naive_parse_ms(state.delivered_sections()),
+                summary_lines=len(summary_lines(state.delivered_sections())),
             )
         )
         if result.decision != "continue":
             break
         text = continuation_prompt(state)
         prompt = f"{text.instructions}\n\n{text.user_text}"
-    return summarise_run(document, max_tokens, figures, {"sections": state.sections})
+    return summarise_run(document, max_tokens, figures, {"sections": state.delivered_sections()})
 
 
 def scaled(document: dict[str, Any], factor: int) -> dict[str, Any]:
@@ -195,7 +197,7 @@ def format_loop_bench(report: dict[str, Any]) -> str:
         f"final {report['final_decision']}, document equal: {report['document_equal']}",
         f"prompt tokens {report['prompt_tokens_total']}, completion tokens "
         f"{report['completion_tokens_total']}",
-        f"cut-off analysis {report['parse_ms_total']:.2f} ms in all vs naive re-parse "
+        f"reading the answers {report['parse_ms_total']:.2f} ms in all vs naive re-parse "
         f"{report['naive_parse_ms_total']:.2f} ms",
         "iter prompt completion finish  decision  parse_ms naive_ms",
     ]

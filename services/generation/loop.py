@@ -1,42 +1,52 @@
-"""The AI loop's state machine: one generator response in, a decision out (seed 002, 7-11).
+"""The AI loop's state machine: one generator answer in, a decision out.
 
-"Complete JSON = stop, cut-off JSON = continue", with guards. Decisions, in the order they
-are checked:
-  loop_detected  reason "repeated_output": the response is byte-identical (after trimming)
-                 to an earlier one; it is not merged. A legitimately identical window (say
-                 two runs of the same rows) is read the same way: the one known false alarm.
-  complete       the response parses strictly and finish_reason is not "length"
-                 (`completeness.is_complete`); it is merged, and the document goes to the
-                 validator.
-  loop_detected  reason "no_progress": merged, yet nothing was delivered: no new section,
-                 element or unit, and the cut point did not move. This is also where an
-                 element larger than one response ends: a heading, paragraph, table row,
-                 list item or code line that cannot fit in max_tokens is sent again cut at
-                 the same place every time, so the loop stops at the next iteration (as
-                 repeated_output when that response is byte-identical).
-  iteration_cap  the cap is reached with the JSON still cut: the job fails with the
+"Complete JSON = stop, cut-off JSON = continue", with guards. The answers join as one JSON
+text (the contract is in `merge`): each continuation goes on from the character where the
+last answer was cut, inside a string if that is where the cut fell, so an element of any
+length is written over as many answers as it needs. Decisions, in the order they are
+checked:
+  loop_detected  reason "repeated_output": the answer is byte-identical (after trimming) to
+                 the answer just before it, or it and the answer before it repeat an earlier
+                 pair of consecutive answers; it is not read. Content that repeats itself
+                 over two whole answers (a run of identical rows longer than two answers)
+                 reads the same way: the one known false alarm.
+  complete       the document's JSON closed and finish_reason is not "length"; the
+                 document goes to the validator.
+  loop_detected  reason "no_progress": the answer added no character to the document (no
+                 JSON, only whitespace, or a syntax error at its first character). A restart
+                 (a new `{"sections":` document instead of a continuation) counts by the
+                 elements it adds, since it sends delivered content again.
+  iteration_cap  the cap is reached with the JSON still open: the job fails with the
                  delivered document attached.
   continue       cut off and progressing: the generator re-enqueues itself with
                  `continuation_prompt(state)`.
 
-`step` is keyed by iteration number: a response for an iteration already applied returns
-the stored outcome and the state unchanged, so a re-run handler adds nothing twice. The state
+`step` is keyed by iteration number: an answer for an iteration already applied returns the
+stored outcome and the state unchanged, so a re-run handler adds nothing twice. The state
 is a pydantic model: `state.model_dump_json()` / `LoopState.model_validate_json(...)`."""
 
 from __future__ import annotations
 
 import hashlib
+import itertools
+import time
 from typing import Any, Literal
 
 from postel.messages.document import SectionsDocument
-from postel.services.generation.completeness import is_complete
 from postel.services.generation.continuation import (
     ContinuationText,
     build_continuation_context,
     render_continuation,
 )
-from postel.services.generation.cutoff import analyse_response
-from postel.services.generation.merge import PendingCut, merge_response
+from postel.services.generation.merge import (
+    continuation_text,
+    deliver,
+    find_json_start,
+    is_restart,
+    open_section,
+    take_closed_sections,
+)
+from postel.services.generation.stream import JsonStream, feed
 from pydantic import BaseModel, Field
 
 Decision = Literal["complete", "continue", "loop_detected", "iteration_cap"]
@@ -52,13 +62,17 @@ class IterationMetrics(BaseModel):
     sections_delivered: int
     elements_delivered: int
     new_elements: int
-    parse_ms: float  # cut-off analysis (partial parse) of this response alone
+    new_characters: int  # characters of JSON this answer added (whitespace between values not)
+    restarted: bool = False  # the answer started a new document instead of continuing
+    read_error: str | None = None  # why reading stopped before the answer's end
+    parse_ms: float  # reading this answer alone
 
 
 class LoopState(BaseModel):
     iteration: int = 0  # last iteration applied
-    sections: list[dict[str, Any]] = Field(default_factory=list)  # delivered, closed elements
-    pending: PendingCut | None = None  # set while the last section is cut
+    sections: list[dict[str, Any]] = Field(default_factory=list)  # delivered, closed
+    stream: JsonStream = Field(default_factory=JsonStream)  # the open part of the document
+    restarted: bool = False  # a restart happened: sections merge by id from then on
     last_raw_response: str | None = None
     fingerprints: list[str] = Field(default_factory=list)
     history: list[IterationMetrics] = Field(default_factory=list)
@@ -67,8 +81,13 @@ class LoopState(BaseModel):
     def finished(self) -> bool:
         return bool(self.history) and self.history[-1].decision != "continue"
 
+    def delivered_sections(self) -> list[dict[str, Any]]:
+        """The closed sections, then the open one with its closed elements."""
+        section = open_section(self.stream)
+        return deliver(self.sections, [section] if section else [], self.restarted)
+
     def document(self) -> SectionsDocument:
-        return SectionsDocument.model_validate({"sections": self.sections})
+        return SectionsDocument.model_validate({"sections": self.delivered_sections()})
 
 
 class StepResult(BaseModel):
@@ -82,20 +101,60 @@ def fingerprint(response_text: str) -> str:
     return hashlib.sha256(response_text.strip().encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def _repeats(fingerprints: list[str], seen: str) -> bool:
+    """The answer repeats the one before it, or with it an earlier consecutive pair."""
+    if not fingerprints:
+        return False
+    if fingerprints[-1] == seen:
+        return True
+    pair = (fingerprints[-1], seen)
+    return any(earlier == pair for earlier in itertools.pairwise(fingerprints))
+
+
 def _element_count(sections: list[dict[str, Any]]) -> int:
     return sum(len(section.get("elements") or []) for section in sections)
 
 
-def _position(sections: list[dict[str, Any]], pending: PendingCut | None) -> tuple[Any, ...]:
-    """Where the cut point is; progress means it moved."""
-    if pending is None:
-        return (len(sections), _element_count(sections), False, 0)
-    return (len(sections), _element_count(sections), True, len(pending.carried_units))
-
-
 def continuation_prompt(state: LoopState) -> ContinuationText:
     """The text for the next call after a `continue` decision."""
-    return render_continuation(build_continuation_context(state.sections, state.pending))
+    return render_continuation(build_continuation_context(state.delivered_sections(), state.stream))
+
+
+class _Read(BaseModel):
+    state: LoopState
+    new_characters: int
+    restarted: bool
+    error: str | None
+    parse_ms: float
+
+
+def _read(state: LoopState, response_text: str) -> _Read:
+    """`state` with the answer read into it; `state` itself is not changed."""
+    began = time.perf_counter()
+    stream = state.stream.model_copy(deep=True)
+    sections, restarted_now = state.sections, False
+    if stream.started and is_restart(response_text):
+        section = open_section(stream)
+        sections = deliver(sections, [section] if section else [], state.restarted)
+        stream, restarted_now = JsonStream(), True
+    if stream.started:
+        piece = continuation_text(response_text)
+    else:
+        start = find_json_start(response_text)
+        piece = response_text[start:] if start is not None else ""
+    fed = feed(stream, piece)
+    restarted = state.restarted or restarted_now
+    sections = deliver(sections, take_closed_sections(stream), restarted)
+    new_state = state.model_copy(
+        update={"sections": sections, "stream": stream, "restarted": restarted}
+    )
+    return _Read(
+        state=new_state,
+        new_characters=fed.progress,
+        restarted=restarted_now,
+        error=fed.error,
+        parse_ms=(time.perf_counter() - began) * 1000,
+    )
 
 
 def step(
@@ -105,7 +164,7 @@ def step(
     max_iterations: int,
     iteration: int | None = None,
 ) -> StepResult:
-    """Apply the response of `iteration` (default: the next one) to `state`."""
+    """Apply the answer of `iteration` (default: the next one) to `state`."""
     number = state.iteration + 1 if iteration is None else iteration
     if number <= state.iteration:
         stored = state.history[number - 1]
@@ -115,42 +174,47 @@ def step(
     if state.finished:
         raise ValueError(f"the loop already ended ({state.history[-1].decision})")
 
-    analysis = analyse_response(response_text)
     seen = fingerprint(response_text)
-    complete = is_complete(response_text, finish_reason)
-    sections, pending = state.sections, state.pending
+    elements_before = _element_count(state.delivered_sections())
     decision: Decision
     reason: Reason
-    if seen in state.fingerprints:
+    if _repeats(state.fingerprints, seen):
+        read = _Read(state=state, new_characters=0, restarted=False, error=None, parse_ms=0.0)
         decision, reason = "loop_detected", "repeated_output"
     else:
-        sections, pending = merge_response(state.sections, state.pending, analysis)
-        if complete:
-            decision, reason, pending = "complete", "parsed_complete", None
-        elif _position(sections, pending) == _position(state.sections, state.pending):
+        read = _read(state, response_text)
+        delivered = _element_count(read.state.delivered_sections())
+        progressed = delivered > elements_before if read.restarted else read.new_characters > 0
+        if read.state.stream.done and finish_reason != "length":
+            decision, reason = "complete", "parsed_complete"
+        elif not progressed:
             decision, reason = "loop_detected", "no_progress"
         elif number >= max_iterations:
             decision, reason = "iteration_cap", "cap_reached"
         else:
             decision, reason = "continue", "cut_off"
+    sections = read.state.delivered_sections()
     elements = _element_count(sections)
     metrics = IterationMetrics(
         iteration=number,
         finish_reason=finish_reason,
         decision=decision,
         reason=reason,
-        json_complete=complete,
+        json_complete=read.state.stream.done,
         sections_delivered=len(sections),
         elements_delivered=elements,
-        new_elements=elements - _element_count(state.sections),
-        parse_ms=analysis.parse_ms,
+        new_elements=elements - elements_before,
+        new_characters=read.new_characters,
+        restarted=read.restarted,
+        read_error=read.error,
+        parse_ms=read.parse_ms,
     )
-    new_state = LoopState(
-        iteration=number,
-        sections=sections,
-        pending=pending,
-        last_raw_response=response_text,
-        fingerprints=[*state.fingerprints, seen],
-        history=[*state.history, metrics],
+    new_state = read.state.model_copy(
+        update={
+            "iteration": number,
+            "last_raw_response": response_text,
+            "fingerprints": [*state.fingerprints, seen],
+            "history": [*state.history, metrics],
+        }
     )
     return StepResult(state=new_state, decision=decision, metrics=metrics)

@@ -2,26 +2,27 @@
 
 Given a target sections document and max_tokens, it answers a prompt as a model that follows
 the contract exactly would, and is cut like a real one: its answer is truncated to max_tokens
-(`truncate_to_tokens`) with finish_reason "length", else "stop". It knows nothing of the loop
-but the target: where to resume is read from the prompt text alone (the resume point, and the
-cut-off element, which must match the target there), which shows the continuation text
-carries enough to continue. A prompt without a resume point is a first call."""
+(`truncate_to_tokens`) with finish_reason "length", else "stop". Its whole document is the
+target in one fixed serialisation (compact JSON; non-ASCII kept, or with `ascii_only` every
+non-ASCII character as a `\\uXXXX` escape, surrogate pairs included). It knows nothing of the
+loop but the target: where to resume is read from the prompt text alone (the resume point),
+and the end of the text the prompt shows as delivered must be the target's text just before
+it, which shows the continuation text carries the cut-off part exactly as written. A prompt
+without a resume point is a first call.
+
+Since every answer goes on from the exact character where the last one was cut, and the
+token estimate reads a text the same from any token boundary, the answers together are the
+serialised target with nothing sent twice: a run takes ceil(target tokens / max_tokens)
+calls, the minimum any loop can reach."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from postel.services.generation.continuation import (
-    ResumePoint,
-    read_cut_off_element,
-    read_resume_point,
-)
-from postel.services.generation.merge import covers
-from postel.services.generation.units import UNIT_KEY, remainder
+from postel.services.generation.continuation import read_resume_offset, read_text_so_far
 from postel.services.llm.tokens import count_tokens, truncate_to_tokens
 from pydantic import BaseModel
-from pydantic_core import from_json
 
 
 class OracleError(ValueError):
@@ -34,52 +35,33 @@ class OracleReply(BaseModel):
     completion_tokens: int
 
 
-def serialise(document: dict[str, Any]) -> str:
-    """The oracle's fixed serialisation: compact JSON, non-ASCII kept."""
-    return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-
-
-def _check_fragment(fragment: str, element: dict[str, Any], content_type: str) -> None:
-    try:
-        partial = from_json(fragment, allow_partial="trailing-strings")
-    except ValueError as error:
-        raise OracleError(f"unreadable cut-off element: {error}") from error
-    if not isinstance(partial, dict):
-        raise OracleError("the cut-off element is not an object")
-    # Units of a continued element restart in each response, so only its other keys compare.
-    partial.pop(UNIT_KEY.get(content_type, ""), None)
-    if not covers(element, partial):
-        raise OracleError("the cut-off element does not match the target at the resume point")
-
-
-def resume_sections(target: dict[str, Any], resume: ResumePoint, prompt: str) -> list[Any]:
-    """The target's sections from the resume point, in the contract's continuation form."""
-    sections = list(target.get("sections") or [])
-    if resume.mode == "start":
-        return sections[resume.section - 1 :]
-    if not 1 <= resume.section <= len(sections):
-        raise OracleError(f"no section {resume.section} in the target")
-    section = sections[resume.section - 1]
-    content_type = str(section.get("content_type"))
-    elements = list(section.get("elements") or [])[resume.element - 1 :]
-    fragment = read_cut_off_element(prompt)
-    if elements and fragment is not None:
-        _check_fragment(fragment, elements[0], content_type)
-        elements[0] = remainder(elements[0], content_type, resume.units)
-    return [{**section, "elements": elements}, *sections[resume.section :]]
+def serialise(document: dict[str, Any], ascii_only: bool = False) -> str:
+    """The oracle's fixed serialisation: compact JSON."""
+    return json.dumps(document, ensure_ascii=ascii_only, separators=(",", ":"))
 
 
 class Oracle:
-    def __init__(self, target: dict[str, Any], max_tokens: int) -> None:
+    def __init__(self, target: dict[str, Any], max_tokens: int, ascii_only: bool = False) -> None:
         self.target = target
         self.max_tokens = max_tokens
+        self.text = serialise(target, ascii_only)
 
     def full_text(self, prompt: str) -> str:
         """The whole answer to `prompt`, before the max_tokens cut."""
-        resume = read_resume_point(prompt)
-        if resume is None:
-            return serialise(self.target)
-        return serialise({"sections": resume_sections(self.target, resume, prompt)})
+        offset = read_resume_offset(prompt)
+        if offset is None:
+            return self.text
+        if offset > len(self.text):
+            raise OracleError(f"resume point {offset} is past the target's end")
+        shown = read_text_so_far(prompt)
+        if shown is None:
+            raise OracleError("the prompt shows no text as delivered")
+        if not self.text[:offset].endswith(shown):
+            raise OracleError(
+                f"the text shown as delivered is not the target's text before {offset}: "
+                f"{shown[-40:]!r} vs {self.text[max(0, offset - 40) : offset]!r}"
+            )
+        return self.text[offset:]
 
     def answer(self, prompt: str) -> OracleReply:
         text, was_cut = truncate_to_tokens(self.full_text(prompt), self.max_tokens)

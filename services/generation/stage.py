@@ -153,16 +153,18 @@ async def generate(
         result = step(state, "", None, profile.max_iterations, iteration)
         finish_reason = result.metrics.finish_reason or ""
     else:
+        # A continuation is the rest of the JSON text, which no schema describes: only the
+        # first call is constrained to the document's shape.
         if iteration == 1:
-            prompt = _first_prompt(anchor, capability, repair_note)
+            prompt, schema = _first_prompt(anchor, capability, repair_note), _DOCUMENT_SCHEMA
         else:
-            prompt = _continuation_prompt(anchor, state, capability)
+            prompt, schema = _continuation_prompt(anchor, state, capability), None
         response = await llm.complete(
             LLMRequest(
                 messages=prompt,
                 max_tokens=profile.max_tokens,
                 temperature=profile.temperature,
-                json_schema=_DOCUMENT_SCHEMA,
+                json_schema=schema,
             )
         )
         result = step(

@@ -1,4 +1,4 @@
-"""The delivered-data summary shown to the model when it continues (seed 002, step 9 A).
+"""The delivered-data summary shown to the model when it continues.
 
 One line per section that has an id (a section without one cannot be referred to, so it is
 left out): headings by level and text, the other types by count (paragraph texts, list
@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from postel.services.generation.units import unit_count
-
 MAX_LINES = 200
 KEEP_EACH_END = 100
 MAX_LINE_CHARS = 160
@@ -24,6 +22,22 @@ _COUNTED = {
     "table": "rows",
     "code_block": "code lines",
 }
+_UNIT_KEY = {
+    "bullet_list": "items",
+    "numbered_list": "items",
+    "table": "rows",
+    "code_block": "code",
+}
+
+
+def unit_count(element: dict[str, Any], content_type: str) -> int:
+    """List items, table rows or code lines of an element (a last line without its newline
+    counts)."""
+    value = element.get(_UNIT_KEY.get(content_type, ""))
+    if isinstance(value, str):
+        lines = value.split("\n")
+        return len(lines) - (lines[-1] == "")
+    return len(value) if isinstance(value, list) else 0
 
 
 def _clip(line: str) -> str:

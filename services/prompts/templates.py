@@ -101,24 +101,35 @@ INTENT_ANALYSIS = TEMPLATES.register(
 
 # The generator (seed 002, Phase 3). The sections format and the continuation contract are
 # shared with services/generation, which parses and merges what these prompts ask for.
-SECTIONS_OUTPUT_FORMAT = """\
-Return ONLY one JSON document, no markdown, of this shape:
+_SECTIONS_SHAPE = """\
 {"sections": [{"id": "unique-id", "content_type": "<type>", "elements": [...]}]}
 with <type> one of heading, paragraph, bullet_list, numbered_list, table, code_block.
 Element shapes: heading {"level": 1-6, "text": "..."}; paragraph {"text": "..."};
 bullet_list and numbered_list {"items": ["..."]}; table {"headers": ["..."], "rows": [["..."]]};
 code_block {"language": "...", "code": "..."}. Give every section an id."""
 
+SECTIONS_OUTPUT_FORMAT = f"""\
+Return ONLY one JSON document, no markdown, of this shape:
+{_SECTIONS_SHAPE}"""
+
+# The continuation is the rest of the same JSON text, not a new document: a string cut in
+# the middle goes on in the next answer, so no element has to fit in one answer.
+CONTINUATION_OUTPUT_FORMAT = f"""\
+Answer with raw JSON text only: the characters that follow the cut, up to the end of the
+document. No markdown fence, no comment. The whole document has this shape:
+{_SECTIONS_SHAPE}"""
+
 CONTINUATION_RULES = """\
-Your previous answer was cut off. Continue it; do not start again.
-Return a whole new JSON document {"sections": [...]} with only what is still missing:
-- If the resume point says "continue section N", your first section continues that section:
-  the same id and content_type. Its elements start with the cut-off element completed:
-  a heading or paragraph again in full; a table, list or code block with its other keys
-  (headers, language) in full and only the rows, items or code lines after those already
-  complete. Then the section's remaining elements; an empty elements list if none remain.
-- If the resume point says "start section N", begin with section N.
-- Then all remaining sections. Never repeat delivered sections or elements."""
+Your previous answer was cut off in the middle of the JSON document. Continue it exactly
+where it stops, as if you had not been interrupted:
+- Your answer starts with the character that comes right after the last character of the
+  text shown between the CUT_OFF markers. Do not repeat any of that text, and do not start
+  the document again.
+- If the cut is inside a string (a heading or paragraph text, a list item, a table cell,
+  code), continue that very string: do not reopen its quote, do not repeat its beginning.
+- Then close what is open and write all remaining elements and sections, up to the
+  document's final closing brackets.
+- Never repeat delivered sections or elements."""
 
 _WRITER_GUIDELINES = [
     "Use only the task, the evidence and the context given; never invent facts.",
@@ -147,7 +158,7 @@ CONTINUE_DOCUMENT = TEMPLATES.register(
         role="You are a careful writer finishing a structured document that was cut off.",
         guidelines=_WRITER_GUIDELINES[:2],
         instructions=CONTINUATION_RULES,
-        output_format=SECTIONS_OUTPUT_FORMAT,
+        output_format=CONTINUATION_OUTPUT_FORMAT,
     )
 )
 

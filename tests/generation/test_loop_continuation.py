@@ -1,81 +1,74 @@
-import re
+import json
 
 from postel.services.generation.continuation import (
     CUT_CLOSE,
     CUT_OPEN,
-    build_continuation_context,
-    read_cut_off_element,
-    read_resume_point,
-    render_continuation,
+    read_resume_offset,
+    read_text_so_far,
 )
-from postel.services.generation.cutoff import analyse_response
-from postel.services.generation.merge import merge_response
+from postel.services.generation.loop import LoopState, continuation_prompt, step
+from postel.services.generation.stream import TAIL_CHARS
 from postel.services.llm.tokens import count_tokens
 
 RAW = (
     '{"sections": [{"id": "h", "content_type": "heading", '
     '"elements": [{"level": 2, "text": "Prices"}]}, '
     '{"id": "t", "content_type": "table", "elements": [{"headers": ["x"], "rows": [["a"]]}, '
-    '{"headers": ["item", "price"], "rows": [["tea", 3.5], ["cake", 29.9'
+    '{"headers": ["item", "price"], "rows": [["tea", 3.5], ["cake \\u00'
 )
 
 
-def _text(extra_sections: int = 0):
-    filler = [
+def _state(raw: str = RAW, filler: int = 0) -> LoopState:
+    sections = [
         {"id": f"f{i}", "content_type": "paragraph", "elements": [{"text": "long " * 50}]}
-        for i in range(extra_sections)
+        for i in range(filler)
     ]
-    sections, pending = merge_response(filler, None, analyse_response(RAW))
-    return render_continuation(build_continuation_context(sections, pending))
+    head = '{"sections": [' + "".join(json.dumps(s) + ", " for s in sections)
+    return step(LoopState(), head + raw.removeprefix('{"sections": ['), "length", 5).state
 
 
-def test_context_shows_summary_resume_point_element_before_and_raw_cut_off() -> None:
-    text = _text()
-    assert '- heading "h": 2 "Prices"' in text.user_text
-    assert '- table "t" with 1 rows' in text.user_text
-    resume = read_resume_point(text.user_text)
-    assert resume is not None
-    assert (resume.mode, resume.section, resume.element, resume.units) == ("continue", 2, 2, 1)
+def test_context_shows_summary_resume_point_cut_element_before_and_the_text_as_written() -> None:
+    text = continuation_prompt(_state()).user_text
+    assert '- heading "h": 2 "Prices"' in text
+    assert '- table "t" with 1 rows' in text
+    assert read_resume_offset(text) == len(RAW)
     assert (
-        read_cut_off_element(text.user_text)
-        == '{"headers": ["item", "price"], "rows": [["tea", 3.5], ["cake", 29.9'
+        "Cut: $.sections[1].elements[1].rows[1][0], in the middle of a string: continue that "
+        "very string." in text
     )
-    assert '{"headers": ["x"], "rows": [["a"]]}' in text.user_text
-    assert CUT_OPEN in text.user_text and CUT_CLOSE in text.user_text
+    assert 'The cut is in section 2 (id "t", table).' in text
+    assert '{"headers": ["x"], "rows": [["a"]]}' in text  # the element before
+    assert read_text_so_far(text) == RAW  # as written: the cut escape too
+    assert CUT_OPEN in text and CUT_CLOSE in text
 
 
-def test_size_does_not_depend_on_document_length_apart_from_the_summary() -> None:
-    small, large = _text(0), _text(500)
-    assert small.instructions == large.instructions
-    small_rest = small.user_text.split("\n\n", 1)[1]
-    large_rest = large.user_text.split("\n\n", 1)[1]
-    assert small_rest == re.sub(r"(?i)section 502", lambda m: m[0][:-3] + "2", large_rest)
-    assert large.user_text.count("\n- ") <= 201
+def test_size_does_not_depend_on_document_length_once_the_summary_is_capped() -> None:
+    shorter, longer = (continuation_prompt(_state(filler=n)) for n in (300, 600))
+    assert shorter.instructions == longer.instructions
+    assert longer.user_text.count("\n- ") <= 201
+    sizes = [len(t.user_text) for t in (shorter, longer)]
+    assert 0 <= sizes[1] - sizes[0] < 20  # only numbers in it grow (ids, offset, path)
+    assert len(read_text_so_far(longer.user_text) or "") == TAIL_CHARS
+
+
+def test_the_text_so_far_is_its_last_characters() -> None:
+    raw = '{"sections": [{"id": "p", "content_type": "paragraph", "elements": [{"text": "'
+    raw += "w " * 5000
+    text = continuation_prompt(_state(raw)).user_text
+    assert read_text_so_far(text) == raw[-TAIL_CHARS:]
+    assert count_tokens(text) < 600
 
 
 def test_element_before_is_clipped() -> None:
-    big = {"id": "p", "content_type": "paragraph", "elements": [{"text": "w " * 5000}]}
-    context = build_continuation_context([big], None)
-    assert context.element_before is None  # nothing pending: start the next section
-    sections, pending = merge_response(
-        [],
-        None,
-        analyse_response(
-            '{"sections": ['
-            + '{"id": "p", "content_type": "paragraph", "elements": [{"text": "'
-            + "w " * 5000
-            + '"}, {"text": "c'
-        ),
-    )
-    text = render_continuation(build_continuation_context(sections, pending)).user_text
-    assert count_tokens(text) < 600 and "…(clipped)" in text
+    raw = '{"sections": [{"id": "p", "content_type": "paragraph", "elements": [{"text": "'
+    raw += "w " * 5000 + '"}, {"text": "c'
+    text = continuation_prompt(_state(raw)).user_text
+    assert count_tokens(text) < 800 and "…(clipped)" in text
 
 
-def test_start_of_a_new_section() -> None:
-    sections, pending = merge_response(
-        [], None, analyse_response(RAW[: RAW.index('{"id": "t"') - 2] + ", ")
-    )
-    text = render_continuation(build_continuation_context(sections, pending)).user_text
-    resume = read_resume_point(text)
-    assert resume is not None and (resume.mode, resume.section) == ("start", 2)
-    assert read_cut_off_element(text) is None
+def test_a_cut_between_sections_names_no_section() -> None:
+    raw = RAW[: RAW.index('{"id": "t"')]
+    text = continuation_prompt(_state(raw)).user_text
+    assert "Cut: $.sections[1], before that value." in text
+    assert "The cut is in section" not in text
+    assert read_text_so_far(text) == raw

@@ -1,109 +1,120 @@
-"""Property: with the oracle as the model, the loop reassembles any document exactly.
+"""Property: with the oracle as the model, the loop reassembles any document exactly and with
+the minimum number of calls, however small max_tokens is and however long an element.
 
-Precondition (documented in `loop`): every unit fits in one response. A heading or
-paragraph is a unit as a whole; a table row, list item or code line is one. So max_tokens
-is drawn from at least twice the largest section wrapper with its largest unit (the cut may
-fall right after the wrapper of the section before). Strings carry a running number so no
-two continuation responses are byte-identical (identical ones read as a repeating model)."""
+Minimum: ceil(T / max_tokens), T the tokens of the oracle's serialisation of the document
+(the one answer a model without a token limit would give). A loop reaches it only when
+every answer but the last is cut at max_tokens and every continuation goes on from the
+exact character of the cut: nothing is sent twice and nothing is asked for again. The test
+also checks the answers themselves: joined, they are the serialised document.
+
+Documents: paragraphs, headings, list items, table cells and code lines each longer than
+max_tokens, with JSON escapes (\\n, \\", \\\\, control characters) and characters outside
+ASCII (CJK, emoji, emoji sequences); serialised as they are or, drawn at random, with every
+non-ASCII character as a \\uXXXX escape (emoji as surrogate pairs), so cuts fall inside
+escapes and between the halves of a pair.
+
+Precondition: the repeated-output guard stops a loop whose answer repeats the one before
+(`loop`); every string carries a running number every few characters, so no stretch of a
+document repeats itself over two answers."""
 
 import itertools
+import json
+import math
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from postel.messages.document import SectionsDocument
 from postel.services.generation.loop import LoopState, continuation_prompt, step
 from postel.services.generation.oracle import Oracle, serialise
-from postel.services.generation.units import UNIT_KEY, code_lines
 from postel.services.llm.tokens import count_tokens
 
-TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
-KINDS = ["heading", "paragraph", "bullet_list", "numbered_list", "table", "code_block"]
+SPECIAL = ['"', "\\", "\n", "\t", "/", "\x01", "\x1f", "\x7f", "é", "ß", "中", "文"]
+SPECIAL += ["😀", "👍🏽", "🇩🇪", "\u2028", "\ufeff", " ", " "]
+PIECE = st.sampled_from(SPECIAL) | st.characters(blacklist_categories=("Cs",))
 CELL = st.one_of(
-    TEXT,
-    st.integers(-(10**12), 10**12),
+    st.integers(-(10**15), 10**15),
     st.floats(allow_nan=False, allow_infinity=False),
     st.booleans(),
     st.none(),
 )
+KINDS = ["heading", "paragraph", "bullet_list", "numbered_list", "table", "code_block"]
+
+
+def tokens(text: str) -> int:
+    return count_tokens(json.dumps(text, ensure_ascii=False))
 
 
 @st.composite
-def documents(draw: st.DrawFn) -> dict[str, Any]:
+def cases(draw: st.DrawFn) -> tuple[dict[str, Any], int, bool, list[str]]:
+    """A document, max_tokens, whether to serialise as ASCII, and its long strings."""
+    max_tokens = draw(st.integers(16, 48))
     counter = itertools.count()
+    long_strings: list[str] = []
 
-    def text() -> str:
-        return f"{next(counter)}{draw(TEXT)}"
+    def short() -> str:
+        return f"~{next(counter)}" + "".join(draw(st.lists(PIECE, max_size=2)))
+
+    def long() -> str:
+        goal, parts, size = draw(st.integers(max_tokens + 1, 2 * max_tokens)), [], 0
+        while size <= goal:
+            parts.append(short())
+            size = tokens("".join(parts)) if len(parts) % 8 == 0 else size + 1
+        text = "".join(parts)
+        long_strings.append(text)
+        return text
 
     sections = []
-    for index in range(draw(st.integers(1, 6))):
+    for index in range(draw(st.integers(1, 3))):
         kind = draw(st.sampled_from(KINDS))
         elements: list[dict[str, Any]] = []
-        for _ in range(draw(st.integers(0, 3))):
+        for _ in range(draw(st.integers(1, 2))):
+            units = range(draw(st.integers(1, 2)))
             if kind == "heading":
-                elements.append({"level": draw(st.integers(1, 6)), "text": text()})
+                elements.append({"level": draw(st.integers(1, 6)), "text": long()})
             elif kind == "paragraph":
-                elements.append({"text": text()})
+                elements.append({"text": long()})
             elif kind in ("bullet_list", "numbered_list"):
-                elements.append({"items": [text() for _ in range(draw(st.integers(0, 5)))]})
+                elements.append({"items": [long() for _ in units]})
             elif kind == "table":
                 width = draw(st.integers(1, 3))
-                rows = [
-                    [text(), *(draw(CELL) for _ in range(width - 1))]
-                    for _ in range(draw(st.integers(0, 5)))
-                ]
-                elements.append({"headers": [text() for _ in range(width)], "rows": rows})
+                rows = [[long(), *(draw(CELL) for _ in range(width - 1))] for _ in units]
+                elements.append({"headers": [short() for _ in range(width)], "rows": rows})
             else:
-                lines = [text() for _ in range(draw(st.integers(0, 5)))]
-                code = "\n".join(lines) + draw(st.sampled_from(["", "\n"]))
-                elements.append({"language": draw(TEXT), "code": code})
+                code = "\n".join(long() for _ in units) + draw(st.sampled_from(["", "\n"]))
+                elements.append({"language": short(), "code": code})
         section: dict[str, Any] = {"content_type": kind, "elements": elements}
         if draw(st.booleans()) or index == 0:
             section = {"id": f"s{index}", **section}
         sections.append(section)
-    return {"sections": sections}
+    return {"sections": sections}, max_tokens, draw(st.booleans()), long_strings
 
 
-def _units(element: dict[str, Any], content_type: str) -> list[dict[str, Any]]:
-    key = UNIT_KEY.get(content_type)
-    value = element.get(key) if key else None
-    if key is None or value is None:
-        return [element]
-    units = code_lines(value) if isinstance(value, str) else value
-    return [{**element, key: unit if isinstance(value, str) else [unit]} for unit in units] or [
-        element
-    ]
-
-
-def minimum_max_tokens(document: dict[str, Any]) -> int:
-    widest = 0
-    for section in document["sections"]:
-        for element in section["elements"] or [{}]:
-            for unit in _units(element, section["content_type"]):
-                wrapper = serialise({"sections": [{**section, "elements": [unit]}]})
-                widest = max(widest, count_tokens(wrapper))
-    return 2 * widest + 8
-
-
-def run(document: dict[str, Any], max_tokens: int) -> LoopState:
-    oracle = Oracle(document, max_tokens)
-    state, prompt = LoopState(), "first call"
+def run(oracle: Oracle) -> tuple[LoopState, list[str]]:
+    state, prompt, answers = LoopState(), "first call", []
     while True:
         reply = oracle.answer(prompt)
-        result = step(state, reply.text, reply.finish_reason, max_iterations=1000)
+        answers.append(reply.text)
+        result = step(state, reply.text, reply.finish_reason, max_iterations=10_000)
         state = result.state
         if result.decision != "continue":
             assert result.decision == "complete", state.history[-1]
-            return state
+            return state, answers
         text = continuation_prompt(state)
         prompt = f"{text.instructions}\n\n{text.user_text}"
 
 
-@settings(max_examples=80, deadline=None)
-@given(document=documents(), extra=st.integers(0, 400))
-def test_oracle_loop_reassembles_the_document(document: dict[str, Any], extra: int) -> None:
-    state = run(document, minimum_max_tokens(document) + extra)
-    assert state.document() == SectionsDocument.model_validate(document)
+@settings(max_examples=60, deadline=None)
+@given(case=cases())
+def test_oracle_loop_reassembles_long_elements_exactly_with_the_minimum_calls(
+    case: tuple[dict[str, Any], int, bool, list[str]],
+) -> None:
+    document, max_tokens, ascii_only, long_strings = case
+    assert all(tokens(text) > max_tokens for text in long_strings), "the case is as described"
+    oracle = Oracle(document, max_tokens, ascii_only)
+    state, answers = run(oracle)
+    assert serialise({"sections": state.delivered_sections()}) == serialise(document)
+    assert "".join(answers) == oracle.text, "nothing lost, nothing sent twice"
+    assert state.iteration == math.ceil(count_tokens(oracle.text) / max_tokens)
 
 
 def test_many_iterations_for_a_long_document() -> None:
@@ -125,6 +136,7 @@ def test_many_iterations_for_a_long_document() -> None:
             },
         ]
     }
-    state = run(document, 120)
-    assert state.iteration > 20
-    assert state.document() == SectionsDocument.model_validate(document)
+    oracle = Oracle(document, 16, ascii_only=True)
+    state, _answers = run(oracle)
+    assert state.iteration == math.ceil(count_tokens(oracle.text) / 16) > 100
+    assert state.delivered_sections() == document["sections"]

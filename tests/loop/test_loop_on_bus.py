@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 import redis.asyncio as aioredis
 from postel.infra import keys
 from postel.infra.actor import Actor, Runtime
+from postel.infra.bench_loop import run_loop_bus_bench
 from postel.infra.client import Client, JobFailedError
 from postel.infra.events import run_commands
 from postel.infra.local_system import LocalSystem
@@ -36,8 +38,9 @@ from postel.messages import (
     TypeSpec,
 )
 from postel.services.generation.bench import sample_document
-from postel.services.generation.oracle import Oracle
+from postel.services.generation.oracle import Oracle, serialise
 from postel.services.llm import LLMRequest, ScriptedClient
+from postel.services.llm.tokens import count_tokens
 from postel.services.prompts import Capability
 
 DOCUMENT = sample_document(4)
@@ -69,12 +72,19 @@ def generation_request(
     )
 
 
-def oracle_model(document: dict[str, Any], calls: list[str] | None = None) -> Model:
-    oracle = Oracle(document, MAX_TOKENS)
+def oracle_model(
+    document: dict[str, Any],
+    calls: list[str] | None = None,
+    requests: list[LLMRequest] | None = None,
+    max_tokens: int = MAX_TOKENS,
+) -> Model:
+    oracle = Oracle(document, max_tokens)
 
     def respond(request: LLMRequest) -> str:
         if calls is not None:
             calls.append(request.prompt_text())
+        if requests is not None:
+            requests.append(request)
         return oracle.full_text(request.prompt_text())
 
     return Model(ScriptedClient(responder=respond), Capability.STANDARD)
@@ -89,11 +99,16 @@ def same_document(left: Any, right: Any) -> bool:
     return SectionsDocument.model_validate(left) == SectionsDocument.model_validate(right)
 
 
+def minimum_calls(document: dict[str, Any], max_tokens: int) -> int:
+    return math.ceil(count_tokens(serialise(document)) / max_tokens)
+
+
 async def test_a_cut_off_document_continues_until_it_parses(
     redis_url: str, settings: Settings
 ) -> None:
+    requests: list[LLMRequest] = []
     async with (
-        loop_system(redis_url, settings, oracle_model(DOCUMENT)),
+        loop_system(redis_url, settings, oracle_model(DOCUMENT, requests=requests)),
         Client(redis_url, settings) as client,
     ):
         first = generation_request("loop1")
@@ -110,6 +125,73 @@ async def test_a_cut_off_document_continues_until_it_parses(
     assert all(e.prompt_tokens > 0 and e.completion_tokens > 0 and e.llm_calls == 1 for e in done)
     assert [e.sections for e in done] == sorted(e.sections for e in done)
     assert done[-1].elements == sum(len(s["elements"]) for s in DOCUMENT["sections"])
+    assert len(done) == minimum_calls(DOCUMENT, MAX_TOKENS)
+    # A continuation is the rest of the JSON text: only the first call has the schema.
+    assert requests[0].json_schema is not None
+    assert all(request.json_schema is None for request in requests[1:])
+
+
+def numbered(template: str, count: int) -> str:
+    """Long text that never repeats itself over two answers (see `loop`: repeated_output)."""
+    return "".join(template.format(n) for n in range(count))
+
+
+LONG = {
+    "sections": [
+        {
+            "id": "h",
+            "content_type": "heading",
+            "elements": [{"level": 1, "text": numbered("Über {} ", 40)}],
+        },
+        {
+            "id": "p",
+            "content_type": "paragraph",
+            "elements": [{"text": numbered('say "中文" {} 😀\n', 40)}],
+        },
+        {
+            "id": "l",
+            "content_type": "bullet_list",
+            "elements": [{"items": ["a", numbered("ß{} ", 90)]}],
+        },
+        {
+            "id": "t",
+            "content_type": "table",
+            "elements": [
+                {"headers": ["k", "v"], "rows": [["x", numbered("\\ cell {} ", 50)], ["y", 2.5]]}
+            ],
+        },
+        {
+            "id": "c",
+            "content_type": "code_block",
+            "elements": [
+                {"language": "py", "code": "print('" + numbered("🇩🇪{}", 60) + "')\nx = 1\n"}
+            ],
+        },
+    ]
+}
+
+
+async def test_elements_longer_than_max_tokens_are_continued_inside_them(
+    redis_url: str, settings: Settings
+) -> None:
+    max_tokens = 40
+    strings = [
+        LONG["sections"][0]["elements"][0]["text"],
+        LONG["sections"][1]["elements"][0]["text"],
+        LONG["sections"][2]["elements"][0]["items"][1],
+        LONG["sections"][3]["elements"][0]["rows"][0][1],
+        LONG["sections"][4]["elements"][0]["code"].split("\n")[0],
+    ]
+    assert all(count_tokens(json.dumps(text)) > max_tokens for text in strings)
+    model = oracle_model(LONG, max_tokens=max_tokens)
+    async with loop_system(redis_url, settings, model), Client(redis_url, settings) as client:
+        first = generation_request("long", max_tokens=max_tokens, cap=200)
+        await start_job(client.pool, client.events, client.jobs, first, source="test")
+        result = await client.result("long", timeout=120)
+        events = [e for e in await client.events.read("long") if e.worker == "generator"]
+    assert serialise(result) == serialise(LONG), "exactly, character for character"
+    done = [e for e in events if e.status in ("continued", "completed")]
+    assert len(done) == minimum_calls(LONG, max_tokens)
 
 
 async def test_an_iteration_run_twice_adds_nothing_twice(
@@ -227,3 +309,28 @@ async def test_loop_across_two_generator_processes_survives_sigkill(
     assert [(e.status, e.attempt) for e in iteration_2][-1] == ("continued", 2)
     assert all(not e.instance.endswith(f":{killed}") for e in finished if e.iteration >= 2)
     await asyncio.sleep(0)
+
+
+def four_hundred_word_paragraph() -> dict[str, Any]:
+    words = ["lorem", "ipsum", "dolor", "sit", "amet", "tempor", "magna", "aliqua", "élan"]
+    text = " ".join(words[(n * 7 + n // 9) % len(words)] + str(n % 13) for n in range(400))
+    return {
+        "sections": [
+            {"id": "title", "content_type": "heading", "elements": [{"level": 1, "text": "Long"}]},
+            {"id": "body", "content_type": "paragraph", "elements": [{"text": text}]},
+            {"id": "end", "content_type": "paragraph", "elements": [{"text": "The end."}]},
+        ]
+    }
+
+
+async def test_bench_loop_on_a_400_word_paragraph_at_200_tokens(
+    redis_url: str, settings: Settings
+) -> None:
+    document = four_hundred_word_paragraph()
+    assert count_tokens(serialise(document["sections"][1])) > 2 * 200
+    report = await run_loop_bus_bench(
+        settings.model_copy(update={"redis_url": redis_url}), document, 200
+    )
+    assert report["job_status"] == "completed" and report["document_equal"]
+    assert report["llm_calls"] == report["min_llm_calls"] == minimum_calls(document, 200)
+    assert report["completion_tokens_total"] == count_tokens(serialise(document))
