@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from postel.messages.limits import MAX_LIST_ITEMS, MAX_NUMERAL_DIGITS, MAX_SCALAR_CHARS
 from postel.messages.types import TypeSpec
 from postel.services.validation import CoercionError, coerce
 
@@ -103,6 +104,21 @@ BOOLS = [
     ("Yes and no", Fails("ambiguous: says both yes and no")),
     ("it is", Fails("not a yes/no answer")),
     (2, Fails("not a yes/no answer")),
+    ("Negative", False),
+    ("No - it is not.", False),
+    ("Correct, it matches.", True),
+    ("No idea", Fails("an uncertain answer")),
+    ("No problem", Fails("not a yes/no answer")),
+    ("0.5", Fails("not a yes/no answer")),
+    ("Negative for COVID-19", Fails("not a yes/no answer")),
+    ("false positive", Fails("not a yes/no answer")),
+    ("-1", Fails("not a yes/no answer")),
+    ("Right?", Fails("a question is not a yes/no answer")),
+    ("Yes?", Fails("a question")),
+    ("on hold", Fails("not a yes/no answer")),
+    ("Yes it is", Fails("not a yes/no answer")),
+    (0.5, Fails("not a yes/no answer")),
+    ("yes " * MAX_SCALAR_CHARS, Fails(f"over {MAX_SCALAR_CHARS} characters")),
 ]
 
 STRINGS = [
