@@ -17,10 +17,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from postel.messages.limits import MAX_JSON_DEPTH
+from postel.messages.limits import MAX_JSON_DEPTH, MAX_NUMERAL_DIGITS
 from postel.services.validation.booleans import parse_bool
 from postel.services.validation.errors import CoercionError, UnsupportedSchemaError, show
-from postel.services.validation.numbers import as_float, read_number
+from postel.services.validation.numbers import as_float, read_number, within_digit_limit
 from postel.services.validation.structured import load_object, split_list
 
 # fmt: off
@@ -93,8 +93,10 @@ def _keyword_problem(key: str, value: Any) -> str | None:
     elif key in _BOUND_KEYWORDS:
         if isinstance(value, bool) or not isinstance(value, int | float):
             return "a number"
-        if not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):
             return "a finite number"
+        if isinstance(value, int) and not within_digit_limit(value):
+            return f"a number of at most {MAX_NUMERAL_DIGITS} digits"
     elif key in _SIZE_KEYWORDS and (
         isinstance(value, bool) or not isinstance(value, int) or value < 0
     ):

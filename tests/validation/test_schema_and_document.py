@@ -147,6 +147,7 @@ def _nested_items(depth: int) -> dict[str, Any]:
         ({"type": "number", "minimum": "5"}, "'minimum' must be a number, got '5'"),
         ({"type": "number", "exclusiveMinimum": True}, "'exclusiveMinimum' must be a number"),
         ({"type": "number", "maximum": float("inf")}, "'maximum' must be a finite number"),
+        ({"type": "number", "maximum": 10**1001}, "'maximum' must be a number of at most 1000"),
         ({"type": "string", "maxLength": -1}, "'maxLength' must be a whole number, 0 or more"),
         ({"type": "array", "minItems": 1.5}, "'minItems' must be a whole number"),
         (_nested_items(70), "is nested deeper than 64 levels"),
