@@ -34,10 +34,11 @@ MAX_NUMERAL_DIGITS = 1_000
 10**-MAX_NUMERAL_DIGITS and 10**MAX_NUMERAL_DIGITS (so `1e1000000` is refused before any
 arithmetic, and every int result stays far below Python's 4,300-digit str/int limit)."""
 
-MAX_JSON_REPAIR_CHARS = 50_000
+MAX_JSON_REPAIR_CHARS = 10_000
 """A model's answer that is not valid JSON as it stands is repaired (quotes, commas, a cut-off
-tail) only up to this many characters; repairing is slow pure Python work, so a longer answer
-must be valid JSON."""
+tail) only up to this many characters: repairing is pure Python and slows down quadratically
+on some slop (many unquoted values: about 1 s at this size), so a longer answer must be valid
+JSON."""
 
 MAX_SCALAR_CHARS = 10_000
 """A model's answer read as one number or one yes/no (also each item of a list of them): a

@@ -29,9 +29,9 @@ from postel.services.validation.numbers import within_digit_limit
 from postel.services.validation.text import clean_scalar, strip_fences, strip_quotes
 
 _BULLET = re.compile(r"^\s*(?:[-*•+–]|\d+[.)]|\(\d+\))\s+(?P<item>.*\S)\s*$")
-_OUTSIDE_STRING = re.compile(r'["\[\]{}]')
+_OUTSIDE_STRING = re.compile(r'["\[\]{}()]')
 _INSIDE_STRING = re.compile(r'["\\]')
-_BRACKET = re.compile(r"[\[\]{}]")
+_BRACKET = re.compile(r"[\[\]{}()]")
 _EMPTY_LIST_ANSWERS = frozenset({"none", "nothing", "empty", "no items", "none found", "(none)"})
 _UNKNOWN_LIST_ANSWERS = frozenset(
     {"n/a", "na", "unknown", "not applicable", "null", "nil", "undefined", "not known"}
@@ -92,9 +92,10 @@ def _repaired(body: str, text: str, problem: str, expected: str) -> Any:
 
 
 def json_nesting(text: str) -> int:
-    """The deepest nesting of `[` and `{` outside double-quoted strings, in one pass (it stops
-    counting past MAX_JSON_DEPTH). After an unterminated string every bracket counts: a
-    repairing parser may read them as structure."""
+    """The deepest nesting of `[`, `{` and `(` outside double-quoted strings (the repairing
+    parser reads parentheses as containers too), in one pass that stops counting past
+    MAX_JSON_DEPTH. After an unterminated string every bracket counts: a repairing parser
+    may read them as structure."""
     depth = deepest = position = 0
     pattern, opened_at = _OUTSIDE_STRING, -1
     while deepest <= MAX_JSON_DEPTH:
@@ -112,7 +113,7 @@ def json_nesting(text: str) -> int:
                 pattern, opened_at = _OUTSIDE_STRING, -1
         elif char == '"':
             pattern, opened_at = _INSIDE_STRING, found.start()
-        elif char in "[{":
+        elif char in "[{(":
             depth += 1
             deepest = max(deepest, depth)
         else:
