@@ -3,6 +3,9 @@
     python3 -m pytest tests/fuzz/test_fuzz_coerce.py -q -s                           # CI size
     POSTEL_FUZZ_EXAMPLES=5000 python3 -m pytest tests/fuzz/test_fuzz_coerce.py -q -s  # full
 
+Also the slowest shapes known (long runs of digits, separators, markdown marks, quotes,
+brackets, words) at the size of the largest message (MAX_PAYLOAD_BYTES) at full size.
+
 Values: the known adversarial answers (magnitudes, ranges, bounds, dates, vague yes/no,
 non-finite and absurdly large numbers, deep JSON), each tried for every type first, then
 random text, numerals in every spelling, JSON (NaN, Infinity, huge ints, deep nesting),
@@ -24,7 +27,7 @@ import pytest
 from fuzz_support import FUZZ_EXAMPLES, fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
-from postel.messages.limits import MAX_NUMERAL_DIGITS
+from postel.messages.limits import MAX_JSON_REPAIR_CHARS, MAX_NUMERAL_DIGITS, MAX_PAYLOAD_BYTES
 from postel.messages.types import TypeSpec
 from postel.services.validation import CoercionError, UnsupportedSchemaError, coerce
 from pydantic import ValidationError
@@ -33,6 +36,8 @@ from structlog.testing import capture_logs
 # A value must be read or refused within this much CPU time: inputs here are up to ~60,000
 # characters, and the worst measured case is far below it (the README's Limits bound it).
 CPU_LIMIT_S = 1.0
+# A whole message (MAX_PAYLOAD_BYTES) of the slowest shapes; measured worst about 0.5 s.
+LONG_CPU_LIMIT_S = 3.0
 # The full size runs for minutes: past pytest's default limit of 300 s.
 pytestmark = pytest.mark.timeout(max(300, FUZZ_EXAMPLES * 0.3))
 
@@ -55,6 +60,13 @@ CURRENCIES = ["", "$", "€", "£", "₹", "USD ", "EUR "]
 SUFFIXES = ["", "k", "K", "M", "B", "bn", "m", "%", " percent", " million", " lakh", "st"]
 WRAPPERS = ["{}", "**{}**", "*{}*", "_{}_", "`{}`", '"{}"', "```\n{}\n```", "({})", "~{}"]
 PIECES = ["1", "1 ", "1,", "123 ", "one ", "*a", "`", '"\\', "[", "{a", "5%", "yes ", "- a\n"]
+LONG_PIECES = [
+    *PIECES, "*", "**a", '"', "```", "(5 ", "5-", "<", "at least ", "lorem ipsum ", "{", "1:",
+    "1/", "1e", "0x", "$", "1\u00a0", "\n", "a;", "a, ", "“‘«", "'", "+", "first ", "twenty-",
+    "_a", "- the answer is $5 and nothing else\n",
+]  # fmt: skip
+# JSON slop the repairing parser is slowest on, repeated up to the largest size it repairs.
+REPAIR_PIECES = ["k: v, ", "{7n:s}", "'k': 'v', ", "{a b ", "(5 ", "[1, "]
 
 
 @st.composite
@@ -156,9 +168,10 @@ class Tally:
     """Counts per type, and the slowest value. An unforeseen error that coerce's last-resort
     guard turned into a CoercionError is counted (from its log line) as an other exception."""
 
-    def __init__(self) -> None:
+    def __init__(self, cpu_limit_s: float = CPU_LIMIT_S) -> None:
         self.counts: Counter[str] = Counter()
         self.slowest = (0.0, "")
+        self.cpu_limit_s = cpu_limit_s
 
     def run(self, raw: Any, spec: TypeSpec) -> None:
         self.counts["tried"] += 1
@@ -181,7 +194,7 @@ class Tally:
         unforeseen = [e for e in logs if e["event"] == "coercion_error_unforeseen"]
         self.counts["other exceptions"] += len(unforeseen)
         assert not unforeseen, f"{unforeseen[0]['error']} for {repr(raw)[:80]}"
-        assert spent < CPU_LIMIT_S, f"{spent:.2f} s CPU for {repr(raw)[:80]}"
+        assert spent < self.cpu_limit_s, f"{spent:.2f} s CPU for {repr(raw)[:80]}"
 
     def line(self, name: str) -> str:
         counts = self.counts
@@ -253,3 +266,16 @@ def test_random_schemas_are_used_or_refused() -> None:
     run()
     print(tally.line("random JSON Schemas") + f"; {not_type_specs} not TypeSpecs")
     assert tally.counts["other exceptions"] == 0
+
+
+@pytest.mark.parametrize("spelling", SPECS, ids=lambda s: s if isinstance(s, str) else "schema")
+def test_long_hostile_shapes_stay_fast(spelling: str | dict[str, Any]) -> None:
+    """Each slow shape found so far, as long as the largest message (CI: 50,000 characters)."""
+    spec = TypeSpec.model_validate(spelling)
+    size = MAX_PAYLOAD_BYTES if FUZZ_EXAMPLES >= 1000 else 50_000
+    tally = Tally(cpu_limit_s=LONG_CPU_LIMIT_S)
+    for piece in LONG_PIECES:
+        tally.run((piece * (size // len(piece) + 1))[:size], spec)
+    for piece in REPAIR_PIECES:
+        tally.run("{" + (piece * MAX_JSON_REPAIR_CHARS)[: MAX_JSON_REPAIR_CHARS - 2] + "}", spec)
+    print(tally.line(f"{spec.spelling()}, {size:,}-character shapes and repairable slop"))
