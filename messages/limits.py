@@ -40,6 +40,25 @@ entry says `in: record`, and the result is read from the job record."""
 MAX_DEADLINE_S = 30 * 24 * 3600.0
 """The furthest a job's deadline may lie."""
 
+MAX_NUMERAL_DIGITS = 1_000
+"""A number read from a model's answer: at most this many digits, and its magnitude between
+10**-MAX_NUMERAL_DIGITS and 10**MAX_NUMERAL_DIGITS (so `1e1000000` is refused before any
+arithmetic, and every int result stays far below Python's 4,300-digit str/int limit)."""
+
+MAX_JSON_REPAIR_CHARS = 10_000
+"""A model's answer that is not valid JSON as it stands is repaired (quotes, commas, a cut-off
+tail) only up to this many characters: repairing is pure Python and slows down quadratically
+on some slop (many unquoted values: about 1 s at this size), so a longer answer must be valid
+JSON."""
+
+MAX_SCALAR_CHARS = 10_000
+"""A model's answer read as one number or one yes/no (also each item of a list of them): a
+longer text is prose, not a value, and is refused before it is searched."""
+
+MAX_LIST_ITEMS = 10_000
+"""Items in a list a model answers (a JSON array, bullets, lines or comma-separated text),
+checked before each item is coerced."""
+
 
 def check_json_text(
     text: str | bytes,

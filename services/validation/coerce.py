@@ -2,7 +2,10 @@
 
 Liberal in what it accepts (see numbers, booleans, structured, schema for the rules),
 conservative in what it returns: plain JSON-serialisable values (float, int, bool, str,
-list, dict), or a CoercionError that says what was expected and what was wrong."""
+list, dict) with finite numbers only, or a CoercionError that says what was expected and
+what was wrong. Nothing else escapes: the work is bounded before it starts (numerals by
+MAX_NUMERAL_DIGITS, JSON by MAX_JSON_DEPTH and MAX_JSON_REPAIR_CHARS), and an arithmetic,
+recursion or conversion error that still occurs is reported as a CoercionError."""
 
 from __future__ import annotations
 
@@ -10,26 +13,39 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import structlog
 from postel.messages.types import TypeSpec
 from postel.services.validation.booleans import parse_bool
 from postel.services.validation.document import read_document
-from postel.services.validation.errors import CoercionError
-from postel.services.validation.numbers import read_number
+from postel.services.validation.errors import CoercionError, UnsupportedSchemaError
+from postel.services.validation.numbers import as_float, read_number
 from postel.services.validation.schema import check_schema, validate
-from postel.services.validation.structured import load_object, split_list
-from postel.services.validation.text import strip_quotes, unwrap_fence
+from postel.services.validation.structured import check_json_values, load_object, split_list
+from postel.services.validation.text import strip_emphasis, unwrap_fence
+
+log = structlog.get_logger(__name__)
 
 
 def coerce(raw: Any, spec: TypeSpec, *, locale: str | None = None) -> Any:
     """`raw` as a value of `spec`. Raises CoercionError, or UnsupportedSchemaError when a
-    JSON Schema spec uses keywords outside the supported subset."""
+    JSON Schema spec is malformed or uses keywords outside the supported subset."""
     if raw is None:
         raise CoercionError.mismatch(spec.spelling(), raw, "no value")
-    return _COERCERS[spec.kind](raw, spec, locale)
+    try:
+        return _COERCERS[spec.kind](raw, spec, locale)
+    except (CoercionError, UnsupportedSchemaError):
+        raise
+    except (ArithmeticError, RecursionError, ValueError) as error:
+        # every known cause is checked before it can happen; this keeps an unforeseen one a
+        # refusal of this answer (a repair) instead of a crashed handler
+        log.warning("coercion_error_unforeseen", kind=spec.kind, error=repr(error)[:200])
+        raise CoercionError.mismatch(
+            spec.spelling(), raw, f"cannot be read ({type(error).__name__})"
+        ) from None
 
 
 def _to_float(raw: Any, _spec: TypeSpec, locale: str | None) -> float:
-    return float(read_number(raw, expected="float", locale=locale))
+    return as_float(read_number(raw, expected="float", locale=locale), expected="float", raw=raw)
 
 
 def _to_int(raw: Any, _spec: TypeSpec, locale: str | None) -> int:
@@ -51,9 +67,10 @@ def _to_bool(raw: Any, _spec: TypeSpec, _locale: str | None) -> bool:
 
 def _to_str(raw: Any, _spec: TypeSpec, _locale: str | None) -> str:
     if isinstance(raw, str):
-        return strip_quotes(unwrap_fence(raw))
+        return strip_emphasis(unwrap_fence(raw))
     if isinstance(raw, bool):
         return "true" if raw else "false"
+    check_json_values(raw, expected="str")
     if isinstance(raw, int | float):
         return str(raw)
     return json.dumps(raw, ensure_ascii=False)
@@ -71,17 +88,23 @@ def _to_list(raw: Any, spec: TypeSpec, locale: str | None) -> list[Any]:
 
 
 def _to_dict(raw: Any, _spec: TypeSpec, _locale: str | None) -> dict[str, Any]:
-    return load_object(raw, expected="dict (a JSON object)")
+    value = load_object(raw, expected="dict (a JSON object)")
+    check_json_values(value, expected="dict (a JSON object)")
+    return value
 
 
 def _to_document(raw: Any, _spec: TypeSpec, _locale: str | None) -> dict[str, Any]:
-    return read_document(raw)
+    value = read_document(raw)
+    check_json_values(value, expected="a sections document")
+    return value
 
 
 def _to_schema(raw: Any, spec: TypeSpec, locale: str | None) -> Any:
     assert spec.json_schema is not None  # guaranteed by TypeSpec's own validation
     check_schema(spec.json_schema)
-    return validate(raw, spec.json_schema, locale=locale)
+    value = validate(raw, spec.json_schema, locale=locale)
+    check_json_values(value, expected="a value matching the JSON Schema")
+    return value
 
 
 _COERCERS: dict[str, Callable[[Any, TypeSpec, str | None], Any]] = {

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+import reprlib
 from typing import Any
 
 _SHOWN_CHARS = 80
+_SHOWN_INT_BITS = 4_000
 
 
 class CoercionError(ValueError):
@@ -37,8 +40,17 @@ class UnsupportedSchemaError(ValueError):
 
 
 def show(raw: Any) -> str:
-    """A short quoted rendering of an offending value for error messages."""
-    text = raw if isinstance(raw, str) else repr(raw)
+    """A short quoted rendering of an offending value for error messages (bounded work for
+    any value: a huge or deeply nested one is abbreviated, not rendered whole)."""
+    if isinstance(raw, int) and raw.bit_length() > _SHOWN_INT_BITS:
+        # rendering a huge int in decimal is itself slow (and refused past 4,300 digits)
+        return f"an int of about {int(raw.bit_length() * math.log10(2))} digits"
+    text = raw[: _SHOWN_CHARS + 1] if isinstance(raw, str) else _SHORT_REPR.repr(raw)
     if len(text) > _SHOWN_CHARS:
         text = text[: _SHOWN_CHARS - 1] + "…"
     return repr(text) if isinstance(raw, str) else text
+
+
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxlevel = 3
+_SHORT_REPR.maxstring = _SHOWN_CHARS

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from postel.messages.intent import Intent
+from postel.messages.limits import MAX_NUMERAL_DIGITS
 from postel.messages.types import TypeSpec
 from postel.services.validation.words import words_to_number
 
@@ -102,8 +103,9 @@ def _counting(value: Any, spec: TypeSpec, criterion: str) -> Iterator[str]:
 
 
 def _count(text: str) -> int | None:
-    if text.isdigit():
-        return int(text)
+    if text.isdecimal():
+        # a count beyond the numeral limit is no count any answer could meet or break
+        return int(text) if len(text) <= MAX_NUMERAL_DIGITS else None
     number = words_to_number(text)
     return int(number) if number is not None and number == int(number) else None
 

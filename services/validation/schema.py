@@ -13,12 +13,14 @@ boolean); enum strings match case-insensitively and come back in the schema's sp
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
+from postel.messages.limits import MAX_JSON_DEPTH, MAX_NUMERAL_DIGITS
 from postel.services.validation.booleans import parse_bool
 from postel.services.validation.errors import CoercionError, UnsupportedSchemaError, show
-from postel.services.validation.numbers import read_number
+from postel.services.validation.numbers import as_float, read_number, within_digit_limit
 from postel.services.validation.structured import load_object, split_list
 
 # fmt: off
@@ -32,10 +34,16 @@ _ANNOTATIONS = frozenset({
 })
 # fmt: on
 _TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
+_BOUND_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+_SIZE_KEYWORDS = ("minItems", "maxItems", "minLength", "maxLength")
 
 
-def check_schema(schema: dict[str, Any], path: str = "") -> None:
-    """Raise UnsupportedSchemaError if `schema` leaves the supported subset."""
+def check_schema(schema: Any, path: str = "", depth: int = 1) -> None:
+    """Raise UnsupportedSchemaError if `schema` is malformed or leaves the supported subset."""
+    if depth > MAX_JSON_DEPTH:
+        raise UnsupportedSchemaError(
+            f"schema at ${path} is nested deeper than {MAX_JSON_DEPTH} levels"
+        )
     if not isinstance(schema, dict):
         raise UnsupportedSchemaError(f"schema at ${path} must be an object, got {show(schema)}")
     for key in schema:
@@ -44,15 +52,56 @@ def check_schema(schema: dict[str, Any], path: str = "") -> None:
             raise UnsupportedSchemaError(
                 f"unsupported JSON Schema keyword {key!r} at ${path}; supported: {supported}"
             )
+    for key, value in schema.items():
+        problem = _keyword_problem(key, value)
+        if problem:
+            raise UnsupportedSchemaError(
+                f"malformed JSON Schema at ${path}: {key!r} must be {problem}, got {show(value)}"
+            )
     unknown = set(_type_list(schema)) - _TYPES
     if unknown:
         raise UnsupportedSchemaError(f"unknown JSON Schema type {sorted(unknown)} at ${path}")
     for name, sub in schema.get("properties", {}).items():
-        check_schema(sub, f"{path}.{name}")
+        check_schema(sub, f"{path}.{name}", depth + 1)
     if isinstance(schema.get("additionalProperties"), dict):
-        check_schema(schema["additionalProperties"], f"{path}.*")
+        check_schema(schema["additionalProperties"], f"{path}.*", depth + 1)
     if "items" in schema:
-        check_schema(schema["items"], f"{path}[]")
+        check_schema(schema["items"], f"{path}[]", depth + 1)
+
+
+def _keyword_problem(key: str, value: Any) -> str | None:
+    """What a keyword's value should be, if it is not."""
+    if key == "type":
+        names = [value] if isinstance(value, str) else value
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+            return "a type name or a non-empty list of type names"
+    elif key == "properties":
+        if not isinstance(value, dict):
+            return "an object mapping field names to schemas"
+    elif key == "required":
+        if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
+            return "a list of field names"
+    elif key == "additionalProperties":
+        if not isinstance(value, bool | dict):
+            return "true, false or a schema"
+    elif key == "items":
+        if not isinstance(value, dict):
+            return "one schema (a list of schemas per position is not supported)"
+    elif key == "enum":
+        if not isinstance(value, list) or not value:
+            return "a non-empty list of values"
+    elif key in _BOUND_KEYWORDS:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return "a number"
+        if isinstance(value, float) and not math.isfinite(value):
+            return "a finite number"
+        if isinstance(value, int) and not within_digit_limit(value):
+            return f"a number of at most {MAX_NUMERAL_DIGITS} digits"
+    elif key in _SIZE_KEYWORDS and (
+        isinstance(value, bool) or not isinstance(value, int) or value < 0
+    ):
+        return "a whole number, 0 or more"
+    return None
 
 
 def validate(value: Any, schema: dict[str, Any], *, locale: str | None = None) -> Any:
@@ -133,6 +182,8 @@ def _read_array(value: Any, schema: dict[str, Any], locale: str | None) -> list[
 def _read_string(value: Any, schema: dict[str, Any], _locale: str | None) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise CoercionError.mismatch("a string", value, "not text")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise CoercionError.mismatch("a string", value, "not a finite number")
     text = value if isinstance(value, str) else str(value)
     _check_size(len(text), schema, "minLength", "maxLength", "characters")
     return text
@@ -141,7 +192,7 @@ def _read_string(value: Any, schema: dict[str, Any], _locale: str | None) -> str
 def _read_number(value: Any, schema: dict[str, Any], locale: str | None) -> float:
     number = read_number(value, expected="a number", locale=locale)
     _check_bounds(number, schema)
-    return float(number)
+    return as_float(number, expected="a number", raw=value)
 
 
 def _read_integer(value: Any, schema: dict[str, Any], locale: str | None) -> int:

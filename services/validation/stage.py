@@ -72,19 +72,26 @@ def _coerce(output: Any, spec: TypeSpec, locale: str | None) -> Any:
     output = _unwrapped(output) if spec.kind != "json_schema" else output
     if spec.kind in ("str", "float", "int", "bool") or isinstance(output, str):
         return coerce(output, spec, locale=locale)
-    return coerce(json.dumps(output, ensure_ascii=False), spec, locale=locale)
+    return coerce(_as_json(output), spec, locale=locale)
 
 
 def _unwrapped(output: Any) -> Any:
     if isinstance(output, str) and output.lstrip().startswith("{"):
         try:
             parsed = json.loads(output)
-        except ValueError:
-            return output
+        except (ValueError, RecursionError):
+            return output  # coercion reads it, or says why it cannot
         if isinstance(parsed, dict) and list(parsed) == ["value"]:
             value = parsed["value"]
-            return value if isinstance(value, str) else json.dumps(value)
+            return value if isinstance(value, str) else _as_json(value)
     return output
+
+
+def _as_json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (ValueError, RecursionError) as error:
+        raise CoercionError(f"the output is not JSON that can be read: {error}") from None
 
 
 def _after_failure(

@@ -1,34 +1,148 @@
 """Reading JSON values and lists out of model output.
 
 JSON syntax slop (single quotes, trailing commas, unquoted keys, comments, a cut-off tail,
-prose around the object) is repaired by `json_repair`. Lists are also read from markdown
-bullets, numbered lines and comma-separated text."""
+prose around the object) is repaired by `json_repair`, for answers up to
+MAX_JSON_REPAIR_CHARS. JSON nested deeper than MAX_JSON_DEPTH is refused before parsing.
+Lists are also read from markdown bullets, numbered lines and comma-separated text.
+
+Decisions for list answers: "none", "nothing", "empty" (and "no items", "none found") are
+the empty list; "N/A", "unknown", "null" are refused (an unknown answer is not an empty
+one); a bare "1,000" or "1,234,567" is refused as ambiguous (one number with thousands
+separators, or several numbers?) rather than split into [1, 0]."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
 import json_repair
+from postel.messages.limits import (
+    MAX_JSON_DEPTH,
+    MAX_JSON_REPAIR_CHARS,
+    MAX_LIST_ITEMS,
+    MAX_NUMERAL_DIGITS,
+)
 from postel.services.validation.errors import CoercionError
-from postel.services.validation.text import strip_fences, strip_quotes
+from postel.services.validation.numbers import within_digit_limit
+from postel.services.validation.text import clean_scalar, strip_fences, strip_quotes
 
 _BULLET = re.compile(r"^\s*(?:[-*•+–]|\d+[.)]|\(\d+\))\s+(?P<item>.*\S)\s*$")
+_OUTSIDE_STRING = re.compile(r'["\[\]{}()]')
+_INSIDE_STRING = re.compile(r'["\\]')
+_BRACKET = re.compile(r"[\[\]{}()]")
+_EMPTY_LIST_ANSWERS = frozenset({"none", "nothing", "empty", "no items", "none found", "(none)"})
+_UNKNOWN_LIST_ANSWERS = frozenset(
+    {"n/a", "na", "unknown", "not applicable", "null", "nil", "undefined", "not known"}
+)
+_TOO_DEEP = f"JSON nested deeper than {MAX_JSON_DEPTH} levels is not read"
+_SHORT_ANSWER = 40  # longer than any of the answers above, with quotes and emphasis
+_THOUSANDS = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 
 
 def load_json(text: str, *, expected: str) -> Any:
-    """The JSON value in `text`, repaired if needed."""
+    """The JSON value in `text`, repaired if needed; nested no deeper than MAX_JSON_DEPTH and
+    holding finite numbers only (see check_json_values)."""
     body = strip_fences(text)
     try:
-        return json.loads(body)
-    except ValueError:
-        pass
-    repaired = json_repair.loads(body)
+        value = json.loads(body, parse_int=_bounded_int)
+    except _NumeralTooLong:
+        raise CoercionError.mismatch(
+            expected, text, f"a number with more than {MAX_NUMERAL_DIGITS} digits is not read"
+        ) from None
+    except RecursionError:
+        raise CoercionError.mismatch(expected, text, _TOO_DEEP) from None
+    except ValueError as error:
+        value = _repaired(body, text, str(error), expected)
+    check_json_values(value, expected=expected)
+    return value
+
+
+class _NumeralTooLong(Exception):
+    """An int literal in JSON beyond MAX_NUMERAL_DIGITS (not a ValueError: the JSON is fine,
+    so there is nothing to repair)."""
+
+
+def _bounded_int(literal: str) -> int:
+    if len(literal.lstrip("-")) > MAX_NUMERAL_DIGITS:
+        raise _NumeralTooLong
+    return int(literal)
+
+
+def _repaired(body: str, text: str, problem: str, expected: str) -> Any:
+    if len(body) > MAX_JSON_REPAIR_CHARS:
+        raise CoercionError.mismatch(
+            expected,
+            text,
+            f"not valid JSON ({problem}), and answers over {MAX_JSON_REPAIR_CHARS} characters "
+            "are not repaired",
+        )
+    # the repairing parser recurses in Python: refuse deep text before it starts
+    if json_nesting(body) > MAX_JSON_DEPTH:
+        raise CoercionError.mismatch(expected, text, _TOO_DEEP)
+    try:
+        repaired = json_repair.loads(body)
+    except (RecursionError, ValueError):
+        raise CoercionError.mismatch(expected, text, "no JSON value could be read") from None
     # json_repair answers "" when it finds no JSON at all
     if repaired == "" and body not in ('""', "''"):
         raise CoercionError.mismatch(expected, text, "no JSON value found")
     return repaired
+
+
+def json_nesting(text: str) -> int:
+    """The deepest nesting of `[`, `{` and `(` outside double-quoted strings (the repairing
+    parser reads parentheses as containers too), in one pass that stops counting past
+    MAX_JSON_DEPTH. After an unterminated string every bracket counts: a repairing parser
+    may read them as structure."""
+    depth = deepest = position = 0
+    pattern, opened_at = _OUTSIDE_STRING, -1
+    while deepest <= MAX_JSON_DEPTH:
+        found = pattern.search(text, position)
+        if found is None:
+            if opened_at < 0:
+                return deepest
+            pattern, position, opened_at = _BRACKET, opened_at + 1, -1
+            continue
+        char, position = found.group(), found.end()
+        if opened_at >= 0:
+            if char == "\\":
+                position += 1
+            else:
+                pattern, opened_at = _OUTSIDE_STRING, -1
+        elif char == '"':
+            pattern, opened_at = _INSIDE_STRING, found.start()
+        elif char in "[{(":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def check_json_values(value: Any, *, expected: str) -> None:
+    """Refuse, anywhere inside a JSON value, non-finite numbers (NaN, Infinity, `1e999` read
+    as inf), ints beyond MAX_NUMERAL_DIGITS and nesting deeper than MAX_JSON_DEPTH; the error
+    names where. Iterative, so no depth can exhaust the stack."""
+    pending: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while pending:
+        item, path, depth = pending.pop()
+        problem = None
+        if isinstance(item, dict | list):
+            if depth >= MAX_JSON_DEPTH:
+                problem = f"nested deeper than {MAX_JSON_DEPTH} levels"
+            elif isinstance(item, dict):
+                pending.extend((v, f"{path}.{k}", depth + 1) for k, v in item.items())
+            else:
+                pending.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(item))
+        elif isinstance(item, float) and not math.isfinite(item):
+            problem = f"{item} is not a finite number"
+        elif isinstance(item, int) and not isinstance(item, bool) and not within_digit_limit(item):
+            problem = f"a number with more than {MAX_NUMERAL_DIGITS} digits is not read"
+        if problem:
+            error = CoercionError(f"expected {expected}: {problem}")
+            raise error.within(path) if path else error
 
 
 def load_object(raw: Any, *, expected: str) -> dict[str, Any]:
@@ -44,7 +158,16 @@ def split_list(raw: Any, *, expected: str) -> list[Any]:
     Accepted: a JSON array (fenced or in prose), an object wrapping exactly one array
     ({"names": [...]}), bullet or numbered lines (intro lines such as "Names:" are dropped),
     one item per line, or items separated by ";" or commas. A single value is a one-item
-    list; empty text is an empty list."""
+    list; empty text is an empty list. More than MAX_LIST_ITEMS items are refused."""
+    items = _list_items(raw, expected)
+    if len(items) > MAX_LIST_ITEMS:
+        raise CoercionError.mismatch(
+            expected, raw, f"{len(items)} items; a list answer may have at most {MAX_LIST_ITEMS}"
+        )
+    return items
+
+
+def _list_items(raw: Any, expected: str) -> list[Any]:
     if isinstance(raw, list):
         return raw
     if isinstance(raw, dict):
@@ -54,13 +177,20 @@ def split_list(raw: Any, *, expected: str) -> list[Any]:
     body = strip_fences(raw)
     if not body:
         return []
+    answer = clean_scalar(body).lower().rstrip(".!") if len(body) <= _SHORT_ANSWER else ""
+    if answer in _EMPTY_LIST_ANSWERS:
+        return []
+    if answer in _UNKNOWN_LIST_ANSWERS:
+        raise CoercionError.mismatch(
+            expected, raw, "an unknown answer is not a list; answer [] when there are none"
+        )
     if body[0] in "[{" or ("[" in body and "]" in body):
         value = load_json(body, expected=expected)
         if isinstance(value, list):
             return value
         if isinstance(value, dict):
             return _unwrap(value, raw, expected)
-    return _split_text(body)
+    return _split_text(body, expected)
 
 
 def _unwrap(value: dict[str, Any], raw: Any, expected: str) -> list[Any]:
@@ -70,7 +200,7 @@ def _unwrap(value: dict[str, Any], raw: Any, expected: str) -> list[Any]:
     raise CoercionError.mismatch(expected, raw, "a JSON object, not a list")
 
 
-def _split_text(body: str) -> list[str]:
+def _split_text(body: str, expected: str) -> list[str]:
     lines = [line for line in body.splitlines() if line.strip()]
     bullets = [m["item"] for m in map(_BULLET.match, lines) if m]
     if bullets:
@@ -80,6 +210,13 @@ def _split_text(body: str) -> list[str]:
             lines = lines[1:]
         return [_tidy(line) for line in lines]
     line = lines[0]
+    if _THOUSANDS.fullmatch(line.strip()):
+        raise CoercionError.mismatch(
+            expected,
+            line,
+            "ambiguous: one number with thousands separators, or several numbers? Answer "
+            "with a JSON array",
+        )
     if ";" in line:
         parts = line.split(";")
     elif re.search(r",\s", line):

@@ -24,6 +24,37 @@ _SIGNS = {"minus", "negative"}
 _JOINERS = {"and"}
 VOCABULARY = frozenset([*_UNITS, *_TENS, *_SCALES, "hundred", "point", *_SIGNS, *_JOINERS])
 
+_IRREGULAR_ORDINALS = {
+    "one": "first",
+    "three": "third",
+    "five": "fifth",
+    "eight": "eighth",
+    "nine": "ninth",
+    "twelve": "twelfth",
+}
+# "second" is left out: after a number it is far more often the unit ("five second delay").
+_ORDINALS = [
+    _IRREGULAR_ORDINALS.get(w, w + "th")
+    for w in [*_UNITS, "hundred", *_SCALES]
+    if w not in ("zero", "two")
+] + [w[:-1] + "ieth" for w in _TENS]
+
+
+def _alternation(words: list[str]) -> str:
+    longest_first = sorted(words, key=len, reverse=True)
+    return rf"\b(?:{'|'.join(longest_first)})\b"
+
+
+CARDINAL_WORDS = frozenset([*_UNITS, *_TENS, *_SCALES, "hundred"])
+"""The words that name a number ("and", "point", "minus" only join or sign them)."""
+
+NUMBER_WORD_PATTERN = _alternation(sorted(CARDINAL_WORDS))
+"""A regex for one cardinal number word, as a whole word (for callers looking for shapes
+such as "one or two")."""
+
+ORDINAL_WORD_PATTERN = _alternation(_ORDINALS)
+"""A regex for one ordinal number word ("third", "twentieth", "hundredth"), whole word."""
+
 _WORD = re.compile(r"[a-z]+", re.IGNORECASE)
 _ONLY_WORDS = re.compile(r"[a-z][a-z\s,-]*", re.IGNORECASE)
 

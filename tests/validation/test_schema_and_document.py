@@ -97,6 +97,15 @@ def test_schema_violations_name_the_field(raw: str, error: str) -> None:
         ({"type": "boolean"}, "no", False),
         ({"type": "null"}, "null", None),
         ({"type": "string", "maxLength": 3}, 1234, Exception),
+        ({"type": "number"}, "1e999", Exception),
+        ({"type": "number"}, 1e308, 1e308),
+        ({"type": "integer"}, "1e1000000", Exception),
+        ({"type": "string"}, float("nan"), Exception),
+        ({"type": "object"}, '{"a": NaN}', Exception),
+        ({"type": "object", "additionalProperties": True}, '{"a": {"b": Infinity}}', Exception),
+        ({"type": "array"}, "[1, -Infinity]", Exception),
+        ({"type": "number", "minimum": 0}, "5k", 5000.0),
+        ({"type": "integer"}, "at least 5", Exception),
     ],
 )
 def test_non_object_schemas(schema: dict[str, Any], raw: Any, expected: Any) -> None:
@@ -106,6 +115,13 @@ def test_non_object_schemas(schema: dict[str, Any], raw: Any, expected: Any) -> 
             coerce(raw, spec)
     else:
         assert coerce(raw, spec) == expected
+
+
+def _nested_items(depth: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(depth):
+        schema = {"type": "array", "items": schema}
+    return schema
 
 
 @pytest.mark.parametrize(
@@ -118,6 +134,23 @@ def test_non_object_schemas(schema: dict[str, Any], raw: Any, expected: Any) -> 
         ),
         ({"type": "array", "items": {"$ref": "#/x"}}, "'$ref' at $[]"),
         ({"type": "decimal"}, "unknown JSON Schema type ['decimal']"),
+        ({"properties": 5}, "at $: 'properties' must be an object mapping field names"),
+        ({"type": "object", "properties": {"a": 5}}, "schema at $.a must be an object, got 5"),
+        ({"type": "object", "required": "a"}, "'required' must be a list of field names"),
+        ({"type": "object", "required": [1]}, "'required' must be a list of field names"),
+        ({"type": 5}, "'type' must be a type name or a non-empty list of type names"),
+        ({"type": []}, "'type' must be a type name"),
+        ({"type": {"a": 1}}, "'type' must be a type name"),
+        ({"type": "object", "additionalProperties": "no"}, "'additionalProperties' must be"),
+        ({"type": "array", "items": [{"type": "string"}]}, "a list of schemas per position"),
+        ({"enum": "abc"}, "'enum' must be a non-empty list of values"),
+        ({"type": "number", "minimum": "5"}, "'minimum' must be a number, got '5'"),
+        ({"type": "number", "exclusiveMinimum": True}, "'exclusiveMinimum' must be a number"),
+        ({"type": "number", "maximum": float("inf")}, "'maximum' must be a finite number"),
+        ({"type": "number", "maximum": 10**1001}, "'maximum' must be a number of at most 1000"),
+        ({"type": "string", "maxLength": -1}, "'maxLength' must be a whole number, 0 or more"),
+        ({"type": "array", "minItems": 1.5}, "'minItems' must be a whole number"),
+        (_nested_items(70), "is nested deeper than 64 levels"),
     ],
 )
 def test_unsupported_keywords_are_refused_not_skipped(schema: dict[str, Any], error: str) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from postel.messages import (
     GenerationCompleted,
     Intent,
     JobCompleted,
+    JobFailed,
     JobProgress,
     JobRequest,
     TypeSpec,
@@ -16,8 +19,16 @@ from postel.services.generation.stage import value_schema
 from postel.services.validation.stage import validate
 
 
-def completed(output: str, spelling: str) -> GenerationCompleted:
-    intent = Intent(detected_language="en", normalized_request="x", intent="x", primary_goal="x")
+def completed(
+    output: Any, spelling: str | dict[str, Any], criteria: list[str] | None = None
+) -> GenerationCompleted:
+    intent = Intent(
+        detected_language="en",
+        normalized_request="x",
+        intent="x",
+        primary_goal="x",
+        success_criteria=criteria or [],
+    )
     return GenerationCompleted(
         job_id="j",
         message_id="j:gen:done",
@@ -57,3 +68,52 @@ def test_value_schemas_wrap_typed_values_and_leave_text_free() -> None:
     assert value_schema(TypeSpec.parse("str")) is None
     own = {"type": "object", "properties": {"a": {"type": "string"}}}
     assert value_schema(TypeSpec.model_validate(own)) == own
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"properties": 5},
+        {"type": "object", "required": "name"},
+        {"type": 5},
+        {"type": "number", "minimum": "0"},
+        {"type": "array", "items": [{"type": "string"}]},
+    ],
+)
+def test_a_malformed_schema_fails_the_job_as_an_invalid_request(schema: dict[str, Any]) -> None:
+    [result] = validate(completed('{"name": "x"}', schema))
+    assert isinstance(result, JobFailed)
+    assert result.status == "invalid_request"
+    assert "malformed JSON Schema" in result.error
+
+
+@pytest.mark.parametrize(
+    ("output", "spelling", "error"),
+    [
+        ('{"value": "1e999"}', "float", "too large for a float"),
+        ('{"value": 1e999}', "float", "not a number"),
+        ('{"value": "1e1000000"}', "int", "more than 1000 digits"),
+        ('{"value": "1e5000"}', "int", "more than 1000 digits"),
+        ('{"value": ' + "9" * 5000 + "}", "int", "more than 1000 digits"),
+        ('{"a": NaN}', "dict", "at $.a"),
+        ({"a": float("inf")}, "dict", "at $.a"),
+        ('{"value": "No idea"}', "bool", "an uncertain answer"),
+        ('{"value": "Items (5)"}', "int", "in parentheses"),
+        ("[" * 5000 + "]" * 5000, "list[int]", "nested deeper than 64 levels"),
+        ('{"value": ' * 5000 + "1" + "}" * 5000, "int", "is not one number"),
+    ],
+    ids=lambda part: part[:30] if isinstance(part, str) else None,
+)
+def test_hostile_values_ask_for_a_repair_instead_of_crashing(
+    output: Any, spelling: str, error: str
+) -> None:
+    [result] = validate(completed(output, spelling))
+    assert isinstance(result, ValidationFailed), result
+    assert error in result.error
+
+
+def test_a_success_criterion_with_an_absurd_count_is_ignored_not_fatal() -> None:
+    criteria = ["at least " + "9" * 5000 + " items", "at most 2 items"]
+    [result] = validate(completed('{"value": [1, 2, 3]}', "list[int]", criteria))
+    assert isinstance(result, ValidationFailed)
+    assert "'at most 2 items' not met: found 3 items" in result.error
