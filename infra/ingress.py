@@ -20,6 +20,7 @@ import structlog
 from postel.infra import keys
 from postel.infra.actor import Runtime
 from postel.infra.deadletter import dead_letter
+from postel.infra.outage import REDIS_UNAVAILABLE, RideOut
 from postel.infra.submit import JobExists, UnknownGraph, submit_job
 from postel.messages import JobRequest
 from pydantic import ValidationError
@@ -48,10 +49,22 @@ class IngressConsumer:
                 raise
 
     async def run(self) -> None:
-        await self.ensure_group()
-        log.info("ingress consumer started", stream=keys.INGRESS, consumer=self.name)
+        """Consume until cancelled, riding out Redis outages like the workers do; after one,
+        the group is ensured again (a Redis restarted without its data has lost it)."""
+        reconnect = RideOut("ingress consumer", self.runtime.settings.redis_give_up_s)
+        grouped = False
         while True:
-            await self.run_once()
+            try:
+                if not grouped:
+                    await self.ensure_group()
+                    grouped = True
+                    log.info("ingress consumer ready", stream=keys.INGRESS, consumer=self.name)
+                await self.run_once()
+            except REDIS_UNAVAILABLE as exc:
+                grouped = False
+                await reconnect.failed(exc)
+            else:
+                reconnect.succeeded()
 
     async def run_once(self) -> int:
         """Handle one batch (claimed stale entries first); returns how many were handled."""
