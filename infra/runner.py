@@ -38,9 +38,7 @@ def load_worker(name: str) -> WorkerSpec:
     return spec
 
 
-def build_arq_worker(
-    spec: WorkerSpec, runtime: Runtime, url: str, concurrency: int
-) -> PushWorker:
+def build_arq_worker(spec: WorkerSpec, runtime: Runtime, url: str, concurrency: int) -> PushWorker:
     queue = runtime.settings.queue(spec.name)
     actor = Actor(spec, runtime)
     # One try more than postel's own limit: the handler itself sees the last try and
