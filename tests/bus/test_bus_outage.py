@@ -1,0 +1,124 @@
+"""Workers ride out Redis outages: a worker process (all five relay stages and the ingress
+consumer) keeps running while its Redis is killed and restarted on the same port and
+directory, and every job submitted before or after the outage completes, once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis.asyncio as aioredis
+from postel.infra import keys
+from postel.infra.client import Client
+from postel.infra.presence import BEAT_S, live_workers, wait_for
+from postel.infra.redis_server import free_port, port_is_open, redis_server_binary
+from postel.infra.settings import Settings
+
+STAGES = ["intent", "planner", "gasl", "generator", "validator"]
+
+
+class CrashableRedis:
+    """A redis-server that keeps every write in its append-only file (fsync always), so a
+    SIGKILL loses nothing acknowledged: what the test measures is the workers, not fsync."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.port = free_port()
+        self.state_dir = state_dir
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    async def start(self) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.process = subprocess.Popen(
+            [
+                str(redis_server_binary()),
+                *("--port", str(self.port), "--bind", "127.0.0.1"),
+                *("--dir", str(self.state_dir), "--save", ""),
+                *("--appendonly", "yes", "--appendfsync", "always"),
+                *("--logfile", str(self.state_dir / "redis.log")),
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        async with asyncio.timeout(10):
+            while not port_is_open(self.port):
+                await asyncio.sleep(0.02)
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+
+def start_relay_process(url: str, log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "POSTEL_REDIS_URL": url, "POSTEL_LOG_LEVEL": "INFO"}
+    with log.open("wb") as sink:
+        return subprocess.Popen(
+            [sys.executable, "tests/bus/relay_worker.py", *STAGES, "--ingress", "--slow", "0.2"],
+            env=env,
+            stderr=sink,
+        )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("outage_s", [1, 10])
+async def test_workers_ride_out_a_redis_outage(
+    tmp_path: Path, settings: Settings, outage_s: float
+) -> None:
+    server = CrashableRedis(tmp_path / "redis")
+    await server.start()
+    log = tmp_path / "worker.log"
+    worker = start_relay_process(server.url, log)
+    try:
+        async with Client(server.url, settings) as client:
+            await wait_for(client.pool, "intent", processes=1)
+            before = [await client.submit(f"before {n}") for n in range(10)]
+            await asyncio.sleep(0.3)  # some of them mid-hop when Redis dies
+        server.kill()
+        await asyncio.sleep(outage_s)
+        assert worker.poll() is None, "the worker process is still running during the outage"
+        await server.start()
+        restarted = time.perf_counter()
+        async with Client(server.url, settings) as client:
+            after = [await client.submit(f"after {n}") for n in range(10)]
+            raw = aioredis.Redis.from_url(server.url)
+            body = json.dumps({"prompt": "after, by ingress"})
+            await raw.xadd(keys.INGRESS, {"job": body, "job_id": "ingress-after"})
+            async with asyncio.timeout(30):
+                while not await raw.exists(keys.job("ingress-after")):
+                    await asyncio.sleep(0.05)
+            await raw.aclose()
+            jobs = [*before, *after, "ingress-after"]
+            records = await client.wait_all(jobs, timeout=60)
+            drained_s = time.perf_counter() - restarted
+            assert {job: r.status for job, r in records.items()} == dict.fromkeys(jobs, "completed")
+            for job in jobs:
+                finished = [e for e in await client.events.read(job) if e.type == "job.completed"]
+                assert len(finished) == 1, f"{job} completed once"
+            # presence still refreshes: a deleted presence key comes back within a beat
+            for presence in await live_workers(client.pool):
+                await client.pool.delete(keys.worker(presence.instance))
+            async with asyncio.timeout(BEAT_S + 5):
+                while not await live_workers(client.pool):
+                    await asyncio.sleep(0.1)
+            assert [p.pid for p in await live_workers(client.pool)] == [worker.pid]
+        assert worker.poll() is None, "no worker process exited"
+    except BaseException:
+        print(log.read_text(errors="replace")[-4000:])
+        raise
+    finally:
+        worker.terminate()
+        worker.wait(20)
+        if server.process is not None and server.process.poll() is None:
+            server.kill()
+    assert "redis unreachable; retrying" in log.read_text()
+    print(f"{outage_s} s outage: {len(jobs)} jobs completed {drained_s:.1f} s after the restart")
