@@ -122,3 +122,53 @@ async def test_workers_ride_out_a_redis_outage(
             server.kill()
     assert "redis unreachable; retrying" in log.read_text()
     print(f"{outage_s} s outage: {len(jobs)} jobs completed {drained_s:.1f} s after the restart")
+
+
+async def test_a_worker_process_exits_once_redis_is_gone_longer_than_the_give_up_time(
+    tmp_path: Path, settings: Settings
+) -> None:
+    from postel.infra.relay import RELAY_WORKERS
+    from postel.infra.runner import run_workers
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    server = CrashableRedis(tmp_path / "redis")
+    await server.start()
+    ready = asyncio.Event()
+    running = asyncio.create_task(
+        run_workers(
+            STAGES,
+            settings.model_copy(update={"redis_give_up_s": 1.0}),
+            server.url,
+            ready=ready,
+            specs=RELAY_WORKERS,
+        )
+    )
+    try:
+        await asyncio.wait_for(ready.wait(), 10)
+        await asyncio.sleep(0.2)
+        server.kill()
+        with pytest.raises(RedisConnectionError):
+            await asyncio.wait_for(running, 10)
+    finally:
+        running.cancel()
+        if server.process is not None and server.process.poll() is None:
+            server.kill()
+
+
+def test_postel_worker_gives_up_with_exit_code_3_when_told_to() -> None:
+    env = {
+        **os.environ,
+        "POSTEL_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0",
+        "POSTEL_REDIS_GIVE_UP_S": "1",
+        "POSTEL_LOG_LEVEL": "WARNING",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "postel", "worker", "validator"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 3, done.stderr
+    assert "cannot reach Redis" in done.stderr
+    assert done.stderr.count("redis unreachable; retrying") >= 2, "each attempt is logged"
