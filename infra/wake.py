@@ -52,34 +52,38 @@ log = structlog.get_logger(__name__)
 
 WAKE_TOKENS_MAX = 64
 
-# KEYS: queue, wake list. ARGV: now (ms), free slots, how many ready jobs to look at, arq's
-# in-progress key prefix, in-progress expiry (ms), WAKE_TOKENS_MAX.
+# KEYS: queue, wake list. ARGV: now (ms), free slots, how many queued jobs to look at, arq's
+# in-progress key prefix, in-progress expiry (ms).
 # Returns {job id, score, job id, score, ...}, 1 if free ready jobs were left behind, and the
-# score of the earliest job not yet due ('' if none).
+# score of the earliest job not yet due ('' if none among those looked at). One read of the
+# sorted set serves both: it is ordered by due time.
 _TAKE_JOBS = """
-local ready = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES',
-                         'LIMIT', 0, ARGV[3])
+local queued = redis.call('ZRANGE', KEYS[1], 0, ARGV[3] - 1, 'WITHSCORES')
+local now = tonumber(ARGV[1])
 local free = tonumber(ARGV[2])
 local taken = {}
 local left_behind = 0
-for i = 1, #ready, 2 do
-  local in_progress = ARGV[4] .. ready[i]
+local next_due = ''
+for i = 1, #queued, 2 do
+  if tonumber(queued[i + 1]) > now then
+    next_due = queued[i + 1]
+    break
+  end
+  local in_progress = ARGV[4] .. queued[i]
   if redis.call('EXISTS', in_progress) == 0 then
     if #taken >= 2 * free then
       left_behind = 1
       break
     end
     redis.call('SET', in_progress, '1', 'PX', ARGV[5])
-    taken[#taken + 1] = ready[i]
-    taken[#taken + 1] = ready[i + 1]
+    taken[#taken + 1] = queued[i]
+    taken[#taken + 1] = queued[i + 1]
   end
 end
 if left_behind == 1 and redis.call('LLEN', KEYS[2]) == 0 then
   redis.call('LPUSH', KEYS[2], '1')
 end
-local later = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf', 'WITHSCORES',
-                         'LIMIT', 0, 1)
-return {taken, left_behind, later[2] or ''}
+return {taken, left_behind, next_due}
 """
 
 
@@ -158,7 +162,6 @@ class PushWorker(Worker):
                 self.queue_read_limit,
                 in_progress_key_prefix,
                 int(self.in_progress_timeout_s * 1000),
-                WAKE_TOKENS_MAX,
             ],
         )
         self._left_behind = bool(left_behind)
