@@ -120,8 +120,14 @@ class IngressConsumer:
         return JobRequest.model_validate(body)
 
 
+# A blocking read returns as soon as an entry arrives; its block only paces the reclaim of
+# entries whose consumer died (after claim_idle_ms), so an idle consumer sends two commands
+# per block instead of two per half second.
+IDLE_BLOCK_MS = 5_000
+
+
 async def run_ingress(runtime: Runtime) -> None:
-    consumer = IngressConsumer(runtime)
+    consumer = IngressConsumer(runtime, block_ms=IDLE_BLOCK_MS)
     try:
         await consumer.run()
     except asyncio.CancelledError:
