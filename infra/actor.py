@@ -151,7 +151,7 @@ class Actor:
                     log.warning("could not renew the lease; retrying", key=key, error=str(exc))
                     continue
                 if not held:
-                    log.warning("the lease lapsed while redis was unreachable", key=key)
+                    log.warning("the lease lapsed; another worker may run this too", key=key)
                     return
 
     async def run(self, payload: Any, attempt: int, lease_key: str | None = None) -> None:

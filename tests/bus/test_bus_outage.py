@@ -172,3 +172,51 @@ def test_postel_worker_gives_up_with_exit_code_3_when_told_to() -> None:
     assert done.returncode == 3, done.stderr
     assert "cannot reach Redis" in done.stderr
     assert done.stderr.count("redis unreachable; retrying") >= 2, "each attempt is logged"
+
+
+async def lease_renewal_across_an_outage(
+    tmp_path: Path, settings: Settings, outage_s: float
+) -> bool:
+    """Hold a 1 s lease, kill Redis for `outage_s`, restart it: does the lease key still
+    exist 3 s later?"""
+    from postel.infra.actor import Actor, Runtime
+    from postel.infra.relay import RELAY_WORKERS
+    from postel.infra.wire import connect_arq
+
+    server = CrashableRedis(tmp_path / "redis")
+    await server.start()
+    pool = await connect_arq(server.url)
+    try:
+        actor = Actor(
+            RELAY_WORKERS[0], Runtime.create(pool, settings.model_copy(update={"lease_s": 1.0}))
+        )
+        await pool.set("arq:in-progress:leased", b"1", px=1000)
+        renewing = asyncio.create_task(actor._renew_lease("arq:in-progress:leased"))
+        await asyncio.sleep(0.3)
+        server.kill()
+        await asyncio.sleep(outage_s)
+        await server.start()
+        await asyncio.sleep(3)
+        held = bool(await pool.exists("arq:in-progress:leased"))
+        renewing.cancel()
+        await asyncio.gather(renewing, return_exceptions=True)
+        return held
+    finally:
+        await pool.aclose()
+        server.kill()
+
+
+async def test_a_lease_is_renewed_again_after_a_short_outage(
+    tmp_path: Path, settings: Settings
+) -> None:
+    assert await lease_renewal_across_an_outage(tmp_path, settings, outage_s=0.5), (
+        "renewal survived failed PEXPIREs and kept the lease past its first expiry"
+    )
+
+
+async def test_a_lease_that_lapsed_during_an_outage_is_not_recreated(
+    tmp_path: Path, settings: Settings
+) -> None:
+    assert not await lease_renewal_across_an_outage(tmp_path, settings, outage_s=1.5), (
+        "a lapsed lease may belong to another worker by now"
+    )
