@@ -46,7 +46,9 @@ from postel.infra.commit import commit_once
 from postel.infra.deadletter import dead_letter, summarise_validation
 from postel.infra.events import Command, Event, EventLog, EventStatus, Metrics, run_commands
 from postel.infra.jobs import JobStore
+from postel.infra.outage import REDIS_UNAVAILABLE
 from postel.infra.settings import QueueSettings, Settings
+from postel.infra.wake import wake
 from postel.infra.wire import ARQ_FUNCTION
 from postel.messages import (
     Envelope,
@@ -67,6 +69,8 @@ from redis.exceptions import ResponseError
 log = structlog.get_logger(__name__)
 
 DONE_TTL_S = 7 * 24 * 3600
+# A message whose run lost Redis is deferred this long: Redis is usually back by then.
+REDIS_LOST_RETRY_S = 1.0
 
 
 @dataclass
@@ -177,14 +181,22 @@ class Actor:
 
         arq protects a running job with an in-progress key that lives job_timeout + 10 s, so
         a killed worker's job would wait that long before another worker may take it. The
-        handler instead holds a short lease (`lease_s`) on that key, renewed while its
-        process lives: a dead worker's job is free again within `lease_s`."""
+        worker sets it to a short lease (`lease_s`, infra/wake.py), which the handler renews
+        while its process lives: a dead worker's job is free again within `lease_s`.
+
+        Redis lost mid-message (a command failed as unreachable) is not the message's fault:
+        the message is handed back to arq to run again (a commit that did land is seen by the
+        re-run's done check). If Redis is still away, arq cannot record that either, and the
+        lease lapses instead: the message runs again all the same."""
         lease_key = in_progress_key_prefix + str(ctx.get("job_id", ""))
         renewing = asyncio.create_task(self._renew_lease(lease_key))
         attempt = int(ctx.get("job_try", 1))
         began = time.monotonic()
         try:
             await self.run(payload, attempt=attempt, lease_key=lease_key)
+        except REDIS_UNAVAILABLE as exc:
+            log.warning("lost redis while handling a message; it runs again", error=str(exc))
+            raise Retry(defer=REDIS_LOST_RETRY_S) from exc
         except asyncio.CancelledError:
             # arq cancels a run at job_timeout (then drops the message) and at shutdown (then
             # runs it again). The hop limit ends runs earlier, so a cut at job_timeout means
@@ -206,11 +218,22 @@ class Actor:
         return int(self.runtime.settings.lease_s * 1000)
 
     async def _renew_lease(self, key: str) -> None:
-        """The first lease is taken with the `received` event (one round trip); renew it."""
+        """The lease is renewed with the `received` event (one round trip); renew it four
+        times per lease. A renewal that cannot reach Redis is retried at the next beat; one
+        that finds the lease gone (it lapsed while Redis was away, so another worker may run
+        this message too, and only one run commits) stops renewing: a lapsed lease is never
+        recreated over another worker's."""
         with contextlib.suppress(asyncio.CancelledError):
             while True:
                 await asyncio.sleep(self.lease_ms / 4000)
-                await self.runtime.redis.pexpire(key, self.lease_ms)
+                try:
+                    held = await self.runtime.redis.pexpire(key, self.lease_ms)
+                except REDIS_UNAVAILABLE as exc:
+                    log.warning("could not renew the lease; retrying", key=key, error=str(exc))
+                    continue
+                if not held:
+                    log.warning("the lease lapsed; another worker may run this too", key=key)
+                    return
 
     async def run(self, payload: Any, attempt: int, lease_key: str | None = None) -> None:
         started = time.perf_counter()
@@ -502,8 +525,8 @@ def _failure_of(exc: Exception, limit: HopLimit) -> FailureStatus | None:
 
 
 async def enqueue(pool: ArqRedis, message: Envelope) -> bool:
-    """Put a message on its destination's queue; False if that message id is already there
-    (or was handled recently): the duplicate is dropped."""
+    """Put a message on its destination's queue and wake one of its workers; False if that
+    message id is already there (or was handled recently): the duplicate is dropped."""
     if message.destination is None:
         raise ValueError(f"{message.type} is terminal and has no queue")
     job = await pool.enqueue_job(
@@ -512,7 +535,10 @@ async def enqueue(pool: ArqRedis, message: Envelope) -> bool:
         _job_id=message.message_id,
         _queue_name=keys.queue(message.destination),
     )
-    return job is not None
+    if job is None:
+        return False
+    await wake(pool, message.destination)
+    return True
 
 
 def _age_ms(created_at: datetime) -> float:

@@ -1,31 +1,64 @@
-"""`postel bench bus`: what the runtime costs per hop, against bare arq on the same Redis.
+"""`postel bench bus`: what the runtime costs per hop and at rest, against arq in the same run.
 
-Both sides cross five queues with the same poll_delay, JSON serializer and concurrency:
-- postel: the relay workers (infra/relay.py) — decode, events, idempotent commit, enqueue;
-- bare arq: five no-op functions, each enqueuing the next.
-Figures: per-hop latency (enqueue to start of the next stage) p50/p99 with one job in
-flight, end-to-end time per job / 5 (per-hop cost), and jobs/s with `jobs` in flight.
+Four sides cross five queues, each stage in its own worker processes (1, 2 and 4 processes per
+stage by default), 10 jobs at once per process, JSON serializer everywhere
+(infra/bench_bus_worker.py):
+- postel: the relay workers (infra/relay.py) woken by pushes (infra/wake.py);
+- postel, poll 5 ms (before): the same relay workers on arq's Worker polling every 5 ms, as
+  postel ran before;
+- bare arq, poll 5 ms, and bare arq at its defaults (poll 0.5 s): a no-op function per stage
+  that enqueues the next stage.
+Figures:
+- hop latency p50/p99: from a message's creation to the next stage starting it, with one job
+  in flight (postel: the `received` event's wait_ms; bare arq: measured by the function);
+- hops/s: `jobs` jobs submitted at once, five hops each, divided by the time until all finish;
+- at rest (one process per stage, no jobs, after a settling second): Redis commands per
+  second per worker process (INFO commandstats over the window, the INFO calls themselves
+  excluded) and CPU per worker process (Linux /proc, percent of one core).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
+import subprocess
+import sys
 import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from arq import Worker
-from arq.connections import ArqRedis, RedisSettings
-from arq.worker import func
+import redis.asyncio as aioredis
+from postel.infra.bench_bus_worker import STAGES, bare_done, bare_queue
 from postel.infra.client import Client
-from postel.infra.local_system import LocalSystem
 from postel.infra.redis_server import configured_or_scratch
-from postel.infra.relay import RELAY_WORKERS
 from postel.infra.settings import Settings
-from postel.infra.wire import connect_arq, dumps, loads
+from postel.infra.wire import connect_arq, loads
 
-STAGES = 5
-BARE_QUEUE = "bench:bare:q:{}"
+TARGET_P50_MS = 1.0
+TARGET_P99_MS = 5.0
+TARGET_IDLE_COMMANDS_S = 5.0
+TARGET_IDLE_CPU_PCT = 1.0
+SETTLE_S = 1.0
+
+
+@dataclass(frozen=True)
+class Side:
+    key: str
+    label: str
+    postel: bool
+    # arq at its 0.5 s poll needs ~1.25 s per sequential job: fewer latency samples
+    latency_share: float = 1.0
+
+
+SIDES = (
+    Side("postel", "postel (push)", postel=True),
+    Side("postel_poll", "postel, poll 5 ms (before)", postel=True),
+    Side("arq_5ms", "bare arq, poll 5 ms", postel=False),
+    Side("arq_default", "bare arq, defaults (poll 0.5 s)", postel=False, latency_share=0.1),
+)
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -35,131 +68,232 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
 
 
-async def _postel_side(
-    settings: Settings, url: str, jobs: int, latency_jobs: int
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process (Linux); None where /proc is not available."""
+    stat = Path(f"/proc/{pid}/stat")
+    if not stat.exists():
+        return None
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _commands_so_far(redis: aioredis.Redis) -> int:
+    stats = await redis.info("commandstats")
+    return sum(
+        int(value["calls"])
+        for name, value in stats.items()
+        if name.startswith("cmdstat_") and name != "cmdstat_info"
+    )
+
+
+class Fleet:
+    """`processes` worker processes per stage of one side, stopped on exit."""
+
+    def __init__(self, side: Side, url: str, processes: int, run: str) -> None:
+        self.side = side
+        self.url = url
+        self.processes = processes
+        self.run = run
+        self.ready_key = f"bench:bus:{run}:ready:{side.key}:{processes}"
+        self.children: list[subprocess.Popen[bytes]] = []
+
+    async def __aenter__(self) -> Fleet:
+        env = {**os.environ, "POSTEL_REDIS_URL": self.url, "POSTEL_LOG_LEVEL": "WARNING"}
+        for stage in range(STAGES):
+            for _ in range(self.processes):
+                self.children.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "postel.infra.bench_bus_worker",
+                            self.side.key,
+                            str(stage),
+                            *("--url", self.url, "--ready-key", self.ready_key),
+                            *("--run", self.run),
+                        ],
+                        env=env,
+                    )
+                )
+        redis = aioredis.Redis.from_url(self.url)
+        try:
+            async with asyncio.timeout(120):
+                while int(await redis.get(self.ready_key) or 0) < len(self.children):
+                    if any(child.poll() is not None for child in self.children):
+                        raise RuntimeError(f"a {self.side.label} worker process exited at start")
+                    await asyncio.sleep(0.05)
+        finally:
+            await redis.aclose()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for child in self.children:
+            child.terminate()
+        for child in self.children:
+            try:
+                await asyncio.to_thread(child.wait, 20)
+            except subprocess.TimeoutExpired:
+                child.kill()
+
+    async def at_rest(self, window_s: float) -> dict[str, Any]:
+        """Redis commands/s and CPU % per worker process while no job is queued."""
+        redis = aioredis.Redis.from_url(self.url)
+        try:
+            await asyncio.sleep(SETTLE_S)
+            cpu_before = [_cpu_seconds(child.pid) for child in self.children]
+            commands_before = await _commands_so_far(redis)
+            await asyncio.sleep(window_s)
+            commands = await _commands_so_far(redis) - commands_before
+            cpu_after = [_cpu_seconds(child.pid) for child in self.children]
+        finally:
+            await redis.aclose()
+        used = [
+            after - before
+            for before, after in zip(cpu_before, cpu_after, strict=True)
+            if before is not None and after is not None
+        ]
+        return {
+            "idle_commands_per_s_per_process": round(commands / window_s / len(self.children), 2),
+            "idle_cpu_pct_per_process": (
+                round(100 * statistics.mean(used) / window_s, 2) if used else None
+            ),
+        }
+
+
+async def _postel_hops(
+    url: str, settings: Settings, latency_jobs: int, jobs: int
 ) -> dict[str, Any]:
-    async with (
-        LocalSystem(settings, redis_url=url, specs=RELAY_WORKERS),
-        Client(url, settings) as client,
-    ):
+    async with Client(url, settings) as client:
         waits: list[float] = []
-        per_job: list[float] = []
         for _ in range(latency_jobs):
             job_id = await client.submit("bench")
-            record = (await client.wait_all([job_id], timeout=30))[job_id]
-            assert record.finished_at is not None
-            per_job.append((record.finished_at - record.created_at).total_seconds() * 1000)
+            await client.wait_all([job_id], timeout=60)
             events = await client.events.read(job_id)
             waits.extend(e.wait_ms for e in events if e.status == "received")
         started = time.perf_counter()
         ids = await asyncio.gather(*(client.submit("bench") for _ in range(jobs)))
-        await client.wait_all(ids, timeout=300)
+        records = await client.wait_all(ids, timeout=600)
         elapsed = time.perf_counter() - started
-    return _figures(waits, per_job, jobs, elapsed)
+    if any(record.status != "completed" for record in records.values()):
+        raise RuntimeError("a bench job did not complete")
+    return _hop_figures(waits, jobs, elapsed)
 
 
-def _figures(waits: list[float], per_job: list[float], jobs: int, elapsed: float) -> dict[str, Any]:
+async def _bare_hops(url: str, run: str, tag: str, latency_jobs: int, jobs: int) -> dict[str, Any]:
+    pool = await connect_arq(url)
+    done = bare_done(run)
+
+    async def start(key: str) -> None:
+        await pool.enqueue_job(
+            "hop", key, time.time(), _queue_name=bare_queue(run, 0), _job_id=f"{key}:0"
+        )
+
+    async def finish(count: int) -> None:
+        for _ in range(count):
+            if await pool.blpop([done], timeout=120) is None:
+                raise RuntimeError("a bare arq bench job did not finish in 120 s")
+
+    try:
+        latency_keys = [f"{tag}:lat{n}" for n in range(latency_jobs)]
+        for key in latency_keys:
+            await start(key)
+            await finish(1)
+        started = time.perf_counter()
+        await asyncio.gather(*(start(f"{tag}:thr{n}") for n in range(jobs)))
+        await finish(jobs)
+        elapsed = time.perf_counter() - started
+        results = await pool.mget(
+            [f"arq:result:{key}:{stage}" for key in latency_keys for stage in range(STAGES)]
+        )
+    finally:
+        await pool.aclose()
+    waits = [float(loads(raw)["r"]) for raw in results if raw is not None]
+    return _hop_figures(waits, jobs, elapsed)
+
+
+def _hop_figures(waits: list[float], jobs: int, elapsed: float) -> dict[str, Any]:
     return {
         "hop_latency_p50_ms": round(_percentile(waits, 0.50), 3),
         "hop_latency_p99_ms": round(_percentile(waits, 0.99), 3),
-        "per_hop_cost_ms": round(statistics.median(per_job) / STAGES, 3),
-        "jobs_per_s": round(jobs / elapsed, 1),
+        "latency_samples": len(waits),
+        "hops_per_s": round(jobs * STAGES / elapsed, 1),
     }
 
 
-async def _bare_side(settings: Settings, url: str, jobs: int, latency_jobs: int) -> dict[str, Any]:
-    poll_delay = settings.intent.poll_delay
-    pool: ArqRedis = await connect_arq(url)
-    finished: dict[str, asyncio.Future[None]] = {}
-    waits: list[float] = []
-
-    async def noop(ctx: dict[str, Any], stage: int, key: str, sent_at: float) -> None:
-        waits.append((time.time() - sent_at) * 1000)
-        if stage + 1 < STAGES:
-            await pool.enqueue_job(
-                "noop",
-                stage + 1,
-                key,
-                time.time(),
-                _queue_name=BARE_QUEUE.format(stage + 1),
-                _job_id=f"{key}:{stage + 1}",
-            )
-        elif key in finished:
-            finished[key].set_result(None)
-
-    workers = [
-        Worker(
-            functions=[func(noop, name="noop")],
-            queue_name=BARE_QUEUE.format(stage),
-            redis_settings=RedisSettings.from_dsn(url),
-            poll_delay=poll_delay,
-            max_jobs=settings.concurrency,
-            handle_signals=False,
-            job_serializer=dumps,
-            job_deserializer=loads,
-            log_results=False,
-        )
-        for stage in range(STAGES)
-    ]
-    tasks = [asyncio.create_task(w.async_run()) for w in workers]
-
-    async def one(key: str) -> None:
-        finished[key] = asyncio.get_running_loop().create_future()
-        await pool.enqueue_job(
-            "noop", 0, key, time.time(), _queue_name=BARE_QUEUE.format(0), _job_id=f"{key}:0"
-        )
-        await asyncio.wait_for(finished[key], 120)
-
-    try:
-        per_job: list[float] = []
-        for n in range(latency_jobs):
-            started = time.perf_counter()
-            await one(f"lat{n}")
-            per_job.append((time.perf_counter() - started) * 1000)
-        latency_waits = list(waits)
-        started = time.perf_counter()
-        await asyncio.gather(*(one(f"thr{n}") for n in range(jobs)))
-        elapsed = time.perf_counter() - started
-    finally:
-        for task in tasks:
-            task.cancel()
-        for worker in workers:
-            await worker.close()
-        await pool.aclose()
-    return _figures(latency_waits, per_job, jobs, elapsed)
-
-
-async def run_bus_bench(settings: Settings, jobs: int = 200) -> dict[str, Any]:
-    """Both sides on one Redis: POSTEL_REDIS_URL if set, else a fresh embedded server."""
-    latency_jobs = min(jobs, 100)
-    async with configured_or_scratch(settings.redis_url) as url:
-        bare = await _bare_side(settings, url, jobs, latency_jobs)
-        postel = await _postel_side(settings, url, jobs, latency_jobs)
-    return {
+async def run_bus_bench(
+    settings: Settings,
+    jobs: int = 200,
+    processes: tuple[int, ...] = (1, 2, 4),
+    idle_s: float = 10.0,
+    latency_jobs: int = 100,
+) -> dict[str, Any]:
+    """Every side on one Redis: POSTEL_REDIS_URL if set, else a fresh embedded server."""
+    run = uuid.uuid4().hex[:8]
+    figures: dict[str, Any] = {
         "jobs": jobs,
-        "poll_delay_s": settings.intent.poll_delay,
+        "latency_jobs": latency_jobs,
+        "idle_s": idle_s,
+        "concurrency": settings.concurrency,
         "redis": "POSTEL_REDIS_URL" if settings.redis_url else "embedded",
-        "postel": postel,
-        "bare_arq": bare,
-        "per_hop_cost_ratio": round(postel["per_hop_cost_ms"] / bare["per_hop_cost_ms"], 2),
-        "throughput_ratio": round(postel["jobs_per_s"] / bare["jobs_per_s"], 2),
+        "sides": {},
+    }
+    async with configured_or_scratch(settings.redis_url) as url:
+        for side in SIDES:
+            side_figures: dict[str, Any] = {"label": side.label, "by_processes": {}}
+            samples = max(int(latency_jobs * side.latency_share), 5)
+            for count in processes:
+                async with Fleet(side, url, count, run) as fleet:
+                    if count == processes[0]:
+                        side_figures.update(await fleet.at_rest(idle_s))
+                    if side.postel:
+                        hops = await _postel_hops(url, settings, samples, jobs)
+                    else:
+                        hops = await _bare_hops(url, run, f"{side.key}{count}", samples, jobs)
+                side_figures["by_processes"][str(count)] = hops
+            figures["sides"][side.key] = side_figures
+    figures["targets"] = _targets(figures)
+    return figures
+
+
+def _targets(figures: dict[str, Any]) -> dict[str, bool]:
+    push = figures["sides"]["postel"]
+    before = figures["sides"]["postel_poll"]["by_processes"]
+    runs = push["by_processes"]
+    cpu = push["idle_cpu_pct_per_process"]
+    return {
+        "hop_p50_le_1ms": all(r["hop_latency_p50_ms"] <= TARGET_P50_MS for r in runs.values()),
+        "hop_p99_le_5ms": all(r["hop_latency_p99_ms"] <= TARGET_P99_MS for r in runs.values()),
+        "idle_le_5_commands_per_s": push["idle_commands_per_s_per_process"]
+        <= TARGET_IDLE_COMMANDS_S,
+        "idle_cpu_lt_1pct": cpu is not None and cpu < TARGET_IDLE_CPU_PCT,
+        "hops_per_s_ge_before": all(runs[n]["hops_per_s"] >= before[n]["hops_per_s"] for n in runs),
     }
 
 
 def format_bus_bench(figures: dict[str, Any]) -> str:
     rows = [
-        f"bench bus: {figures['jobs']} jobs x {STAGES} stages, poll_delay "
-        f"{figures['poll_delay_s']} s, redis {figures['redis']}",
-        f"{'':<10}{'hop p50 ms':>12}{'hop p99 ms':>12}{'per-hop ms':>12}{'jobs/s':>10}",
+        f"bench bus: {STAGES} stages, {figures['concurrency']} jobs at once per process; "
+        f"latency: {figures['latency_jobs']} jobs one at a time; hops/s: {figures['jobs']} "
+        f"jobs at once; redis {figures['redis']}",
+        f"{'':<34}{'procs/stage':>12}{'hop p50 ms':>12}{'hop p99 ms':>12}{'hops/s':>10}",
     ]
-    for side in ("postel", "bare_arq"):
-        f = figures[side]
+    for side in figures["sides"].values():
+        for count, run in side["by_processes"].items():
+            rows.append(
+                f"{side['label']:<34}{count:>12}{run['hop_latency_p50_ms']:>12}"
+                f"{run['hop_latency_p99_ms']:>12}{run['hops_per_s']:>10}"
+            )
+    rows.append(f"at rest over {figures['idle_s']} s, one process per stage, per worker process:")
+    rows.append(f"{'':<34}{'redis cmds/s':>14}{'cpu % core':>12}")
+    for side in figures["sides"].values():
+        cpu = side["idle_cpu_pct_per_process"]
         rows.append(
-            f"{side:<10}{f['hop_latency_p50_ms']:>12}{f['hop_latency_p99_ms']:>12}"
-            f"{f['per_hop_cost_ms']:>12}{f['jobs_per_s']:>10}"
+            f"{side['label']:<34}{side['idle_commands_per_s_per_process']:>14}"
+            f"{'n/a' if cpu is None else cpu:>12}"
         )
+    targets = figures["targets"]
     rows.append(
-        f"postel / bare arq: per-hop cost x{figures['per_hop_cost_ratio']}, "
-        f"throughput x{figures['throughput_ratio']}"
+        "targets (postel, push): "
+        + ", ".join(f"{name} {'yes' if met else 'NO'}" for name, met in targets.items())
     )
     return "\n".join(rows)

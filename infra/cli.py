@@ -396,14 +396,40 @@ def bench() -> None:
 
 
 @bench.command("bus")
-@click.option("--jobs", type=click.IntRange(1, 100_000), default=200, show_default=True)
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 100_000),
+    default=200,
+    show_default=True,
+    help="Jobs submitted at once for hops/s.",
+)
+@click.option(
+    "--processes",
+    default="1,2,4",
+    show_default=True,
+    help="Worker processes per stage, comma-separated: one run each.",
+)
+@click.option(
+    "--idle-s",
+    type=click.FloatRange(1, 600),
+    default=10.0,
+    show_default=True,
+    help="Window over which the cost of idle workers is measured.",
+)
 @click.option("--json", "as_json", is_flag=True)
-def bench_bus(jobs: int, as_json: bool) -> None:
-    """Per-hop latency and jobs/s through the five queues (no LLM) against bare arq."""
+def bench_bus(jobs: int, processes: str, idle_s: float, as_json: bool) -> None:
+    """Hop latency, hops/s and the cost of idle workers (no LLM), each stage in its own
+    processes: postel against its former 5 ms poll and bare arq (5 ms poll, defaults)."""
     from postel.infra.bench_bus import format_bus_bench, run_bus_bench
 
+    try:
+        counts = tuple(int(n) for n in processes.split(","))
+    except ValueError:
+        fail(f"--processes takes numbers separated by commas, not {processes!r}", EXIT_INPUT)
+    if not counts or min(counts) < 1 or max(counts) > 32:
+        fail(f"--processes takes counts from 1 to 32, not {processes!r}", EXIT_INPUT)
     current = settings()
-    figures = run_async(run_bus_bench)(current, jobs)
+    figures = run_async(run_bus_bench)(current, jobs, counts, idle_s)
     click.echo(json.dumps(figures, indent=2) if as_json else format_bus_bench(figures))
 
 

@@ -4,7 +4,8 @@ handling, atomically.
 One Lua script sets `postel:done:<message_id>` if absent and, only then:
 - puts each downstream message on its queue the way arq's own `enqueue_job` does (the job
   under `arq:job:<id>` with arq's expiry, its id in the queue's sorted set), skipping an id
-  arq already holds or has a result for — so a message is never forked;
+  arq already holds or has a result for — so a message is never forked — and wakes one worker
+  of that queue (a token on its wake-up list, infra/wake.py);
 - runs the given record commands (event XADDs, the job record, the results stream).
 A handler that runs twice therefore commits once, and a crash before the commit leaves
 nothing half-done: the re-run does it all. Nothing downstream can start before its
@@ -25,6 +26,7 @@ from arq.jobs import serialize_job
 from arq.utils import timestamp_ms
 from postel.infra import keys
 from postel.infra.events import Command
+from postel.infra.wake import WAKE_TOKENS_MAX
 from postel.infra.wire import ARQ_FUNCTION, dumps
 from postel.messages import Envelope
 from redis.asyncio import Redis
@@ -34,10 +36,12 @@ if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
   return 0
 end
 for _, job in ipairs(cjson.decode(ARGV[3])) do
-  local job_key, result_key, queue, job_id, score, ttl, payload = unpack(job)
+  local job_key, result_key, queue, job_id, score, ttl, payload, wake = unpack(job)
   if redis.call('EXISTS', job_key, result_key) == 0 then
     redis.call('PSETEX', job_key, ttl, payload)
     redis.call('ZADD', queue, score, job_id)
+    redis.call('LPUSH', wake, '1')
+    redis.call('LTRIM', wake, 0, ARGV[4] - 1)
   end
 end
 for _, command in ipairs(cjson.decode(ARGV[2])) do
@@ -76,6 +80,7 @@ class QueuedJob:
             now,
             expires_extra_ms,
             payload.decode(),
+            keys.wake(self.message.destination),
         ]
 
 
@@ -89,5 +94,7 @@ async def commit_once(
     """True if this call committed; False if the message was already committed."""
     script = redis.register_script(_SCRIPT)
     jobs = [QueuedJob(message).fields() for message in downstream or []]
-    committed = await script(keys=[done_key], args=[ttl_s, json.dumps(commands), json.dumps(jobs)])
+    committed = await script(
+        keys=[done_key], args=[ttl_s, json.dumps(commands), json.dumps(jobs), WAKE_TOKENS_MAX]
+    )
     return bool(committed)

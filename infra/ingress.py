@@ -24,6 +24,7 @@ from postel.infra import keys
 from postel.infra.actor import Runtime
 from postel.infra.deadletter import dead_letter, summarise_validation
 from postel.infra.graphs import GraphNotFound
+from postel.infra.outage import REDIS_UNAVAILABLE, RideOut
 from postel.infra.submit import INGRESS_ID_PREFIX, JobConflict, submit_job
 from postel.messages import JobRequest
 from postel.messages.limits import check_json_text
@@ -67,10 +68,22 @@ class IngressConsumer:
                 raise
 
     async def run(self) -> None:
-        await self.ensure_group()
-        log.info("ingress consumer started", stream=keys.INGRESS, consumer=self.name)
+        """Consume until cancelled, riding out Redis outages like the workers do; after one,
+        the group is ensured again (a Redis restarted without its data has lost it)."""
+        reconnect = RideOut("ingress consumer", self.runtime.settings.redis_give_up_s)
+        grouped = False
         while True:
-            await self.run_once()
+            try:
+                if not grouped:
+                    await self.ensure_group()
+                    grouped = True
+                    log.info("ingress consumer ready", stream=keys.INGRESS, consumer=self.name)
+                await self.run_once()
+            except REDIS_UNAVAILABLE as exc:
+                grouped = False
+                await reconnect.failed(exc)
+            else:
+                reconnect.succeeded()
 
     async def run_once(self, count: int = 50) -> int:
         """Handle one batch (claimed stale entries first); returns how many were handled. A
@@ -183,8 +196,14 @@ def _after(entry_id: str) -> str:
     return f"{ms}-{int(seq) + 1}"
 
 
+# A blocking read returns as soon as an entry arrives; its block only paces the reclaim of
+# entries whose consumer died (after claim_idle_ms), so an idle consumer sends two commands
+# per block instead of two per half second.
+IDLE_BLOCK_MS = 5_000
+
+
 async def run_ingress(runtime: Runtime) -> None:
-    consumer = IngressConsumer(runtime)
+    consumer = IngressConsumer(runtime, block_ms=IDLE_BLOCK_MS)
     try:
         await consumer.run()
     except asyncio.CancelledError:

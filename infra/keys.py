@@ -16,6 +16,11 @@ def queue(worker: str) -> str:
     return f"{PREFIX}:q:{worker}"
 
 
+def wake(worker: str) -> str:
+    """The worker kind's wake-up list: one token per queued message (infra/wake.py)."""
+    return f"{PREFIX}:wake:{worker}"
+
+
 def job(job_id: str) -> str:
     return f"{PREFIX}:job:{job_id}"
 

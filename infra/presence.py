@@ -11,6 +11,7 @@ from datetime import datetime
 
 from postel.infra import keys
 from postel.infra.events import INSTANCE
+from postel.infra.outage import REDIS_UNAVAILABLE, RideOut
 from postel.messages import utc_now
 from pydantic import BaseModel
 from redis.asyncio import Redis
@@ -37,11 +38,20 @@ async def announce(redis: Redis, presence: Presence) -> None:
 
 
 async def keep_announcing(redis: Redis, presence: Presence) -> None:
-    """Refresh until cancelled; a process that dies disappears within TTL_S."""
+    """Refresh until cancelled; a process that dies disappears within TTL_S. While Redis is
+    unreachable, retry with backoff (the process is listed again as soon as it is back)."""
+    reconnect = RideOut("presence")
     with contextlib.suppress(asyncio.CancelledError):
         while True:
             await asyncio.sleep(BEAT_S)
-            await announce(redis, presence)
+            while True:
+                try:
+                    await announce(redis, presence)
+                except REDIS_UNAVAILABLE as exc:
+                    await reconnect.failed(exc)
+                else:
+                    reconnect.succeeded()
+                    break
 
 
 async def withdraw(redis: Redis, presence: Presence) -> None:

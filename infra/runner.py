@@ -1,4 +1,5 @@
-"""Running workers: arq Worker objects for one or more worker kinds in this process.
+"""Running workers: arq Workers woken by pushes (infra/wake.py) for one or more worker kinds
+in this process.
 
 `postel up` runs all five (and the ingress consumer) next to an embedded Redis;
 `postel worker NAME` runs one kind against POSTEL_REDIS_URL. Each arq Worker gets its own
@@ -13,19 +14,22 @@ import importlib
 from typing import Any
 
 import structlog
-from arq import Worker
-from arq.connections import RedisSettings
+from arq.connections import ArqRedis, RedisSettings
 from arq.worker import func
 from postel.infra import keys
 from postel.infra.actor import ARQ_FUNCTION, Actor, Runtime, WorkerSpec
 from postel.infra.ingress import run_ingress
+from postel.infra.outage import REDIS_UNAVAILABLE, RideOut
 from postel.infra.presence import announce, announcement, keep_announcing, withdraw
 from postel.infra.settings import WORKER_NAMES, Settings
+from postel.infra.wake import PushWorker
 from postel.infra.wire import connect_arq, dumps, loads
 
 log = structlog.get_logger(__name__)
 
-KEEP_RESULT_S = 3600
+KEEP_RESULT_S = 0
+"""arq keeps no results: a result would hold a copy of the whole message for its lifetime,
+and postel records every outcome itself (events, the job record, `postel:results`)."""
 
 
 def load_worker(name: str) -> WorkerSpec:
@@ -36,19 +40,23 @@ def load_worker(name: str) -> WorkerSpec:
     return spec
 
 
-def build_arq_worker(spec: WorkerSpec, runtime: Runtime, url: str, concurrency: int) -> Worker:
+def build_arq_worker(spec: WorkerSpec, runtime: Runtime, url: str, concurrency: int) -> PushWorker:
     queue = runtime.settings.queue(spec.name)
     actor = Actor(spec, runtime)
     # One try more than postel's own limit: the handler itself sees the last try and
     # dead-letters the message, instead of arq dropping it silently.
     tries = queue.max_tries + 1
-    return Worker(
+    settings = runtime.settings
+    return PushWorker(
         functions=[
             func(actor.handle_job, name=ARQ_FUNCTION, timeout=queue.job_timeout, max_tries=tries)
         ],
         queue_name=keys.queue(spec.name),
+        wake_key=keys.wake(spec.name),
+        fallback_poll_s=settings.fallback_poll_s,
+        lease_s=settings.lease_s,
+        give_up_s=settings.redis_give_up_s,
         redis_settings=RedisSettings.from_dsn(url),
-        poll_delay=queue.poll_delay,
         job_timeout=queue.job_timeout,
         max_tries=tries,
         max_jobs=concurrency,
@@ -75,8 +83,9 @@ async def run_workers(
     """Run until `stop` is set (or forever); then stop the workers and let running jobs end.
 
     `resources` pre-seeds the per-process objects workers would otherwise build in their
-    setup (an embedding process passes its model; tests pass a scripted one)."""
-    pool = await connect_arq(url)
+    setup (an embedding process passes its model; tests pass a scripted one). A Redis that
+    cannot be reached at start is waited for like an outage (infra/outage.py)."""
+    pool = await _connect(url, settings.redis_give_up_s)
     runtime = Runtime.create(pool, settings)
     runtime.resources.update(resources or {})
     chosen = specs if specs is not None else [load_worker(name) for name in names]
@@ -119,6 +128,15 @@ async def run_workers(
                     await closer()
         await pool.aclose()
         log.info("workers stopped", workers=[s.name for s in chosen])
+
+
+async def _connect(url: str, give_up_s: float | None) -> ArqRedis:
+    reconnect = RideOut("connect", give_up_s)
+    while True:
+        try:
+            return await connect_arq(url)
+        except REDIS_UNAVAILABLE as exc:
+            await reconnect.failed(exc)
 
 
 def _redact(url: str) -> str:

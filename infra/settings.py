@@ -1,10 +1,13 @@
 """Settings from the environment, prefix `POSTEL_` (the README lists every one).
 
-Per-worker queue settings are `POSTEL_<WORKER>__JOB_TIMEOUT`, `..._MAX_TRIES` and
-`..._POLL_DELAY` (two underscores before the field, e.g. `POSTEL_GENERATOR__JOB_TIMEOUT`). A
-running job holds a lease of `POSTEL_LEASE_S` seconds, renewed while its process lives, so a
-killed worker's job is taken over within about that time (arq alone would wait
-job_timeout + 10 s); job_timeout can therefore be sized to the slowest honest model call.
+Per-worker queue settings are `POSTEL_<WORKER>__JOB_TIMEOUT` and `..._MAX_TRIES` (two
+underscores before the field, e.g. `POSTEL_GENERATOR__JOB_TIMEOUT`). A running job holds a
+lease of `POSTEL_LEASE_S` seconds, renewed while its process lives, so a killed worker's job is
+taken over within about that time (arq alone would wait job_timeout + 10 s); job_timeout can
+therefore be sized to the slowest honest model call. Workers are woken by pushes
+(infra/wake.py) and look at their queue unprompted every `POSTEL_FALLBACK_POLL_S`; they ride
+out Redis outages, and exit only once Redis has been unreachable `POSTEL_REDIS_GIVE_UP_S`
+(unset: never).
 """
 
 from __future__ import annotations
@@ -36,7 +39,6 @@ class QueueSettings(BaseModel):
 
     job_timeout: float = Field(gt=0)
     max_tries: int = Field(default=3, ge=1, le=20)
-    poll_delay: float = Field(default=0.005, gt=0, le=5)
 
 
 class Settings(BaseSettings):
@@ -55,6 +57,8 @@ class Settings(BaseSettings):
     validator: QueueSettings = QueueSettings(job_timeout=JOB_TIMEOUTS["validator"])
     concurrency: int = Field(default=10, ge=1, le=1000)
     lease_s: float = Field(default=5.0, ge=1.0, le=600.0)
+    fallback_poll_s: float = Field(default=1.0, ge=0.01, le=60.0)
+    redis_give_up_s: float | None = Field(default=None, gt=0)
 
     events_maxlen: int = Field(default=100_000, ge=100)
     job_events_maxlen: int = Field(default=2_000, ge=10)

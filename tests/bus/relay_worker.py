@@ -1,8 +1,12 @@
-"""A worker process running one relay stage, for the runtime's multi-process tests.
+"""A worker process running relay stages, for the runtime's multi-process tests.
 
-    python tests/bus/relay_worker.py NAME [--slow SECONDS]
+    python tests/bus/relay_worker.py NAME [NAME ...] [--slow SECONDS] [--ingress]
+                                    [--stall-after-take SECONDS]
 
-`--slow` makes the handler sleep first, so a test can kill the process mid-job.
+`--slow` makes each handler sleep first, so a test can kill the process mid-job.
+`--ingress` also runs the ingress consumer. `--stall-after-take` makes the worker sleep
+after it has taken a job from the queue and before arq starts the job (before postel's
+handler renews the lease), so a test can kill the process in that window.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from postel.infra.logging import configure_logging
 from postel.infra.relay import RELAY_WORKERS
 from postel.infra.runner import run_workers
 from postel.infra.settings import Settings
+from postel.infra.wake import PushWorker
 from postel.messages import Envelope
 
 
@@ -28,19 +33,41 @@ def slowed(spec: WorkerSpec, seconds: float) -> WorkerSpec:
     return dataclasses.replace(spec, handle=handle)
 
 
+def stall_after_take(seconds: float) -> None:
+    """Every job this process takes waits `seconds` before arq runs it."""
+    run_job = PushWorker.run_job
+
+    async def stalled(self: PushWorker, job_id: str, score: int) -> None:
+        await asyncio.sleep(seconds)
+        await run_job(self, job_id, score)
+
+    PushWorker.run_job = stalled  # type: ignore[method-assign]
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("name")
+    parser.add_argument("names", nargs="+")
     parser.add_argument("--slow", type=float, default=0.0)
+    parser.add_argument("--ingress", action="store_true")
+    parser.add_argument("--stall-after-take", type=float, default=0.0)
     args = parser.parse_args()
     settings = Settings()
     configure_logging(settings.log_level, settings.log_format)
-    spec = next(s for s in RELAY_WORKERS if s.name == args.name)
+    specs = [s for s in RELAY_WORKERS if s.name in args.names]
     if args.slow:
-        spec = slowed(spec, args.slow)
+        specs = [slowed(spec, args.slow) for spec in specs]
+    if args.stall_after_take:
+        stall_after_take(args.stall_after_take)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    await run_workers([spec.name], settings, settings.effective_redis_url, stop=stop, specs=[spec])
+    await run_workers(
+        [s.name for s in specs],
+        settings,
+        settings.effective_redis_url,
+        stop=stop,
+        specs=specs,
+        ingress=args.ingress,
+    )
 
 
 if __name__ == "__main__":

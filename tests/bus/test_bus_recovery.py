@@ -23,10 +23,11 @@ from postel.infra.wire import connect_arq
 from postel.messages import JobRequest
 
 
-def start_planner(url: str, slow: float) -> subprocess.Popen[bytes]:
+def start_planner(url: str, slow: float, *options: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "POSTEL_REDIS_URL": url, "POSTEL_LOG_LEVEL": "WARNING"}
     return subprocess.Popen(
-        [sys.executable, "tests/bus/relay_worker.py", "planner", "--slow", str(slow)], env=env
+        [sys.executable, "tests/bus/relay_worker.py", "planner", "--slow", str(slow), *options],
+        env=env,
     )
 
 
@@ -68,6 +69,53 @@ async def test_sigkill_mid_job_then_restart_completes_exactly_once(
     # The lease expires within lease_s of the kill; the rest is restart and the job itself.
     assert recovery_s < settings.lease_s + 10
     print(f"recovery after SIGKILL: {recovery_s:.1f} s (lease {settings.lease_s} s)")
+
+
+async def test_sigkill_after_taking_a_job_before_its_handler_frees_it_within_the_lease(
+    redis_url: str, settings: Settings
+) -> None:
+    """arq's in-progress key, set when a worker takes a job, first lives one lease (not
+    job_timeout + 10 s): no window between taking a job and renewing its lease keeps it."""
+    import redis.asyncio as aioredis
+    from arq.constants import in_progress_key_prefix
+
+    others = [s for s in RELAY_WORKERS if s.name != "planner"]
+    doomed = start_planner(redis_url, 0, "--stall-after-take", "60")
+    redis = aioredis.Redis.from_url(redis_url)
+    try:
+        async with (
+            LocalSystem(settings, redis_url=redis_url, specs=others),
+            Client(redis_url, settings) as client,
+        ):
+            job_id = await client.submit("taken, then killed")
+            taken = in_progress_key_prefix + f"{job_id}:intent"
+            async with asyncio.timeout(20):
+                while not await redis.exists(taken):
+                    await asyncio.sleep(0.01)
+            doomed.send_signal(signal.SIGKILL)
+            doomed.wait(10)
+            killed_at = time.perf_counter()
+            replacement = start_planner(redis_url, slow=0)
+            try:
+                result = await client.result(job_id, timeout=settings.lease_s + 30)
+                recovery_s = time.perf_counter() - killed_at
+            finally:
+                replacement.terminate()
+                replacement.wait(10)
+            planner = [
+                (e.status, e.attempt)
+                for e in await client.events.read(job_id)
+                if e.worker == "planner"
+            ]
+    finally:
+        await redis.aclose()
+        if doomed.poll() is None:
+            doomed.kill()
+    assert result == "taken, then killed"
+    assert planner == [("received", 1), ("completed", 1)], "the killed worker never ran it"
+    # arq's own expiry would be the planner's job_timeout + 10 s (190 s)
+    assert recovery_s < settings.lease_s + 10
+    print(f"recovery after SIGKILL between take and handler: {recovery_s:.1f} s")
 
 
 async def test_queued_jobs_survive_an_embedded_redis_restart(

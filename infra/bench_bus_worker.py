@@ -1,0 +1,147 @@
+"""One worker process of `postel bench bus`: one stage of one side.
+
+    python -m postel.infra.bench_bus_worker SIDE STAGE --url URL --ready-key KEY --run RUN
+
+Sides (infra/bench_bus.py compares them in one run):
+- `postel`: the relay stage (infra/relay.py) on postel's runtime, woken by pushes;
+- `postel_poll`: the same relay stage and Actor on arq's own Worker polling every 5 ms, as
+  postel ran before workers were woken by pushes (the "before" of the comparison);
+- `arq_5ms` / `arq_default`: a bare arq function that enqueues the next stage, polling every
+  5 ms / at arq's default settings (poll 0.5 s, 10 jobs at once); JSON serializer on all sides.
+Each process increments `KEY` once it runs. A bare stage returns its hop latency as the job's
+result; its last stage pushes the job's key on `bench:bus:<RUN>:done`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import time
+from typing import Any
+
+from arq import Worker
+from arq.connections import ArqRedis, RedisSettings
+from arq.worker import func
+from postel.infra import keys
+from postel.infra.actor import ARQ_FUNCTION, Actor, Runtime
+from postel.infra.logging import configure_logging
+from postel.infra.relay import RELAY_WORKERS
+from postel.infra.runner import KEEP_RESULT_S, run_workers
+from postel.infra.settings import Settings
+from postel.infra.wire import connect_arq, dumps, loads
+
+STAGES = 5
+SIDES = ("postel", "postel_poll", "arq_5ms", "arq_default")
+FORMER_POLL_S = 0.005
+
+
+def bare_queue(run: str, stage: int) -> str:
+    return f"bench:bus:{run}:q:{stage}"
+
+
+def bare_done(run: str) -> str:
+    return f"bench:bus:{run}:done"
+
+
+def _bare_worker(run: str, stage: int, url: str, options: dict[str, Any]) -> Worker:
+    async def hop(ctx: dict[str, Any], key: str, sent_at: float) -> float:
+        wait_ms = (time.time() - sent_at) * 1000
+        pool: ArqRedis = ctx["redis"]
+        if stage + 1 < STAGES:
+            await pool.enqueue_job(
+                "hop",
+                key,
+                time.time(),
+                _queue_name=bare_queue(run, stage + 1),
+                _job_id=f"{key}:{stage + 1}",
+            )
+        else:
+            await pool.lpush(bare_done(run), key)
+        return wait_ms
+
+    return Worker(
+        functions=[func(hop, name="hop")],
+        queue_name=bare_queue(run, stage),
+        redis_settings=RedisSettings.from_dsn(url),
+        handle_signals=False,
+        job_serializer=dumps,
+        job_deserializer=loads,
+        log_results=False,
+        **options,
+    )
+
+
+async def _former_postel_worker(name: str, url: str, settings: Settings) -> Worker:
+    spec = next(s for s in RELAY_WORKERS if s.name == name)
+    runtime = Runtime.create(await connect_arq(url), settings)
+    queue = settings.queue(name)
+    actor = Actor(spec, runtime)
+    return Worker(
+        functions=[
+            func(
+                actor.handle_job,
+                name=ARQ_FUNCTION,
+                timeout=queue.job_timeout,
+                max_tries=queue.max_tries + 1,
+            )
+        ],
+        queue_name=keys.queue(name),
+        redis_settings=RedisSettings.from_dsn(url),
+        poll_delay=FORMER_POLL_S,
+        job_timeout=queue.job_timeout,
+        max_tries=queue.max_tries + 1,
+        max_jobs=settings.concurrency,
+        keep_result=KEEP_RESULT_S,
+        handle_signals=False,
+        job_serializer=dumps,
+        job_deserializer=loads,
+        log_results=False,
+    )
+
+
+async def serve(side: str, stage: int, url: str, ready_key: str, run: str) -> None:
+    settings = Settings(redis_url=url)
+    configure_logging(settings.log_level, settings.log_format)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    if side == "postel":
+        ready = asyncio.Event()
+        spec = RELAY_WORKERS[stage]
+        serving = asyncio.create_task(
+            run_workers([spec.name], settings, url, stop=stop, ready=ready, specs=[spec])
+        )
+        await ready.wait()
+        worker = None
+    else:
+        if side == "postel_poll":
+            worker = await _former_postel_worker(RELAY_WORKERS[stage].name, url, settings)
+        else:
+            options = {"poll_delay": FORMER_POLL_S} if side == "arq_5ms" else {}
+            worker = _bare_worker(run, stage, url, options)
+        serving = asyncio.create_task(worker.async_run())
+    pool = await connect_arq(url)
+    await pool.incr(ready_key)
+    await pool.aclose()
+    await asyncio.wait(
+        [serving, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED
+    )
+    stop.set()
+    if worker is not None:
+        await worker.close()
+    await asyncio.gather(serving, return_exceptions=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("side", choices=SIDES)
+    parser.add_argument("stage", type=int, choices=range(STAGES))
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--ready-key", required=True)
+    parser.add_argument("--run", required=True)
+    args = parser.parse_args()
+    asyncio.run(serve(args.side, args.stage, args.url, args.ready_key, args.run))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""Push, not poll: a worker sleeps on a blocking Redis read until its queue has work.
+
+arq finds work by polling its queue's sorted set on a timer; postel keeps arq's queue (job
+keys, the sorted set, the in-progress key, retries, deferral, results, `run_job` and
+`finish_job` are arq's own) and replaces only the timer:
+
+- Wake-ups: whatever puts a message on a queue pushes one token on the queue's wake-up list
+  (`postel:wake:<worker>`) in the same step: the commit script for downstream messages
+  (infra/commit.py), `enqueue` for submissions (infra/actor.py).
+- Sleeping: a worker with a free slot blocks on BLPOP of that list. One token wakes one
+  worker, so N idle replicas are not all woken for one message.
+- Taking: woken, a worker takes ready jobs in ONE round trip (a Lua script): it reads the
+  ready part of the queue and sets arq's in-progress key on up to its free slots' worth of
+  jobs that no one holds, which is what arq's `start_jobs` does with a WATCH/MULTI exchange per
+  job. A worker that loses the race for a job has spent one round trip, not one per job.
+- A chain, not a stampede: if ready jobs are left behind (this worker is full) and no token
+  is waiting, the script leaves one, which wakes the next idle replica; the full worker takes
+  more as soon as one of its own slots frees.
+- Fallback: BLPOP times out after `POSTEL_FALLBACK_POLL_S` (or when the earliest deferred job
+  falls due, if that is sooner), and the worker looks at the queue anyway. Deferred work
+  (arq's `Retry(defer=...)`, scheduled jobs) and a wake-up that was lost (popped by a process
+  that died, or by a connection cut before the reply arrived) are thus delayed by at most the
+  fallback interval. A token pushed while no worker listens (all busy, or reconnecting) waits
+  in the list.
+- Bound: a queue's list keeps at most WAKE_TOKENS_MAX tokens, so a burst wakes at most that
+  many idle replicas at once (the chain wakes the rest) and, after a burst, at most that many
+  look at the queue and find nothing.
+
+An idle worker thus sends two commands per fallback interval (a BLPOP that times out, then the
+take script). The in-progress key's first expiry is the lease (`POSTEL_LEASE_S`), not arq's
+job_timeout + 10 s: a process killed after taking a job, before its handler renews the lease,
+frees the job as quickly as one killed mid-handler (infra/actor.py renews it). The queue loop
+rides out Redis outages (infra/outage.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+import structlog
+from arq import Worker
+from arq.connections import create_pool
+from arq.constants import in_progress_key_prefix
+from arq.utils import timestamp_ms
+from postel.infra import keys
+from postel.infra.outage import REDIS_UNAVAILABLE, RideOut
+from redis.asyncio import Redis
+
+log = structlog.get_logger(__name__)
+
+WAKE_TOKENS_MAX = 64
+
+# KEYS: queue, wake list. ARGV: now (ms), free slots, how many queued jobs to look at, arq's
+# in-progress key prefix, in-progress expiry (ms).
+# Returns {job id, score, job id, score, ...}, 1 if free ready jobs were left behind, and the
+# score of the earliest job not yet due ('' if none among those looked at). One read of the
+# sorted set serves both: it is ordered by due time.
+_TAKE_JOBS = """
+local queued = redis.call('ZRANGE', KEYS[1], 0, ARGV[3] - 1, 'WITHSCORES')
+local now = tonumber(ARGV[1])
+local free = tonumber(ARGV[2])
+local taken = {}
+local left_behind = 0
+local next_due = ''
+for i = 1, #queued, 2 do
+  if tonumber(queued[i + 1]) > now then
+    next_due = queued[i + 1]
+    break
+  end
+  local in_progress = ARGV[4] .. queued[i]
+  if redis.call('EXISTS', in_progress) == 0 then
+    if #taken >= 2 * free then
+      left_behind = 1
+      break
+    end
+    redis.call('SET', in_progress, '1', 'PX', ARGV[5])
+    taken[#taken + 1] = queued[i]
+    taken[#taken + 1] = queued[i + 1]
+  end
+end
+if left_behind == 1 and redis.call('LLEN', KEYS[2]) == 0 then
+  redis.call('LPUSH', KEYS[2], '1')
+end
+return {taken, left_behind, next_due}
+"""
+
+
+async def wake(redis: Redis, worker: str) -> None:
+    """Wake one waiting worker of kind `worker` (a message was put on its queue)."""
+    wake_key = keys.wake(worker)
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.lpush(wake_key, "1")
+        pipe.ltrim(wake_key, 0, WAKE_TOKENS_MAX - 1)
+        await pipe.execute()
+
+
+class PushWorker(Worker):
+    """arq's Worker, woken by its queue's wake-up list instead of polling on a timer."""
+
+    def __init__(
+        self,
+        *,
+        wake_key: str,
+        fallback_poll_s: float,
+        lease_s: float,
+        give_up_s: float | None = None,
+        **arq_options: Any,
+    ) -> None:
+        super().__init__(poll_delay=fallback_poll_s, **arq_options)
+        self.wake_key = wake_key
+        self.fallback_poll_s = fallback_poll_s
+        self.give_up_s = give_up_s
+        self.in_progress_timeout_s = lease_s
+        self._left_behind = False
+        self._next_due_ms: int | None = None
+        self._slot_freed = asyncio.Event()
+
+    async def main(self) -> None:
+        """Take what is ready, then sleep until woken, a slot frees or the fallback elapses;
+        on a Redis outage, retry with backoff (giving up after `give_up_s`, if set)."""
+        reconnect = RideOut(f"worker {self.queue_name}", self.give_up_s)
+        while self._pool is None:
+            try:
+                self._pool = await self._connect()
+            except REDIS_UNAVAILABLE as exc:
+                await reconnect.failed(exc)
+        self.ctx["redis"] = self.pool
+        self._take_script = self.pool.register_script(_TAKE_JOBS)
+        while True:
+            try:
+                await self._poll_iteration()
+                reconnect.succeeded()
+                await self._wait_for_work()
+            except REDIS_UNAVAILABLE as exc:
+                # Back, the loop looks at the queue at once: wake-ups may have been lost.
+                await reconnect.failed(exc)
+
+    async def _connect(self) -> Any:
+        assert self.redis_settings is not None
+        return await create_pool(
+            dataclasses.replace(self.redis_settings, conn_retries=0),
+            job_serializer=self.job_serializer,
+            job_deserializer=self.job_deserializer,
+            default_queue_name=self.queue_name,
+            expires_extra_ms=self.expires_extra_ms,
+        )
+
+    async def _poll_iteration(self) -> None:
+        if self.job_counter < self.max_jobs:
+            await self._take_jobs()
+        self._reap_finished()
+        await self.heart_beat()
+
+    async def _take_jobs(self) -> None:
+        taken, left_behind, next_due = await self._take_script(
+            keys=[self.queue_name, self.wake_key],
+            args=[
+                timestamp_ms(),
+                self.max_jobs - self.job_counter,
+                self.queue_read_limit,
+                in_progress_key_prefix,
+                int(self.in_progress_timeout_s * 1000),
+            ],
+        )
+        self._left_behind = bool(left_behind)
+        self._next_due_ms = int(float(next_due)) if next_due else None
+        for raw_id, raw_score in zip(taken[::2], taken[1::2], strict=True):
+            job_id = raw_id.decode()
+            await self.sem.acquire()
+            self.job_counter += 1
+            task = asyncio.create_task(self.run_job(job_id, int(float(raw_score))))
+            task.add_done_callback(lambda _: self._release_sem_dec_counter_on_complete())
+            self.tasks[job_id] = task
+
+    def _release_sem_dec_counter_on_complete(self) -> None:
+        super()._release_sem_dec_counter_on_complete()
+        self._slot_freed.set()
+
+    def _reap_finished(self) -> None:
+        """Forget finished jobs; re-raise a job's unexpected error, as arq does. A job that
+        lost Redis is not an error of this process: its in-progress key lapses within the
+        lease and it runs again."""
+        for job_id, task in list(self.tasks.items()):
+            if not task.done():
+                continue
+            del self.tasks[job_id]
+            if task.cancelled():
+                continue
+            error = task.exception()
+            if isinstance(error, REDIS_UNAVAILABLE):
+                log.warning("a job lost redis; it runs again", job_id=job_id, error=str(error))
+            elif error is not None:
+                raise error
+
+    async def _wait_for_work(self) -> None:
+        while self.job_counter >= self.max_jobs:
+            self._slot_freed.clear()
+            await self._slot_freed.wait()
+        if self._left_behind:
+            return
+        timeout = self.fallback_poll_s
+        if self._next_due_ms is not None:
+            timeout = min(timeout, (self._next_due_ms - timestamp_ms()) / 1000)
+        if timeout > 0:
+            # BLPOP's timeout 0 means forever; a due time under 1 ms away is waited for 1 ms.
+            await self.pool.blpop([self.wake_key], timeout=max(timeout, 0.001))

@@ -1,0 +1,50 @@
+"""`postel bench bus` runs every side end to end and prints its figures (the figures
+themselves are the benchmark's business: no test asserts a speed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.slow
+def test_bench_bus_measures_every_side_at_rest_and_in_flight() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
+    env["POSTEL_LOG_LEVEL"] = "WARNING"
+    command = ["bench", "bus", "--jobs", "5", "--processes", "1", "--idle-s", "1", "--json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "postel", *command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    assert set(figures["sides"]) == {"postel", "postel_poll", "arq_5ms", "arq_default"}
+    for side in figures["sides"].values():
+        run = side["by_processes"]["1"]
+        assert run["latency_samples"] >= 5 * 5 and run["hops_per_s"] > 0
+        assert side["idle_commands_per_s_per_process"] > 0
+    assert set(figures["targets"]) == {
+        "hop_p50_le_1ms",
+        "hop_p99_le_5ms",
+        "idle_le_5_commands_per_s",
+        "idle_cpu_lt_1pct",
+        "hops_per_s_ge_before",
+    }
+
+
+def test_bench_bus_refuses_a_bad_process_list() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "postel", "bench", "bus", "--processes", "1,two"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--processes takes numbers separated by commas, not '1,two'" in done.stderr

@@ -1,0 +1,210 @@
+"""Push, not poll (infra/wake.py): idle workers sleep until a wake-up, one wake-up wakes one
+worker, a worker that leaves jobs behind wakes the next, and deferred or unannounced work is
+picked up by the fallback look at the queue."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import redis.asyncio as aioredis
+from arq import Retry
+from arq.connections import ArqRedis, RedisSettings
+from arq.worker import func
+from postel.infra import keys
+from postel.infra.redis_server import EmbeddedRedis, free_port
+from postel.infra.wake import WAKE_TOKENS_MAX, PushWorker, wake
+from postel.infra.wire import connect_arq, dumps, loads
+
+JobFunction = Callable[..., Coroutine[Any, Any, Any]]
+
+
+@asynccontextmanager
+async def push_workers(
+    url: str,
+    function: JobFunction,
+    *,
+    replicas: int = 1,
+    fallback_poll_s: float,
+    max_jobs: int = 10,
+) -> AsyncIterator[list[PushWorker]]:
+    """`replicas` workers of the queue `postel:q:t`, each with its own connection pool, as
+    separate processes would have."""
+    workers = [
+        PushWorker(
+            functions=[func(function, name="f")],
+            queue_name=keys.queue("t"),
+            wake_key=keys.wake("t"),
+            fallback_poll_s=fallback_poll_s,
+            lease_s=5,
+            redis_settings=RedisSettings.from_dsn(url),
+            max_jobs=max_jobs,
+            handle_signals=False,
+            job_serializer=dumps,
+            job_deserializer=loads,
+            log_results=False,
+        )
+        for _ in range(replicas)
+    ]
+    tasks = [asyncio.create_task(worker.async_run()) for worker in workers]
+    try:
+        await until_blocked(url, replicas)
+        yield workers
+    finally:
+        for worker in workers:
+            await worker.close()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def until_blocked(url: str, replicas: int) -> None:
+    """Until `replicas` clients of this database wait in BLPOP: the workers looked at the queue
+    once at start and now sleep."""
+    client = aioredis.Redis.from_url(url)
+    db = str(client.get_connection_kwargs().get("db", 0))
+    try:
+        async with asyncio.timeout(10):
+            while True:
+                clients = await client.client_list()
+                blocked = [c for c in clients if c["cmd"] == "blpop" and c["db"] == db]
+                if len(blocked) >= replicas:
+                    return
+                await asyncio.sleep(0.01)
+    finally:
+        await client.aclose()
+
+
+async def enqueue_unannounced(pool: ArqRedis, job_id: str) -> None:
+    """Put a job on the queue the way arq alone would: no wake-up."""
+    await pool.enqueue_job("f", job_id, _job_id=job_id, _queue_name=keys.queue("t"))
+
+
+async def until(condition: Callable[[], bool], timeout: float) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.01)
+
+
+async def test_a_deferred_retry_runs_with_no_other_traffic(redis_url: str) -> None:
+    runs: list[float] = []
+
+    async def flaky(ctx: dict[str, Any], job_id: str) -> None:
+        runs.append(time.monotonic())
+        if len(runs) == 1:
+            raise Retry(defer=2)
+
+    pool = await connect_arq(redis_url)
+    try:
+        async with push_workers(redis_url, flaky, fallback_poll_s=1.0):
+            await enqueue_unannounced(pool, "deferred")
+            await wake(pool, "t")
+            await until(lambda: len(runs) == 2, timeout=10)
+    finally:
+        await pool.aclose()
+    # due 2 s after the first run; found by the fallback look at the queue, at most 1 s late
+    assert 1.9 <= runs[1] - runs[0] <= 2 + 1.0 + 0.5
+
+
+async def test_a_lost_wake_up_only_delays_work_by_the_fallback_interval(redis_url: str) -> None:
+    started: list[float] = []
+
+    async def record(ctx: dict[str, Any], job_id: str) -> None:
+        started.append(time.monotonic())
+
+    pool = await connect_arq(redis_url)
+    try:
+        async with push_workers(redis_url, record, fallback_poll_s=1.0):
+            enqueued = time.monotonic()
+            await enqueue_unannounced(pool, "unannounced")
+            await until(lambda: bool(started), timeout=10)
+    finally:
+        await pool.aclose()
+    assert started[0] - enqueued <= 1.0 + 0.5
+
+
+async def test_an_idle_worker_sleeps_until_woken(redis_url: str) -> None:
+    started: list[str] = []
+
+    async def record(ctx: dict[str, Any], job_id: str) -> None:
+        started.append(job_id)
+
+    pool = await connect_arq(redis_url)
+    try:
+        async with push_workers(redis_url, record, fallback_poll_s=60):
+            await enqueue_unannounced(pool, "quiet")
+            await asyncio.sleep(1.5)
+            assert started == [], "an idle worker does not look at its queue unprompted"
+            await wake(pool, "t")
+            await until(lambda: started == ["quiet"], timeout=5)
+    finally:
+        await pool.aclose()
+
+
+async def test_the_wake_up_list_is_bounded(redis_url: str) -> None:
+    pool = await connect_arq(redis_url)
+    try:
+        for _ in range(WAKE_TOKENS_MAX + 10):
+            await wake(pool, "t")
+        assert await pool.llen(keys.wake("t")) == WAKE_TOKENS_MAX
+    finally:
+        await pool.aclose()
+
+
+@asynccontextmanager
+async def private_redis() -> AsyncIterator[str]:
+    """A server of the test's own: INFO commandstats counts every client of the server."""
+    with tempfile.TemporaryDirectory(prefix="postel-wake-") as state_dir:
+        async with EmbeddedRedis(free_port(), Path(state_dir)) as server:
+            yield server.url
+
+
+async def take_scripts_run(client: aioredis.Redis) -> int:
+    stats = await client.info("commandstats")
+    return int(stats.get("cmdstat_evalsha", {}).get("calls", 0))
+
+
+async def test_one_wake_up_wakes_one_of_many_idle_replicas() -> None:
+    started: list[str] = []
+
+    async def record(ctx: dict[str, Any], job_id: str) -> None:
+        started.append(job_id)
+
+    async with private_redis() as url:
+        pool = await connect_arq(url)
+        try:
+            async with push_workers(url, record, replicas=4, fallback_poll_s=60) as workers:
+                before = await take_scripts_run(pool)
+                await enqueue_unannounced(pool, "one")
+                await wake(pool, "t")
+                await until(lambda: started == ["one"], timeout=5)
+                await asyncio.sleep(0.3)
+                assert await take_scripts_run(pool) - before == 1, "one worker looked, once"
+                assert sum(w.jobs_complete for w in workers) == 1
+        finally:
+            await pool.aclose()
+
+
+async def test_a_full_worker_leaving_jobs_behind_wakes_the_next_replica(redis_url: str) -> None:
+    running: dict[str, int] = {}
+
+    async def hold(ctx: dict[str, Any], job_id: str) -> None:
+        running[job_id] = id(ctx["redis"])
+        await asyncio.sleep(3)
+
+    pool = await connect_arq(redis_url)
+    try:
+        async with push_workers(redis_url, hold, replicas=2, fallback_poll_s=60, max_jobs=1):
+            await enqueue_unannounced(pool, "first")
+            await enqueue_unannounced(pool, "second")
+            await wake(pool, "t")
+            # the second job starts on the other replica long before the first one ends
+            await until(lambda: len(running) == 2, timeout=2)
+    finally:
+        await pool.aclose()
+    assert len(set(running.values())) == 2, "one job on each replica"
