@@ -20,6 +20,7 @@ Figures:
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import statistics
 import subprocess
@@ -35,7 +36,7 @@ from postel.infra.bench_bus_worker import STAGES, bare_done, bare_queue
 from postel.infra.client import Client
 from postel.infra.redis_server import configured_or_scratch
 from postel.infra.settings import Settings
-from postel.infra.wire import connect_arq, loads
+from postel.infra.wire import connect_arq
 
 TARGET_P50_MS = 1.0
 TARGET_P99_MS = 5.0
@@ -207,7 +208,7 @@ async def _bare_hops(url: str, run: str, tag: str, latency_jobs: int, jobs: int)
         )
     finally:
         await pool.aclose()
-    waits = [float(loads(raw)["r"]) for raw in results if raw is not None]
+    waits = [float(json.loads(raw)["r"]) for raw in results if raw is not None]
     return _hop_figures(waits, jobs, elapsed)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import signal
 import time
 from typing import Any
@@ -66,7 +67,8 @@ def _bare_worker(run: str, stage: int, url: str, options: dict[str, Any]) -> Wor
         redis_settings=RedisSettings.from_dsn(url),
         handle_signals=False,
         job_serializer=dumps,
-        job_deserializer=loads,
+        # plain JSON: postel's own reader takes only postel's job shape (function `handle`)
+        job_deserializer=json.loads,
         log_results=False,
         **options,
     )
