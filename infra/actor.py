@@ -4,6 +4,7 @@ For every arq job a worker takes:
 
   decode -> (poison? dead-letter, fail the job, go on)
   -> take the lease, record `received`, learn if an earlier run already committed (stop)
+     or the job has finished, cancelled say (`dropped` event, stop)
   -> call the worker's handler
   -> commit, atomically: done marker + downstream messages on their queues + the
      `completed`/`continued` event (+ job record and results stream for terminal messages)
@@ -13,7 +14,8 @@ out of tries, the message is dead-lettered and the job fails with status `out_of
 (`llm_error` for a model endpoint that kept failing or refused the request). Downstream
 messages carry deterministic ids and are enqueued only by the commit that marks their cause
 done, so a handler that runs twice (its worker was killed) neither forks the job nor records
-its completion twice (infra/commit.py).
+its completion twice (infra/commit.py). A handler still running when its job finishes has
+its commit refused: nothing goes downstream and a `dropped` event says so.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 from arq import Retry
@@ -34,7 +36,7 @@ from postel.infra import keys
 from postel.infra.commit import ARQ_FUNCTION, commit_once
 from postel.infra.deadletter import dead_letter
 from postel.infra.events import Command, Event, EventLog, EventStatus, Metrics, run_commands
-from postel.infra.jobs import JobStore
+from postel.infra.jobs import JobStore, publish_command
 from postel.infra.settings import Settings
 from postel.messages import (
     Envelope,
@@ -51,6 +53,9 @@ from redis.asyncio import Redis
 log = structlog.get_logger(__name__)
 
 DONE_TTL_S = 7 * 24 * 3600
+
+_DROPPED_AT_RECEIVE = "its job had already finished; the message was not handled"
+_DROPPED_AT_COMMIT = "its job finished while the message was handled; the outcome was discarded"
 
 
 @dataclass
@@ -142,8 +147,13 @@ class Actor:
         )
         try:
             received = self._event(message, "received", wait_ms=_age_ms(message.created_at))
-            if await self._receive(message, received, lease_key):
+            seen = await self._receive(message, received, lease_key)
+            if seen == "handled":
                 log.info("message already handled; skipping the re-run")
+                return
+            if seen == "job_finished":
+                log.info("the message's job has finished; dropping the message")
+                await self._record(message, "dropped", error=_DROPPED_AT_RECEIVE)
                 return
             if attempt > self.max_tries:
                 await self._give_up(message, payload, "out of tries (its worker died each time)")
@@ -166,17 +176,23 @@ class Actor:
         finally:
             structlog.contextvars.unbind_contextvars("job_id", "message_id", "worker")
 
-    async def _receive(self, message: Envelope, received: Event, lease_key: str | None) -> bool:
+    async def _receive(
+        self, message: Envelope, received: Event, lease_key: str | None
+    ) -> Literal["new", "handled", "job_finished"]:
         """Take the lease, record `received` and learn whether the message was already
-        committed by an earlier run: one round trip."""
+        committed by an earlier run, or its job has finished (cancelled, say): one round
+        trip."""
         async with self.runtime.redis.pipeline(transaction=False) as pipe:
             pipe.exists(keys.done(message.message_id))
+            pipe.hget(keys.job(message.job_id), "status")
             if lease_key is not None:
                 pipe.pexpire(lease_key, self.lease_ms)
             for command in self.runtime.events.commands(received):
                 pipe.execute_command(*command)
             replies = await pipe.execute()
-        return bool(replies[0])
+        if replies[0]:
+            return "handled"
+        return "job_finished" if replies[1] in (b"completed", b"failed") else "new"
 
     async def _decode(self, payload: Any, attempt: int) -> Envelope | None:
         error: str | None = None
@@ -277,11 +293,20 @@ class Actor:
         if not terminal:
             stage = next((m.destination for m in outcome.messages), None) or self.spec.name
             commands.append(JobStore.running_command(message.job_id, stage))
-        committed = await commit_once(
-            self.runtime.redis, keys.done(message.message_id), DONE_TTL_S, commands, downstream
+        dropped = self._event(message, "dropped", duration_ms=duration_ms, error=_DROPPED_AT_COMMIT)
+        result = await commit_once(
+            self.runtime.redis,
+            keys.done(message.message_id),
+            DONE_TTL_S,
+            commands,
+            downstream,
+            job_id=message.job_id,
+            dropped=self.runtime.events.commands(dropped),
         )
-        if not committed:
+        if result == "duplicate":
             log.info("another run committed this message first")
+        elif result == "refused":
+            log.info("the job finished while this message was handled; its outcome is dropped")
 
     def _finish_job(self, final: Envelope) -> list[Command]:
         if isinstance(final, JobCompleted):
@@ -304,19 +329,7 @@ class Actor:
             status=status,
             error=error,
         )
-        maxlen = str(self.runtime.settings.events_maxlen)
-        published = [
-            "XADD",
-            keys.RESULTS,
-            "MAXLEN",
-            "~",
-            maxlen,
-            "*",
-            "job_id",
-            final.job_id,
-            "message",
-            final.model_dump_json(),
-        ]
+        published = publish_command(final, self.runtime.settings.events_maxlen)
         return [record, *self.runtime.events.commands(event), published]
 
     def _event(

@@ -336,6 +336,22 @@ def status(job_id: str) -> None:
 
 @main.command()
 @click.argument("job_id")
+@click.option("--reason", default="", help="Why; recorded with the failure.")
+def cancel(job_id: str, reason: str) -> None:
+    """Cancel a queued or running job: it fails as `cancelled` and none of its messages is
+    handled afterwards (exit 6 if it had already finished, 4 if there is no such job)."""
+    current = settings()
+
+    async def go() -> None:
+        async with Client(settings=current) as client:
+            record = await client.cancel(job_id, reason, by="cli")
+            click.echo(f"{record.job_id} {record.failure}: {record.error}")
+
+    run_async(go)()
+
+
+@main.command()
+@click.argument("job_id")
 @click.option("--follow", is_flag=True, help="Keep printing new events until the job ends.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event.")
 def events(job_id: str, follow: bool, as_json: bool) -> None:

@@ -7,6 +7,8 @@ Exit codes a script can rely on:
   3  Redis unreachable
   4  no such job or graph
   5  timed out waiting
+  6  refused: the job has already finished (cancel), or the dead letter cannot be
+     redriven (its payload still cannot be decoded, or its job cannot be reopened)
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from functools import wraps
 from typing import Any, TypeVar
 
 import click
+from postel.infra.cancel import JobAlreadyFinished
 from postel.infra.client import JobFailedError
 from postel.infra.jobs import JobNotFound
 from postel.infra.local_model import LocalModelError
@@ -29,7 +32,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 T = TypeVar("T")
 
-EXIT_FAILED, EXIT_INPUT, EXIT_REDIS, EXIT_NOT_FOUND, EXIT_TIMEOUT = 1, 2, 3, 4, 5
+EXIT_FAILED, EXIT_INPUT, EXIT_REDIS, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_REFUSED = 1, 2, 3, 4, 5, 6
 
 
 def run_async(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
@@ -50,6 +53,8 @@ def run_async(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T
             fail("timed out waiting for the job", EXIT_TIMEOUT)
         except JobFailedError as exc:
             fail(str(exc), EXIT_FAILED)
+        except JobAlreadyFinished as exc:
+            fail(str(exc), EXIT_REFUSED)
         except ValidationError as exc:
             fail(f"invalid input: {exc}", EXIT_INPUT)
         except LocalModelError as exc:

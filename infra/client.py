@@ -1,4 +1,4 @@
-"""The Python client: submit a job, follow its events, await its result.
+"""The Python client: submit a job, follow its events, await its result, cancel it.
 
     async with Client() as client:
         job_id = await client.submit("get the total price", type="float", text=invoice)
@@ -17,6 +17,7 @@ from typing import Any
 
 from arq.connections import ArqRedis
 from postel.infra import keys
+from postel.infra.cancel import cancel_job
 from postel.infra.events import Event, EventLog
 from postel.infra.jobs import JobNotFound, JobRecord, JobStore
 from postel.infra.settings import Settings
@@ -103,6 +104,12 @@ class Client:
 
     async def status(self, job_id: str) -> JobRecord:
         return await self.jobs.get(job_id)
+
+    async def cancel(self, job_id: str, reason: str = "", *, by: str = "client") -> JobRecord:
+        """Cancel a queued or running job and return its record (failed, `cancelled`).
+        JobNotFound for an unknown job; JobAlreadyFinished if it had finished."""
+        await cancel_job(self.pool, self.events, job_id, by=by, reason=reason)
+        return await self.status(job_id)
 
     async def follow(self, job_id: str) -> AsyncIterator[Event]:
         """The job's events as they happen, ending after its terminal event."""

@@ -1,7 +1,10 @@
 """The job record: status, stage, timestamps, and the result or error, readable by job_id.
 
 A Redis hash under `postel:job:<id>`. `status` is queued, running, completed or failed;
-`failure` is the documented FailureStatus of a failed job.
+`failure` is the documented FailureStatus of a failed job. `llm_calls`, `prompt_tokens` and
+`completion_tokens` sum the committed hops' model use (infra/events.py adds them). Every job
+id is also in the sorted set `postel:jobs` by creation time, so a dashboard pages through
+the newest jobs without scanning the keyspace.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from datetime import datetime
 from typing import Any, Literal
 
 from postel.infra import keys
-from postel.messages import JobRequest, utc_now
+from postel.infra.events import Command
+from postel.messages import Envelope, JobRequest, utc_now
 from pydantic import BaseModel
 from redis.asyncio import Redis
 
@@ -29,6 +33,9 @@ class JobRecord(BaseModel):
     result: Any = None
     error: str | None = None
     failure: str | None = None
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
     @property
     def finished(self) -> bool:
@@ -46,22 +53,27 @@ class JobStore:
 
     async def create(self, job_id: str, request: JobRequest) -> bool:
         """Write a new record; False when the job id is already taken."""
-        now = utc_now().isoformat()
+        now = utc_now()
         key = keys.job(job_id)
         created = await self.redis.hsetnx(key, "job_id", job_id)
         if not created:
             return False
-        await self.redis.hset(
-            key,
-            mapping={
-                "status": "queued",
-                "stage": "intent",
-                "created_at": now,
-                "updated_at": now,
-                "request": request.model_dump_json(),
-            },
-        )
-        await self.redis.expire(key, self.ttl_s)
+        created_ms = int(now.timestamp() * 1000)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hset(
+                key,
+                mapping={
+                    "status": "queued",
+                    "stage": "intent",
+                    "created_at": now.isoformat(),
+                    "updated_at": now.isoformat(),
+                    "request": request.model_dump_json(),
+                },
+            )
+            pipe.expire(key, self.ttl_s)
+            pipe.zadd(keys.JOBS, {job_id: created_ms})
+            pipe.zremrangebyscore(keys.JOBS, "-inf", f"({created_ms - self.ttl_s * 1000}")
+            await pipe.execute()
         return True
 
     @staticmethod
@@ -101,3 +113,19 @@ class JobStore:
         )
         data["result"] = json.loads(data["result"]) if "result" in data else None
         return JobRecord.model_validate(data)
+
+
+def publish_command(final: Envelope, maxlen: int) -> Command:
+    """Publish a job's terminal message on the results stream (Client.wait_all reads it)."""
+    return [
+        "XADD",
+        keys.RESULTS,
+        "MAXLEN",
+        "~",
+        str(maxlen),
+        "*",
+        "job_id",
+        final.job_id,
+        "message",
+        final.model_dump_json(),
+    ]

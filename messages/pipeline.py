@@ -36,6 +36,7 @@ FailureStatus = Literal[
     "validation_failed",
     "deadline_exceeded",
     "out_of_tries",
+    "cancelled",
 ]
 
 
