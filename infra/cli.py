@@ -20,7 +20,7 @@ from postel.infra.cli_support import (
     settings,
 )
 from postel.infra.client import Client, JobFailedError
-from postel.infra.events import Event
+from postel.infra.events import Event, parse_command_lines
 from postel.infra.local_model import LocalModelError
 from postel.infra.settings import WORKER_NAMES
 from pydantic import ValidationError
@@ -36,8 +36,20 @@ def format_event(event: Event) -> str:
         value = getattr(event, name)
         if value:
             figures.append(f"{name}={value}")
+    if event.repair:
+        figures.append(f"repair={event.repair}")
+    if event.finish_reason:
+        figures.append(f"finish={event.finish_reason}")
     line = f"{event.worker:<10} {event.status:<13} {event.type:<22} {' '.join(figures)}"
-    return f"{line}  error: {event.error}" if event.error else line
+    if event.decision:
+        line += f"  {event.decision}" + (f": {event.rationale}" if event.rationale else "")
+    if event.error:
+        line += f"  error: {event.error}"
+    commands = [
+        f"{'':10} {status:<13} {count:>6}  {command}"
+        for status, count, command in parse_command_lines(event.commands)
+    ]
+    return "\n".join([line, *commands])
 
 
 # Options shared by the commands that build a job request.
@@ -241,25 +253,36 @@ def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
     Embedded by default (a private Redis, all five workers, the bundled offline model); on
     the running system when POSTEL_REDIS_URL is set or `postel up` runs; the model at
     POSTEL_LLM_BASE_URL when set."""
-    from postel.infra.demo import run_demo
+    from postel.infra.demo import evidence_lines, run_demo
     from postel.services.generation.markdown import to_markdown
 
     current = settings()
 
     async def go() -> None:
-        record = await run_demo(
+        outcome = await run_demo(
             current, click.echo, max_rounds=max_rounds, max_tokens=max_tokens, timeout=timeout
         )
+        record = outcome.record
         if record.status == "failed":
             click.echo(f"\njob {record.job_id} failed ({record.failure}): {record.error}")
             if isinstance(record.result, dict) and "sections" in record.result:
                 click.echo("\nWhat was delivered before it failed (the model's words):\n")
                 click.echo(to_markdown(record.result))
-            sys.exit(EXIT_FAILED)
+        else:
+            click.echo(
+                f"\njob {record.job_id} completed. The validated document, in the model's words:\n"
+            )
+            click.echo(to_markdown(record.result))
+        if outcome.rounds:
+            click.echo("\nThe evidence GASL found in the graph (exact results, with sources):\n")
+            for line in evidence_lines(outcome.rounds):
+                click.echo(line)
         click.echo(
-            f"\njob {record.job_id} completed. The validated document, in the model's words:\n"
+            f"\n{record.llm_calls} model calls, "
+            f"{record.prompt_tokens}+{record.completion_tokens} tokens"
         )
-        click.echo(to_markdown(record.result))
+        if record.status == "failed":
+            sys.exit(EXIT_FAILED)
 
     run_async(go)()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from postel.infra.actor import Metrics, Outcome, Runtime, WorkerSpec
+from postel.infra.events import command_lines
 from postel.infra.graphs import GraphRegistry
 from postel.infra.model import ensure_model, model_of
 from postel.infra.stores import GaslStateStore
@@ -28,7 +29,11 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     llm = model.metered()
     result = await execute_round(message, adapter, before, LLMGaslModel(llm, model.capability))
     await states.after_round(message.job_id, task, message.round, result.state)
-    return Outcome([result.message], Metrics.of_calls(llm.meter, round=message.round))
+    await states.record_round(result.message)
+    commands = command_lines(result.message.records)
+    return Outcome(
+        [result.message], Metrics.of_calls(llm.meter, round=message.round, commands=commands)
+    )
 
 
 WORKER = WorkerSpec("gasl", (GaslPlanRequested,), handle, setup=ensure_model)
