@@ -15,6 +15,7 @@ from postel.infra.cli_gasl import bench_gasl, gasl, graph
 from postel.infra.cli_support import (
     EXIT_FAILED,
     EXIT_INPUT,
+    EXIT_REFUSED,
     fail,
     run_async,
     settings,
@@ -414,6 +415,104 @@ def workers(as_json: bool) -> None:
                 click.echo(
                     f"{presence.instance:<28} {kinds}  (since {presence.started_at:%H:%M:%S})"
                 )
+
+    run_async(go)()
+
+
+@main.group()
+def dead() -> None:
+    """Dead letters: messages postel could not handle, kept with the error and the payload."""
+
+
+worker_filter = click.option(
+    "--worker", default=None, help="Only those of this worker kind (or `ingress`)."
+)
+error_filter = click.option("--error", default=None, help="Only those whose error contains TEXT.")
+
+
+@dead.command("list")
+@worker_filter
+@error_filter
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option("--before", default=None, help="Continue after this id (the cursor printed last).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per dead letter.")
+def dead_list(
+    worker: str | None, error: str | None, limit: int, before: str | None, as_json: bool
+) -> None:
+    """List dead letters, newest first."""
+    from postel.infra.deadletter import list_dead
+
+    current = settings()
+
+    async def go() -> None:
+        async with Client(settings=current) as client:
+            page = await list_dead(
+                client.pool, before=before, limit=limit, worker=worker, error=error
+            )
+        for letter in page.items:
+            if as_json:
+                click.echo(letter.model_dump_json())
+                continue
+            when = f"{letter.at:%Y-%m-%d %H:%M:%S}" if letter.at else "?"
+            job = letter.job_id or "-"
+            click.echo(
+                f"{letter.id:<17} {when}  {letter.worker:<10} {job:<24} {letter.error[:100]}"
+            )
+        if not as_json:
+            more = f"; more: --before {page.next}" if page.next else ""
+            click.echo(f"({len(page.items)} shown of {page.total}{more})", err=True)
+
+    run_async(go)()
+
+
+@dead.command("show")
+@click.argument("entry_id")
+def dead_show(entry_id: str) -> None:
+    """Print one dead letter as JSON, its raw payload included."""
+    from postel.infra.deadletter import get_dead
+
+    current = settings()
+
+    async def go() -> None:
+        async with Client(settings=current) as client:
+            letter = await get_dead(client.pool, entry_id)
+        click.echo(letter.model_dump_json(indent=2))
+
+    run_async(go)()
+
+
+@dead.command("redrive")
+@click.argument("entry_id", required=False)
+@click.option("--all", "every", is_flag=True, help="Every dead letter (narrowed by the filters).")
+@worker_filter
+@error_filter
+def dead_redrive(entry_id: str | None, every: bool, worker: str | None, error: str | None) -> None:
+    """Send a dead letter back as a new attempt (its tries reset, its job reopened); with
+    --all, every one the filters match. Exit 6 if one stays dead (the reason is printed)."""
+    from postel.infra.redrive import redrive, redrive_matching
+
+    if (entry_id is None) == (not every):
+        fail("give one dead letter id, or --all (with --worker/--error to narrow it)", EXIT_INPUT)
+    if entry_id is not None and (worker or error):
+        fail("--worker and --error narrow --all; give them without an id", EXIT_INPUT)
+    current = settings()
+
+    async def go() -> None:
+        async with Client(settings=current) as client:
+            if entry_id is not None:
+                done = await redrive(client.pool, client.events, entry_id, by="cli")
+                click.echo(f"{done.dead_letter} -> {done.worker}: {done.message_id}")
+                return
+            report = await redrive_matching(
+                client.pool, client.events, by="cli", worker=worker, error=error
+            )
+        for done in report.redriven:
+            click.echo(f"{done.dead_letter} -> {done.worker}: {done.message_id}")
+        for refused, reason in report.refused.items():
+            click.echo(f"{refused} stays dead: {reason}", err=True)
+        click.echo(f"redriven {len(report.redriven)}, refused {len(report.refused)}", err=True)
+        if report.refused:
+            sys.exit(EXIT_REFUSED)
 
     run_async(go)()
 

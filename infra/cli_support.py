@@ -5,7 +5,7 @@ Exit codes a script can rely on:
   1  the job failed (its status and error are printed)
   2  bad input: usage error, invalid type or value
   3  Redis unreachable
-  4  no such job or graph
+  4  no such job, graph or dead letter
   5  timed out waiting
   6  refused: the job has already finished (cancel), or the dead letter cannot be
      redriven (its payload still cannot be decoded, or its job cannot be reopened)
@@ -22,9 +22,11 @@ from typing import Any, TypeVar
 import click
 from postel.infra.cancel import JobAlreadyFinished
 from postel.infra.client import JobFailedError
+from postel.infra.deadletter import DeadLetterNotFound
 from postel.infra.jobs import JobNotFound
 from postel.infra.local_model import LocalModelError
 from postel.infra.logging import configure_logging
+from postel.infra.redrive import RedriveRefused
 from postel.infra.settings import Settings
 from postel.infra.submit import UnknownGraph
 from pydantic import ValidationError
@@ -47,13 +49,13 @@ def run_async(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T
                 f"cannot reach Redis: {exc}. Is `postel up` running, or POSTEL_REDIS_URL set?",
                 EXIT_REDIS,
             )
-        except (JobNotFound, UnknownGraph) as exc:
+        except (JobNotFound, UnknownGraph, DeadLetterNotFound) as exc:
             fail(str(exc), EXIT_NOT_FOUND)
         except TimeoutError:
             fail("timed out waiting for the job", EXIT_TIMEOUT)
         except JobFailedError as exc:
             fail(str(exc), EXIT_FAILED)
-        except JobAlreadyFinished as exc:
+        except (JobAlreadyFinished, RedriveRefused) as exc:
             fail(str(exc), EXIT_REFUSED)
         except ValidationError as exc:
             fail(f"invalid input: {exc}", EXIT_INPUT)

@@ -112,10 +112,12 @@ class Client:
         return await self.status(job_id)
 
     async def follow(self, job_id: str) -> AsyncIterator[Event]:
-        """The job's events as they happen, ending after its terminal event."""
+        """The job's events as they happen, ending after its terminal event. A terminal
+        event of a job since reopened (a dead letter redriven) does not end it: the job's
+        record is read at each terminal event and must say finished."""
         async for event in self.events.follow(job_id):
             yield event
-            if event.type in TERMINAL_TYPES:
+            if event.type in TERMINAL_TYPES and (await self.status(job_id)).finished:
                 return
 
     async def wait(self, job_id: str, timeout: float = 60.0) -> JobRecord:
