@@ -81,6 +81,14 @@ def main() -> None:
     """postel: typed LLM jobs through five worker queues on Redis."""
 
 
+web_port_option = click.option(
+    "--web-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="The web server's port (POSTEL_WEB_PORT, default 8040; 0: any free one).",
+)
+
+
 @main.command()
 @click.option("--port", type=int, default=None, help="Embedded Redis port (POSTEL_EMBEDDED_PORT).")
 @click.option(
@@ -89,11 +97,15 @@ def main() -> None:
     default=None,
     help="Where the embedded Redis keeps its AOF (POSTEL_STATE_DIR).",
 )
-def up(port: int | None, state_dir: Path | None) -> None:
-    """Run the whole system in one process: an embedded Redis and all five workers.
+@click.option("--no-web", is_flag=True, help="Do not start the web server (API and dashboard).")
+@web_port_option
+def up(port: int | None, state_dir: Path | None, no_web: bool, web_port: int | None) -> None:
+    """Run the whole system in one process: an embedded Redis, all five workers and the web
+    server (HTTP API and live dashboard, on loopback unless POSTEL_WEB_HOST says otherwise).
 
     Ctrl-C stops it cleanly; queued jobs survive a restart (AOF under the state dir)."""
     from postel.infra.local_system import LocalSystem
+    from postel.infra.web.server import WebError, WebServer
 
     current = settings()
     if current.redis_url:
@@ -105,7 +117,18 @@ def up(port: int | None, state_dir: Path | None) -> None:
     async def serve() -> None:
         system = LocalSystem(current, port=port, state_dir=state_dir)
         await system.start()
+        web: WebServer | None = None
+        try:
+            if not no_web:
+                chosen = web_port if web_port is not None else current.web_port
+                web = WebServer(current, system.url, current.web_host, chosen)
+                await web.start()
+        except WebError as exc:
+            await system.stop()
+            fail(f"{exc} (choose another with --web-port, or --no-web)", EXIT_INPUT)
         click.echo(f"postel up: redis at {system.url}")
+        if web is not None:
+            click.echo(f"  dashboard: {web.url}   API: {web.url}api/docs")
         click.echo(f"  other shells: postel submit 'hello'   (or POSTEL_REDIS_URL={system.url})")
         click.echo("  Ctrl-C stops")
         stop = asyncio.Event()
@@ -116,9 +139,54 @@ def up(port: int | None, state_dir: Path | None) -> None:
         crashed = asyncio.create_task(system.wait())
         await asyncio.wait([waiter, crashed], return_when=asyncio.FIRST_COMPLETED)
         click.echo("postel up: stopping")
+        if web is not None:
+            await web.stop()
         await system.stop()
         if crashed.done() and crashed.exception() is not None:
             raise crashed.exception()  # type: ignore[misc]
+
+    run_async(serve)()
+
+
+@main.command()
+@click.option(
+    "--host",
+    default=None,
+    help="Address to serve on (POSTEL_WEB_HOST, default 127.0.0.1); any address but "
+    "loopback needs POSTEL_WEB_TOKEN.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Port (POSTEL_WEB_PORT, default 8040; 0: any free one).",
+)
+def web(host: str | None, port: int | None) -> None:
+    """Serve the HTTP API (OpenAPI at /api/docs) and the live dashboard for the system at
+    POSTEL_REDIS_URL, or the `postel up` running on this machine."""
+    from postel.infra.web.server import WebError, WebServer
+
+    current = settings()
+
+    async def serve() -> None:
+        chosen = port if port is not None else current.web_port
+        try:
+            server = WebServer(
+                current, current.effective_redis_url, host or current.web_host, chosen
+            )
+            await server.start()
+        except WebError as exc:
+            fail(str(exc), EXIT_INPUT)
+        guarded = " (token required)" if current.web_token else ""
+        click.echo(f"postel web: {server.url}{guarded}   API: {server.url}api/docs")
+        click.echo("  Ctrl-C stops")
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        click.echo("postel web: stopping")
+        await server.stop()
 
     run_async(serve)()
 

@@ -22,6 +22,16 @@ from redis.asyncio import Redis
 JobStatus = Literal["queued", "running", "completed", "failed"]
 
 
+TITLE_CHARS = 120
+
+
+def title_of(request: JobRequest) -> str:
+    """The prompt's first line, cut short: what a list of jobs shows without reading the
+    whole request."""
+    first = request.prompt.strip().splitlines()[0] if request.prompt.strip() else ""
+    return first if len(first) <= TITLE_CHARS else first[: TITLE_CHARS - 1] + "…"
+
+
 class JobRecord(BaseModel):
     job_id: str
     status: JobStatus
@@ -29,6 +39,7 @@ class JobRecord(BaseModel):
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None = None
+    title: str = ""
     request: JobRequest | None = None
     result: Any = None
     error: str | None = None
@@ -68,6 +79,7 @@ class JobStore:
                     "created_at": now.isoformat(),
                     "updated_at": now.isoformat(),
                     "request": request.model_dump_json(),
+                    "title": title_of(request),
                 },
             )
             pipe.expire(key, self.ttl_s)

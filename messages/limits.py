@@ -29,6 +29,10 @@ MAX_TYPE_DEPTH = 16
 MAX_DEADLINE_S = 30 * 24 * 3600.0
 """The furthest a job's deadline may lie."""
 
+MAX_GRAPH_BYTES = 64 * 1_048_576
+"""A graph uploaded over HTTP, unpacked (the body itself stays within MAX_PAYLOAD_BYTES:
+send a larger GraphML file gzip-compressed)."""
+
 
 def check_json_text(text: str | bytes, *, what: str = "payload") -> None:
     """Refuse JSON text over MAX_PAYLOAD_BYTES or nested deeper than MAX_JSON_DEPTH, without

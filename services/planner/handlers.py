@@ -152,8 +152,9 @@ async def on_gasl_executed(
         history[-1] = history[-1].model_copy(update={"outcome": judged})
     judgement = decision.evaluation or decision.hypothesis
     if decision.decision == "complete":
+        answered = judgement or f"answer: {decision.answer}"
         return PlannerStep(
-            _finish(msg, task, decision.answer, incomplete=False), "complete", judgement
+            _finish(msg, task, decision.answer, incomplete=False), "complete", answered
         )
     if executed + 1 >= max_rounds:
         _note(notes, f"task {task.id}: round cap {max_rounds} reached without COMPLETE")

@@ -1,5 +1,6 @@
-"""Relay workers that record every message they handle, and may hold one stage until the
-test lets it go: proof of which messages were handled, and when."""
+"""Relay workers that record every message they handle and may hold one stage until the
+test lets it go (proof of which messages were handled, and when), or that fail at one
+stage while it is broken (dead letters to redrive)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,25 @@ class Recorder:
             if spec.name == self.held:
                 self.entered.set()
                 await self.release.wait()
+            return await spec.handle(message, runtime)
+
+        return dataclasses.replace(spec, handle=handle)
+
+
+@dataclass
+class Breakable:
+    """The relay workers with one stage failing while `broken`."""
+
+    stage: str = "planner"
+    broken: bool = True
+
+    def specs(self) -> list[WorkerSpec]:
+        return [self._breakable(s) if s.name == self.stage else s for s in RELAY_WORKERS]
+
+    def _breakable(self, spec: WorkerSpec) -> WorkerSpec:
+        async def handle(message: Envelope, runtime: Runtime) -> Outcome:
+            if self.broken:
+                raise ConnectionError(f"the {spec.name}'s backend is down")
             return await spec.handle(message, runtime)
 
         return dataclasses.replace(spec, handle=handle)

@@ -4,7 +4,6 @@ cannot be decoded, or a job that cannot be reopened, stays dead with the reason.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import os
 import subprocess
@@ -15,32 +14,15 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 from postel.infra import keys
-from postel.infra.actor import Outcome, Runtime, WorkerSpec
 from postel.infra.client import Client
 from postel.infra.deadletter import DeadLetterNotFound, dead_letter, list_dead
 from postel.infra.local_system import LocalSystem
 from postel.infra.redrive import RedriveRefused, redrive, redrive_matching
-from postel.infra.relay import RELAY_WORKERS
 from postel.infra.settings import QueueSettings, Settings
-from postel.messages import Envelope, JobRequest, JobSubmitted
+from postel.messages import JobRequest, JobSubmitted
 
-
-@dataclasses.dataclass
-class Breakable:
-    """The relay workers with the planner failing while `broken`."""
-
-    broken: bool = True
-
-    def specs(self) -> list[WorkerSpec]:
-        return [self._breakable(spec) if spec.name == "planner" else spec for spec in RELAY_WORKERS]
-
-    def _breakable(self, spec: WorkerSpec) -> WorkerSpec:
-        async def handle(message: Envelope, runtime: Runtime) -> Outcome:
-            if self.broken:
-                raise ConnectionError("the planner's backend is down")
-            return await spec.handle(message, runtime)
-
-        return dataclasses.replace(spec, handle=handle)
+sys.path.insert(0, str(Path(__file__).parent))
+from recording import Breakable
 
 
 @pytest.fixture
