@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import re
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated
@@ -51,6 +52,7 @@ router = APIRouter(prefix="/api")
 
 State = Annotated[WebState, Depends(web_state)]
 KEEPALIVE_S = 15.0
+_STREAM_ID = re.compile(r"\d{1,20}(-\d{1,20})?")
 NOT_FOUND = {"description": "no such job or dead letter"}
 TOO_LARGE = {"description": "the body is over MAX_PAYLOAD_BYTES"}
 _BLOCK_MS = 1000
@@ -174,7 +176,7 @@ async def follow_job(
         return event.type in TERMINAL_TYPES and (await state.jobs.get(job_id)).finished
 
     stream = keys.job_events(job_id)
-    return _sse(_follow(state, request, stream, last_event_id or "0-0", ended))
+    return _sse(_follow(state, request, stream, _stream_id(last_event_id or "0-0"), ended))
 
 
 @router.get(
@@ -184,14 +186,20 @@ async def follow_job(
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 async def follow_all(
-    request: Request, state: State, last_event_id: Annotated[str | None, Header()] = None
+    request: Request,
+    state: State,
+    since: Annotated[
+        str | None, Query(description="Start after this event id (default: from now on).")
+    ] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
-    """Every job's events from now on, as Server-Sent Events (the dashboard's live feed)."""
+    """Every job's events as Server-Sent Events (the dashboard's live feed)."""
 
     async def never(_event: Event) -> bool:
         return False
 
-    return _sse(_follow(state, request, keys.EVENTS, last_event_id or "$", never))
+    start = _stream_id(last_event_id or since or "$")
+    return _sse(_follow(state, request, keys.EVENTS, start, never))
 
 
 @router.get("/dead", response_model=DeadPage, tags=["dead letters"])
@@ -293,6 +301,13 @@ def _gunzip(data: bytes) -> bytes:
     if len(unpacked) > MAX_GRAPH_BYTES:
         raise HTTPException(413, f"a graph unpacked may be {MAX_GRAPH_BYTES} bytes at most")
     return unpacked
+
+
+def _stream_id(value: str) -> str:
+    """A stream entry id (`<ms>-<seq>`), or `$` for from now on."""
+    if value != "$" and not _STREAM_ID.fullmatch(value):
+        raise _field_error(["query", "since"], f"not a stream id: {value!r}", "invalid_id")
+    return value
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -16,6 +16,7 @@ from urllib.parse import parse_qsl, urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from postel.infra import keys
 from postel.infra.cancel import JobAlreadyFinished, cancel_job
 from postel.infra.deadletter import DeadLetterNotFound, list_dead
 from postel.infra.graphs import GraphRegistry
@@ -37,6 +38,16 @@ from postel.messages import utc_now
 HERE = Path(__file__).parent
 router = APIRouter(include_in_schema=False)
 GLOBAL_STREAM = "/api/events/stream"
+
+
+async def global_stream(state: WebState) -> str:
+    """The live feed from the newest event at render time: nothing that happens between
+    rendering the page and the script connecting is missed."""
+    newest = await state.pool.xrevrange(keys.EVENTS, count=1)
+    if not newest:
+        return _url(GLOBAL_STREAM, since="0-0")
+    entry_id = newest[0][0]
+    return _url(GLOBAL_STREAM, since=entry_id.decode() if isinstance(entry_id, bytes) else entry_id)
 
 
 def _ms(value: float) -> str:
@@ -125,7 +136,7 @@ async def jobs_page(
         live_src=_url("/jobs", **filters, before=before, fragment="1"),
         next_url=_url("/jobs", **filters, before=page.next) if page.next else None,
         first_url=_url("/jobs", **filters) if before else None,
-        stream=GLOBAL_STREAM,
+        stream=await global_stream(state),
     )
 
 
@@ -172,7 +183,7 @@ async def workers_page(request: Request) -> HTMLResponse:
         workers=workers,
         per_kind=per_kind,
         live_src="/workers?fragment=1",
-        stream=GLOBAL_STREAM,
+        stream=await global_stream(state),
         refresh_ms=5000,
     )
 
@@ -185,7 +196,7 @@ async def queues_page(request: Request) -> HTMLResponse:
         "queues",
         view=await queues_view(state.pool),
         live_src="/queues?fragment=1",
-        stream=GLOBAL_STREAM,
+        stream=await global_stream(state),
         refresh_ms=5000,
     )
 
@@ -212,7 +223,7 @@ async def dead_page(
         next_url=_url("/dead", **filters, before=page.next) if page.next else None,
         first_url=_url("/dead", **filters) if before else None,
         here=_url("/dead", **filters, before=before),
-        stream=GLOBAL_STREAM,
+        stream=await global_stream(state),
     )
 
 

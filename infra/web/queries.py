@@ -250,6 +250,10 @@ def _fold(events: list[Event]) -> list[Hop]:
         when = event_time(event)
         if hop is None:
             hop = hops[key] = Hop(event.message_id, event.type, event.worker, event.stage, at=when)
+        given_up = hop.status == "dead_lettered" and event.status == "completed"
+        if given_up:  # the commit that failed the job after the dead letter: it stays dead
+            hop.ended = when
+            continue
         hop.status = event.status
         hop.instance = event.instance if event.status == "received" else hop.instance
         if event.status == "received":
@@ -350,9 +354,9 @@ async def job_story(redis: Redis, jobs: JobStore, events: EventLog, job_id: str)
     stored = await GaslStateStore(redis, jobs.ttl_s).rounds(job_id)
     hops = _fold(history)
     start = record.created_at
-    end = record.finished_at or (event_time(history[-1]) if history else None) or utc_now()
-    if record.finished_at is None:
-        end = max(end, utc_now())
+    # to the last event: a message dropped after the job finished ends later than the job
+    stamps = [t for t in (record.finished_at, event_time(history[-1]) if history else None) if t]
+    end = max(stamps) if record.finished_at is not None else max([*stamps, utc_now()])
     span_ms = _place(hops, start, end)
     handled = [h.outcome for h in hops if h.outcome is not None]
     return JobStory(

@@ -3,6 +3,7 @@ watch: the relay workers, or the five real workers walking the story model's job
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,11 +17,13 @@ from postel.infra.model import RESOURCE, Model
 from postel.infra.settings import Settings
 from postel.infra.web.server import WebServer
 from postel.services.gasl.cli_support import DEMO_GRAPH
-from postel.services.llm import ScriptedClient
+from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability
 
 sys.path.insert(0, str(Path(__file__).parent))
 from story_model import respond
+
+MODEL_DELAY_S = 0.25
 
 
 @pytest.fixture
@@ -40,6 +43,11 @@ async def story_system(redis_url: str, settings: Settings) -> AsyncIterator[Loca
     """All five real workers with the story model, and the bundled graph as `mmwr`."""
     async with Client(redis_url, settings) as client:
         await GraphRegistry(client.pool).add("mmwr", DEMO_GRAPH)
-    model = Model(ScriptedClient(responder=respond), Capability.STANDARD)
+
+    async def thoughtful(request: LLMRequest) -> str:
+        await asyncio.sleep(MODEL_DELAY_S)  # long enough to watch the job live
+        return respond(request)
+
+    model = Model(ScriptedClient(responder=thoughtful), Capability.STANDARD)
     async with LocalSystem(settings, redis_url=redis_url, resources={RESOURCE: model}) as system:
         yield system

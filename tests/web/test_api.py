@@ -194,6 +194,8 @@ async def test_a_missing_job_is_404_everywhere(api: httpx.AsyncClient) -> None:
         response = await api.get(path)
         assert response.status_code == 404 and "no job 'nope'" in response.json()["detail"]
     assert (await api.get("/api/jobs/nope/events/stream")).status_code == 404
+    garbled = await api.get("/api/events/stream", params={"since": "yesterday"})
+    assert garbled.status_code == 422 and "not a stream id" in garbled.text
     assert (await api.get("/api/dead/1-1")).status_code == 404
     assert (await api.get("/jobs/nope")).status_code == 404
 
