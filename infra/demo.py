@@ -2,18 +2,20 @@
 
 It registers the bundled sample graph (nano-graphrag's knowledge graph of CDC MMWR reports)
 as `mmwr`, asks which authors collaborate most and on what topics, with desired type
-`document`, prints every hop as it happens (stage, HDT round, continuation iteration,
-tokens, each HDT round's decision and the GASL commands it ran with their statuses and
-result counts), then the validated document — marked as the model's words — or the failure
-with what was delivered, and beside it the evidence GASL found in the graph: each task's
-last round, its commands' exact results and the source ids (provenance) behind them.
+`document`, prints the job's page on the dashboard, then every hop as it happens (stage,
+HDT round, continuation iteration, tokens, each HDT round's decision and the GASL commands
+it ran with their statuses and result counts), then the validated document — marked as the
+model's words — or the failure with what was delivered, and beside it the evidence GASL
+found in the graph: each task's last round, its commands' exact results and the source ids
+(provenance) behind them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from postel.infra.client import Client
@@ -21,9 +23,11 @@ from postel.infra.events import Event, parse_command_lines
 from postel.infra.graphs import GraphInfo, GraphNotFound, GraphRegistry
 from postel.infra.jobs import JobRecord
 from postel.infra.model import provider_of
+from postel.infra.redis_server import port_is_open
 from postel.infra.session import connected, run_job
 from postel.infra.settings import Settings
 from postel.infra.stores import GaslRound, GaslStateStore
+from postel.infra.web.server import WebError, WebServer
 from postel.messages import JobOptions, JobRequest, TypeSpec
 from postel.services.gasl.cli_support import DEMO_GRAPH
 from postel.services.planner.render import dumps
@@ -67,7 +71,7 @@ def model_line(settings: Settings) -> str:
 
 def progress_line(event: Event, elapsed: float) -> str:
     where = {
-        "planner": f" round {event.round}" if event.round else "",
+        "planner": f" round {event.round}" if event.type == "gasl.plan_executed" else "",
         "gasl": f" round {event.round}",
         "generator": f" iteration {event.iteration}" if event.iteration else "",
     }.get(event.worker, "")
@@ -111,11 +115,30 @@ def evidence_lines(rounds: list[GaslRound]) -> list[str]:
     return lines
 
 
+@contextlib.asynccontextmanager
+async def dashboard(settings: Settings, redis_url: str) -> AsyncIterator[str]:
+    """Where to watch the job: the web server of `postel up` (or `postel web`) listening on
+    POSTEL_WEB_PORT, or one started on loopback for as long as the demo runs."""
+    if port_is_open(settings.web_port):
+        yield f"http://127.0.0.1:{settings.web_port}/"
+        return
+    try:
+        server = WebServer(settings, redis_url, "127.0.0.1", settings.web_port)
+        await server.start()
+    except WebError:
+        server = WebServer(settings, redis_url, "127.0.0.1", 0)
+        await server.start()
+    try:
+        yield server.url
+    finally:
+        await server.stop()
+
+
 async def run_demo(
     settings: Settings, echo: Echo, *, max_rounds: int, max_tokens: int, timeout: float
 ) -> DemoOutcome:
     echo(model_line(settings))
-    async with connected(settings) as client:
+    async with connected(settings) as client, dashboard(settings, client.url) as web:
         info = await register_sample_graph(client)
         echo(
             f"graph {info.name}: {info.nodes} nodes, {info.edges} edges "
@@ -131,6 +154,8 @@ async def run_demo(
         started = time.monotonic()
 
         def show(event: Event) -> None:
+            if event.status == "submitted":
+                echo(f"watch it live: {web}jobs/{event.job_id}")
             if event.status != "received":
                 echo(progress_line(event, time.monotonic() - started))
 

@@ -43,6 +43,7 @@ def clean_env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
     env.update(
         POSTEL_EMBEDDED_PORT=str(free_port()),
+        POSTEL_WEB_PORT=str(free_port()),
         POSTEL_STATE_DIR=str(tmp_path / "state"),
         POSTEL_LOG_LEVEL="WARNING",
     )
@@ -104,6 +105,7 @@ def test_postel_demo_runs_the_whole_mission_on_the_local_model(tmp_path: Path) -
     print(f"\n[the demo printed, the model's words included]\n{out}")
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     assert "graph mmwr: 3261 nodes" in out
+    assert "watch it live: http://127.0.0.1:" in out
     for stage in ("intent", "planner", "gasl", "generator"):
         assert f"] {stage}" in out, f"no {stage} hop shown"
     assert "gasl.plan_requested round 0" in out
