@@ -612,6 +612,23 @@ def bench_bus(jobs: int, as_json: bool) -> None:
     click.echo(json.dumps(figures, indent=2) if as_json else format_bus_bench(figures))
 
 
+@bench.command("web")
+@click.option("--jobs", type=click.IntRange(10, 1_000_000), default=10_000, show_default=True)
+@click.option("--events", type=click.IntRange(100, 10_000_000), default=100_000, show_default=True)
+@click.option(
+    "--requests", type=click.IntRange(1, 1000), default=20, show_default=True, help="Per page."
+)
+@click.option("--json", "as_json", is_flag=True)
+def bench_web(jobs: int, events: int, requests: int, as_json: bool) -> None:
+    """The dashboard's and the API's server time per page with JOBS jobs and EVENTS events
+    (on a scratch Redis), against the same pages with a hundredth of the jobs."""
+    from postel.infra.bench_web import format_web_bench, run_web_bench
+
+    current = settings()
+    figures = run_async(run_web_bench)(current, jobs, events, requests)
+    click.echo(json.dumps(figures, indent=2) if as_json else format_web_bench(figures))
+
+
 @bench.command("loop")
 @click.option(
     "--document",

@@ -127,8 +127,9 @@ async def list_dead(
     scanned = 0
     cursor = f"({before}" if before else "+"
     exhausted = False
+    size = 200 if worker or error else limit
     while len(found) < limit and scanned < SCAN_LIMIT:
-        batch = await redis.xrevrange(keys.DEAD_LETTER, max=cursor, min="-", count=200)
+        batch = await redis.xrevrange(keys.DEAD_LETTER, max=cursor, min="-", count=size)
         if not batch:
             exhausted = True
             break
@@ -140,7 +141,7 @@ async def list_dead(
                 found.append(letter)
                 if len(found) == limit:
                     break
-        if len(batch) < 200 and len(found) < limit:
+        if len(batch) < size and len(found) < limit:
             exhausted = True
             break
     total = await redis.xlen(keys.DEAD_LETTER)

@@ -120,8 +120,13 @@ class Event(Metrics, _Hop):
 
     @classmethod
     def from_entry(cls, entry_id: bytes | str, fields: dict[Any, Any]) -> Event:
-        decoded = {_text(k): _text(v) for k, v in fields.items()}
-        return cls.model_validate({**decoded, "id": _text(entry_id)})
+        # inline rather than _text per field: a job's page reads up to 2,000 entries
+        decoded = {
+            (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+            for k, v in fields.items()
+        }
+        decoded["id"] = _text(entry_id)
+        return cls.model_validate(decoded)
 
 
 def command_lines(records: Sequence[ExecutionRecord]) -> str:

@@ -15,6 +15,9 @@ JOBS = f"{PREFIX}:jobs"
 """Every job id, scored by its creation time in ms: the dashboard's paged, newest-first list
 (entries older than the job TTL are trimmed when a job is created)."""
 
+WORKERS = f"{PREFIX}:workers"
+"""The instances that announced a presence (infra/presence.py)."""
+
 TALLY_HANDLED = f"{PREFIX}:tally:handled"
 """Messages handled per `<instance>/<worker>` (infra/events.py)."""
 

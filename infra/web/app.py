@@ -3,6 +3,8 @@ guard (security.py), with headers that keep the pages to their own origin."""
 
 from __future__ import annotations
 
+import time
+
 from arq.connections import ArqRedis
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
@@ -27,13 +29,23 @@ SECURITY_HEADERS = [
 
 
 class _Headers:
+    """The security headers, and `Server-Timing: app;dur=<ms>`: how long the server took
+    until the answer started (the whole page, for a rendered one)."""
+
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+                took = f"app;dur={(time.perf_counter() - started) * 1000:.2f}".encode()
+                message["headers"] = [
+                    *message.get("headers", []),
+                    *SECURITY_HEADERS,
+                    (b"server-timing", took),
+                ]
             await send(message)
 
         await self.app(scope, receive, with_headers if scope["type"] == "http" else send)

@@ -38,6 +38,7 @@ from postel.messages import utc_now
 HERE = Path(__file__).parent
 router = APIRouter(include_in_schema=False)
 GLOBAL_STREAM = "/api/events/stream"
+EVENTS_SHOWN = 300  # rows of the raw events table on a job's page; the API has them all
 
 
 async def global_stream(state: WebState) -> str:
@@ -155,6 +156,7 @@ async def job_page(request: Request, job_id: str, note: str | None = None) -> Re
         story=story,
         job=story.record,
         note=note,
+        events_shown=EVENTS_SHOWN,
         live_src=_url(f"/jobs/{job_id}", fragment="1"),
         stream=f"/api/jobs/{job_id}/events/stream",
     )

@@ -47,6 +47,7 @@ _SUMMARY_FIELDS = (
 )
 ROWS_SHOWN = 5
 SOURCES_SHOWN = 12
+HOPS_SHOWN = 400
 
 
 class JobSummary(BaseModel):
@@ -120,12 +121,28 @@ def _summary(job_id: str, values: list[Any]) -> JobSummary | None:
     )
 
 
-def _matches(job: JobSummary, status: str | None, stage: str | None, q: str | None) -> bool:
-    if status and job.status != status:
+async def _summaries(redis: Redis, job_ids: list[str], rows: list[Any] | None) -> list[JobSummary]:
+    """The jobs' summaries, from `rows` already read in full, or read now."""
+    if rows is None:
+        async with redis.pipeline(transaction=False) as pipe:
+            for job_id in job_ids:
+                pipe.hmget(keys.job(job_id), _SUMMARY_FIELDS)
+            rows = await pipe.execute()
+    summaries = (_summary(job_id, values) for job_id, values in zip(job_ids, rows, strict=False))
+    return [job for job in summaries if job is not None]
+
+
+def _matches(
+    job_id: str, values: list[Any], status: str | None, stage: str | None, q: str | None
+) -> bool:
+    """The filter, on the raw fields (status, stage, title first): a page that reads many
+    records to find a few builds a model of the few only."""
+    found_status, found_stage, title = (_text(v) or "" for v in values[:3])
+    if status and found_status != status:
         return False
-    if stage and job.stage != stage:
+    if stage and found_stage != stage:
         return False
-    return not q or q.lower() in job.job_id.lower() or q.lower() in job.title.lower()
+    return not q or q.lower() in job_id.lower() or q.lower() in title.lower()
 
 
 async def list_jobs(
@@ -142,31 +159,36 @@ async def list_jobs(
     limit = max(1, min(limit, PAGE_LIMIT))
     total = await redis.zcard(keys.JOBS)
     if q and before is None and await redis.exists(keys.job(q)):
-        exact = _summary(q, await redis.hmget(keys.job(q), _SUMMARY_FIELDS))
-        if exact is not None and _matches(exact, status, stage, None):
+        values = await redis.hmget(keys.job(q), _SUMMARY_FIELDS)
+        exact = _summary(q, values)
+        if exact is not None and _matches(q, values, status, stage, None):
             return JobsPage(items=[exact], next=None, scanned=1, total=total)
     cursor = _cursor(before)
+    batch = _BATCH if status or stage or q else limit
     found: list[JobSummary] = []
     scanned = 0
     exhausted = False
     while len(found) < limit and scanned < SCAN_LIMIT:
-        entries = await _index_after(redis, cursor, _BATCH)
+        entries = await _index_after(redis, cursor, batch)
         if not entries:
             exhausted = True
             break
+        # a filter reads the three fields it looks at first, the rest for the matches only
+        fields = _SUMMARY_FIELDS[:3] if batch == _BATCH else _SUMMARY_FIELDS
         async with redis.pipeline(transaction=False) as pipe:
             for job_id, _score in entries:
-                pipe.hmget(keys.job(job_id), _SUMMARY_FIELDS)
+                pipe.hmget(keys.job(job_id), fields)
             rows = await pipe.execute()
+        matching: list[str] = []
         for (job_id, score), values in zip(entries, rows, strict=True):
             scanned += 1
             cursor = (score, job_id)
-            job = _summary(job_id, values)
-            if job is not None and _matches(job, status, stage, q):
-                found.append(job)
-                if len(found) == limit:
+            if values[0] is not None and _matches(job_id, values, status, stage, q):
+                matching.append(job_id)
+                if len(found) + len(matching) == limit:
                     break
-        if len(entries) < _BATCH and len(found) < limit:
+        found.extend(await _summaries(redis, matching, rows if fields == _SUMMARY_FIELDS else None))
+        if len(entries) < batch and len(found) < limit:
             exhausted = True
     following = None if exhausted or cursor is None else f"{cursor[0]:.0f}:{cursor[1]}"
     return JobsPage(items=found, next=following, scanned=scanned, total=total)
@@ -230,9 +252,16 @@ class RoundView:
 
 @dataclass
 class JobStory:
+    """`hops` is the whole timeline for a job of at most HOPS_SHOWN hops; a longer one shows
+    its first and last hops and says how many are left out (`hops_hidden`, after
+    `hops_hidden_at` hops)."""
+
     record: JobRecord
     events: list[Event]
     hops: list[Hop]
+    hop_count: int
+    hops_hidden: int
+    hops_hidden_at: int
     plans: list[Event]
     rounds: list[RoundView]
     iterations: list[Event]
@@ -359,10 +388,16 @@ async def job_story(redis: Redis, jobs: JobStore, events: EventLog, job_id: str)
     end = max(stamps) if record.finished_at is not None else max([*stamps, utc_now()])
     span_ms = _place(hops, start, end)
     handled = [h.outcome for h in hops if h.outcome is not None]
+    hidden = max(len(hops) - HOPS_SHOWN, 0)
+    head = HOPS_SHOWN // 4
+    shown = [*hops[:head], *hops[head + hidden :]] if hidden else hops
     return JobStory(
         record=record,
         events=history,
-        hops=hops,
+        hops=shown,
+        hop_count=len(hops),
+        hops_hidden=hidden,
+        hops_hidden_at=head,
         plans=[
             e
             for e in handled
