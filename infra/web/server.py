@@ -77,7 +77,11 @@ class WebServer:
             sock.close()
             raise WebError(f"cannot serve on {self.host}:{self.port}: {exc.strerror}") from exc
         self.port = sock.getsockname()[1]
-        pool = await connect_arq(self.redis_url)
+        try:
+            pool = await connect_arq(self.redis_url)
+        except BaseException:
+            sock.close()
+            raise
         app, self._state = create_app(pool, self.settings, loopback_only=is_loopback(self.host))
         config = uvicorn.Config(
             app,
