@@ -1,4 +1,5 @@
-# One image for every postel process: the five workers and the bundled local model server.
+# One image for every postel process: the five workers, the web server and the bundled local
+# model server.
 FROM python:3.11-slim
 RUN apt-get update && apt-get install -y --no-install-recommends build-essential cmake \
     && rm -rf /var/lib/apt/lists/*

@@ -4,6 +4,7 @@ For every arq job a worker takes:
 
   decode -> (poison? dead-letter, fail the job, go on)
   -> take the lease, record `received`, learn if an earlier run already committed (stop)
+     or the job has finished, cancelled say (`dropped` event, stop)
   -> call the worker's handler within the hop's time limit
   -> commit, atomically: done marker + downstream messages on their queues + the
      `completed`/`continued` event (+ job record and results stream for terminal messages)
@@ -24,6 +25,8 @@ redriven. A result that cannot be stored (too large, not JSON) fails the job
 and are enqueued only by the commit that marks their cause done, so a handler that runs
 twice (its worker was killed) neither forks the job nor records its completion twice
 (infra/commit.py).
+A handler still running when its job finishes (cancelled, say) has its commit refused:
+nothing goes downstream and a `dropped` event says so.
 """
 
 from __future__ import annotations
@@ -35,17 +38,17 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 from arq import Retry
 from arq.connections import ArqRedis
 from arq.constants import in_progress_key_prefix
 from postel.infra import keys
-from postel.infra.commit import commit_once
+from postel.infra.commit import CommitResult, commit_once
 from postel.infra.deadletter import dead_letter, summarise_validation
 from postel.infra.events import Command, Event, EventLog, EventStatus, Metrics, run_commands
-from postel.infra.jobs import JobStore
+from postel.infra.jobs import JobStore, publish_command
 from postel.infra.outage import REDIS_UNAVAILABLE
 from postel.infra.settings import QueueSettings, Settings
 from postel.infra.wake import wake
@@ -59,7 +62,6 @@ from postel.messages import (
     utc_now,
 )
 from postel.messages.errors import PostelError
-from postel.messages.limits import MAX_INLINE_RESULT_BYTES
 from postel.services.llm.budget import call_budget
 from postel.services.llm.errors import LLMError
 from pydantic import ValidationError
@@ -71,6 +73,9 @@ log = structlog.get_logger(__name__)
 DONE_TTL_S = 7 * 24 * 3600
 # A message whose run lost Redis is deferred this long: Redis is usually back by then.
 REDIS_LOST_RETRY_S = 1.0
+
+_DROPPED_AT_RECEIVE = "its job had already finished; the message was not handled"
+_DROPPED_AT_COMMIT = "its job finished while the message was handled; the outcome was discarded"
 
 
 @dataclass
@@ -246,8 +251,13 @@ class Actor:
         )
         try:
             received = self._event(message, "received", wait_ms=_age_ms(message.created_at))
-            if await self._receive(message, received, lease_key):
+            seen = await self._receive(message, received, lease_key)
+            if seen == "handled":
                 log.info("message already handled; skipping the re-run")
+                return
+            if seen == "job_finished":
+                log.info("the message's job has finished; dropping the message")
+                await self._record(message, "dropped", error=_DROPPED_AT_RECEIVE)
                 return
             if attempt > self.max_tries:
                 await self._give_up(message, payload, "out of tries (its worker died each time)")
@@ -281,17 +291,23 @@ class Actor:
                 f"job_timeout is {self.queue.job_timeout:g}s)"
             ) from exc
 
-    async def _receive(self, message: Envelope, received: Event, lease_key: str | None) -> bool:
+    async def _receive(
+        self, message: Envelope, received: Event, lease_key: str | None
+    ) -> Literal["new", "handled", "job_finished"]:
         """Take the lease, record `received` and learn whether the message was already
-        committed by an earlier run: one round trip."""
+        committed by an earlier run, or its job has finished (cancelled, say): one round
+        trip."""
         async with self.runtime.redis.pipeline(transaction=False) as pipe:
             pipe.exists(keys.done(message.message_id))
+            pipe.hget(keys.job(message.job_id), "status")
             if lease_key is not None:
                 pipe.pexpire(lease_key, self.lease_ms)
             for command in self.runtime.events.commands(received):
                 pipe.execute_command(*command)
             replies = await pipe.execute()
-        return bool(replies[0])
+        if replies[0]:
+            return "handled"
+        return "job_finished" if replies[1] in (b"completed", b"failed") else "new"
 
     async def _decode(self, payload: Any, attempt: int) -> Envelope | None:
         error: str | None = None
@@ -404,7 +420,7 @@ class Actor:
         limits) fails the job `invalid_request` with the reason instead; a Redis outage
         propagates, and arq runs the message again."""
         try:
-            committed = await self._commit_outcome(message, outcome, started)
+            result = await self._commit_outcome(message, outcome, started)
         except (ValueError, TypeError, RecursionError, ResponseError) as exc:
             if any(isinstance(m, JobFailed) for m in outcome.messages):
                 raise
@@ -413,11 +429,15 @@ class Actor:
             failed = message.derive(
                 JobFailed, key="failed", status="invalid_request", error=error[:2000]
             )
-            committed = await self._commit_outcome(message, Outcome([failed]), started)
-        if not committed:
+            result = await self._commit_outcome(message, Outcome([failed]), started)
+        if result == "duplicate":
             log.info("another run committed this message first")
+        elif result == "refused":
+            log.info("the job finished while this message was handled; its outcome is dropped")
 
-    async def _commit_outcome(self, message: Envelope, outcome: Outcome, started: float) -> bool:
+    async def _commit_outcome(
+        self, message: Envelope, outcome: Outcome, started: float
+    ) -> CommitResult:
         downstream = [m for m in outcome.messages if m.destination is not None]
         duration_ms = (time.perf_counter() - started) * 1000
         status: EventStatus = "continued" if outcome.continued else "completed"
@@ -429,8 +449,15 @@ class Actor:
         if not terminal:
             stage = next((m.destination for m in outcome.messages), None) or self.spec.name
             commands.append(JobStore.running_command(message.job_id, stage))
+        dropped = self._event(message, "dropped", duration_ms=duration_ms, error=_DROPPED_AT_COMMIT)
         return await commit_once(
-            self.runtime.redis, keys.done(message.message_id), DONE_TTL_S, commands, downstream
+            self.runtime.redis,
+            keys.done(message.message_id),
+            DONE_TTL_S,
+            commands,
+            downstream,
+            job_id=message.job_id,
+            dropped=self.runtime.events.commands(dropped),
         )
 
     def _finish_job(self, final: Envelope) -> list[Command]:
@@ -454,24 +481,7 @@ class Actor:
             status=status,
             error=error,
         )
-        # The results stream carries the terminal message itself while it is small; a large
-        # result is stored once, in the job record, and the entry says where.
-        body = final.model_dump_json()
-        inline = ["message", body] if len(body) <= MAX_INLINE_RESULT_BYTES else ["in", "record"]
-        maxlen = str(self.runtime.settings.events_maxlen)
-        published = [
-            "XADD",
-            keys.RESULTS,
-            "MAXLEN",
-            "~",
-            maxlen,
-            "*",
-            "job_id",
-            final.job_id,
-            "status",
-            status,
-            *inline,
-        ]
+        published = publish_command(final, self.runtime.settings.events_maxlen)
         return [record, *self.runtime.events.commands(event), published]
 
     def _event(

@@ -16,12 +16,13 @@ from postel.infra.cli_gasl import bench_gasl, gasl, graph
 from postel.infra.cli_support import (
     EXIT_FAILED,
     EXIT_INPUT,
+    EXIT_REFUSED,
     fail,
     run_async,
     settings,
 )
 from postel.infra.client import Client, JobFailedError
-from postel.infra.events import Event
+from postel.infra.events import Event, parse_command_lines
 from postel.infra.local_model import LocalModelError
 from postel.infra.settings import WORKER_NAMES
 from pydantic import ValidationError
@@ -37,8 +38,20 @@ def format_event(event: Event) -> str:
         value = getattr(event, name)
         if value:
             figures.append(f"{name}={value}")
+    if event.repair:
+        figures.append(f"repair={event.repair}")
+    if event.finish_reason:
+        figures.append(f"finish={event.finish_reason}")
     line = f"{event.worker:<10} {event.status:<13} {event.type:<22} {' '.join(figures)}"
-    return f"{line}  error: {event.error}" if event.error else line
+    if event.decision:
+        line += f"  {event.decision}" + (f": {event.rationale}" if event.rationale else "")
+    if event.error:
+        line += f"  error: {event.error}"
+    commands = [
+        f"{'':10} {status:<13} {count:>6}  {command}"
+        for status, count, command in parse_command_lines(event.commands)
+    ]
+    return "\n".join([line, *commands])
 
 
 # Options shared by the commands that build a job request.
@@ -69,6 +82,14 @@ def main() -> None:
     """postel: typed LLM jobs through five worker queues on Redis."""
 
 
+web_port_option = click.option(
+    "--web-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="The web server's port (POSTEL_WEB_PORT, default 8040; 0: any free one).",
+)
+
+
 @main.command()
 @click.option("--port", type=int, default=None, help="Embedded Redis port (POSTEL_EMBEDDED_PORT).")
 @click.option(
@@ -77,11 +98,15 @@ def main() -> None:
     default=None,
     help="Where the embedded Redis keeps its AOF (POSTEL_STATE_DIR).",
 )
-def up(port: int | None, state_dir: Path | None) -> None:
-    """Run the whole system in one process: an embedded Redis and all five workers.
+@click.option("--no-web", is_flag=True, help="Do not start the web server (API and dashboard).")
+@web_port_option
+def up(port: int | None, state_dir: Path | None, no_web: bool, web_port: int | None) -> None:
+    """Run the whole system in one process: an embedded Redis, all five workers and the web
+    server (HTTP API and live dashboard, on loopback unless POSTEL_WEB_HOST says otherwise).
 
     Ctrl-C stops it cleanly; queued jobs survive a restart (AOF under the state dir)."""
     from postel.infra.local_system import LocalSystem
+    from postel.infra.web.server import WebError, WebServer
 
     current = settings()
     if current.redis_url:
@@ -93,7 +118,18 @@ def up(port: int | None, state_dir: Path | None) -> None:
     async def serve() -> None:
         system = LocalSystem(current, port=port, state_dir=state_dir)
         await system.start()
+        web: WebServer | None = None
+        try:
+            if not no_web:
+                chosen = web_port if web_port is not None else current.web_port
+                web = WebServer(current, system.url, current.web_host, chosen)
+                await web.start()
+        except WebError as exc:
+            await system.stop()
+            fail(f"{exc} (choose another with --web-port, or --no-web)", EXIT_INPUT)
         click.echo(f"postel up: redis at {system.url}")
+        if web is not None:
+            click.echo(f"  dashboard: {web.url}   API: {web.url}api/docs")
         click.echo(f"  other shells: postel submit 'hello'   (or POSTEL_REDIS_URL={system.url})")
         click.echo("  Ctrl-C stops")
         stop = asyncio.Event()
@@ -104,9 +140,54 @@ def up(port: int | None, state_dir: Path | None) -> None:
         crashed = asyncio.create_task(system.wait())
         await asyncio.wait([waiter, crashed], return_when=asyncio.FIRST_COMPLETED)
         click.echo("postel up: stopping")
+        if web is not None:
+            await web.stop()
         await system.stop()
         if crashed.done() and crashed.exception() is not None:
             raise crashed.exception()  # type: ignore[misc]
+
+    run_async(serve)()
+
+
+@main.command()
+@click.option(
+    "--host",
+    default=None,
+    help="Address to serve on (POSTEL_WEB_HOST, default 127.0.0.1); any address but "
+    "loopback needs POSTEL_WEB_TOKEN.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Port (POSTEL_WEB_PORT, default 8040; 0: any free one).",
+)
+def web(host: str | None, port: int | None) -> None:
+    """Serve the HTTP API (OpenAPI at /api/docs) and the live dashboard for the system at
+    POSTEL_REDIS_URL, or the `postel up` running on this machine."""
+    from postel.infra.web.server import WebError, WebServer
+
+    current = settings()
+
+    async def serve() -> None:
+        chosen = port if port is not None else current.web_port
+        try:
+            server = WebServer(
+                current, current.effective_redis_url, host or current.web_host, chosen
+            )
+            await server.start()
+        except WebError as exc:
+            fail(str(exc), EXIT_INPUT)
+        guarded = " (token required)" if current.web_token else ""
+        click.echo(f"postel web: {server.url}{guarded}   API: {server.url}api/docs")
+        click.echo("  Ctrl-C stops")
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        click.echo("postel web: stopping")
+        await server.stop()
 
     run_async(serve)()
 
@@ -242,25 +323,36 @@ def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
     Embedded by default (a private Redis, all five workers, the bundled offline model); on
     the running system when POSTEL_REDIS_URL is set or `postel up` runs; the model at
     POSTEL_LLM_BASE_URL when set."""
-    from postel.infra.demo import run_demo
+    from postel.infra.demo import evidence_lines, run_demo
     from postel.services.generation.markdown import to_markdown
 
     current = settings()
 
     async def go() -> None:
-        record = await run_demo(
+        outcome = await run_demo(
             current, click.echo, max_rounds=max_rounds, max_tokens=max_tokens, timeout=timeout
         )
+        record = outcome.record
         if record.status == "failed":
             click.echo(f"\njob {record.job_id} failed ({record.failure}): {record.error}")
             if isinstance(record.result, dict) and "sections" in record.result:
                 click.echo("\nWhat was delivered before it failed (the model's words):\n")
                 click.echo(to_markdown(record.result))
-            sys.exit(EXIT_FAILED)
+        else:
+            click.echo(
+                f"\njob {record.job_id} completed. The validated document, in the model's words:\n"
+            )
+            click.echo(to_markdown(record.result))
+        if outcome.rounds:
+            click.echo("\nThe evidence GASL found in the graph (exact results, with sources):\n")
+            for line in evidence_lines(outcome.rounds):
+                click.echo(line)
         click.echo(
-            f"\njob {record.job_id} completed. The validated document, in the model's words:\n"
+            f"\n{record.llm_calls} model calls, "
+            f"{record.prompt_tokens}+{record.completion_tokens} tokens"
         )
-        click.echo(to_markdown(record.result))
+        if record.status == "failed":
+            sys.exit(EXIT_FAILED)
 
     run_async(go)()
 
@@ -337,6 +429,22 @@ def status(job_id: str) -> None:
 
 @main.command()
 @click.argument("job_id")
+@click.option("--reason", default="", help="Why; recorded with the failure.")
+def cancel(job_id: str, reason: str) -> None:
+    """Cancel a queued or running job: it fails as `cancelled` and none of its messages is
+    handled afterwards (exit 6 if it had already finished, 4 if there is no such job)."""
+    current = settings()
+
+    async def go() -> None:
+        async with Client(settings=current) as client:
+            record = await client.cancel(job_id, reason, by="cli")
+            click.echo(f"{record.job_id} {record.failure}: {record.error}")
+
+    run_async(go)()
+
+
+@main.command()
+@click.argument("job_id")
 @click.option("--follow", is_flag=True, help="Keep printing new events until the job ends.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event.")
 def events(job_id: str, follow: bool, as_json: bool) -> None:
@@ -376,6 +484,104 @@ def workers(as_json: bool) -> None:
                 click.echo(
                     f"{presence.instance:<28} {kinds}  (since {presence.started_at:%H:%M:%S})"
                 )
+
+    run_async(go)()
+
+
+@main.group()
+def dead() -> None:
+    """Dead letters: messages postel could not handle, kept with the error and the payload."""
+
+
+worker_filter = click.option(
+    "--worker", default=None, help="Only those of this worker kind (or `ingress`)."
+)
+error_filter = click.option("--error", default=None, help="Only those whose error contains TEXT.")
+
+
+@dead.command("list")
+@worker_filter
+@error_filter
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option("--before", default=None, help="Continue after this id (the cursor printed last).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per dead letter.")
+def dead_list(
+    worker: str | None, error: str | None, limit: int, before: str | None, as_json: bool
+) -> None:
+    """List dead letters, newest first."""
+    from postel.infra.deadletter import list_dead
+
+    current = settings()
+
+    async def go() -> None:
+        async with Client(settings=current) as client:
+            page = await list_dead(
+                client.pool, before=before, limit=limit, worker=worker, error=error
+            )
+        for letter in page.items:
+            if as_json:
+                click.echo(letter.model_dump_json())
+                continue
+            when = f"{letter.at:%Y-%m-%d %H:%M:%S}" if letter.at else "?"
+            job = letter.job_id or "-"
+            click.echo(
+                f"{letter.id:<17} {when}  {letter.worker:<10} {job:<24} {letter.error[:100]}"
+            )
+        if not as_json:
+            more = f"; more: --before {page.next}" if page.next else ""
+            click.echo(f"({len(page.items)} shown of {page.total}{more})", err=True)
+
+    run_async(go)()
+
+
+@dead.command("show")
+@click.argument("entry_id")
+def dead_show(entry_id: str) -> None:
+    """Print one dead letter as JSON, its raw payload included."""
+    from postel.infra.deadletter import get_dead
+
+    current = settings()
+
+    async def go() -> None:
+        async with Client(settings=current) as client:
+            letter = await get_dead(client.pool, entry_id)
+        click.echo(letter.model_dump_json(indent=2))
+
+    run_async(go)()
+
+
+@dead.command("redrive")
+@click.argument("entry_id", required=False)
+@click.option("--all", "every", is_flag=True, help="Every dead letter (narrowed by the filters).")
+@worker_filter
+@error_filter
+def dead_redrive(entry_id: str | None, every: bool, worker: str | None, error: str | None) -> None:
+    """Send a dead letter back as a new attempt (its tries reset, its job reopened); with
+    --all, every one the filters match. Exit 6 if one stays dead (the reason is printed)."""
+    from postel.infra.redrive import redrive, redrive_matching
+
+    if (entry_id is None) == (not every):
+        fail("give one dead letter id, or --all (with --worker/--error to narrow it)", EXIT_INPUT)
+    if entry_id is not None and (worker or error):
+        fail("--worker and --error narrow --all; give them without an id", EXIT_INPUT)
+    current = settings()
+
+    async def go() -> None:
+        async with Client(settings=current) as client:
+            if entry_id is not None:
+                done = await redrive(client.pool, client.events, entry_id, by="cli")
+                click.echo(f"{done.dead_letter} -> {done.worker}: {done.message_id}")
+                return
+            report = await redrive_matching(
+                client.pool, client.events, by="cli", worker=worker, error=error
+            )
+        for done in report.redriven:
+            click.echo(f"{done.dead_letter} -> {done.worker}: {done.message_id}")
+        for refused, reason in report.refused.items():
+            click.echo(f"{refused} stays dead: {reason}", err=True)
+        click.echo(f"redriven {len(report.redriven)}, refused {len(report.refused)}", err=True)
+        if report.refused:
+            sys.exit(EXIT_REFUSED)
 
     run_async(go)()
 
@@ -431,6 +637,23 @@ def bench_bus(jobs: int, processes: str, idle_s: float, as_json: bool) -> None:
     current = settings()
     figures = run_async(run_bus_bench)(current, jobs, counts, idle_s)
     click.echo(json.dumps(figures, indent=2) if as_json else format_bus_bench(figures))
+
+
+@bench.command("web")
+@click.option("--jobs", type=click.IntRange(10, 1_000_000), default=10_000, show_default=True)
+@click.option("--events", type=click.IntRange(100, 10_000_000), default=100_000, show_default=True)
+@click.option(
+    "--requests", type=click.IntRange(1, 1000), default=20, show_default=True, help="Per page."
+)
+@click.option("--json", "as_json", is_flag=True)
+def bench_web(jobs: int, events: int, requests: int, as_json: bool) -> None:
+    """The dashboard's and the API's server time per page with JOBS jobs and EVENTS events
+    (on a scratch Redis), against the same pages with a hundredth of the jobs."""
+    from postel.infra.bench_web import format_web_bench, run_web_bench
+
+    current = settings()
+    figures = run_async(run_web_bench)(current, jobs, events, requests)
+    click.echo(json.dumps(figures, indent=2) if as_json else format_web_bench(figures))
 
 
 @bench.command("loop")

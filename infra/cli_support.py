@@ -5,8 +5,10 @@ Exit codes a script can rely on:
   1  the job failed (its status and error are printed)
   2  bad input: usage error, invalid type or value
   3  Redis unreachable
-  4  no such job or graph
+  4  no such job, graph or dead letter
   5  timed out waiting
+  6  refused: the job has already finished (cancel), or the dead letter cannot be
+     redriven (its payload still cannot be decoded, or its job cannot be reopened)
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ from functools import wraps
 from typing import Any, TypeVar
 
 import click
+from postel.infra.cancel import JobAlreadyFinished
 from postel.infra.client import JobFailedError
+from postel.infra.deadletter import DeadLetterNotFound
 from postel.infra.graphs import GraphNotFound
 from postel.infra.jobs import JobNotFound
 from postel.infra.local_model import LocalModelError
 from postel.infra.logging import configure_logging
+from postel.infra.redrive import RedriveRefused
 from postel.infra.settings import Settings
 from postel.infra.submit import JobConflict
 from postel.messages.errors import LimitExceeded
@@ -31,7 +36,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 T = TypeVar("T")
 
-EXIT_FAILED, EXIT_INPUT, EXIT_REDIS, EXIT_NOT_FOUND, EXIT_TIMEOUT = 1, 2, 3, 4, 5
+EXIT_FAILED, EXIT_INPUT, EXIT_REDIS, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_REFUSED = 1, 2, 3, 4, 5, 6
 
 
 def _no_model(exc: BaseException) -> str:
@@ -50,7 +55,8 @@ def _no_redis(exc: BaseException) -> str:
 EXIT_TABLE: list[tuple[tuple[type[BaseException], ...], int, Callable[[BaseException], str]]] = [
     ((TimeoutError,), EXIT_TIMEOUT, lambda exc: "timed out waiting for the job"),
     ((RedisConnectionError, OSError), EXIT_REDIS, _no_redis),
-    ((JobNotFound, GraphNotFound), EXIT_NOT_FOUND, str),
+    ((JobNotFound, GraphNotFound, DeadLetterNotFound), EXIT_NOT_FOUND, str),
+    ((JobAlreadyFinished, RedriveRefused), EXIT_REFUSED, str),
     ((JobFailedError,), EXIT_FAILED, str),
     ((ValidationError,), EXIT_INPUT, lambda exc: f"invalid input: {exc}"),
     ((JobConflict, LimitExceeded), EXIT_INPUT, str),

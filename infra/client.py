@@ -1,4 +1,4 @@
-"""The Python client: submit a job, follow its events, await its result.
+"""The Python client: submit a job, follow its events, await its result, cancel it.
 
     async with Client() as client:
         job_id = await client.submit("get the total price", type="float", text=invoice)
@@ -17,6 +17,7 @@ from typing import Any
 
 from arq.connections import ArqRedis
 from postel.infra import keys
+from postel.infra.cancel import cancel_job
 from postel.infra.events import Event, EventLog
 from postel.infra.jobs import JobNotFound, JobRecord, JobStore
 from postel.infra.settings import Settings
@@ -105,11 +106,19 @@ class Client:
     async def status(self, job_id: str) -> JobRecord:
         return await self.jobs.get(job_id)
 
+    async def cancel(self, job_id: str, reason: str = "", *, by: str = "client") -> JobRecord:
+        """Cancel a queued or running job and return its record (failed, `cancelled`).
+        JobNotFound for an unknown job; JobAlreadyFinished if it had finished."""
+        await cancel_job(self.pool, self.events, job_id, by=by, reason=reason)
+        return await self.status(job_id)
+
     async def follow(self, job_id: str) -> AsyncIterator[Event]:
-        """The job's events as they happen, ending after its terminal event."""
+        """The job's events as they happen, ending after its terminal event. A terminal
+        event of a job since reopened (a dead letter redriven) does not end it: the job's
+        record is read at each terminal event and must say finished."""
         async for event in self.events.follow(job_id):
             yield event
-            if event.type in TERMINAL_TYPES:
+            if event.type in TERMINAL_TYPES and (await self.status(job_id)).finished:
                 return
 
     async def wait(self, job_id: str, timeout: float = 60.0) -> JobRecord:

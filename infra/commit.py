@@ -1,7 +1,8 @@
 """Commit once: a message's done marker, its downstream messages and the records of its
 handling, atomically.
 
-One Lua script sets `postel:done:<message_id>` if absent and, only then:
+One Lua script sets `postel:done:<message_id>` if absent and, only then (unless the job has
+finished, below):
 - puts each downstream message on its queue the way arq's own `enqueue_job` does (the job
   under `arq:job:<id>` with arq's expiry, its id in the queue's sorted set), skipping an id
   arq already holds or has a result for — so a message is never forked — and wakes one worker
@@ -10,6 +11,11 @@ One Lua script sets `postel:done:<message_id>` if absent and, only then:
 A handler that runs twice therefore commits once, and a crash before the commit leaves
 nothing half-done: the re-run does it all. Nothing downstream can start before its
 upstream's commit, in one round trip.
+
+A message whose job has already finished (completed, or failed for any reason: cancelled, a
+dead-lettered message) commits nothing: the script sets its done marker and runs only the
+`dropped` commands (an event saying the outcome was discarded), enqueues nothing and writes
+no record, so a handler that was running when its job was cancelled cannot revive it.
 
 One record command is postel's own: `MARK_RUNNING key stage at` sets the job record to
 running at `stage` unless the job already finished (a dead-lettered message may have failed
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Literal
 
 from arq.constants import expires_extra_ms, job_key_prefix, result_key_prefix
 from arq.jobs import serialize_job
@@ -31,9 +38,19 @@ from postel.infra.wire import ARQ_FUNCTION, dumps
 from postel.messages import Envelope
 from redis.asyncio import Redis
 
+CommitResult = Literal["committed", "duplicate", "refused"]
+_RESULTS: dict[int, CommitResult] = {1: "committed", 0: "duplicate", -1: "refused"}
+
 _SCRIPT = """
 if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
   return 0
+end
+local job_status = redis.call('HGET', KEYS[2], 'status')
+if job_status == 'completed' or job_status == 'failed' then
+  for _, command in ipairs(cjson.decode(ARGV[5])) do
+    redis.call(unpack(command))
+  end
+  return -1
 end
 for _, job in ipairs(cjson.decode(ARGV[3])) do
   local job_key, result_key, queue, job_id, score, ttl, payload, wake = unpack(job)
@@ -90,11 +107,20 @@ async def commit_once(
     ttl_s: int,
     commands: list[Command],
     downstream: list[Envelope] | None = None,
-) -> bool:
-    """True if this call committed; False if the message was already committed."""
+    *,
+    job_id: str,
+    dropped: list[Command] | None = None,
+) -> CommitResult:
+    """`committed` by this call; `duplicate` if the message was already committed; `refused`
+    if job `job_id` had finished (only `dropped` ran)."""
     script = redis.register_script(_SCRIPT)
     jobs = [QueuedJob(message).fields() for message in downstream or []]
-    committed = await script(
-        keys=[done_key], args=[ttl_s, json.dumps(commands), json.dumps(jobs), WAKE_TOKENS_MAX]
-    )
-    return bool(committed)
+    args = [
+        ttl_s,
+        json.dumps(commands),
+        json.dumps(jobs),
+        WAKE_TOKENS_MAX,
+        json.dumps(dropped or []),
+    ]
+    result = await script(keys=[done_key, keys.job(job_id)], args=args)
+    return _RESULTS[int(result)]

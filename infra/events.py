@@ -5,36 +5,65 @@ Entries are flat string fields with stable names, one type per field, numbers pu
 numeric, so dashboards render them as columns:
 
   job_id, message_id, type, worker, instance, stage, status, attempt, duration_ms, wait_ms,
-  error, iteration, round, llm_calls, prompt_tokens, completion_tokens, finish_reason,
-  sections, elements
+  error, iteration, round, repair, llm_calls, prompt_tokens, completion_tokens,
+  finish_reason, sections, elements, decision, rationale, commands
 
 `status` is one of: submitted, received, completed, continued, retried, failed,
-dead_lettered. `instance` names the process (host:pid) that handled the message, so a
-dashboard shows how replicas share a queue. `wait_ms` is how long the message waited
-between being created and being received (the hop latency); `duration_ms` is how long its
-handling took. The generator's events carry the AI loop's figures per iteration
-(iteration, finish_reason, sections and elements delivered so far); the planner's carry the
-HDT round. Numeric fields that do not apply are 0; `error` is empty unless something
-failed.
+dead_lettered, dropped (a message of a finished job: not handled, or its outcome discarded),
+redriven (a dead letter sent back to its queue). `instance` names the process (host:pid)
+that handled the message, so a dashboard shows how replicas share a queue. `wait_ms` is how
+long the message waited between being created and being received (the hop latency);
+`duration_ms` is how long its handling took. The generator's events carry the AI loop's
+figures per iteration (iteration, repair, finish_reason, sections and elements delivered
+so far). The planner's carry the HDT round, its `decision` (continue, refine, pivot,
+complete) and a short `rationale`; the gasl worker's carry the round's `commands`, one line
+each: `<status> <count> <command>`; the validator's carry `decision` accepted, repair or
+rejected with the reason as `rationale`. Numeric fields that do not apply are 0, text fields
+that do not apply are empty; `error` is empty unless something failed. Text fields are
+bounded (RATIONALE_CHARS, COMMANDS_CHARS, COMMAND_LINES); the full records stay in the
+job's data (infra/stores.py).
+
+Recording a handled message (`completed`, `continued`) also adds the hop's model calls and
+tokens to the job record's sums and counts it for the process that handled it
+(`postel:tally:handled`, `postel:tally:last`: what the dashboard's workers page shows).
 """
 
 from __future__ import annotations
 
 import os
 import socket
-from collections.abc import AsyncIterator
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Sequence
+from typing import Annotated, Any, Literal
 
 from postel.infra import keys
+from postel.messages import ExecutionRecord, utc_now
 from postel.services.llm.metered import Meter
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 from redis.asyncio import Redis
 
 INSTANCE = f"{socket.gethostname()}:{os.getpid()}"
 
 EventStatus = Literal[
-    "submitted", "received", "completed", "continued", "retried", "failed", "dead_lettered"
+    "submitted",
+    "received",
+    "completed",
+    "continued",
+    "retried",
+    "failed",
+    "dead_lettered",
+    "dropped",
+    "redriven",
 ]
+HANDLED: frozenset[str] = frozenset({"completed", "continued"})
+
+RATIONALE_CHARS = 300
+COMMANDS_CHARS = 2_000
+COMMAND_LINES = 20
+_COMMAND_CHARS = 160
+
+
+def _bounded(limit: int) -> AfterValidator:
+    return AfterValidator(lambda text: text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 class Metrics(BaseModel):
@@ -42,12 +71,16 @@ class Metrics(BaseModel):
 
     iteration: int = 0
     round: int = 0
+    repair: int = 0
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     finish_reason: str = ""
     sections: int = 0
     elements: int = 0
+    decision: str = ""
+    rationale: Annotated[str, _bounded(RATIONALE_CHARS)] = ""
+    commands: Annotated[str, _bounded(COMMANDS_CHARS)] = ""
 
     @classmethod
     def of_calls(cls, meter: Meter, **figures: Any) -> Metrics:
@@ -87,8 +120,36 @@ class Event(Metrics, _Hop):
 
     @classmethod
     def from_entry(cls, entry_id: bytes | str, fields: dict[Any, Any]) -> Event:
-        decoded = {_text(k): _text(v) for k, v in fields.items()}
-        return cls.model_validate({**decoded, "id": _text(entry_id)})
+        # inline rather than _text per field: a job's page reads up to 2,000 entries
+        decoded = {
+            (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+            for k, v in fields.items()
+        }
+        decoded["id"] = _text(entry_id)
+        return cls.model_validate(decoded)
+
+
+def command_lines(records: Sequence[ExecutionRecord]) -> str:
+    """A GASL round's commands for the `commands` field: `<status> <count> <command>` per
+    line, each command on one line and cut short, at most COMMAND_LINES lines."""
+    lines = []
+    for record in records[:COMMAND_LINES]:
+        command = " ".join(record.command.split())
+        if len(command) > _COMMAND_CHARS:
+            command = command[: _COMMAND_CHARS - 1] + "…"
+        lines.append(f"{record.status} {record.count} {command}")
+    if len(records) > COMMAND_LINES:
+        lines.append(f"… {len(records) - COMMAND_LINES} more")
+    return "\n".join(lines)
+
+
+def parse_command_lines(text: str) -> list[tuple[str, int, str]]:
+    """The `commands` field back as (status, count, command) rows."""
+    rows = []
+    for line in text.splitlines():
+        status, count, command = ([*line.split(" ", 2), "", ""])[:3]
+        rows.append((status, int(count), command) if count.isdigit() else ("", 0, line))
+    return rows
 
 
 Command = list[str]
@@ -117,11 +178,29 @@ class EventLog:
         inside the commit script, so an event lands together with what it reports."""
         flat = [item for pair in event.fields().items() for item in pair]
         job_stream = keys.job_events(event.job_id)
-        return [
+        commands = [
             ["XADD", keys.EVENTS, "MAXLEN", "~", str(self.maxlen), "*", *flat],
             ["XADD", job_stream, "MAXLEN", "~", str(self.job_maxlen), "*", *flat],
             ["EXPIRE", job_stream, str(self.job_ttl_s)],
         ]
+        if event.status in HANDLED:
+            commands.extend(self._tallies(event))
+        return commands
+
+    def _tallies(self, event: Event) -> list[Command]:
+        handler = f"{event.instance}/{event.worker}"
+        ttl = str(self.job_ttl_s)
+        tallies = [
+            ["HINCRBY", keys.TALLY_HANDLED, handler, "1"],
+            ["HSET", keys.TALLY_LAST, handler, utc_now().isoformat()],
+            ["EXPIRE", keys.TALLY_HANDLED, ttl],
+            ["EXPIRE", keys.TALLY_LAST, ttl],
+        ]
+        job = keys.job(event.job_id)
+        for name in ("llm_calls", "prompt_tokens", "completion_tokens"):
+            if value := getattr(event, name):
+                tallies.append(["HINCRBY", job, name, str(value)])
+        return tallies
 
     async def record(self, event: Event) -> None:
         await run_commands(self.redis, self.commands(event))

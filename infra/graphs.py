@@ -165,13 +165,22 @@ class GraphRegistry:
             data = await asyncio.to_thread(path.read_bytes)
         except OSError as exc:
             raise GraphFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        return await self.add_bytes(name, data, source=path.name, label=str(path))
+
+    async def add_bytes(
+        self, name: str, data: bytes, *, source: str, label: str | None = None
+    ) -> GraphInfo:
+        """Store GraphML bytes (an upload) as the next version of `name`; `source` is kept as
+        the file's name, `label` names the input in errors."""
+        validate_name(name)
+        label = label or source
         try:
             parsed = await asyncio.to_thread(parse_graphml, data)
         except Exception as exc:  # any parser failure means the file is unusable
-            raise GraphFileError(f"{path} is not a readable GraphML graph: {exc}") from exc
+            raise GraphFileError(f"{label} is not a readable GraphML graph: {exc}") from exc
         graph = parsed.graph
         if graph.number_of_nodes() == 0:
-            raise GraphFileError(f"{path} is GraphML but holds no nodes")
+            raise GraphFileError(f"{label} is GraphML but holds no nodes")
         stored = await asyncio.to_thread(gzip.compress, data, 6)
         meta: dict[str, Any] = {
             "sha256": hashlib.sha256(data).hexdigest(),
@@ -179,7 +188,7 @@ class GraphRegistry:
             "edges": graph.number_of_edges(),
             "directed": int(graph.is_directed()),
             "format": parsed.format,
-            "source": path.name,
+            "source": source,
             "size_bytes": len(data),
             "stored_bytes": len(stored),
             "added_at": datetime.now(UTC).isoformat(),

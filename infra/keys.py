@@ -11,6 +11,19 @@ INGRESS_GROUP = f"{PREFIX}-ingress"
 RESULTS = f"{PREFIX}:results"
 GRAPHS = f"{PREFIX}:graphs"
 
+JOBS = f"{PREFIX}:jobs"
+"""Every job id, scored by its creation time in ms: the dashboard's paged, newest-first list
+(entries older than the job TTL are trimmed when a job is created)."""
+
+WORKERS = f"{PREFIX}:workers"
+"""The instances that announced a presence (infra/presence.py)."""
+
+TALLY_HANDLED = f"{PREFIX}:tally:handled"
+"""Messages handled per `<instance>/<worker>` (infra/events.py)."""
+
+TALLY_LAST = f"{PREFIX}:tally:last"
+"""When each `<instance>/<worker>` last handled a message."""
+
 
 def queue(worker: str) -> str:
     return f"{PREFIX}:q:{worker}"

@@ -1,5 +1,6 @@
 """Which worker processes are alive: each process keeps a short-lived key describing itself,
-refreshed while it runs and deleted when it stops (`postel workers` lists them)."""
+refreshed while it runs and deleted when it stops, and its name in the set `postel:workers`
+(`postel workers` and the dashboard list them)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,10 @@ def announcement(workers: list[str], ingress: bool) -> Presence:
 
 
 async def announce(redis: Redis, presence: Presence) -> None:
-    await redis.set(keys.worker(presence.instance), presence.model_dump_json(), ex=TTL_S)
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.set(keys.worker(presence.instance), presence.model_dump_json(), ex=TTL_S)
+        pipe.sadd(keys.WORKERS, presence.instance)
+        await pipe.execute()
 
 
 async def keep_announcing(redis: Redis, presence: Presence) -> None:
@@ -55,16 +59,25 @@ async def keep_announcing(redis: Redis, presence: Presence) -> None:
 
 
 async def withdraw(redis: Redis, presence: Presence) -> None:
-    await redis.delete(keys.worker(presence.instance))
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.delete(keys.worker(presence.instance))
+        pipe.srem(keys.WORKERS, presence.instance)
+        await pipe.execute()
 
 
 async def live_workers(redis: Redis) -> list[Presence]:
-    names = [key async for key in redis.scan_iter(match=keys.worker("*"), count=500)]
-    values = await redis.mget(names) if names else []
-    return sorted(
-        (Presence.model_validate_json(value) for value in values if value),
-        key=lambda p: p.instance,
-    )
+    """The processes whose presence has not expired, read through the set of announced
+    instances (not a keyspace scan); instances that died without withdrawing leave it."""
+    instances = sorted(_text(i) for i in await redis.smembers(keys.WORKERS))
+    values = await redis.mget([keys.worker(i) for i in instances]) if instances else []
+    gone = [i for i, value in zip(instances, values, strict=True) if value is None]
+    if gone:
+        await redis.srem(keys.WORKERS, *gone)
+    return [Presence.model_validate_json(value) for value in values if value]
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 async def wait_for(redis: Redis, worker: str, processes: int, timeout: float = 30.0) -> None:

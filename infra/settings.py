@@ -76,6 +76,10 @@ class Settings(BaseSettings):
     llm_capability: Literal["minimal", "limited", "standard"] | None = None
     llm_context_tokens: int | None = Field(default=None, ge=256)
 
+    web_host: str = "127.0.0.1"
+    web_port: int = Field(default=8040, ge=0, le=65535)
+    web_token: SecretStr | None = None
+
     log_level: str = "INFO"
     log_format: Literal["json", "console"] = "json"
 

@@ -2,7 +2,9 @@
 
 - the generator's loop: its anchor message and one LoopState per (task, repair);
 - the GASL state document of each HDT round (one copy per round, so a re-run round starts
-  from the state its first run started from).
+  from the state its first run started from);
+- each HDT round's full execution records (rows and provenance included), which the events
+  only summarise: the dashboard's job page and `postel demo` show them.
 """
 
 from __future__ import annotations
@@ -11,9 +13,20 @@ import json
 from typing import Any
 
 from postel.infra import keys
-from postel.messages import GenerationRequested
+from postel.messages import ExecutionRecord, GaslPlan, GaslPlanExecuted, GenerationRequested
 from postel.services.generation.loop import LoopState
+from pydantic import BaseModel
 from redis.asyncio import Redis
+
+
+class GaslRound(BaseModel):
+    """One executed HDT round as the job keeps it."""
+
+    task_index: int
+    round: int
+    plan: GaslPlan
+    records: list[ExecutionRecord]
+    error: str | None = None
 
 
 class RedisLoopStore:
@@ -64,3 +77,29 @@ class GaslStateStore:
         await self.redis.set(
             self._key(job_id, task_index, round_), json.dumps(state), ex=self.ttl_s
         )
+
+    @staticmethod
+    def _rounds_key(job_id: str) -> str:
+        return keys.job_scoped(job_id, "gasl", "rounds")
+
+    async def record_round(self, executed: GaslPlanExecuted) -> None:
+        """Keep the round's records; a re-run round writes the same entry again."""
+        entry = GaslRound(
+            task_index=executed.progress.task_index,
+            round=executed.round,
+            plan=executed.plan,
+            records=executed.records,
+            error=executed.error,
+        )
+        key = self._rounds_key(executed.job_id)
+        field = f"{entry.task_index}:{entry.round}"
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hset(key, field, entry.model_dump_json())
+            pipe.expire(key, self.ttl_s)
+            await pipe.execute()
+
+    async def rounds(self, job_id: str) -> list[GaslRound]:
+        """The job's executed rounds, by task then round."""
+        raw = await self.redis.hvals(self._rounds_key(job_id))
+        found = [GaslRound.model_validate_json(value) for value in raw]
+        return sorted(found, key=lambda r: (r.task_index, r.round))

@@ -94,8 +94,10 @@ async def start_job(
         *jobs.created_commands(first.job_id, submission.request, submission.fingerprint),
         *events.commands(event),
     ]
-    created = await commit_once(pool, keys.submission(first.job_id), jobs.ttl_s, commands, [first])
-    if created:
+    created = await commit_once(
+        pool, keys.submission(first.job_id), jobs.ttl_s, commands, [first], job_id=first.job_id
+    )
+    if created == "committed":
         return True
     if await jobs.fingerprint(first.job_id) != submission.fingerprint:
         raise JobConflict(

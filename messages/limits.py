@@ -45,6 +45,11 @@ MAX_NUMERAL_DIGITS = 1_000
 10**-MAX_NUMERAL_DIGITS and 10**MAX_NUMERAL_DIGITS (so `1e1000000` is refused before any
 arithmetic, and every int result stays far below Python's 4,300-digit str/int limit)."""
 
+MAX_GRAPH_BYTES = 64 * 1_048_576
+"""A graph uploaded over HTTP, unpacked (the body itself stays within MAX_PAYLOAD_BYTES:
+send a larger GraphML file gzip-compressed)."""
+
+
 MAX_JSON_REPAIR_CHARS = 10_000
 """A model's answer that is not valid JSON as it stands is repaired (quotes, commas, a cut-off
 tail) only up to this many characters: repairing is pure Python and slows down quadratically

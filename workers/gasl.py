@@ -7,6 +7,7 @@ record naming the budget well before the run would be cut off."""
 from __future__ import annotations
 
 from postel.infra.actor import Metrics, Outcome, Runtime, WorkerSpec
+from postel.infra.events import command_lines
 from postel.infra.graphs import GraphRegistry
 from postel.infra.model import ensure_model, model_of
 from postel.infra.stores import GaslStateStore
@@ -39,7 +40,11 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
         message, adapter, before, LLMGaslModel(llm, model.capability), budget
     )
     await states.after_round(message.job_id, task, message.round, result.state)
-    return Outcome([result.message], Metrics.of_calls(llm.meter, round=message.round))
+    await states.record_round(result.message)
+    commands = command_lines(result.message.records)
+    return Outcome(
+        [result.message], Metrics.of_calls(llm.meter, round=message.round, commands=commands)
+    )
 
 
 WORKER = WorkerSpec("gasl", (GaslPlanRequested,), handle, setup=ensure_model)

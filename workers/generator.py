@@ -19,6 +19,7 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     metrics = Metrics.of_calls(
         llm.meter,
         iteration=result.iteration,
+        repair=0 if isinstance(message, GenerationRequested) else message.repair,
         finish_reason=result.finish_reason,
         sections=result.sections,
         elements=result.elements,

@@ -43,11 +43,14 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     llm = model.metered()
     notes: list[str] = []
     handler = HANDLERS[type(message)]
-    messages = await handler(message, llm, model.capability, summary, notes=notes)
+    step = await handler(message, llm, model.capability, summary, notes=notes)
     for note in notes:
         log.info("planner decision", note=note)
     round_ = message.round if isinstance(message, GaslPlanExecuted) else 0
-    return Outcome(messages, Metrics.of_calls(llm.meter, round=round_))
+    metrics = Metrics.of_calls(
+        llm.meter, round=round_, decision=step.decision, rationale=step.rationale
+    )
+    return Outcome(step.messages, metrics)
 
 
 WORKER = WorkerSpec("planner", tuple(HANDLERS), handle, setup=ensure_model)

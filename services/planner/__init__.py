@@ -1,6 +1,7 @@
 """The planner's brain: the task plan (seed 002 step 4) and the HDT loop (seed 001).
 
-Flow (the planner worker calls one handler per message; see `handlers`):
+Flow (the planner worker calls one handler per message; each returns a PlannerStep: the
+messages and the round's decision with its rationale; see `handlers`):
 
     intent.analyzed    -> on_intent_analyzed: one call plans the tasks -> task.planned(0)
     task.planned(i)    -> on_task_planned:
@@ -65,7 +66,12 @@ history, state, schema, last results and question, in that order.
 """
 
 from postel.services.planner.finish import after_task, evidence_of, provenance_of
-from postel.services.planner.handlers import on_gasl_executed, on_intent_analyzed, on_task_planned
+from postel.services.planner.handlers import (
+    PlannerStep,
+    on_gasl_executed,
+    on_intent_analyzed,
+    on_task_planned,
+)
 from postel.services.planner.hdt import RoundDecision, decide_round
 from postel.services.planner.round_answer import RoundAnswer, read_round_answer
 from postel.services.planner.task_plan import (
@@ -76,6 +82,7 @@ from postel.services.planner.task_plan import (
 )
 
 __all__ = [
+    "PlannerStep",
     "RoundAnswer",
     "RoundDecision",
     "TaskPlanResult",

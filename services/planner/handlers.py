@@ -2,15 +2,19 @@
 
 Each takes the message, an LLMClient, the model's Capability and the job graph's schema
 summary (`services.gasl.schema_summary.summarize_graph(adapter)`, None without a graph),
-and returns the outgoing messages, built with `derive` under deterministic keys:
-`plan`, `task:<i>`, `gasl:<i>:<round>`, `gen:<i>`, `validate:<i>`, `failed`. `notes`, when
-given, collects one line per decision worth logging (a default plan, an unusable answer,
-the round cap). LLM errors propagate to the worker.
+and returns a PlannerStep: the outgoing messages, built with `derive` under deterministic
+keys (`plan`, `task:<i>`, `gasl:<i>:<round>`, `gen:<i>`, `validate:<i>`, `failed`), and
+what was decided, for the hop's event: the HDT `decision` (continue, refine, pivot,
+complete, or `capped` when the round cap ended the task) and a short `rationale` (the
+model's evaluation or hypothesis, the problem with an unusable answer, the task plan).
+`notes`, when given, collects one line per decision worth logging (a default plan, an
+unusable answer, the round cap). LLM errors propagate to the worker.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from postel.messages.envelope import Envelope
 from postel.messages.gasl import GaslPlan
@@ -33,6 +37,18 @@ from postel.services.prompts import Capability
 
 _OUTCOME_CHARS = 400
 
+StepDecision = Literal["", "continue", "refine", "pivot", "complete", "capped"]
+
+
+@dataclass(frozen=True)
+class PlannerStep:
+    """One handler's result: the messages to send, and the decision of an HDT round with
+    its rationale (empty for a step that decides no round)."""
+
+    messages: list[Envelope]
+    decision: StepDecision = ""
+    rationale: str = ""
+
 
 async def on_intent_analyzed(
     msg: IntentAnalyzed,
@@ -41,14 +57,18 @@ async def on_intent_analyzed(
     graph_summary: dict[str, Any] | None = None,
     *,
     notes: list[str] | None = None,
-) -> list[Envelope]:
+) -> PlannerStep:
     """Plan the job's tasks -> TaskPlanned for the first one."""
     result = await plan_tasks(llm, msg.request, msg.progress.intent, capability, graph_summary)
     _note(notes, *(f"task plan ({result.source}): {line}" for line in result.notes))
     progress = msg.progress.model_copy(
         update={"plan": result.plan, "task_index": 0, "outcomes": []}
     )
-    return [msg.derive(TaskPlanned, "plan", request=msg.request, progress=progress)]
+    tasks = "; ".join(f"{t.id} {t.kind}: {t.objective}" for t in result.plan.tasks)
+    return PlannerStep(
+        [msg.derive(TaskPlanned, "plan", request=msg.request, progress=progress)],
+        rationale=f"task plan ({result.source}): {tasks}",
+    )
 
 
 async def on_task_planned(
@@ -58,20 +78,21 @@ async def on_task_planned(
     graph_summary: dict[str, Any] | None = None,
     *,
     notes: list[str] | None = None,
-) -> list[Envelope]:
+) -> PlannerStep:
     """A generation task -> GenerationRequested; a graph task -> its first GASL plan."""
     task = msg.progress.task
     if task is None:
-        return [
-            _failed(msg, f"task.planned points at task {msg.progress.task_index}, past the plan")
-        ]
+        return _failed(msg, f"task.planned points at task {msg.progress.task_index}, past the plan")
     if task.kind == "generation":
         instructions = task.objective
         if task.objective.strip() != msg.request.prompt.strip():
             instructions += f"\n\nThe job's request: {msg.request.prompt}"
-        return [generation_request(msg, msg.request, msg.progress, task, instructions)]
+        return PlannerStep(
+            [generation_request(msg, msg.request, msg.progress, task, instructions)],
+            rationale=f"task {task.id}: written by the generator",
+        )
     if msg.request.graph is None:
-        return [_failed(msg, f"task {task.id!r} analyses a graph, but the job names none")]
+        return _failed(msg, f"task {task.id!r} analyses a graph, but the job names none")
     decision = await decide_round(
         llm,
         capability,
@@ -89,7 +110,9 @@ async def on_task_planned(
     )
     plan, hypothesis = _next_plan(decision, msg.progress.task_index, 0, graph_summary, notes)
     note = RoundNote(round=0, hypothesis=hypothesis, plan=plan)
-    return [_request_plan(msg, msg.progress, 0, plan, [note])]
+    # a probe replacing an unusable answer (or a premature COMPLETE) is a refine
+    taken = "refine" if hypothesis.startswith(UNUSABLE) else decision.decision
+    return PlannerStep([_request_plan(msg, msg.progress, 0, plan, [note])], taken, hypothesis)
 
 
 async def on_gasl_executed(
@@ -99,12 +122,12 @@ async def on_gasl_executed(
     graph_summary: dict[str, Any] | None = None,
     *,
     notes: list[str] | None = None,
-) -> list[Envelope]:
+) -> PlannerStep:
     """Evaluate round `msg.round` and propose the next plan in one call; COMPLETE or the round
     cap ends the task (services.planner.finish says what follows)."""
     task = msg.progress.task
     if task is None or task.kind != "graph_analysis":
-        return [_failed(msg, "gasl.plan_executed for a job that is not on a graph task")]
+        return _failed(msg, "gasl.plan_executed for a job that is not on a graph task")
     index, executed = msg.progress.task_index, msg.round
     history = _with_outcome(msg, outcome_digest(msg.records, msg.error))
     last = history[-1].hypothesis
@@ -127,14 +150,23 @@ async def on_gasl_executed(
     if decision.evaluation:
         judged = f"{history[-1].outcome}; judged: {decision.evaluation}"[:_OUTCOME_CHARS]
         history[-1] = history[-1].model_copy(update={"outcome": judged})
+    judgement = decision.evaluation or decision.hypothesis
     if decision.decision == "complete":
-        return _finish(msg, task, decision.answer, incomplete=False)
+        answered = judgement or f"answer: {decision.answer}"
+        return PlannerStep(
+            _finish(msg, task, decision.answer, incomplete=False), "complete", answered
+        )
     if executed + 1 >= max_rounds:
         _note(notes, f"task {task.id}: round cap {max_rounds} reached without COMPLETE")
-        return _finish(msg, task, None, incomplete=True)
+        capped = f"round cap {max_rounds} reached without COMPLETE; {judgement}".rstrip("; ")
+        return PlannerStep(_finish(msg, task, None, incomplete=True), "capped", capped)
     plan, hypothesis = _next_plan(decision, index, executed + 1, graph_summary, notes)
     note = RoundNote(round=executed + 1, hypothesis=hypothesis, plan=plan)
-    return [_request_plan(msg, msg.progress, executed + 1, plan, [*history, note])]
+    return PlannerStep(
+        [_request_plan(msg, msg.progress, executed + 1, plan, [*history, note])],
+        decision.decision,
+        decision.problem or judgement,
+    )
 
 
 def _next_plan(
@@ -195,8 +227,8 @@ def _request_plan(
     )
 
 
-def _failed(msg: Envelope, error: str) -> JobFailed:
-    return msg.derive(JobFailed, "failed", status="plan_failed", error=error)
+def _failed(msg: Envelope, error: str) -> PlannerStep:
+    return PlannerStep([msg.derive(JobFailed, "failed", status="plan_failed", error=error)])
 
 
 def _note(notes: list[str] | None, *lines: str) -> None:

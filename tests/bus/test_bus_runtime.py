@@ -387,18 +387,28 @@ async def test_a_late_commit_upstream_does_not_reopen_a_finished_job(
     try:
         jobs = JobStore(pool, 3600)
         await run_commands(pool, jobs.created_commands("raced", JobRequest(prompt="x"), "-"))
-        await commit_once(
-            pool, keys.done("raced:last"), 60, [JobStore.finished_command("raced", result=1)]
+        finished = [JobStore.finished_command("raced", result=1)]
+        assert (
+            await commit_once(pool, keys.done("raced:last"), 60, finished, job_id="raced")
+            == "committed"
         )
         # the upstream stage commits after its downstream already finished the job
-        await commit_once(
-            pool, keys.done("raced:earlier"), 60, [JobStore.running_command("raced", "validator")]
+        late = [JobStore.running_command("raced", "validator")]
+        dropped = [["SET", "raced:dropped", "1"]]
+        result = await commit_once(
+            pool, keys.done("raced:earlier"), 60, late, job_id="raced", dropped=dropped
         )
+        assert result == "refused"
+        assert await redis_client.exists(keys.done("raced:earlier"), "raced:dropped") == 2
         record = await jobs.get("raced")
         assert (record.status, record.result) == ("completed", 1)
         await run_commands(pool, jobs.created_commands("fresh", JobRequest(prompt="x"), "-"))
-        await commit_once(
-            pool, keys.done("fresh:a"), 60, [JobStore.running_command("fresh", "gasl")]
+        running = [JobStore.running_command("fresh", "gasl")]
+        assert await commit_once(pool, keys.done("fresh:a"), 60, running, job_id="fresh") == (
+            "committed"
+        )
+        assert await commit_once(pool, keys.done("fresh:a"), 60, running, job_id="fresh") == (
+            "duplicate"
         )
         assert (await jobs.get("fresh")).stage == "gasl"
     finally:

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from postel.infra.redis_server import free_port
 
@@ -37,9 +38,11 @@ def base_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 def test_up_then_submit_from_another_shell_then_ctrl_c(tmp_path: Path) -> None:
     port = str(free_port())
+    web_port = free_port()
     env = base_env(
         tmp_path,
         POSTEL_EMBEDDED_PORT=port,
+        POSTEL_WEB_PORT=str(web_port),
         POSTEL_LLM_PROVIDER="scripted",
         POSTEL_LLM_CASSETTE=str(CASSETTE),
     )
@@ -50,6 +53,9 @@ def test_up_then_submit_from_another_shell_then_ctrl_c(tmp_path: Path) -> None:
         assert up.stdout is not None
         banner = up.stdout.readline()
         assert banner.strip() == f"postel up: redis at redis://127.0.0.1:{port}/0"
+        dashboard = up.stdout.readline().split()
+        assert dashboard[:2] == ["dashboard:", f"http://127.0.0.1:{web_port}/"]
+        assert httpx.get(f"http://127.0.0.1:{web_port}/api/workers").json()[0]["ingress"]
         # another shell: no POSTEL_REDIS_URL, only the same (default) port
         other = base_env(tmp_path, POSTEL_EMBEDDED_PORT=port)
         done = postel("submit", "get the total price", "--type", "float", "--wait", env=other)
@@ -72,6 +78,31 @@ def test_up_then_submit_from_another_shell_then_ctrl_c(tmp_path: Path) -> None:
     assert (tmp_path / "state" / "postel.aof").exists() or any(
         (tmp_path / "state").glob("appendonlydir*")
     )
+
+
+def test_web_serves_the_running_system_and_refuses_an_open_address_without_a_token(
+    tmp_path: Path, redis_url: str
+) -> None:
+    env = base_env(tmp_path, POSTEL_REDIS_URL=redis_url)
+    open_address = postel("web", "--host", "0.0.0.0", "--port", "0", env=env)
+    assert open_address.returncode == 2 and "needs a token" in open_address.stderr
+    port = free_port()
+    web = subprocess.Popen(
+        [sys.executable, "-m", "postel", "web", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert web.stdout is not None
+        assert web.stdout.readline().startswith(f"postel web: http://127.0.0.1:{port}/")
+        assert httpx.get(f"http://127.0.0.1:{port}/api/queues").json()["jobs"] == 0
+        taken = postel("web", "--port", str(port), env=env)
+        assert taken.returncode == 2 and f"cannot serve on 127.0.0.1:{port}" in taken.stderr
+    finally:
+        web.send_signal(signal.SIGINT)
+        web.communicate(timeout=30)
+    assert web.returncode == 0
 
 
 def test_exit_codes(tmp_path: Path, redis_url: str) -> None:

@@ -1,5 +1,6 @@
 """docker-compose.yml, read rather than run (no Docker engine here): Redis with AOF, one
-scalable service per worker kind running `postel worker NAME`, RedisInsight, a model."""
+scalable service per worker kind running `postel worker NAME`, postel's web server behind a
+token, RedisInsight, a model."""
 
 from __future__ import annotations
 
@@ -51,3 +52,14 @@ def test_the_image_installs_postel_with_the_local_model() -> None:
     assert "-DGGML_NATIVE=OFF" in dockerfile
     for package in ("messages", "services", "workers", "infra"):
         assert f"COPY {package} {package}" in dockerfile
+
+
+def test_the_web_service_serves_the_cluster_behind_a_token() -> None:
+    web = compose()["services"]["web"]
+    assert web["command"][:3] == ["postel", "web", "--host"]
+    assert web["command"][3] == "0.0.0.0", "reachable from the host, so..."
+    token = web["environment"]["POSTEL_WEB_TOKEN"]
+    assert token.startswith("${POSTEL_WEB_TOKEN:?"), "...compose refuses to start without a token"
+    assert web["environment"]["POSTEL_REDIS_URL"] == "redis://redis:6379/0"
+    assert web["ports"] == ["8040:8040"]
+    assert web["depends_on"]["redis"]["condition"] == "service_healthy"

@@ -75,6 +75,14 @@ def test_the_wheel_holds_one_top_level_package_with_its_data(wheel: Path) -> Non
     assert tops == {"postel"}
     assert "postel/services/gasl/grammar.lark" in names
     assert "postel/services/gasl/data/mmwr_nano_graphrag.graphml" in names
+    # the dashboard ships its templates and assets: no CDN, no build step
+    for asset in (
+        "templates/base.html",
+        "templates/_job.html",
+        "static/app.js",
+        "static/style.css",
+    ):
+        assert f"postel/infra/web/{asset}" in names
 
 
 def test_generic_names_are_not_importable_after_install(venv_python: Path, tmp_path: Path) -> None:

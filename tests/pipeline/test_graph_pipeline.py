@@ -5,17 +5,22 @@ end proves the prompt carried it (a parse error, an empty result, the round cap)
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from postel.infra.cli import format_event
 from postel.infra.client import Client
+from postel.infra.demo import evidence_lines
+from postel.infra.events import parse_command_lines
 from postel.infra.graphs import GraphRegistry
 from postel.infra.local_system import LocalSystem
 from postel.infra.model import RESOURCE, Model
 from postel.infra.settings import Settings
+from postel.infra.stores import GaslStateStore
 from postel.messages import JobOptions
 from postel.services.gasl.cli_support import DEMO_GRAPH
 from postel.services.prompts import Capability
@@ -102,3 +107,53 @@ async def test_a_task_override_of_expected_formats_reaches_the_generation_prompt
     assert intent_prompt.messages[0].content.startswith("You analyse requests")
     planned = [e for e in events if e.type == "task.planned" and e.status == "completed"]
     assert len(planned) == 2, "one task.planned per task"
+
+
+async def test_events_show_each_round_decision_and_commands_and_the_record_sums_model_use(
+    redis_url: str, settings: Settings, sample_graph: str
+) -> None:
+    spy = Spy("graph_fix_parse_error.json")
+    _result, events, job_id = await ask(redis_url, settings, spy, "int")
+    planner = [
+        (e.type, e.decision) for e in events if e.worker == "planner" and e.status == "completed"
+    ]
+    assert planner == [
+        ("intent.analyzed", ""),
+        ("task.planned", "continue"),
+        ("gasl.plan_executed", "refine"),
+        ("gasl.plan_executed", "complete"),
+    ]
+    rationales = [e.rationale for e in events if e.worker == "planner" and e.status == "completed"]
+    assert rationales[0].startswith("task plan (model): t1 graph_analysis")
+    assert rationales[1] == "People are PERSON nodes."
+    gasl = [
+        parse_command_lines(e.commands)
+        for e in events
+        if e.worker == "gasl" and e.status == "completed"
+    ]
+    assert gasl[0] == [("error", 0, 'FIND nodes WERE entity_type = "PERSON" AS people')]
+    assert gasl[1] == [
+        ("success", 371, 'FIND nodes WHERE entity_type = "PERSON" AS people'),
+        ("success", 371, "COUNT people AS n"),
+    ]
+    [validator] = [
+        e for e in events if e.type == "validation.requested" and e.status == "completed"
+    ]
+    assert validator.decision == "accepted"
+    async with Client(redis_url, settings) as client:
+        record = await client.status(job_id)
+        rounds = await GaslStateStore(client.pool, settings.job_ttl_s).rounds(job_id)
+    handled = [e for e in events if e.status == "completed"]
+    assert record.llm_calls == sum(e.llm_calls for e in handled) == len(spy.requests)
+    assert record.prompt_tokens == sum(e.prompt_tokens for e in handled) > 0
+    assert record.completion_tokens == sum(e.completion_tokens for e in handled) > 0
+    assert [(r.task_index, r.round) for r in rounds] == [(0, 0), (0, 1)]
+    assert rounds[1].records[0].count == 371 and rounds[1].records[0].provenance
+    # `postel events` and `postel demo` print the same: decisions, commands, evidence
+    printed = "\n".join(format_event(e) for e in events)
+    assert "refine: see results" in printed
+    assert re.search(r"success +371 +COUNT people AS n", printed)
+    evidence = "\n".join(evidence_lines(rounds))
+    assert evidence.startswith("task 0, round 1 (Fix the WHERE keyword.)")
+    assert re.search(r"success +371 +FIND nodes WHERE", evidence)
+    assert "sources: " in evidence and '"id": "' in evidence

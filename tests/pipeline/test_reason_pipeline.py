@@ -74,8 +74,18 @@ async def test_a_malformed_intent_and_an_unusable_value_are_repaired(
         events = await client.events.read(job_id)
     intent = next(e for e in events if e.worker == "intent" and e.status == "completed")
     assert intent.llm_calls == 2, "one repair turn for the malformed intent"
-    types = [e.type for e in events if e.worker == "generator" and e.status == "completed"]
-    assert types == ["generation.requested", "validation.failed"]
+    generator = [
+        (e.type, e.repair) for e in events if e.worker == "generator" and e.status == "completed"
+    ]
+    assert generator == [("generation.requested", 0), ("validation.failed", 1)]
+    verdicts = [
+        (e.decision, e.repair)
+        for e in events
+        if e.type == "generation.completed" and e.status == "completed"
+    ]
+    assert verdicts == [("repair", 0), ("accepted", 1)]
+    repair = next(e for e in events if e.decision == "repair")
+    assert "expected float" in repair.rationale
 
 
 async def test_a_value_that_never_validates_fails_with_the_reason(
@@ -106,3 +116,6 @@ async def test_a_value_that_never_validates_fails_with_the_reason(
     assert failure.value.status == "validation_failed"
     assert "expected float" in failure.value.error and "after 2 repair(s)" in failure.value.error
     assert failure.value.partial == "still unknown"
+    async with Client(redis_url, settings) as client:
+        verdicts = [e.decision for e in await client.events.read(job_id) if e.worker == "validator"]
+    assert [v for v in verdicts if v] == ["repair", "repair", "rejected"]

@@ -99,12 +99,17 @@ async def run_loop(
     adapter: NetworkXAdapter,
     notes: list[str] | None = None,
     capability: Capability = Capability.MINIMAL,
+    decisions: list[tuple[str, str]] | None = None,
 ) -> list[Envelope]:
-    """Every message the planner and the executor exchange until the planner leaves the loop."""
+    """Every message the planner and the executor exchange until the planner leaves the loop;
+    `decisions` collects each step's (decision, rationale)."""
     summary = summarize_graph(adapter)
     executor = GaslExecutor(adapter)
     trail: list[Envelope] = []
-    out = await on_task_planned(start, model.client, capability, summary, notes=notes)
+    step = await on_task_planned(start, model.client, capability, summary, notes=notes)
+    out = step.messages
+    if decisions is not None:
+        decisions.append((step.decision, step.rationale))
     while True:
         trail.extend(out)
         [message] = out
@@ -123,7 +128,10 @@ async def run_loop(
             state_summary=result.state.model_dump(),
         )
         trail.append(executed)
-        out = await on_gasl_executed(executed, model.client, capability, summary, notes=notes)
+        step = await on_gasl_executed(executed, model.client, capability, summary, notes=notes)
+        out = step.messages
+        if decisions is not None:
+            decisions.append((step.decision, step.rationale))
 
 
 def of_type(trail: list[Envelope], cls: type[Envelope]) -> list[Any]:
@@ -197,7 +205,7 @@ async def test_complete_moves_on_to_the_next_task(adapter: NetworkXAdapter) -> N
     assert following.progress.task_index == 1
     assert following.progress.outcomes[0].answer == "371 people"
     # the generation task then hands the outcome to the writer
-    [request] = await on_task_planned(following, model.client, Capability.MINIMAL)
+    [request] = (await on_task_planned(following, model.client, Capability.MINIMAL)).messages
     assert isinstance(request, GenerationRequested) and request.task_id == "write"
     assert request.evidence["tasks"][0]["objective"] == COUNT_TASK.objective
     assert request.instructions.startswith(write.objective)
@@ -211,9 +219,17 @@ async def test_the_round_cap_hands_over_incomplete_evidence(adapter: NetworkXAda
         answer("refine", (0.9, [PEOPLE])),  # not complete although no round is left
     )
     notes: list[str] = []
+    decisions: list[tuple[str, str]] = []
     trail = await run_loop(
-        task_planned([COUNT_TASK], desired="int", max_rounds=2), model, adapter, notes
+        task_planned([COUNT_TASK], desired="int", max_rounds=2),
+        model,
+        adapter,
+        notes,
+        decisions=decisions,
     )
+    assert [decision for decision, _ in decisions] == ["continue", "refine", "capped"]
+    assert decisions[:2] == [("continue", "hypothesis for continue"), ("refine", "judged refine")]
+    assert decisions[2][1] == "round cap 2 reached without COMPLETE; judged refine"
     assert len(of_type(trail, GaslPlanRequested)) == 2
     assert "no plan may run any more" in model.prompts[2]
     handed = trail[-1]
@@ -233,9 +249,10 @@ async def test_the_most_confident_action_runs(adapter: NetworkXAdapter) -> None:
     weak = ['FIND nodes WHERE entity_type = "ORGANIZATION" AS orgs']
     model = Model(answer("continue", (0.3, weak), (0.9, [PEOPLE]), (0.6, weak)))
     notes: list[str] = []
-    [request] = await on_task_planned(
+    step = await on_task_planned(
         task_planned([COUNT_TASK]), model.client, Capability.MINIMAL, notes=notes
     )
+    [request] = step.messages
     assert isinstance(request, GaslPlanRequested)
     assert request.plan.commands == [PEOPLE]
     assert any("most confident of 3" in note for note in notes)
@@ -261,9 +278,11 @@ async def test_an_unreadable_answer_becomes_a_probe_and_feedback(
 
 async def test_complete_before_any_plan_is_refused(adapter: NetworkXAdapter) -> None:
     model = Model("COMPLETE: about 400")
-    [request] = await on_task_planned(
+    step = await on_task_planned(
         task_planned([COUNT_TASK]), model.client, Capability.MINIMAL, summarize_graph(adapter)
     )
+    [request] = step.messages
+    assert step.decision == "refine" and "after a plan has gathered evidence" in step.rationale
     assert isinstance(request, GaslPlanRequested) and request.plan.commands[0].endswith("probe")
     assert "after a plan has gathered evidence" in request.history[0].hypothesis
 
@@ -311,6 +330,6 @@ async def test_inconsistent_messages_fail_the_job(
             )
         )
     )
-    [failed] = await on_task_planned(update(start), Model().client, Capability.MINIMAL)
+    [failed] = (await on_task_planned(update(start), Model().client, Capability.MINIMAL)).messages
     assert isinstance(failed, JobFailed) and failed.status == "plan_failed"
     assert error in failed.error and failed.message_id == "job1:failed"

@@ -113,10 +113,12 @@ async def test_task_override_survives_into_task_intent_over_the_wire() -> None:
         progress=JobProgress(intent=intent()),
     )
     notes: list[str] = []
-    [planned] = await on_intent_analyzed(
+    step = await on_intent_analyzed(
         incoming, script.client, Capability.STANDARD, SUMMARY, notes=notes
     )
+    [planned] = step.messages
     assert isinstance(planned, TaskPlanned) and planned.message_id == "job1:plan"
+    assert step.rationale.startswith("task plan (model): ") and step.decision == ""
     wire = decode_message(planned.model_dump_json())
     assert isinstance(wire, TaskPlanned)
     first = wire.progress.task_intent()

@@ -1,0 +1,367 @@
+"""The HTTP API under /api (its OpenAPI document is /api/openapi.json, rendered at /api/docs).
+
+Request and response bodies are the pydantic models of messages/ and infra/: a job is
+submitted with the same JobRequest as the ingress stream, and a bad body gets 422 naming
+the field. Status codes: 201 submitted or graph added, 404 no such job or dead letter or
+graph, 409 cancelling a finished job, a job id already taken or a dead letter that stays
+dead, 413 a body over MAX_PAYLOAD_BYTES (or a graph over MAX_GRAPH_BYTES unpacked), 401
+without the token when one is configured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import re
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
+from fastapi.responses import StreamingResponse
+from postel.infra import keys
+from postel.infra.cancel import JobAlreadyFinished, cancel_job
+from postel.infra.client import TERMINAL_TYPES
+from postel.infra.deadletter import (
+    DeadLetter,
+    DeadLetterNotFound,
+    DeadPage,
+    get_dead,
+    list_dead,
+)
+from postel.infra.events import Event
+from postel.infra.graphs import (
+    GraphFileError,
+    GraphInfo,
+    GraphNotFound,
+    GraphRegistry,
+    InvalidGraphName,
+)
+from postel.infra.jobs import JobNotFound, JobRecord
+from postel.infra.redrive import Redriven, RedriveRefused, RedriveReport, redrive, redrive_matching
+from postel.infra.stores import GaslRound, GaslStateStore
+from postel.infra.submit import JobConflict, submit_job
+from postel.infra.web.queries import (
+    JobsPage,
+    QueuesView,
+    WorkerView,
+    list_jobs,
+    queues_view,
+    workers_view,
+)
+from postel.infra.web.state import WebState, web_state
+from postel.messages import JobRequest
+from postel.messages.limits import MAX_GRAPH_BYTES
+from pydantic import BaseModel, ValidationError
+
+router = APIRouter(prefix="/api")
+
+State = Annotated[WebState, Depends(web_state)]
+KEEPALIVE_S = 15.0
+_STREAM_ID = re.compile(r"\d{1,20}(-\d{1,20})?")
+NOT_FOUND = {"description": "no such job or dead letter"}
+TOO_LARGE = {"description": "the body is over MAX_PAYLOAD_BYTES"}
+_BLOCK_MS = 1000
+
+
+class Submitted(BaseModel):
+    job_id: str
+    url: str
+
+
+def _not_found(exc: Exception) -> HTTPException:
+    return HTTPException(404, str(exc))
+
+
+def _field_error(where: list[str], message: str, kind: str) -> HTTPException:
+    return HTTPException(422, [{"loc": where, "msg": message, "type": kind}])
+
+
+@router.post(
+    "/jobs",
+    status_code=201,
+    response_model=Submitted,
+    tags=["jobs"],
+    responses={409: {"description": "the chosen job id is taken"}, 413: TOO_LARGE},
+)
+async def submit(
+    request: JobRequest,
+    state: State,
+    job_id: Annotated[
+        str | None,
+        Query(
+            description="Choose the id: the same request again returns the same job; a "
+            "different request under a taken id is refused (409)."
+        ),
+    ] = None,
+) -> Submitted:
+    """Submit a job: the body is the same JobRequest the ingress stream takes."""
+    try:
+        new_id = await submit_job(
+            state.pool, state.events, state.jobs, request, job_id, source="web"
+        )
+    except GraphNotFound as exc:
+        raise _field_error(["body", "graph"], str(exc), "unknown_graph") from exc
+    except JobConflict as exc:
+        raise HTTPException(409, str(exc)) from exc
+    except ValidationError as exc:
+        raise _field_error(["query", "job_id"], _first_error(exc), "invalid_job_id") from exc
+    except ValueError as exc:
+        raise _field_error(["query", "job_id"], str(exc), "reserved_job_id") from exc
+    return Submitted(job_id=new_id, url=f"/jobs/{new_id}")
+
+
+@router.get("/jobs", response_model=JobsPage, tags=["jobs"])
+async def jobs(
+    state: State,
+    status: str | None = None,
+    stage: str | None = None,
+    q: Annotated[str | None, Query(description="Text in the job id or title.")] = None,
+    before: Annotated[str | None, Query(description="The `next` cursor of a page.")] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> JobsPage:
+    """Jobs newest first, paged."""
+    try:
+        return await list_jobs(
+            state.pool, status=status, stage=stage, q=q, before=before, limit=limit
+        )
+    except ValueError as exc:
+        raise _field_error(["query", "before"], str(exc), "invalid_cursor") from exc
+
+
+@router.get("/jobs/{job_id}", response_model=JobRecord, tags=["jobs"], responses={404: NOT_FOUND})
+async def job(job_id: str, state: State) -> JobRecord:
+    try:
+        return await state.jobs.get(job_id)
+    except JobNotFound as exc:
+        raise _not_found(exc) from exc
+
+
+@router.get("/jobs/{job_id}/events", response_model=list[Event], tags=["jobs"])
+async def job_events(job_id: str, state: State) -> list[Event]:
+    await job(job_id, state)
+    return await state.events.read(job_id)
+
+
+@router.get("/jobs/{job_id}/rounds", response_model=list[GaslRound], tags=["jobs"])
+async def job_rounds(job_id: str, state: State) -> list[GaslRound]:
+    """The job's HDT rounds with their full execution records (rows, provenance)."""
+    await job(job_id, state)
+    return await GaslStateStore(state.pool, state.settings.job_ttl_s).rounds(job_id)
+
+
+@router.post(
+    "/jobs/{job_id}/cancel",
+    response_model=JobRecord,
+    tags=["jobs"],
+    responses={404: NOT_FOUND, 409: {"description": "the job has already finished"}},
+)
+async def cancel(job_id: str, state: State) -> JobRecord:
+    """Cancel a queued or running job (409 if it has finished)."""
+    try:
+        await cancel_job(state.pool, state.events, job_id, by="web")
+        return await state.jobs.get(job_id)
+    except JobNotFound as exc:
+        raise _not_found(exc) from exc
+    except JobAlreadyFinished as exc:
+        raise HTTPException(409, str(exc)) from exc
+
+
+@router.get(
+    "/jobs/{job_id}/events/stream",
+    tags=["jobs"],
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def follow_job(
+    job_id: str,
+    request: Request,
+    state: State,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    """The job's events as Server-Sent Events (`event: hop`, data the event as JSON, id its
+    stream id), past and future; `event: end` after the terminal event of a finished job.
+    A reconnecting client sends Last-Event-ID and gets what it missed."""
+    await job(job_id, state)
+
+    async def ended(event: Event) -> bool:
+        return event.type in TERMINAL_TYPES and (await state.jobs.get(job_id)).finished
+
+    stream = keys.job_events(job_id)
+    return _sse(_follow(state, request, stream, _stream_id(last_event_id or "0-0"), ended))
+
+
+@router.get(
+    "/events/stream",
+    tags=["jobs"],
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def follow_all(
+    request: Request,
+    state: State,
+    since: Annotated[
+        str | None, Query(description="Start after this event id (default: from now on).")
+    ] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    """Every job's events as Server-Sent Events (the dashboard's live feed)."""
+
+    async def never(_event: Event) -> bool:
+        return False
+
+    start = _stream_id(last_event_id or since or "$")
+    return _sse(_follow(state, request, keys.EVENTS, start, never))
+
+
+@router.get("/dead", response_model=DeadPage, tags=["dead letters"])
+async def dead(
+    state: State,
+    worker: str | None = None,
+    error: Annotated[str | None, Query(description="Text the error contains.")] = None,
+    before: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> DeadPage:
+    """Dead letters newest first, paged."""
+    return await list_dead(state.pool, before=before, limit=limit, worker=worker, error=error)
+
+
+@router.get(
+    "/dead/{entry_id}", response_model=DeadLetter, tags=["dead letters"], responses={404: NOT_FOUND}
+)
+async def dead_letter(entry_id: str, state: State) -> DeadLetter:
+    try:
+        return await get_dead(state.pool, entry_id)
+    except DeadLetterNotFound as exc:
+        raise _not_found(exc) from exc
+
+
+@router.post(
+    "/dead/{entry_id}/redrive",
+    response_model=Redriven,
+    tags=["dead letters"],
+    responses={404: NOT_FOUND, 409: {"description": "it stays dead; `detail` says why"}},
+)
+async def redrive_one(entry_id: str, state: State) -> Redriven:
+    """Send a dead letter back as a new attempt (409 with the reason if it stays dead)."""
+    try:
+        return await redrive(state.pool, state.events, entry_id, by="web")
+    except DeadLetterNotFound as exc:
+        raise _not_found(exc) from exc
+    except RedriveRefused as exc:
+        raise HTTPException(409, str(exc)) from exc
+
+
+@router.post("/dead/redrive", response_model=RedriveReport, tags=["dead letters"])
+async def redrive_all(
+    state: State, worker: str | None = None, error: str | None = None
+) -> RedriveReport:
+    """Redrive every dead letter the filters match; the refused ones stay, with reasons."""
+    return await redrive_matching(state.pool, state.events, by="web", worker=worker, error=error)
+
+
+@router.get("/workers", response_model=list[WorkerView], tags=["system"])
+async def workers(state: State) -> list[WorkerView]:
+    return await workers_view(state.pool)
+
+
+@router.get("/queues", response_model=QueuesView, tags=["system"])
+async def queues(state: State) -> QueuesView:
+    return await queues_view(state.pool)
+
+
+@router.get("/graphs", response_model=list[GraphInfo], tags=["graphs"])
+async def graphs(state: State) -> list[GraphInfo]:
+    return await GraphRegistry(state.pool).list()
+
+
+@router.put(
+    "/graphs/{name}",
+    status_code=201,
+    response_model=GraphInfo,
+    tags=["graphs"],
+    responses={413: TOO_LARGE},
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": "A GraphML file; send it gzip-compressed (Content-Encoding: gzip) "
+            "when it is larger than the body limit.",
+            "content": {"application/xml": {"schema": {"type": "string", "format": "binary"}}},
+        }
+    },
+)
+async def add_graph(name: str, request: Request, state: State) -> GraphInfo:
+    """Add a graph under NAME, or replace it with a new version."""
+    data = await request.body()
+    if request.headers.get("content-encoding", "").lower() == "gzip":
+        data = _gunzip(data)
+    try:
+        return await GraphRegistry(state.pool).add_bytes(name, data, source=f"{name}.graphml")
+    except InvalidGraphName as exc:
+        raise _field_error(["path", "name"], str(exc), "invalid_name") from exc
+    except GraphFileError as exc:
+        raise _field_error(["body"], str(exc), "invalid_graph") from exc
+
+
+def _gunzip(data: bytes) -> bytes:
+    """Unpack at most MAX_GRAPH_BYTES; a bigger graph is refused before it fills memory."""
+    unpacker = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        unpacked = unpacker.decompress(data, MAX_GRAPH_BYTES + 1)
+    except (zlib.error, gzip.BadGzipFile) as exc:
+        raise _field_error(["body"], f"the body is not gzip data: {exc}", "invalid_gzip") from exc
+    if len(unpacked) > MAX_GRAPH_BYTES:
+        raise HTTPException(413, f"a graph unpacked may be {MAX_GRAPH_BYTES} bytes at most")
+    return unpacked
+
+
+def _stream_id(value: str) -> str:
+    """A stream entry id (`<ms>-<seq>`), or `$` for from now on."""
+    if value != "$" and not _STREAM_ID.fullmatch(value):
+        raise _field_error(["query", "since"], f"not a stream id: {value!r}", "invalid_id")
+    return value
+
+
+def _first_error(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+
+
+def _sse(body: AsyncIterator[str]) -> StreamingResponse:
+    return StreamingResponse(
+        body,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+async def _follow(
+    state: WebState,
+    request: Request,
+    stream: str,
+    last: str,
+    ended: Callable[[Event], Awaitable[bool]],
+) -> AsyncIterator[str]:
+    if last == "$":  # from now on: the newest entry's id, so nothing slips between reads
+        newest = await state.pool.xrevrange(stream, count=1)
+        last = newest[0][0].decode() if newest else "0-0"
+    quiet_s = 0.0
+    while not await request.is_disconnected() and not state.stopping.is_set():
+        batches = await state.pool.xread({stream: last}, block=_BLOCK_MS, count=200)
+        if not batches:
+            quiet_s += _BLOCK_MS / 1000
+            if quiet_s >= KEEPALIVE_S:
+                quiet_s = 0.0
+                yield ": keepalive\n\n"
+            continue
+        quiet_s = 0.0
+        for _stream, entries in batches:
+            for entry_id, fields in entries:
+                event = Event.from_entry(entry_id, fields)
+                last = event.id or last
+                yield f"id: {last}\nevent: hop\ndata: {event.model_dump_json()}\n\n"
+                if await ended(event):
+                    yield "event: end\ndata: {}\n\n"
+                    return
+        await asyncio.sleep(0)
+    return

@@ -1,0 +1,295 @@
+"""The dashboard: server-rendered pages (Jinja2 templates in templates/) and one small
+script (static/app.js) that keeps them live. Each page's changing part is also served alone
+as a fragment (`?fragment=1`); the script re-fetches it when the page's Server-Sent Events
+stream reports an event, so the page updates without reloading and works, unrefreshed,
+without JavaScript. Forms post to the same operations as the API (cancel, redrive) and
+redirect back (303) with a note.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from postel.infra import keys
+from postel.infra.cancel import JobAlreadyFinished, cancel_job
+from postel.infra.deadletter import DeadLetterNotFound, list_dead
+from postel.infra.graphs import GraphRegistry
+from postel.infra.jobs import JobNotFound
+from postel.infra.redrive import RedriveRefused, redrive, redrive_matching
+from postel.infra.settings import WORKER_NAMES
+from postel.infra.web.queries import (
+    JOB_STATUSES,
+    STAGES,
+    job_story,
+    list_jobs,
+    queues_view,
+    workers_view,
+)
+from postel.infra.web.security import safe_next
+from postel.infra.web.state import WebState, web_state
+from postel.messages import utc_now
+
+HERE = Path(__file__).parent
+router = APIRouter(include_in_schema=False)
+GLOBAL_STREAM = "/api/events/stream"
+EVENTS_SHOWN = 300  # rows of the raw events table on a job's page; the API has them all
+
+
+async def global_stream(state: WebState) -> str:
+    """The live feed from the newest event at render time: nothing that happens between
+    rendering the page and the script connecting is missed."""
+    newest = await state.pool.xrevrange(keys.EVENTS, count=1)
+    if not newest:
+        return _url(GLOBAL_STREAM, since="0-0")
+    entry_id = newest[0][0]
+    return _url(GLOBAL_STREAM, since=entry_id.decode() if isinstance(entry_id, bytes) else entry_id)
+
+
+def _ms(value: float) -> str:
+    if value < 1000:
+        return f"{value:.0f} ms" if value >= 10 else f"{value:.1f} ms"
+    seconds = value / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+
+
+def _ago(value: datetime | None) -> str:
+    if value is None:
+        return ""
+    seconds = (utc_now() - value).total_seconds()
+    if seconds < 1:
+        return "just now"
+    if seconds < 60:
+        return f"{seconds:.0f} s ago"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f} min ago"
+    if seconds < 86400:
+        return f"{seconds // 3600:.0f} h ago"
+    return f"{seconds // 86400:.0f} d ago"
+
+
+def _clock(value: datetime | None) -> str:
+    return value.astimezone().strftime("%Y-%m-%d %H:%M:%S") if value else ""
+
+
+def _took(started: datetime, ended: datetime | None) -> str:
+    return _ms(((ended or utc_now()) - started).total_seconds() * 1000)
+
+
+TEMPLATES = Environment(
+    loader=FileSystemLoader(HERE / "templates"),
+    autoescape=select_autoescape(["html"]),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+TEMPLATES.filters.update(ms=_ms, ago=_ago, clock=_clock)
+TEMPLATES.globals.update(took=_took, statuses=JOB_STATUSES, stages=STAGES, kinds=WORKER_NAMES)
+
+
+def render(request: Request, name: str, **context: Any) -> HTMLResponse:
+    """The page, or only its live part (`?fragment=1`) for the script to swap in."""
+    state: WebState = web_state(request)
+    fragment = request.query_params.get("fragment") == "1"
+    template = TEMPLATES.get_template(f"_{name}.html" if fragment else f"{name}.html")
+    html = template.render(
+        request=request, section=name, token_required=state.token_required, **context
+    )
+    return HTMLResponse(html)
+
+
+def _url(path: str, **query: str | None) -> str:
+    kept = {k: v for k, v in query.items() if v}
+    return path + (f"?{urlencode(kept)}" if kept else "")
+
+
+async def _form(request: Request) -> dict[str, str]:
+    return dict(parse_qsl((await request.body()).decode(errors="replace")))
+
+
+@router.get("/", response_class=HTMLResponse)
+@router.get("/jobs", response_class=HTMLResponse)
+async def jobs_page(
+    request: Request,
+    status: str | None = None,
+    stage: str | None = None,
+    q: str | None = None,
+    before: str | None = None,
+) -> HTMLResponse:
+    state = web_state(request)
+    q = (q or "").strip() or None
+    try:
+        page = await list_jobs(state.pool, status=status, stage=stage, q=q, before=before)
+    except ValueError:
+        page = await list_jobs(state.pool, status=status, stage=stage, q=q)
+    filters = {"status": status, "stage": stage, "q": q}
+    return render(
+        request,
+        "jobs",
+        page=page,
+        filters=filters,
+        live_src=_url("/jobs", **filters, before=before, fragment="1"),
+        next_url=_url("/jobs", **filters, before=page.next) if page.next else None,
+        first_url=_url("/jobs", **filters) if before else None,
+        stream=await global_stream(state),
+    )
+
+
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+async def job_page(request: Request, job_id: str, note: str | None = None) -> Response:
+    state = web_state(request)
+    try:
+        story = await job_story(state.pool, state.jobs, state.events, job_id)
+    except JobNotFound:
+        response = render(request, "missing", what=f"job {job_id}")
+        response.status_code = 404
+        return response
+    return render(
+        request,
+        "job",
+        story=story,
+        job=story.record,
+        note=note,
+        events_shown=EVENTS_SHOWN,
+        live_src=_url(f"/jobs/{job_id}", fragment="1"),
+        stream=f"/api/jobs/{job_id}/events/stream",
+    )
+
+
+@router.post("/jobs/{job_id}/cancel")
+async def cancel_from_page(request: Request, job_id: str) -> RedirectResponse:
+    state = web_state(request)
+    try:
+        await cancel_job(state.pool, state.events, job_id, by="web")
+        note = "cancelled"
+    except (JobNotFound, JobAlreadyFinished) as exc:
+        note = str(exc)
+    return RedirectResponse(_url(f"/jobs/{job_id}", note=note), 303)
+
+
+@router.get("/workers", response_class=HTMLResponse)
+async def workers_page(request: Request) -> HTMLResponse:
+    state = web_state(request)
+    workers = await workers_view(state.pool)
+    per_kind = {kind: [w for w in workers if kind in w.workers] for kind in WORKER_NAMES}
+    per_kind["ingress"] = [w for w in workers if w.ingress]
+    return render(
+        request,
+        "workers",
+        workers=workers,
+        per_kind=per_kind,
+        live_src="/workers?fragment=1",
+        stream=await global_stream(state),
+        refresh_ms=5000,
+    )
+
+
+@router.get("/queues", response_class=HTMLResponse)
+async def queues_page(request: Request) -> HTMLResponse:
+    state = web_state(request)
+    return render(
+        request,
+        "queues",
+        view=await queues_view(state.pool),
+        live_src="/queues?fragment=1",
+        stream=await global_stream(state),
+        refresh_ms=5000,
+    )
+
+
+@router.get("/dead", response_class=HTMLResponse)
+async def dead_page(
+    request: Request,
+    worker: str | None = None,
+    error: str | None = None,
+    before: str | None = None,
+    note: str | None = None,
+) -> HTMLResponse:
+    state = web_state(request)
+    error = (error or "").strip() or None
+    page = await list_dead(state.pool, before=before, worker=worker, error=error)
+    filters = {"worker": worker, "error": error}
+    return render(
+        request,
+        "dead",
+        page=page,
+        filters=filters,
+        note=note,
+        live_src=_url("/dead", **filters, before=before, fragment="1"),
+        next_url=_url("/dead", **filters, before=page.next) if page.next else None,
+        first_url=_url("/dead", **filters) if before else None,
+        here=_url("/dead", **filters, before=before),
+        stream=await global_stream(state),
+    )
+
+
+@router.post("/dead/{entry_id}/redrive")
+async def redrive_from_page(request: Request, entry_id: str) -> RedirectResponse:
+    state = web_state(request)
+    back = safe_next((await _form(request)).get("back")).split("?")[0]
+    try:
+        done = await redrive(state.pool, state.events, entry_id, by="web")
+        note = f"redriven: {done.message_id} is back on the {done.worker} queue"
+    except (DeadLetterNotFound, RedriveRefused) as exc:
+        note = str(exc)
+    return RedirectResponse(_url(back, note=note), 303)
+
+
+@router.post("/dead/redrive")
+async def redrive_all_from_page(request: Request) -> RedirectResponse:
+    state = web_state(request)
+    form = await _form(request)
+    worker, error = form.get("worker") or None, form.get("error") or None
+    report = await redrive_matching(state.pool, state.events, by="web", worker=worker, error=error)
+    note = f"redriven {len(report.redriven)}, stayed dead {len(report.refused)}"
+    if report.refused:
+        note += ": " + "; ".join(f"{k}: {v}" for k, v in list(report.refused.items())[:3])
+    return RedirectResponse(_url("/dead", worker=worker, error=error, note=note), 303)
+
+
+@router.get("/graphs", response_class=HTMLResponse)
+async def graphs_page(request: Request) -> HTMLResponse:
+    state = web_state(request)
+    return render(request, "graphs", graphs=await GraphRegistry(state.pool).list())
+
+
+@router.get("/api/docs", response_class=HTMLResponse)
+async def api_docs(request: Request) -> HTMLResponse:
+    """The OpenAPI document as a page: every operation with its parameters, body and
+    answers, rendered here (no script, nothing fetched from elsewhere)."""
+    document = request.app.openapi()
+    operations = [
+        {"method": method.upper(), "path": path, **operation}
+        for path, methods in document["paths"].items()
+        for method, operation in methods.items()
+    ]
+    return render(request, "api_docs", document=document, operations=operations)
+
+
+@router.get("/login", response_class=HTMLResponse)
+async def login_page(
+    request: Request, next: str | None = None, wrong: str | None = None
+) -> Response:
+    if not web_state(request).token_required:
+        return RedirectResponse(safe_next(next), 303)
+    css = (HERE / "static" / "style.css").read_text()
+    return render(request, "login", next=safe_next(next), wrong=wrong == "1", css=css)
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    state = web_state(request)
+    form = await _form(request)
+    target = safe_next(form.get("next"))
+    guard = request.app.state.guard
+    if not state.token_required or not guard.accepts(form.get("token")):
+        return RedirectResponse(_url("/login", next=target, wrong="1"), 303)
+    response = RedirectResponse(target, 303)
+    guard.set_cookie(response)
+    return response

@@ -1,0 +1,512 @@
+"""What the dashboard and the HTTP API read from Redis, each in a bounded number of round
+trips whatever the number of jobs and events:
+
+- jobs, newest first, from the index `postel:jobs` (a page is one ZREVRANK, one ZREVRANGE
+  and one pipelined HMGET per batch; a filter reads at most SCAN_LIMIT records per page);
+- one job's story: its record, its events (at most POSTEL_JOB_EVENTS_MAXLEN) and its HDT
+  rounds, arranged as hops on a timeline, rounds with their commands, the AI loop's
+  iterations and the validator's verdicts;
+- the live worker processes with what each has handled, and the queues' depths.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, get_args
+
+from postel.infra import keys
+from postel.infra.events import Event, EventLog, parse_command_lines
+from postel.infra.jobs import JobRecord, JobStatus, JobStore
+from postel.infra.presence import TTL_S, live_workers
+from postel.infra.settings import WORKER_NAMES
+from postel.infra.stores import GaslRound, GaslStateStore
+from postel.messages import ExecutionRecord, utc_now
+from postel.services.planner.render import dumps
+from pydantic import BaseModel
+from redis.asyncio import Redis
+from redis.exceptions import ResponseError
+
+JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
+STAGES: tuple[str, ...] = ("submit", *WORKER_NAMES, "done")
+SCAN_LIMIT = 5_000
+PAGE_LIMIT = 200
+_BATCH = 200
+_SUMMARY_FIELDS = (
+    "status",
+    "stage",
+    "title",
+    "created_at",
+    "updated_at",
+    "finished_at",
+    "failure",
+    "llm_calls",
+    "prompt_tokens",
+    "completion_tokens",
+)
+ROWS_SHOWN = 5
+SOURCES_SHOWN = 12
+HOPS_SHOWN = 400
+
+
+class JobSummary(BaseModel):
+    """A job as a list shows it: no request, no result."""
+
+    job_id: str
+    status: JobStatus
+    stage: str
+    title: str = ""
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None = None
+    failure: str | None = None
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class JobsPage(BaseModel):
+    """Jobs newest first. `next` is the cursor of the following page (None at the end);
+    `scanned` how many records this page read; `total` how many jobs the index holds."""
+
+    items: list[JobSummary]
+    next: str | None
+    scanned: int
+    total: int
+
+
+def _text(value: bytes | str | None) -> str | None:
+    if value is None:
+        return None
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+def _cursor(value: str | None) -> tuple[float, str] | None:
+    if not value:
+        return None
+    score, _, member = value.partition(":")
+    try:
+        return float(score), member
+    except ValueError:
+        raise ValueError(f"invalid cursor {value!r}: expected <score>:<job id>") from None
+
+
+async def _index_after(
+    redis: Redis, cursor: tuple[float, str] | None, count: int
+) -> list[tuple[str, float]]:
+    """Up to `count` (job id, score) of the index, newest first, after `cursor`. The cursor's
+    job is found by rank, so jobs submitted meanwhile neither repeat nor hide entries; if it
+    has left the index, its score serves instead."""
+    if cursor is None:
+        start = 0
+    else:
+        rank = await redis.zrevrank(keys.JOBS, cursor[1])
+        if rank is None:
+            found = await redis.zrevrangebyscore(
+                keys.JOBS, f"({cursor[0]}", "-inf", start=0, num=count, withscores=True
+            )
+            return [(_text(m) or "", float(s)) for m, s in found]
+        start = rank + 1
+    found = await redis.zrevrange(keys.JOBS, start, start + count - 1, withscores=True)
+    return [(_text(m) or "", float(s)) for m, s in found]
+
+
+def _summary(job_id: str, values: list[Any]) -> JobSummary | None:
+    data = dict(zip(_SUMMARY_FIELDS, (_text(v) for v in values), strict=True))
+    if data["status"] is None:
+        return None  # expired since it was indexed
+    return JobSummary.model_validate(
+        {"job_id": job_id, **{k: v for k, v in data.items() if v is not None}}
+    )
+
+
+async def _summaries(redis: Redis, job_ids: list[str], rows: list[Any] | None) -> list[JobSummary]:
+    """The jobs' summaries, from `rows` already read in full, or read now."""
+    if rows is None:
+        async with redis.pipeline(transaction=False) as pipe:
+            for job_id in job_ids:
+                pipe.hmget(keys.job(job_id), _SUMMARY_FIELDS)
+            rows = await pipe.execute()
+    summaries = (_summary(job_id, values) for job_id, values in zip(job_ids, rows, strict=False))
+    return [job for job in summaries if job is not None]
+
+
+def _matches(
+    job_id: str, values: list[Any], status: str | None, stage: str | None, q: str | None
+) -> bool:
+    """The filter, on the raw fields (status, stage, title first): a page that reads many
+    records to find a few builds a model of the few only."""
+    found_status, found_stage, title = (_text(v) or "" for v in values[:3])
+    if status and found_status != status:
+        return False
+    if stage and found_stage != stage:
+        return False
+    return not q or q.lower() in job_id.lower() or q.lower() in title.lower()
+
+
+async def list_jobs(
+    redis: Redis,
+    *,
+    status: str | None = None,
+    stage: str | None = None,
+    q: str | None = None,
+    before: str | None = None,
+    limit: int = 50,
+) -> JobsPage:
+    """A page of jobs, newest first, filtered by status, stage and text in the id or title.
+    A `q` that is a job's exact id finds it directly, however old."""
+    limit = max(1, min(limit, PAGE_LIMIT))
+    total = await redis.zcard(keys.JOBS)
+    if q and before is None and await redis.exists(keys.job(q)):
+        values = await redis.hmget(keys.job(q), _SUMMARY_FIELDS)
+        exact = _summary(q, values)
+        if exact is not None and _matches(q, values, status, stage, None):
+            return JobsPage(items=[exact], next=None, scanned=1, total=total)
+    cursor = _cursor(before)
+    batch = _BATCH if status or stage or q else limit
+    found: list[JobSummary] = []
+    scanned = 0
+    exhausted = False
+    while len(found) < limit and scanned < SCAN_LIMIT:
+        entries = await _index_after(redis, cursor, batch)
+        if not entries:
+            exhausted = True
+            break
+        # a filter reads the three fields it looks at first, the rest for the matches only
+        fields = _SUMMARY_FIELDS[:3] if batch == _BATCH else _SUMMARY_FIELDS
+        async with redis.pipeline(transaction=False) as pipe:
+            for job_id, _score in entries:
+                pipe.hmget(keys.job(job_id), fields)
+            rows = await pipe.execute()
+        matching: list[str] = []
+        for (job_id, score), values in zip(entries, rows, strict=True):
+            scanned += 1
+            cursor = (score, job_id)
+            if values[0] is not None and _matches(job_id, values, status, stage, q):
+                matching.append(job_id)
+                if len(found) + len(matching) == limit:
+                    break
+        found.extend(await _summaries(redis, matching, rows if fields == _SUMMARY_FIELDS else None))
+        if len(entries) < batch and len(found) < limit:
+            exhausted = True
+    following = None if exhausted or cursor is None else f"{cursor[0]:.0f}:{cursor[1]}"
+    return JobsPage(items=found, next=following, scanned=scanned, total=total)
+
+
+def event_time(event: Event) -> datetime | None:
+    """When the entry was written: its stream id's milliseconds."""
+    if not event.id:
+        return None
+    return datetime.fromtimestamp(int(event.id.split("-")[0]) / 1000, tz=UTC)
+
+
+@dataclass
+class Hop:
+    """One message's handling: every event of its message id, folded."""
+
+    message_id: str
+    type: str
+    worker: str
+    stage: str
+    status: str = "queued"
+    attempts: int = 0
+    instance: str = ""
+    at: datetime | None = None
+    started: datetime | None = None
+    ended: datetime | None = None
+    wait_ms: float = 0.0
+    duration_ms: float = 0.0
+    outcome: Event | None = None
+    errors: list[str] = field(default_factory=list)
+    offset_ms: float = 0.0
+    bar_left: float = 0.0
+    bar_wait: float = 0.0
+    bar_run: float = 0.0
+
+
+@dataclass
+class CommandView:
+    status: str
+    count: int
+    command: str
+    duration_ms: float = 0.0
+    rows: list[str] = field(default_factory=list)
+    more_rows: int = 0
+    sources: list[str] = field(default_factory=list)
+    more_sources: int = 0
+    error: str = ""
+
+
+@dataclass
+class RoundView:
+    task_index: int
+    round: int
+    why: str = ""
+    commands: list[CommandView] = field(default_factory=list)
+    decision: str = ""
+    rationale: str = ""
+    gasl_ms: float = 0.0
+    llm_calls: int = 0
+
+
+@dataclass
+class JobStory:
+    """`hops` is the whole timeline for a job of at most HOPS_SHOWN hops; a longer one shows
+    its first and last hops and says how many are left out (`hops_hidden`, after
+    `hops_hidden_at` hops)."""
+
+    record: JobRecord
+    events: list[Event]
+    hops: list[Hop]
+    hop_count: int
+    hops_hidden: int
+    hops_hidden_at: int
+    plans: list[Event]
+    rounds: list[RoundView]
+    iterations: list[Event]
+    verdicts: list[Event]
+    span_ms: float
+    document: list[dict[str, Any]] | None
+    result_json: str
+
+
+def _fold(events: list[Event]) -> list[Hop]:
+    hops: dict[str, Hop] = {}
+    for event in events:
+        key = f"{event.message_id}|end" if event.stage == "done" else event.message_id
+        hop = hops.get(key)
+        when = event_time(event)
+        if hop is None:
+            hop = hops[key] = Hop(event.message_id, event.type, event.worker, event.stage, at=when)
+        given_up = hop.status == "dead_lettered" and event.status == "completed"
+        if given_up:  # the commit that failed the job after the dead letter: it stays dead
+            hop.ended = when
+            continue
+        hop.status = event.status
+        hop.instance = event.instance if event.status == "received" else hop.instance
+        if event.status == "received":
+            hop.attempts += 1
+            hop.worker = event.worker
+            hop.wait_ms = event.wait_ms if hop.started is None else hop.wait_ms
+            hop.started = hop.started or when
+        elif event.status in ("completed", "continued", "failed", "dropped", "dead_lettered"):
+            hop.ended = when
+            hop.duration_ms = max(hop.duration_ms, event.duration_ms)
+            if event.status in ("completed", "continued") and event.stage != "done":
+                hop.outcome = event
+        if event.error:
+            hop.errors.append(event.error)
+    return list(hops.values())
+
+
+def _place(hops: list[Hop], start: datetime, end: datetime) -> float:
+    """Percent positions of each hop's wait and run on the job's time line."""
+    span_ms = max((end - start).total_seconds() * 1000, 1.0)
+    for hop in hops:
+        began = hop.started or hop.at
+        if began is None:
+            continue
+        offset = (began - start).total_seconds() * 1000
+        hop.offset_ms = offset
+        waited = min(hop.wait_ms, max(offset, 0.0))
+        ran = hop.duration_ms or (
+            (hop.ended - began).total_seconds() * 1000 if hop.ended is not None else 0.0
+        )
+        hop.bar_left = max(0.0, (offset - waited) / span_ms * 100)
+        hop.bar_wait = waited / span_ms * 100
+        hop.bar_run = min(ran / span_ms * 100, 100.0 - hop.bar_left - hop.bar_wait)
+    return span_ms
+
+
+def _task_and_round(message_id: str) -> tuple[int, int] | None:
+    """`<job>:gasl:<task>:<round>` and `<job>:gasl-done:<task>:<round>` name their round."""
+    parts = message_id.split(":")
+    if len(parts) >= 4 and parts[-3] in ("gasl", "gasl-done"):
+        try:
+            return int(parts[-2]), int(parts[-1])
+        except ValueError:
+            return None
+    return None
+
+
+def _command_view(record: ExecutionRecord) -> CommandView:
+    return CommandView(
+        status=record.status,
+        count=record.count,
+        command=record.command,
+        duration_ms=record.duration_ms,
+        rows=[dumps(row) for row in record.rows[:ROWS_SHOWN]],
+        more_rows=max(record.count - ROWS_SHOWN, 0) if record.rows else 0,
+        sources=record.provenance[:SOURCES_SHOWN],
+        more_sources=max(len(record.provenance) - SOURCES_SHOWN, 0),
+        error=record.error or "",
+    )
+
+
+def _rounds(hops: list[Hop], stored: list[GaslRound]) -> list[RoundView]:
+    views: dict[tuple[int, int], RoundView] = {}
+    for hop in hops:
+        where = _task_and_round(hop.message_id)
+        if where is None or hop.outcome is None:
+            continue
+        view = views.setdefault(where, RoundView(*where))
+        if hop.worker == "gasl":
+            view.commands = [
+                CommandView(status, count, command)
+                for status, count, command in parse_command_lines(hop.outcome.commands)
+            ]
+            view.gasl_ms = hop.duration_ms
+        elif hop.worker == "planner":
+            view.decision = hop.outcome.decision
+            view.rationale = hop.outcome.rationale
+        view.llm_calls += hop.outcome.llm_calls
+    for executed in stored:
+        view = views.setdefault(
+            (executed.task_index, executed.round), RoundView(executed.task_index, executed.round)
+        )
+        view.why = executed.plan.why
+        view.commands = [_command_view(record) for record in executed.records]
+    return [views[key] for key in sorted(views)]
+
+
+def _document(result: Any) -> list[dict[str, Any]] | None:
+    if isinstance(result, dict) and isinstance(result.get("sections"), list):
+        return [s for s in result["sections"] if isinstance(s, dict)]
+    return None
+
+
+async def job_story(redis: Redis, jobs: JobStore, events: EventLog, job_id: str) -> JobStory:
+    """Everything the job's page shows (JobNotFound for an unknown job)."""
+    record = await jobs.get(job_id)
+    history = await events.read(job_id)
+    stored = await GaslStateStore(redis, jobs.ttl_s).rounds(job_id)
+    hops = _fold(history)
+    start = record.created_at
+    # to the last event: a message dropped after the job finished ends later than the job
+    stamps = [t for t in (record.finished_at, event_time(history[-1]) if history else None) if t]
+    end = max(stamps) if record.finished_at is not None else max([*stamps, utc_now()])
+    span_ms = _place(hops, start, end)
+    handled = [h.outcome for h in hops if h.outcome is not None]
+    hidden = max(len(hops) - HOPS_SHOWN, 0)
+    head = HOPS_SHOWN // 4
+    shown = [*hops[:head], *hops[head + hidden :]] if hidden else hops
+    return JobStory(
+        record=record,
+        events=history,
+        hops=shown,
+        hop_count=len(hops),
+        hops_hidden=hidden,
+        hops_hidden_at=head,
+        plans=[
+            e
+            for e in handled
+            if e.worker == "planner" and e.type in ("intent.analyzed", "task.planned")
+        ],
+        rounds=_rounds(hops, stored),
+        iterations=[e for e in handled if e.worker == "generator"],
+        verdicts=[e for e in handled if e.worker == "validator" and e.decision],
+        span_ms=span_ms,
+        document=_document(record.result),
+        result_json=json.dumps(record.result, indent=2, ensure_ascii=False),
+    )
+
+
+class WorkerView(BaseModel):
+    """A live worker process: what it runs, what it has handled per kind, and when it was
+    last seen (its presence is refreshed every few seconds)."""
+
+    instance: str
+    host: str
+    pid: int
+    workers: list[str]
+    ingress: bool
+    started_at: datetime
+    last_seen: datetime
+    handled: dict[str, int]
+    last_handled: dict[str, datetime]
+
+
+async def workers_view(redis: Redis) -> list[WorkerView]:
+    presences = await live_workers(redis)
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.hgetall(keys.TALLY_HANDLED)
+        pipe.hgetall(keys.TALLY_LAST)
+        for presence in presences:
+            pipe.pttl(keys.worker(presence.instance))
+        handled_raw, last_raw, *ttls = await pipe.execute()
+    handled = {_text(k): int(v) for k, v in handled_raw.items()}
+    last = {_text(k): datetime.fromisoformat(_text(v) or "") for k, v in last_raw.items()}
+    now = utc_now()
+    views = []
+    for presence, ttl_ms in zip(presences, ttls, strict=True):
+        seen_ms_ago = max(TTL_S * 1000 - max(int(ttl_ms), 0), 0)
+        views.append(
+            WorkerView(
+                instance=presence.instance,
+                host=presence.host,
+                pid=presence.pid,
+                workers=presence.workers,
+                ingress=presence.ingress,
+                started_at=presence.started_at,
+                last_seen=datetime.fromtimestamp(now.timestamp() - seen_ms_ago / 1000, tz=UTC),
+                handled={
+                    kind: handled.get(f"{presence.instance}/{kind}", 0) for kind in presence.workers
+                },
+                last_handled={
+                    kind: stamp
+                    for kind in presence.workers
+                    if (stamp := last.get(f"{presence.instance}/{kind}")) is not None
+                },
+            )
+        )
+    return views
+
+
+class QueueView(BaseModel):
+    """A worker kind's queue: messages waiting, and how long the oldest has waited (None
+    when empty; negative when the first is deferred, as a retry is)."""
+
+    worker: str
+    depth: int
+    oldest_wait_s: float | None
+
+
+class QueuesView(BaseModel):
+    queues: list[QueueView]
+    ingress_length: int
+    ingress_pending: int
+    dead_letters: int
+    jobs: int
+
+
+async def queues_view(redis: Redis) -> QueuesView:
+    async with redis.pipeline(transaction=False) as pipe:
+        for worker in WORKER_NAMES:
+            pipe.zcard(keys.queue(worker))
+            pipe.zrange(keys.queue(worker), 0, 0, withscores=True)
+        pipe.xlen(keys.INGRESS)
+        pipe.xlen(keys.DEAD_LETTER)
+        pipe.zcard(keys.JOBS)
+        replies = await pipe.execute()
+    now_ms = utc_now().timestamp() * 1000
+    queues = []
+    for n, worker in enumerate(WORKER_NAMES):
+        depth, first = replies[2 * n], replies[2 * n + 1]
+        oldest = (now_ms - float(first[0][1])) / 1000 if first else None
+        queues.append(QueueView(worker=worker, depth=int(depth), oldest_wait_s=oldest))
+    ingress_length, dead, jobs = replies[-3:]
+    pending = 0
+    if ingress_length:
+        try:
+            summary = await redis.xpending(keys.INGRESS, keys.INGRESS_GROUP)
+            pending = int(summary["pending"])
+        except ResponseError:  # no consumer group yet: nothing is pending
+            pending = 0
+    return QueuesView(
+        queues=queues,
+        ingress_length=int(ingress_length),
+        ingress_pending=pending,
+        dead_letters=int(dead),
+        jobs=int(jobs),
+    )

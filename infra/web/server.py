@@ -1,0 +1,118 @@
+"""Serving the web application with uvicorn inside postel's own event loop, next to the
+workers of `postel up` or alone for `postel web`.
+
+The socket is bound before uvicorn starts, so a port in use is a clear error (WebError)
+instead of uvicorn exiting the process; uvicorn's signal handling is left out, since the
+caller handles Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import socket
+from collections.abc import Generator
+
+import structlog
+import uvicorn
+from postel.infra.settings import Settings
+from postel.infra.web.app import create_app
+from postel.infra.web.state import WebState
+from postel.infra.wire import connect_arq
+
+log = structlog.get_logger(__name__)
+
+_SHUTDOWN_GRACE_S = 2
+
+
+class WebError(RuntimeError):
+    """The web server cannot start (a port in use, an open address without a token)."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+class WebServer:
+    """`await start()` serves on host:port (port 0: any free one), `url` says where;
+    `await stop()` ends open event streams and stops."""
+
+    def __init__(self, settings: Settings, redis_url: str, host: str, port: int) -> None:
+        if not is_loopback(host) and settings.web_token is None:
+            raise WebError(
+                f"serving on {host} needs a token: set POSTEL_WEB_TOKEN (or bind 127.0.0.1)"
+            )
+        self.settings = settings
+        self.redis_url = redis_url
+        self.host = host
+        self.port = port
+        self._server: _Server | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._state: WebState | None = None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    async def start(self) -> None:
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host, self.port))
+        except OSError as exc:
+            sock.close()
+            raise WebError(f"cannot serve on {self.host}:{self.port}: {exc.strerror}") from exc
+        self.port = sock.getsockname()[1]
+        try:
+            pool = await connect_arq(self.redis_url)
+        except BaseException:
+            sock.close()
+            raise
+        app, self._state = create_app(pool, self.settings, loopback_only=is_loopback(self.host))
+        config = uvicorn.Config(
+            app,
+            lifespan="off",
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=_SHUTDOWN_GRACE_S,
+        )
+        self._server = _Server(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        while not self._server.started:
+            if self._task.done():
+                await self._task
+                raise WebError("the web server stopped at start")
+            await asyncio.sleep(0.02)
+        log.info("web server started", url=self.url)
+
+    async def stop(self) -> None:
+        if self._server is None or self._task is None or self._state is None:
+            return
+        self._state.stopping.set()
+        self._server.should_exit = True
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        await self._state.pool.aclose()
+        self._server = self._task = None
+        log.info("web server stopped", url=self.url)
+
+    async def __aenter__(self) -> WebServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

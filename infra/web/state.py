@@ -1,0 +1,40 @@
+"""What every request handler of the web server shares: the Redis pool and the stores."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from arq.connections import ArqRedis
+from fastapi import Request
+from postel.infra.events import EventLog
+from postel.infra.jobs import JobStore
+from postel.infra.settings import Settings
+
+
+@dataclass
+class WebState:
+    pool: ArqRedis
+    settings: Settings
+    events: EventLog
+    jobs: JobStore
+    token_required: bool = False
+    # set when the server stops, so open event streams end instead of holding it up
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @classmethod
+    def create(cls, pool: ArqRedis, settings: Settings, *, token_required: bool) -> WebState:
+        return cls(
+            pool=pool,
+            settings=settings,
+            events=EventLog(
+                pool, settings.events_maxlen, settings.job_events_maxlen, settings.job_ttl_s
+            ),
+            jobs=JobStore(pool, settings.job_ttl_s),
+            token_required=token_required,
+        )
+
+
+def web_state(request: Request) -> WebState:
+    state: WebState = request.app.state.web
+    return state

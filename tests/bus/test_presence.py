@@ -1,0 +1,24 @@
+"""Worker presence through the set of announced instances: a process that died without
+withdrawing disappears when its key expires, and leaves the set."""
+
+from __future__ import annotations
+
+import redis.asyncio as aioredis
+from postel.infra import keys
+from postel.infra.presence import Presence, announce, live_workers, withdraw
+from postel.messages import utc_now
+
+
+async def test_an_expired_presence_is_not_listed_and_leaves_the_set(
+    redis_client: aioredis.Redis,
+) -> None:
+    alive = Presence(instance="host:1", workers=["gasl"], started_at=utc_now())
+    dead = Presence(instance="host:2", workers=["planner"], started_at=utc_now())
+    for presence in (alive, dead):
+        await announce(redis_client, presence)
+    await redis_client.delete(keys.worker(dead.instance))  # its key expired: the process died
+    assert [p.instance for p in await live_workers(redis_client)] == ["host:1"]
+    assert await redis_client.smembers(keys.WORKERS) == {b"host:1"}
+    await withdraw(redis_client, alive)
+    assert await live_workers(redis_client) == []
+    assert await redis_client.scard(keys.WORKERS) == 0

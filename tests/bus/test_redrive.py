@@ -1,0 +1,213 @@
+"""Dead letters on real Redis: listed, shown and redriven to completion; a payload that still
+cannot be decoded, or a job that cannot be reopened, stays dead with the reason."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import redis.asyncio as aioredis
+from postel.infra import keys
+from postel.infra.client import Client
+from postel.infra.deadletter import DeadLetterNotFound, dead_letter, list_dead
+from postel.infra.local_system import LocalSystem
+from postel.infra.redrive import RedriveRefused, redrive, redrive_matching
+from postel.infra.settings import QueueSettings, Settings
+from postel.messages import JobRequest, JobSubmitted
+
+sys.path.insert(0, str(Path(__file__).parent))
+from recording import Breakable
+
+
+@pytest.fixture
+def quick(settings: Settings) -> Settings:
+    """Two tries per message, so a broken stage dead-letters quickly."""
+    return settings.model_copy(update={"planner": QueueSettings(job_timeout=30, max_tries=2)})
+
+
+@pytest.fixture
+async def broken_system(redis_url: str, quick: Settings) -> AsyncIterator[tuple[Breakable, Client]]:
+    breakable = Breakable()
+    async with (
+        LocalSystem(quick, redis_url=redis_url, specs=breakable.specs()),
+        Client(redis_url, quick) as client,
+    ):
+        yield breakable, client
+
+
+async def dead_job(client: Client) -> tuple[str, str]:
+    """A job whose planner message ran out of tries: (job id, dead letter id)."""
+    job_id = await client.submit("needs a second chance")
+    record = await client.wait(job_id, timeout=30)
+    assert record.failure == "out_of_tries"
+    page = await list_dead(client.pool)
+    [letter] = [d for d in page.items if d.job_id == job_id]
+    return job_id, letter.id
+
+
+async def test_a_dead_letter_is_redriven_to_completion(
+    broken_system: tuple[Breakable, Client], redis_client: aioredis.Redis
+) -> None:
+    breakable, client = broken_system
+    job_id, entry = await dead_job(client)
+    letter = (await list_dead(client.pool)).items[0]
+    assert (letter.worker, letter.message_id, letter.attempt) == ("planner", f"{job_id}:intent", 2)
+    assert "backend is down" in letter.error
+    breakable.broken = False
+    done = await redrive(client.pool, client.events, entry, by="test")
+    assert done.message_id == f"{job_id}:intent:redrive1" and done.worker == "planner"
+    assert (await client.status(job_id)).status == "running"
+    assert await client.result(job_id, timeout=20) == "needs a second chance"
+    record = await client.status(job_id)
+    assert record.failure is None and record.error is None
+    events = await client.events.read(job_id)
+    redriven = [e for e in events if e.status == "redriven"]
+    assert len(redriven) == 1 and redriven[0].message_id == done.message_id
+    assert entry in redriven[0].rationale
+    planner = [(e.status, e.attempt) for e in events if e.message_id == done.message_id]
+    assert planner[:2] == [("redriven", 1), ("received", 1)], "its tries start again"
+    assert await redis_client.xlen(keys.DEAD_LETTER) == 0
+    with pytest.raises(DeadLetterNotFound):
+        await redrive(client.pool, client.events, entry, by="test")
+
+
+async def test_the_redriven_id_skips_one_still_held(
+    broken_system: tuple[Breakable, Client], redis_client: aioredis.Redis
+) -> None:
+    breakable, client = broken_system
+    job_id, entry = await dead_job(client)
+    await redis_client.set(f"arq:result:{job_id}:intent:redrive1", b"{}")
+    breakable.broken = False
+    done = await redrive(client.pool, client.events, entry, by="test")
+    assert done.message_id == f"{job_id}:intent:redrive2"
+    assert await client.result(job_id, timeout=20) == "needs a second chance"
+
+
+async def test_a_job_that_completed_or_was_cancelled_is_not_reopened(
+    broken_system: tuple[Breakable, Client], redis_client: aioredis.Redis
+) -> None:
+    _breakable, client = broken_system
+    job_id, entry = await dead_job(client)
+    for status, failure, reason in [
+        ("completed", "", "its job is completed"),
+        ("failed", "cancelled", "its job was cancelled"),
+        ("running", "", "its job is running"),
+    ]:
+        await redis_client.hset(keys.job(job_id), mapping={"status": status, "failure": failure})
+        with pytest.raises(RedriveRefused, match=reason):
+            await redrive(client.pool, client.events, entry, by="test")
+    assert await redis_client.xlen(keys.DEAD_LETTER) == 1, "the dead letter stays"
+    assert await redis_client.zcard(keys.queue("planner")) == 0
+
+
+async def test_a_poison_payload_stays_dead_with_the_reason(
+    redis_url: str, redis_client: aioredis.Redis, settings: Settings
+) -> None:
+    entry = await dead_letter(
+        redis_client, source="worker:intent", error="undecodable", payload="plain text"
+    )
+    wrong = await dead_letter(
+        redis_client,
+        source="worker:intent",
+        error="invalid",
+        payload={"type": "job.submitted", "job_id": "j", "message_id": "j:1"},
+    )
+    orphan = JobSubmitted(
+        job_id="gone", message_id="gone:submitted", request=JobRequest(prompt="x")
+    )
+    no_job = await dead_letter(
+        redis_client,
+        source="worker:gasl",
+        error="misrouted",
+        payload=orphan.model_dump(mode="json"),
+    )
+    async with Client(redis_url, settings) as client:
+        with pytest.raises(RedriveRefused, match="still cannot be decoded"):
+            await redrive(client.pool, client.events, entry, by="test")
+        with pytest.raises(RedriveRefused, match="request"):
+            await redrive(client.pool, client.events, wrong, by="test")
+        with pytest.raises(RedriveRefused, match="job record is gone"):
+            await redrive(client.pool, client.events, no_job, by="test")
+        with pytest.raises(DeadLetterNotFound):
+            await redrive(client.pool, client.events, "not-an-id", by="test")
+    assert await redis_client.xlen(keys.DEAD_LETTER) == 3
+
+
+async def test_a_refused_ingress_entry_is_resubmitted_once_it_can_be(
+    relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    body = json.dumps({"prompt": "about a graph added later", "graph": "later"})
+    await redis_client.xadd(keys.INGRESS, {"job": body, "job_id": "late-graph"})
+    await redis_client.xadd(keys.INGRESS, {"job": json.dumps({"prompt": ""})})
+    async with Client(relay_system.url, settings) as client:
+        async with asyncio.timeout(20):
+            while (await list_dead(client.pool)).total < 2:
+                await asyncio.sleep(0.05)
+        report = await redrive_matching(client.pool, client.events, by="test", worker="ingress")
+        assert report.redriven == []
+        reasons = sorted(report.refused.values())
+        assert "no graph named 'later'" in reasons[0] and "still invalid" in reasons[1]
+        await redis_client.sadd(keys.GRAPHS, "later")  # the relay workers never load it
+        report = await redrive_matching(client.pool, client.events, by="test", error="graph")
+        [done] = report.redriven
+        assert done.job_id == "late-graph"
+        assert await client.result("late-graph", timeout=20) == "about a graph added later"
+        assert (await list_dead(client.pool)).total == 1, "the invalid one stays"
+
+
+async def test_the_filters_pick_by_worker_and_error(
+    redis_url: str, redis_client: aioredis.Redis
+) -> None:
+    for n in range(5):
+        await dead_letter(redis_client, source="worker:gasl", error=f"Timeout {n}", payload={})
+        await dead_letter(redis_client, source="worker:planner", error=f"Boom {n}", payload={})
+    async with Client(redis_url) as client:
+        page = await list_dead(client.pool, worker="gasl", limit=3)
+        assert [d.error for d in page.items] == ["Timeout 4", "Timeout 3", "Timeout 2"]
+        assert page.total == 10 and page.next is not None
+        rest = await list_dead(client.pool, worker="gasl", limit=3, before=page.next)
+        assert [d.error for d in rest.items] == ["Timeout 1", "Timeout 0"] and rest.next is None
+        booms = await list_dead(client.pool, error="boom 3")
+        assert [d.worker for d in booms.items] == ["planner"]
+
+
+def test_postel_dead_commands(redis_url: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
+    env.update(POSTEL_REDIS_URL=redis_url, POSTEL_LOG_LEVEL="WARNING")
+
+    async def poison() -> str:
+        async with Client(redis_url) as client:
+            return await dead_letter(
+                client.pool, source="worker:intent", error="not a JSON object", payload="x"
+            )
+
+    entry = asyncio.run(poison())
+
+    def postel(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "postel", "dead", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    listed = postel("list", "--json")
+    assert listed.returncode == 0 and json.loads(listed.stdout)["id"] == entry
+    shown = postel("show", entry)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["raw"] == "x"
+    refused = postel("redrive", entry)
+    assert refused.returncode == 6 and "stays dead: the payload still cannot be decoded" in (
+        refused.stderr
+    )
+    assert postel("redrive", "1-1").returncode == 4
+    assert postel("redrive").returncode == 2
+    every = postel("redrive", "--all", "--worker", "intent")
+    assert every.returncode == 6 and "redriven 0, refused 1" in every.stderr

@@ -1,0 +1,53 @@
+"""The web server on a free loopback port over the test's Redis, and the systems its tests
+watch: the relay workers, or the five real workers walking the story model's job."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from postel.infra.client import Client
+from postel.infra.graphs import GraphRegistry
+from postel.infra.local_system import LocalSystem
+from postel.infra.model import RESOURCE, Model
+from postel.infra.settings import Settings
+from postel.infra.web.server import WebServer
+from postel.services.gasl.cli_support import DEMO_GRAPH
+from postel.services.llm import LLMRequest, ScriptedClient
+from postel.services.prompts import Capability
+
+sys.path.insert(0, str(Path(__file__).parent))
+from story_model import respond
+
+MODEL_DELAY_S = 0.25
+
+
+@pytest.fixture
+async def web(redis_url: str, settings: Settings) -> AsyncIterator[WebServer]:
+    async with WebServer(settings, redis_url, "127.0.0.1", 0) as server:
+        yield server
+
+
+@pytest.fixture
+async def api(web: WebServer) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=web.url, timeout=30) as client:
+        yield client
+
+
+@pytest.fixture
+async def story_system(redis_url: str, settings: Settings) -> AsyncIterator[LocalSystem]:
+    """All five real workers with the story model, and the bundled graph as `mmwr`."""
+    async with Client(redis_url, settings) as client:
+        await GraphRegistry(client.pool).add("mmwr", DEMO_GRAPH)
+
+    async def thoughtful(request: LLMRequest) -> str:
+        await asyncio.sleep(MODEL_DELAY_S)  # long enough to watch the job live
+        return respond(request)
+
+    model = Model(ScriptedClient(responder=thoughtful), Capability.STANDARD)
+    async with LocalSystem(settings, redis_url=redis_url, resources={RESOURCE: model}) as system:
+        yield system
