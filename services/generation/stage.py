@@ -153,18 +153,16 @@ async def generate(
         result = step(state, "", None, profile.max_iterations, iteration)
         finish_reason = result.metrics.finish_reason or ""
     else:
-        # A continuation is the rest of the JSON text, which no schema describes: only the
-        # first call is constrained to the document's shape.
         if iteration == 1:
-            prompt, schema = _first_prompt(anchor, capability, repair_note), _DOCUMENT_SCHEMA
+            prompt = _first_prompt(anchor, capability, repair_note)
         else:
-            prompt, schema = _continuation_prompt(anchor, state, capability), None
+            prompt = _continuation_prompt(anchor, state, capability)
         response = await llm.complete(
             LLMRequest(
                 messages=prompt,
                 max_tokens=profile.max_tokens,
                 temperature=profile.temperature,
-                json_schema=schema,
+                json_schema=_document_schema(iteration, capability),
             )
         )
         result = step(
@@ -173,6 +171,17 @@ async def generate(
         await store.put_state(anchor.job_id, anchor.task_id, repair, result.state)
         finish_reason = response.finish_reason
     return _after_step(message, anchor, result, repair, iteration, finish_reason)
+
+
+def _document_schema(iteration: int, capability: Capability) -> dict[str, Any] | None:
+    """A continuation is the rest of the JSON text, which no schema describes, so only the
+    first call is constrained to the document's shape. A minimal (small local) model cannot
+    continue raw JSON text: it keeps the schema, so each of its answers is a whole document,
+    read by the loop as a restart and merged by section id (an element longer than one of
+    its answers stays out of its reach)."""
+    if iteration == 1 or capability is Capability.MINIMAL:
+        return _DOCUMENT_SCHEMA
+    return None
 
 
 def _after_step(

@@ -8,6 +8,7 @@ import asyncio
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -334,3 +335,34 @@ async def test_bench_loop_on_a_400_word_paragraph_at_200_tokens(
     assert report["job_status"] == "completed" and report["document_equal"]
     assert report["llm_calls"] == report["min_llm_calls"] == minimum_calls(document, 200)
     assert report["completion_tokens_total"] == count_tokens(serialise(document))
+
+
+async def test_a_minimal_model_keeps_the_schema_and_its_whole_documents_merge_by_id(
+    redis_url: str, settings: Settings
+) -> None:
+    """A small local model cannot continue raw JSON text: it answers whole documents with
+    what is missing (the cut section again in full), read as restarts."""
+    document = {
+        "sections": [
+            {"id": f"s{n}", "content_type": "paragraph", "elements": [{"text": f"Part {n}. " * 6}]}
+            for n in range(6)
+        ]
+    }
+    requests: list[LLMRequest] = []
+    start_at = [0]  # the section its last answer started with
+
+    def respond(request: LLMRequest) -> str:
+        requests.append(request)
+        # The cut's path counts sections in the answer read last.
+        found = re.search(r"Cut: \$\.sections\[(\d+)\]", request.prompt_text())
+        start_at[0] += int(found[1]) if found else 0
+        return serialise({"sections": document["sections"][start_at[0] :]})
+
+    model = Model(ScriptedClient(responder=respond), Capability.MINIMAL)
+    async with loop_system(redis_url, settings, model), Client(redis_url, settings) as client:
+        first = generation_request("minimal", max_tokens=100, cap=20)
+        await start_job(client.pool, client.events, client.jobs, first, source="test")
+        result = await client.result("minimal", timeout=60)
+    assert result == document
+    assert len(requests) >= 3, "the document needed continuations"
+    assert all(request.json_schema is not None for request in requests)
