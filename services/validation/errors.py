@@ -33,7 +33,8 @@ class CoercionError(ValueError):
 
 
 class UnsupportedSchemaError(ValueError):
-    """The desired JSON Schema uses a keyword outside the supported subset.
+    """The desired JSON Schema is malformed ({"properties": 5}) or uses a keyword outside the
+    supported subset.
 
     Not a CoercionError on purpose: no repair of the model's output can fix the schema, so a
     validator should fail the job at once instead of asking for a repair."""
