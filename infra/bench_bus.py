@@ -236,22 +236,27 @@ async def run_bus_bench(
         "idle_s": idle_s,
         "concurrency": settings.concurrency,
         "redis": "POSTEL_REDIS_URL" if settings.redis_url else "embedded",
+        "load_average_at_start": round(os.getloadavg()[0], 2),
         "sides": {},
     }
+    sides = figures["sides"]
+    for side in SIDES:
+        sides[side.key] = {"label": side.label, "by_processes": {}}
     async with configured_or_scratch(settings.redis_url) as url:
-        for side in SIDES:
-            side_figures: dict[str, Any] = {"label": side.label, "by_processes": {}}
-            samples = max(int(latency_jobs * side.latency_share), 5)
-            for count in processes:
+        # sides side by side at each process count, so a machine whose load drifts during
+        # the run (it is shared) skews them alike
+        for count in processes:
+            for side in SIDES:
+                samples = max(int(latency_jobs * side.latency_share), 5)
                 async with Fleet(side, url, count, run) as fleet:
                     if count == processes[0]:
-                        side_figures.update(await fleet.at_rest(idle_s))
+                        sides[side.key].update(await fleet.at_rest(idle_s))
                     if side.postel:
                         hops = await _postel_hops(url, settings, samples, jobs)
                     else:
                         hops = await _bare_hops(url, run, f"{side.key}{count}", samples, jobs)
-                side_figures["by_processes"][str(count)] = hops
-            figures["sides"][side.key] = side_figures
+                sides[side.key]["by_processes"][str(count)] = hops
+    figures["load_average_at_end"] = round(os.getloadavg()[0], 2)
     figures["targets"] = _targets(figures)
     return figures
 
@@ -275,7 +280,8 @@ def format_bus_bench(figures: dict[str, Any]) -> str:
     rows = [
         f"bench bus: {STAGES} stages, {figures['concurrency']} jobs at once per process; "
         f"latency: {figures['latency_jobs']} jobs one at a time; hops/s: {figures['jobs']} "
-        f"jobs at once; redis {figures['redis']}",
+        f"jobs at once; redis {figures['redis']}; load average {figures['load_average_at_start']}"
+        f" at start, {figures['load_average_at_end']} at end (the machine's other work skews it)",
         f"{'':<34}{'procs/stage':>12}{'hop p50 ms':>12}{'hop p99 ms':>12}{'hops/s':>10}",
     ]
     for side in figures["sides"].values():

@@ -47,6 +47,7 @@ from arq.utils import timestamp_ms
 from postel.infra import keys
 from postel.infra.outage import REDIS_UNAVAILABLE, RideOut
 from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
 
 log = structlog.get_logger(__name__)
 
@@ -116,6 +117,7 @@ class PushWorker(Worker):
         self._left_behind = False
         self._next_due_ms: int | None = None
         self._slot_freed = asyncio.Event()
+        self._take_script: AsyncScript  # registered once connected
 
     async def main(self) -> None:
         """Take what is ready, then sleep until woken, a slot frees or the fallback elapses;
