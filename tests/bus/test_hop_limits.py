@@ -214,3 +214,21 @@ async def test_a_5_s_deadline_with_a_hanging_model_ends_within_7_s(
         elapsed = time.perf_counter() - started
     assert failure.value.status == "deadline_exceeded"
     assert elapsed < 7.0
+
+
+async def test_following_a_job_that_never_ends_times_out(
+    redis_url: str, settings: Settings
+) -> None:
+    """`postel demo` and `postel reason` follow events through run_job: its timeout covers the
+    following too, not only the final wait."""
+    from postel.infra.session import run_job
+
+    specs = [intent_doing(asyncio.Event().wait), *RELAY_WORKERS[1:]]
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
+        Client(system.url, settings) as client,
+    ):
+        started = time.perf_counter()
+        with pytest.raises(TimeoutError):
+            await run_job(client, JobRequest(prompt="forever"), timeout=1.5, on_event=print)
+        assert time.perf_counter() - started < 5

@@ -120,6 +120,12 @@ def test_exit_codes(tmp_path: Path, redis_url: str) -> None:
     assert (coerce.returncode, coerce.stdout.strip()) == (0, "-5.0")
     maybe = postel("coerce", "--type", "bool", "maybe", env=env)
     assert maybe.returncode == 2 and "expected bool" in maybe.stderr
+    # no worker runs here: the wait times out (a TimeoutError is an OSError, not Redis)
+    waited = postel("submit", "x", "--wait", "--timeout", "1", env=env)
+    assert waited.returncode == 5 and "timed out" in waited.stderr
+    # one queue setting alone keeps the kind's other defaults instead of crashing
+    alone = postel("status", "no-such-job", env={**env, "POSTEL_GASL__MAX_TRIES": "5"})
+    assert alone.returncode == 4, alone.stderr
 
 
 def test_schema_writes_one_json_schema_per_message(tmp_path: Path) -> None:
