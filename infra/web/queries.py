@@ -121,14 +121,18 @@ def _summary(job_id: str, values: list[Any]) -> JobSummary | None:
     )
 
 
-async def _summaries(redis: Redis, job_ids: list[str], rows: list[Any] | None) -> list[JobSummary]:
-    """The jobs' summaries, from `rows` already read in full, or read now."""
-    if rows is None:
+async def _summaries(
+    redis: Redis, matching: list[tuple[str, list[Any]]], *, complete: bool
+) -> list[JobSummary]:
+    """The jobs' summaries from the fields read while filtering when they were all read
+    (`complete`), else from a second read of the matches only."""
+    if not complete:
         async with redis.pipeline(transaction=False) as pipe:
-            for job_id in job_ids:
+            for job_id, _partial in matching:
                 pipe.hmget(keys.job(job_id), _SUMMARY_FIELDS)
             rows = await pipe.execute()
-    summaries = (_summary(job_id, values) for job_id, values in zip(job_ids, rows, strict=False))
+        matching = [(job_id, row) for (job_id, _), row in zip(matching, rows, strict=True)]
+    summaries = (_summary(job_id, values) for job_id, values in matching)
     return [job for job in summaries if job is not None]
 
 
@@ -179,15 +183,15 @@ async def list_jobs(
             for job_id, _score in entries:
                 pipe.hmget(keys.job(job_id), fields)
             rows = await pipe.execute()
-        matching: list[str] = []
+        matching: list[tuple[str, list[Any]]] = []
         for (job_id, score), values in zip(entries, rows, strict=True):
             scanned += 1
             cursor = (score, job_id)
             if values[0] is not None and _matches(job_id, values, status, stage, q):
-                matching.append(job_id)
+                matching.append((job_id, values))
                 if len(found) + len(matching) == limit:
                     break
-        found.extend(await _summaries(redis, matching, rows if fields == _SUMMARY_FIELDS else None))
+        found.extend(await _summaries(redis, matching, complete=fields == _SUMMARY_FIELDS))
         if len(entries) < batch and len(found) < limit:
             exhausted = True
     following = None if exhausted or cursor is None else f"{cursor[0]:.0f}:{cursor[1]}"

@@ -337,3 +337,17 @@ async def test_loopback_answers_only_loopback_names_and_same_site_writes(
     assert same.status_code == 201
     page = await api.get("/jobs")
     assert "default-src 'self'" in page.headers["content-security-policy"]
+
+
+async def test_a_job_whose_record_expired_is_skipped_and_the_others_keep_their_fields(
+    api: httpx.AsyncClient, redis_client: aioredis.Redis
+) -> None:
+    for name in ("old", "expired", "new"):
+        await api.post("/api/jobs", params={"job_id": name}, json={"prompt": f"prompt of {name}"})
+    await redis_client.delete(keys.job("expired"))  # its TTL ran out; the index still has it
+    for params in ({}, {"status": "queued"}, {"q": "prompt of"}):
+        page = (await api.get("/api/jobs", params=params)).json()
+        assert [(j["job_id"], j["title"]) for j in page["items"]] == [
+            ("new", "prompt of new"),
+            ("old", "prompt of old"),
+        ], params
