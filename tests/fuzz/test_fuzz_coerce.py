@@ -17,6 +17,7 @@ Each type prints a line of counts.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import time
@@ -175,20 +176,29 @@ class Tally:
 
     def run(self, raw: Any, spec: TypeSpec) -> None:
         self.counts["tried"] += 1
-        started = time.process_time()
-        with capture_logs() as logs:
-            try:
-                value = coerce(raw, spec)
-            except (CoercionError, UnsupportedSchemaError):
-                self.counts["refused"] += 1
-            except Exception:
-                self.counts["other exceptions"] += 1
-                raise
-            else:
-                self.counts["coerced"] += 1
-                _assert_of_type(value, spec)
-                json.dumps(value, allow_nan=False)  # finite everywhere, and serialisable
-        spent = time.process_time() - started
+        refused = False
+        # the cyclic collector's pauses over hypothesis's own data are not coercion's cost
+        gc.disable()
+        try:
+            with capture_logs() as logs:
+                started = time.process_time()
+                try:
+                    value = coerce(raw, spec)
+                except (CoercionError, UnsupportedSchemaError):
+                    refused = True
+                except Exception:
+                    self.counts["other exceptions"] += 1
+                    raise
+                finally:
+                    spent = time.process_time() - started
+        finally:
+            gc.enable()
+        if refused:
+            self.counts["refused"] += 1
+        else:
+            self.counts["coerced"] += 1
+            _assert_of_type(value, spec)
+            json.dumps(value, allow_nan=False)  # finite everywhere, and serialisable
         if spent > self.slowest[0]:
             self.slowest = (spent, repr(raw)[:40])
         unforeseen = [e for e in logs if e["event"] == "coercion_error_unforeseen"]
