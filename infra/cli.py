@@ -679,7 +679,7 @@ def bench_web(jobs: int, events: int, requests: int, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def bench_loop(document_path: Path, max_tokens: int, scale: str | None, as_json: bool) -> None:
     """The AI loop over the bus with an oracle model: iterations, tokens per iteration, LLM
-    calls against the minimum, partial-parse time against a naive re-parse."""
+    calls against the minimum, the time to read each answer against a naive re-parse."""
     from postel.infra.bench_loop import run_loop_bus_bench, run_loop_bus_scale
     from postel.messages import SectionsDocument
     from postel.services.generation.bench import format_loop_bench
