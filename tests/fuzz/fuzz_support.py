@@ -1,7 +1,7 @@
 """Fuzzers at two sizes: small in every test run, full as a benchmark that prints counts.
 
     python3 -m pytest tests/fuzz -q -s                      # the CI size
-    POSTEL_FUZZ_EXAMPLES=10000 python3 -m pytest tests/fuzz -q -s   # the full size
+    POSTEL_FUZZ_EXAMPLES=10000 python3 -m pytest tests/fuzz -q -s --timeout 0   # the full size
 
 Each fuzzer (tests/fuzz/test_fuzz_*.py) decorates its test with `fuzz_settings` (`from
 fuzz_support import fuzz_settings`: pytest puts this folder on sys.path) and prints a line of
