@@ -5,6 +5,7 @@ picked up by the fallback look at the queue."""
 from __future__ import annotations
 
 import asyncio
+import json
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -19,7 +20,7 @@ from arq.worker import func
 from postel.infra import keys
 from postel.infra.redis_server import EmbeddedRedis, free_port
 from postel.infra.wake import WAKE_TOKENS_MAX, PushWorker, wake
-from postel.infra.wire import connect_arq, dumps, loads
+from postel.infra.wire import connect_arq, dumps
 
 JobFunction = Callable[..., Coroutine[Any, Any, Any]]
 
@@ -46,7 +47,8 @@ async def push_workers(
             max_jobs=max_jobs,
             handle_signals=False,
             job_serializer=dumps,
-            job_deserializer=loads,
+            # plain JSON: postel's own reader takes only postel's job shape (`handle`)
+            job_deserializer=json.loads,
             log_results=False,
         )
         for _ in range(replicas)
