@@ -91,7 +91,9 @@ class IngressConsumer:
         try:
             entries = await self._next_batch(count)
         except ResponseError as exc:
-            if "NOGROUP" not in str(exc):
+            # NOGROUP: read after the deletion; UNBLOCKED: Redis 7 ends a blocked read when
+            # its stream is deleted
+            if not str(exc).startswith(("NOGROUP", "UNBLOCKED")):
                 raise
             log.warning("ingress stream or group vanished; creating it again")
             await self.ensure_group()
