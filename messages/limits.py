@@ -77,22 +77,34 @@ def check_json_text(
     size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "replace"))
     if size > max_bytes:
         raise LimitExceeded(f"{what} size limit", max_bytes, f"got {size} bytes")
-    depth = json_depth(text if isinstance(text, str) else text.decode("utf-8", "replace"))
+    depth = json_depth(
+        text if isinstance(text, str) else text.decode("utf-8", "replace"), max_depth
+    )
     if depth > max_depth:
-        raise LimitExceeded(f"{what} nesting limit", max_depth, f"got depth {depth}")
+        raise LimitExceeded(f"{what} nesting limit", max_depth, f"got depth {depth} or more")
 
 
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
-_BRACKET = re.compile(r"[\[\]{}]")
+# One pass over the tokens that matter: an escape (its character never ends a string), a
+# quote, a bracket. Linear in the text, whatever it holds.
+_TOKEN = re.compile(r'\\.|["\[\]{}]', re.DOTALL)
 
 
-def json_depth(text: str) -> int:
-    """The deepest nesting of `[` and `{` outside strings in JSON text."""
+def json_depth(text: str, stop_above: int | None = None) -> int:
+    """The deepest nesting of `[` and `{` outside strings in JSON text; with `stop_above`,
+    the first depth beyond it (the scan stops there)."""
     depth = deepest = 0
-    for match in _BRACKET.finditer(_STRING.sub("", text)):
-        if match.group() in "[{":
+    in_string = False
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token == '"':
+            in_string = not in_string
+        elif in_string or len(token) == 2:
+            continue
+        elif token in "[{":
             depth += 1
             deepest = max(deepest, depth)
+            if stop_above is not None and depth > stop_above:
+                return depth
         else:
             depth -= 1
     return deepest

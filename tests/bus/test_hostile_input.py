@@ -44,7 +44,7 @@ KILLERS = [
     ),
     pytest.param(
         {"job": '{"prompt": "x", "arguments": {"a": ' + nested(1000) + "}}"},
-        "field `job` nesting limit is 64; got depth 1002",
+        "field `job` nesting limit is 64; got depth 65 or more",
         id="job-1000-deep",
     ),
     pytest.param(
@@ -54,7 +54,7 @@ KILLERS = [
     ),
     pytest.param(
         {"job": json.dumps({"prompt": "x", "arguments": {"a": json.loads(nested(40))}})},
-        "arguments nesting limit is 32; got depth 41",
+        "arguments nesting limit is 32; got depth 33 or more",
         id="arguments-40-deep",
     ),
     pytest.param(

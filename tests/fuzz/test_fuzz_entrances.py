@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -211,3 +212,18 @@ def test_queue_payloads_never_escape_the_actor(
         loop.run_until_complete(client.aclose())
         print(f"\nqueue payload fuzz ({FUZZ_EXAMPLES} examples): {dict(counts)}")
     assert counts["escaped"] == 0
+
+
+def test_the_depth_check_is_linear_whatever_the_text_holds() -> None:
+    """Escapes, quotes and brackets in any mix: one pass, never a rescan per quote."""
+    from postel.messages.limits import MAX_PAYLOAD_BYTES, json_depth
+
+    for text in (
+        '"\\' * (MAX_PAYLOAD_BYTES // 2),
+        '"' * MAX_PAYLOAD_BYTES,
+        "[" * MAX_PAYLOAD_BYTES,
+    ):
+        started = time.process_time()
+        json_depth(text, 64)
+        assert time.process_time() - started < 2.0
+    assert json_depth('{"a": "[[[\\"[", "b": [1, {"c": 2}]}') == 3
