@@ -15,6 +15,7 @@ from typing import Any
 _PUBLIC = {
     "Client": "postel.infra.client",
     "JobFailedError": "postel.infra.client",
+    "JobAlreadyFinished": "postel.infra.cancel",
     "JobConflict": "postel.infra.submit",
     "PostelError": "postel.messages.errors",
     "LimitExceeded": "postel.messages.errors",
