@@ -5,6 +5,7 @@ picked up by the fallback look at the queue."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import tempfile
 import time
@@ -58,6 +59,11 @@ async def push_workers(
         await until_blocked(url, replicas)
         yield workers
     finally:
+        # let started jobs finish: arq's close() cancels a job mid-finish
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(10):
+                while any(not t.done() for w in workers for t in w.tasks.values()):
+                    await asyncio.sleep(0.01)
         for worker in workers:
             await worker.close()
         for task in tasks:
