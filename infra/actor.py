@@ -182,7 +182,8 @@ class Actor:
         self.max_tries = self.queue.max_tries
 
     async def handle_job(self, ctx: dict[str, Any], payload: Any) -> None:
-        """arq's entry point: `ctx["job_try"]` counts runs, including runs cut by a crash.
+        """arq's entry point: `ctx["job_try"]` counts takes of the message by a worker,
+        including those cut by a crash before or during the handler.
 
         arq protects a running job with an in-progress key that lives job_timeout + 10 s, so
         a killed worker's job would wait that long before another worker may take it. The

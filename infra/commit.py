@@ -30,12 +30,12 @@ from typing import Literal
 
 from arq.constants import expires_extra_ms, job_key_prefix, result_key_prefix
 from arq.jobs import serialize_job
-from arq.utils import timestamp_ms
 from postel.infra import keys
 from postel.infra.events import Command
 from postel.infra.wake import WAKE_TOKENS_MAX
 from postel.infra.wire import ARQ_FUNCTION, dumps
 from postel.messages import Envelope
+from postel.messages.envelope import utc_now
 from redis.asyncio import Redis
 
 CommitResult = Literal["committed", "duplicate", "refused"]
@@ -85,9 +85,12 @@ class QueuedJob:
     def fields(self) -> list[str | int]:
         assert self.message.destination is not None
         job_id = self.message.message_id
-        now = timestamp_ms()
+        # A message is created when it is sent: its hop's wait (the `received` event's
+        # wait_ms) measures the bus, not the work its sender did after building it.
+        sent = self.message.model_copy(update={"created_at": utc_now()})
+        now = int(sent.created_at.timestamp() * 1000)
         payload = serialize_job(
-            ARQ_FUNCTION, (self.message.model_dump(mode="json"),), {}, None, now, serializer=dumps
+            ARQ_FUNCTION, (sent.model_dump(mode="json"),), {}, None, now, serializer=dumps
         )
         return [
             job_key_prefix + job_id,

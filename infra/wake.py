@@ -10,9 +10,11 @@ keys, the sorted set, the in-progress key, retries, deferral, results, `run_job`
 - Sleeping: a worker with a free slot blocks on BLPOP of that list. One token wakes one
   worker, so N idle replicas are not all woken for one message.
 - Taking: woken, a worker takes ready jobs in ONE round trip (a Lua script): it reads the
-  ready part of the queue and sets arq's in-progress key on up to its free slots' worth of
-  jobs that no one holds, which is what arq's `start_jobs` does with a WATCH/MULTI exchange per
-  job. A worker that loses the race for a job has spent one round trip, not one per job.
+  ready part of the queue, sets arq's in-progress key on up to its free slots' worth of jobs
+  that no one holds, and reads each taken job's payload and counts its try, which is what
+  arq's `start_jobs` and the start of its `run_job` do with a WATCH/MULTI exchange per job and
+  a pipeline per job. A worker that loses the race for a job has spent one round trip, not one
+  per job, and a taken job starts with no further round trip.
 - A chain, not a stampede: if ready jobs are left behind (this worker is full) and no token
   is waiting, the script leaves one, which wakes the next idle replica; the full worker takes
   more as soon as one of its own slots frees.
@@ -26,6 +28,9 @@ keys, the sorted set, the in-progress key, retries, deferral, results, `run_job`
   many idle replicas at once (the chain wakes the rest) and, after a burst, at most that many
   look at the queue and find nothing.
 
+A job's try is counted when a worker takes it: a process that dies holding a job has spent
+one of the job's tries, whether it died before its handler started or during it.
+
 An idle worker thus sends two commands per fallback interval (a BLPOP that times out, then the
 take script). The in-progress key's first expiry is the lease (`POSTEL_LEASE_S`), not arq's
 job_timeout + 10 s: a process killed after taking a job, before its handler renews the lease,
@@ -37,13 +42,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from arq import Worker
+from arq import Retry, Worker
 from arq.connections import create_pool
-from arq.constants import in_progress_key_prefix
-from arq.utils import timestamp_ms
+from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
+from arq.jobs import SerializationError, deserialize_job_raw
+from arq.utils import ms_to_datetime, timestamp_ms
 from postel.infra import keys
 from postel.infra.outage import REDIS_UNAVAILABLE, RideOut
 from redis.asyncio import Redis
@@ -52,12 +59,27 @@ from redis.commands.core import AsyncScript
 log = structlog.get_logger(__name__)
 
 WAKE_TOKENS_MAX = 64
+RETRY_KEY_EXPIRY_S = 88_400
+"""How long arq keeps a job's try count (its own constant, inlined in its worker)."""
+
+
+@dataclass(frozen=True)
+class TakenJob:
+    """A job the take script took: its payload (None if its key had expired) and try."""
+
+    job_id: str
+    score: int
+    payload: bytes | None
+    job_try: int
+
 
 # KEYS: queue, wake list. ARGV: now (ms), free slots, how many queued jobs to look at, arq's
-# in-progress key prefix, in-progress expiry (ms).
-# Returns {job id, score, job id, score, ...}, 1 if free ready jobs were left behind, and the
-# score of the earliest job not yet due ('' if none among those looked at). One read of the
-# sorted set serves both: it is ordered by due time.
+# in-progress key prefix, in-progress expiry (ms), arq's job key prefix, arq's retry key
+# prefix, the retry key's expiry (s).
+# Returns {job id, score, payload ('' if the job key expired), try, ...} for the jobs taken, 1
+# if free ready jobs were left behind, and the score of the earliest job not yet due ('' if
+# none among those looked at). One read of the sorted set serves both: it is ordered by due
+# time.
 _TAKE_JOBS = """
 local queued = redis.call('ZRANGE', KEYS[1], 0, ARGV[3] - 1, 'WITHSCORES')
 local now = tonumber(ARGV[1])
@@ -77,8 +99,12 @@ for i = 1, #queued, 2 do
       break
     end
     redis.call('SET', in_progress, '1', 'PX', ARGV[5])
+    local tries = ARGV[7] .. queued[i]
     taken[#taken + 1] = queued[i]
     taken[#taken + 1] = queued[i + 1]
+    taken[#taken + 1] = redis.call('GET', ARGV[6] .. queued[i]) or ''
+    taken[#taken + 1] = redis.call('INCR', tries)
+    redis.call('EXPIRE', tries, ARGV[8])
   end
 end
 if left_behind == 1 and redis.call('LLEN', KEYS[2]) == 0 then
@@ -164,17 +190,81 @@ class PushWorker(Worker):
                 self.queue_read_limit,
                 in_progress_key_prefix,
                 int(self.in_progress_timeout_s * 1000),
+                job_key_prefix,
+                retry_key_prefix,
+                RETRY_KEY_EXPIRY_S,
             ],
         )
         self._left_behind = bool(left_behind)
         self._next_due_ms = int(float(next_due)) if next_due else None
-        for raw_id, raw_score in zip(taken[::2], taken[1::2], strict=True):
-            job_id = raw_id.decode()
+        for raw_id, score, payload, job_try in zip(*[iter(taken)] * 4, strict=True):
+            job = TakenJob(raw_id.decode(), int(float(score)), payload or None, int(job_try))
             await self.sem.acquire()
             self.job_counter += 1
-            task = asyncio.create_task(self.run_job(job_id, int(float(raw_score))))
+            task = asyncio.create_task(self.run_taken(job))
             task.add_done_callback(lambda _: self._release_sem_dec_counter_on_complete())
-            self.tasks[job_id] = task
+            self.tasks[job.job_id] = task
+
+    async def run_taken(self, job: TakenJob) -> None:
+        """What arq's `run_job` does once it has read the job, from what the take script read:
+        the same checks (expired, unknown function, out of tries), the same timeout, and the
+        same endings (done, `Retry` deferred by its delay, cancelled to run again, failed).
+        postel keeps no results and uses neither aborts nor arq's job hooks."""
+        job_id = job.job_id
+        if job.payload is None:
+            log.warning("the job expired before it ran", job_id=job_id)
+            await asyncio.shield(self.finish_failed_job(job_id, None))
+            return
+        try:
+            name, args, kwargs, enqueue_try, enqueue_ms = deserialize_job_raw(
+                job.payload, deserializer=self.job_deserializer
+            )
+            function = self.functions[name]
+        except (SerializationError, KeyError) as exc:
+            log.error("the job cannot run", job_id=job_id, error=repr(exc))
+            self.jobs_failed += 1
+            await asyncio.shield(self.finish_failed_job(job_id, None))
+            return
+        job_try = job.job_try
+        if enqueue_try and enqueue_try > job_try:
+            job_try = enqueue_try
+            await self.pool.setex(retry_key_prefix + job_id, RETRY_KEY_EXPIRY_S, str(job_try))
+        max_tries = self.max_tries if function.max_tries is None else function.max_tries
+        if job_try > max_tries:
+            log.warning("the job is out of tries", job_id=job_id, tries=max_tries)
+            self.jobs_failed += 1
+            await asyncio.shield(self.finish_failed_job(job_id, None))
+            return
+        ctx = {
+            **self.ctx,
+            "job_id": job_id,
+            "job_try": job_try,
+            "enqueue_time": ms_to_datetime(enqueue_ms),
+            "score": job.score,
+        }
+        timeout_s = self.job_timeout_s if function.timeout_s is None else function.timeout_s
+        finish, incr_score = True, None
+        self.job_tasks[job_id] = task = asyncio.create_task(
+            function.coroutine(ctx, *args, **kwargs)
+        )
+        try:
+            await asyncio.wait_for(task, timeout_s)
+            self.jobs_complete += 1
+        except Retry as retry:
+            finish = False
+            if retry.defer_score:
+                incr_score = retry.defer_score + (timestamp_ms() - job.score)
+            self.jobs_retried += 1
+        except asyncio.CancelledError:
+            # the worker is closing: the job stays queued and runs again
+            finish = False
+            self.jobs_retried += 1
+        except Exception:
+            log.exception("the job failed", job_id=job_id)
+            self.jobs_failed += 1
+        finally:
+            del self.job_tasks[job_id]
+        await asyncio.shield(self.finish_job(job_id, finish, None, None, False, incr_score, None))
 
     def _release_sem_dec_counter_on_complete(self) -> None:
         super()._release_sem_dec_counter_on_complete()

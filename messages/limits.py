@@ -77,6 +77,15 @@ def check_json_text(
     size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "replace"))
     if size > max_bytes:
         raise LimitExceeded(f"{what} size limit", max_bytes, f"got {size} bytes")
+    # Nesting needs an opening bracket per level: text with few of them (most messages) is
+    # shallow enough without the scan.
+    openers = (
+        text.count("[") + text.count("{")
+        if isinstance(text, str)
+        else (text.count(b"[") + text.count(b"{"))
+    )
+    if openers <= max_depth:
+        return
     depth = json_depth(
         text if isinstance(text, str) else text.decode("utf-8", "replace"), max_depth
     )

@@ -21,7 +21,7 @@ from postel.infra.logging import configure_logging
 from postel.infra.relay import RELAY_WORKERS
 from postel.infra.runner import run_workers
 from postel.infra.settings import Settings
-from postel.infra.wake import PushWorker
+from postel.infra.wake import PushWorker, TakenJob
 from postel.messages import Envelope
 
 
@@ -35,13 +35,13 @@ def slowed(spec: WorkerSpec, seconds: float) -> WorkerSpec:
 
 def stall_after_take(seconds: float) -> None:
     """Every job this process takes waits `seconds` before arq runs it."""
-    run_job = PushWorker.run_job
+    run_taken = PushWorker.run_taken
 
-    async def stalled(self: PushWorker, job_id: str, score: int) -> None:
+    async def stalled(self: PushWorker, job: TakenJob) -> None:
         await asyncio.sleep(seconds)
-        await run_job(self, job_id, score)
+        await run_taken(self, job)
 
-    PushWorker.run_job = stalled  # type: ignore[method-assign]
+    PushWorker.run_taken = stalled  # type: ignore[method-assign]
 
 
 async def main() -> None:

@@ -4,6 +4,7 @@ hop is an event, poison goes to the dead-letter stream, and nothing is pickled."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import subprocess
@@ -436,3 +437,29 @@ async def test_live_worker_processes_are_listed_and_withdrawn(
             ).stdout
             assert "intent, planner, gasl, generator, validator + ingress" in listed
         assert await live_workers(client.pool) == [], "a stopped process withdraws at once"
+
+
+async def test_a_hops_wait_runs_from_the_commit_that_sent_it(
+    redis_url: str, settings: Settings
+) -> None:
+    """The `received` event's wait_ms measures the bus: work the sender did after building a
+    message (here half a second) belongs to the sender's hop, not to the next one's wait."""
+    intent = RELAY_WORKERS[0]
+
+    async def builds_then_works(message: JobSubmitted, runtime: Runtime) -> Outcome:
+        outcome = await intent.handle(message, runtime)
+        await asyncio.sleep(0.5)
+        return outcome
+
+    specs = [dataclasses.replace(intent, handle=builds_then_works), *RELAY_WORKERS[1:]]
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
+        Client(system.url, settings) as client,
+    ):
+        job_id = await client.submit("ping")
+        await client.result(job_id, timeout=20)
+        events = await client.events.read(job_id)
+    intent_done = next(e for e in events if e.worker == "intent" and e.status == "completed")
+    planner_received = next(e for e in events if e.worker == "planner" and e.status == "received")
+    assert intent_done.duration_ms >= 500
+    assert planner_received.wait_ms < 400

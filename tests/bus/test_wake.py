@@ -216,3 +216,55 @@ async def test_a_full_worker_leaving_jobs_behind_wakes_the_next_replica(redis_ur
     finally:
         await pool.aclose()
     assert len(set(running.values())) == 2, "one job on each replica"
+
+
+async def test_a_taken_job_starts_with_no_round_trip_of_its_own() -> None:
+    """The take script reads the job and counts its try: the only transaction a job costs is
+    arq's finish (arq's own start is a second one)."""
+    tries: list[int] = []
+
+    async def record(ctx: dict[str, Any], job_id: str) -> None:
+        tries.append(ctx["job_try"])
+        if len(tries) == 1:
+            raise Retry(defer=0.1)
+
+    async with private_redis() as url:
+        pool = await connect_arq(url)
+        try:
+            async with push_workers(url, record, fallback_poll_s=0.2):
+                before = await commands_run(pool, "exec")
+                await enqueue_unannounced(pool, "counted")
+                await wake(pool, "t")
+                await until(lambda: len(tries) == 2, timeout=5)
+                await asyncio.sleep(0.3)
+                # arq's enqueue, then one finish per run (arq's own start would add one each)
+                assert await commands_run(pool, "exec") - before == 3
+        finally:
+            await pool.aclose()
+    assert tries == [1, 2], "the try count read by the take script"
+
+
+async def test_a_job_whose_payload_expired_is_removed_without_running(redis_url: str) -> None:
+    started: list[str] = []
+
+    async def record(ctx: dict[str, Any], job_id: str) -> None:
+        started.append(job_id)
+
+    pool = await connect_arq(redis_url)
+    try:
+        await enqueue_unannounced(pool, "gone")
+        await pool.delete("arq:job:gone")
+        await enqueue_unannounced(pool, "kept")
+        async with push_workers(redis_url, record, fallback_poll_s=60):
+            await until(lambda: started == ["kept"], timeout=5)
+            async with asyncio.timeout(5):
+                while await pool.zcard(keys.queue("t")):
+                    await asyncio.sleep(0.01)
+    finally:
+        await pool.aclose()
+    assert started == ["kept"]
+
+
+async def commands_run(pool: ArqRedis, command: str) -> int:
+    stats = await pool.info("commandstats")
+    return int(stats.get(f"cmdstat_{command}", {}).get("calls", 0))
