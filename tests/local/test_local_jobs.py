@@ -74,6 +74,9 @@ async def test_a_reason_job_on_the_local_model_completes_or_fails_with_a_reason(
     assert intent.llm_calls >= 1 and intent.prompt_tokens > 0 and intent.completion_tokens > 0
 
 
+# Each subprocess below has its own timeout; pytest's per-test limit (300 s) must not cut it
+# first, or the killed process would leave its model server running.
+@pytest.mark.timeout(360)
 def test_postel_reason_from_a_clean_environment(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "postel", "reason", "What is 12 plus 30?", "--type", "int"],
@@ -92,6 +95,7 @@ def test_postel_reason_from_a_clean_environment(tmp_path: Path) -> None:
         assert any(f"({status})" in proc.stderr for status in DOCUMENTED_FAILURES)
 
 
+@pytest.mark.timeout(660)
 def test_postel_demo_runs_the_whole_mission_on_the_local_model(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "postel", "demo", "--max-rounds", "2", "--max-tokens", "256"],
