@@ -622,8 +622,15 @@ def bench() -> None:
     show_default=True,
     help="Window over which the cost of idle workers is measured.",
 )
+@click.option(
+    "--latency-jobs",
+    type=click.IntRange(5, 100_000),
+    default=100,
+    show_default=True,
+    help="Jobs run one at a time for the hop latency (bare arq at its defaults: a tenth).",
+)
 @click.option("--json", "as_json", is_flag=True)
-def bench_bus(jobs: int, processes: str, idle_s: float, as_json: bool) -> None:
+def bench_bus(jobs: int, processes: str, idle_s: float, latency_jobs: int, as_json: bool) -> None:
     """Hop latency, hops/s and the cost of idle workers (no LLM), each stage in its own
     processes: postel against its former 5 ms poll and bare arq (5 ms poll, defaults)."""
     from postel.infra.bench_bus import format_bus_bench, run_bus_bench
@@ -635,7 +642,7 @@ def bench_bus(jobs: int, processes: str, idle_s: float, as_json: bool) -> None:
     if not counts or min(counts) < 1 or max(counts) > 32:
         fail(f"--processes takes counts from 1 to 32, not {processes!r}", EXIT_INPUT)
     current = settings()
-    figures = run_async(run_bus_bench)(current, jobs, counts, idle_s)
+    figures = run_async(run_bus_bench)(current, jobs, counts, idle_s, latency_jobs)
     click.echo(json.dumps(figures, indent=2) if as_json else format_bus_bench(figures))
 
 

@@ -17,7 +17,8 @@ def test_bench_bus_measures_every_side_at_rest_and_in_flight() -> None:
     env["POSTEL_LOG_LEVEL"] = "WARNING"
     # an idle postel worker looks at Redis once per 1 s fallback (BLPOP's timeout fires up to
     # ~0.1 s late): a 2 s window always sees it
-    command = ["bench", "bus", "--jobs", "5", "--processes", "1", "--idle-s", "2", "--json"]
+    command = ["bench", "bus", "--jobs", "5", "--processes", "1", "--idle-s", "2"]
+    command += ["--latency-jobs", "10", "--json"]
     done = subprocess.run(
         [sys.executable, "-m", "postel", *command],
         env=env,
