@@ -36,7 +36,7 @@ import contextlib
 import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -45,6 +45,7 @@ from arq import Retry
 from arq.connections import ArqRedis
 from arq.constants import in_progress_key_prefix
 from postel.infra import keys
+from postel.infra.calls import record_commands
 from postel.infra.commit import CommitResult, commit_once
 from postel.infra.deadletter import dead_letter, summarise_validation
 from postel.infra.events import Command, Event, EventLog, EventStatus, Metrics, run_commands
@@ -63,6 +64,7 @@ from postel.messages import (
 )
 from postel.messages.errors import PostelError
 from postel.services.llm.budget import call_budget
+from postel.services.llm.call_log import LoggedCall, logging_calls
 from postel.services.llm.errors import LLMError
 from pydantic import ValidationError
 from redis.asyncio import Redis
@@ -83,6 +85,8 @@ class Outcome:
     messages: list[Envelope] = field(default_factory=list)
     metrics: Metrics = field(default_factory=Metrics)
     continued: bool = False
+    calls: list[LoggedCall] = field(default_factory=list)
+    """The hop's model calls, filled in by the runtime and recorded with the commit."""
 
 
 @dataclass
@@ -281,8 +285,12 @@ class Actor:
         """The handler, within the hop's limit; its model calls within the model budget."""
         try:
             async with asyncio.timeout(limit.seconds) as scope:
-                with call_budget(limit.model_seconds):
-                    return await self.spec.handle(message, self.runtime)
+                with (
+                    call_budget(limit.model_seconds),
+                    logging_calls(self.spec.name, message.message_id) as calls,
+                ):
+                    outcome = await self.spec.handle(message, self.runtime)
+                return replace(outcome, calls=calls.calls)
         except TimeoutError as exc:
             if not scope.expired():
                 raise
@@ -450,6 +458,9 @@ class Actor:
         if not terminal:
             stage = next((m.destination for m in outcome.messages), None) or self.spec.name
             commands.append(JobStore.running_command(message.job_id, stage))
+        if self.runtime.settings.record_calls:
+            ttl = self.runtime.settings.job_ttl_s
+            commands.extend(record_commands(outcome.calls, message.job_id, ttl))
         dropped = self._event(message, "dropped", duration_ms=duration_ms, error=_DROPPED_AT_COMMIT)
         return await commit_once(
             self.runtime.redis,

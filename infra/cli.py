@@ -752,3 +752,131 @@ bench.add_command(bench_chaos, "chaos")
 
 if __name__ == "__main__":
     main()
+
+
+@main.command("calls")
+@click.argument("job_id")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per call, whole.")
+@click.option(
+    "--chars",
+    type=click.IntRange(0),
+    default=600,
+    show_default=True,
+    help="Characters shown of each prompt's last message and answer (0: all).",
+)
+def calls_command(job_id: str, as_json: bool, chars: int) -> None:
+    """Print the job's recorded model calls: stage, hop, tokens, the prompt's last message
+    and the answer."""
+    from postel.infra.calls import read_calls
+
+    current = settings()
+
+    def shown(text: str) -> str:
+        return text if not chars or len(text) <= chars else text[:chars] + " …"
+
+    async def go() -> None:
+        async with Client(settings=current) as client:
+            await client.status(job_id)
+            for call in await read_calls(client.pool, job_id):
+                if as_json:
+                    click.echo(call.model_dump_json())
+                    continue
+                usage = call.response.usage
+                click.echo(
+                    f"── {call.stage} · {call.message_id} · call {call.ordinal} · "
+                    f"{usage.prompt_tokens}+{usage.completion_tokens} tokens · "
+                    f"{call.response.finish_reason}{' · truncated' if call.truncated else ''}"
+                )
+                click.echo(f"asked:\n{shown(call.request.last_user_message())}")
+                click.echo(f"answered:\n{shown(call.response.text)}\n")
+
+    run_async(go)()
+
+
+@main.command("export")
+@click.argument("job_id")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write here instead of standard output.",
+)
+def export_command(job_id: str, output: Path | None) -> None:
+    """Write the job as one JSON file: request, record and result, events, recorded model
+    calls (also as a cassette), GASL rounds and graph versions (`postel replay` reads it)."""
+    from postel.infra.replay import capability_of, export_job
+
+    current = settings()
+
+    async def go() -> None:
+        async with Client(settings=current) as client:
+            exported = await export_job(client, job_id, capability_of(current))
+        text = exported.model_dump_json(indent=2)
+        if output is None:
+            click.echo(text)
+        else:
+            output.write_text(text + "\n")
+            click.echo(f"{job_id}: {len(exported.calls)} model calls -> {output}", err=True)
+
+    run_async(go)()
+
+
+@main.command("replay")
+@click.argument("source")
+@click.option(
+    "--graph",
+    "graph_files",
+    multiple=True,
+    metavar="NAME=FILE",
+    help="A graph the job used (the bundled mmwr is found by itself).",
+)
+@click.option(
+    "--strict", is_flag=True, help="Fail at the first model call the recording cannot answer."
+)
+@click.option("--json", "as_json", is_flag=True)
+def replay_command(source: str, graph_files: tuple[str, ...], strict: bool, as_json: bool) -> None:
+    """Re-run an exported job (a file from `postel export`, or a job id of the system at
+    POSTEL_REDIS_URL) offline, from its recorded model calls; exit 0 if it reaches the same
+    result the same way, 1 with the first divergence (the stage, and a diff of the prompts)."""
+    from postel.infra.replay import (
+        ReplayInputError,
+        capability_of,
+        export_job,
+        read_export,
+        replay_job,
+    )
+
+    current = settings()
+    graphs: dict[str, Path] = {}
+    for spec in graph_files:
+        name, sep, file = spec.partition("=")
+        if not sep or not name or not file:
+            fail(f"--graph takes NAME=FILE, not {spec!r}", EXIT_INPUT)
+        graphs[name] = Path(file)
+
+    async def go() -> None:
+        if Path(source).is_file():
+            exported = read_export(Path(source))
+        else:
+            async with Client(settings=current) as client:
+                exported = await export_job(client, source, capability_of(current))
+        report = await replay_job(exported, current, graphs=graphs, strict=strict)
+        if as_json:
+            click.echo(report.model_dump_json(indent=2))
+        elif report.same:
+            click.echo(
+                f"{exported.job_id}: same result ({report.status}); "
+                f"{report.calls_served} model calls served from the recording"
+            )
+        else:
+            click.echo(f"{exported.job_id}: diverged: {report.divergence}")
+            click.echo(f"recorded {report.recorded_status}, replayed {report.status}")
+            if report.diff:
+                click.echo(report.diff)
+        if not report.same:
+            sys.exit(EXIT_FAILED)
+
+    try:
+        run_async(go)()
+    except ReplayInputError as exc:
+        fail(str(exc), EXIT_INPUT)

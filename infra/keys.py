@@ -48,6 +48,11 @@ def job_events(job_id: str) -> str:
     return f"{PREFIX}:events:{job_id}"
 
 
+def job_calls(job_id: str) -> str:
+    """The job's model calls, in commit order (infra/calls.py); expires with the record."""
+    return f"{PREFIX}:calls:{job_id}"
+
+
 def done(message_id: str) -> str:
     """Set once a message's handling has been committed; a re-run sees it and stops."""
     return f"{PREFIX}:done:{message_id}"

@@ -44,7 +44,7 @@ class Model:
     local_server: LocalModelServer | None = None
 
     def metered(self) -> MeteredClient:
-        return MeteredClient(self.client)
+        return MeteredClient(self.client, self.capability.value)
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -75,6 +75,7 @@ class Settings(BaseSettings):
     llm_record: Path | None = None
     llm_capability: Literal["minimal", "limited", "standard"] | None = None
     llm_context_tokens: int | None = Field(default=None, ge=256)
+    record_calls: bool = True
 
     web_host: str = "127.0.0.1"
     web_port: int = Field(default=8040, ge=0, le=65535)

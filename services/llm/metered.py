@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from postel.services.llm.call_log import current_call_log
 from postel.services.llm.client import LLMClient
 from postel.services.llm.models import LLMRequest, LLMResponse
 
@@ -19,8 +20,9 @@ class Meter:
 class MeteredClient:
     """Wraps one handler's use of a shared client; `meter` holds that handler's totals."""
 
-    def __init__(self, client: LLMClient) -> None:
+    def __init__(self, client: LLMClient, capability: str = "") -> None:
         self.client = client
+        self.capability = capability
         self.meter = Meter()
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
@@ -29,6 +31,9 @@ class MeteredClient:
         self.meter.prompt_tokens += response.usage.prompt_tokens
         self.meter.completion_tokens += response.usage.completion_tokens
         self.meter.latency_ms += response.latency_ms
+        log = current_call_log()
+        if log is not None:
+            log.append(request, response, self.capability)
         return response
 
     async def aclose(self) -> None:

@@ -1,0 +1,256 @@
+"""Replay (infra/replay.py): every model call recorded with its job, the job exported to one
+file and re-run offline to the same result, with zero calls to any model endpoint; a changed
+prompt is reported at the stage that asked it, with the diff."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from postel.infra.calls import read_calls
+from postel.infra.client import Client
+from postel.infra.fake_model import FakeModel
+from postel.infra.graphs import GraphRegistry
+from postel.infra.local_system import LocalSystem
+from postel.infra.model import RESOURCE, Model
+from postel.infra.replay import JobExport, export_job, replay_job
+from postel.infra.runner import load_worker
+from postel.infra.settings import Settings
+from postel.messages import JobOptions
+from postel.services.gasl.cli_support import DEMO_GRAPH
+from postel.services.generation.bench import sample_document
+from postel.services.generation.oracle import Oracle
+from postel.services.llm import LLMRequest, ScriptedClient
+from postel.services.prompts import Capability, templates
+
+CASSETTES = Path(__file__).parent.parent / "pipeline" / "cassettes"
+INVOICE = "ACME Tools — Invoice 2026-118\n2 x hammer $40.00\nTOTAL DUE: $165.50"
+GRAPH_QUESTION = "How many people are in the graph?"
+
+# (cassette, prompt, desired type, graph, options, arguments): the pipeline tests' jobs
+JOBS: dict[str, tuple[str, str, str, str | None, dict[str, Any], dict[str, Any]]] = {
+    "reason": ("invoice_total.json", "get the total price", "float", None, {}, {"text": INVOICE}),
+    "repairs": (
+        "invoice_total_with_repairs.json",
+        "get the total price",
+        "float",
+        None,
+        {},
+        {"text": INVOICE},
+    ),
+    "parse_error": ("graph_fix_parse_error.json", GRAPH_QUESTION, "int", "mmwr", {}, {}),
+    "pivot": ("graph_pivot_after_empty.json", GRAPH_QUESTION, "int", "mmwr", {}, {}),
+    "round_cap": (
+        "graph_round_cap.json",
+        GRAPH_QUESTION,
+        "document",
+        "mmwr",
+        {"max_rounds": 2},
+        {},
+    ),
+}
+
+
+LOOP_DOCUMENT = sample_document(4)
+LOOP_INTENT = {
+    "detectedLanguage": "en",
+    "normalizedRequest": "Write the report.",
+    "intent": "Write the report.",
+    "primaryGoal": "the report",
+    "dataType": "documents",
+}
+LOOP_TASKS = {"tasks": [{"id": "t1", "objective": "Write the report", "kind": "generation"}]}
+
+
+def loop_model() -> Model:
+    """Intent and task plan, then a document long enough for several continuations."""
+    oracle = Oracle(LOOP_DOCUMENT, 300)
+
+    def respond(request: LLMRequest) -> str:
+        system = request.messages[0].content
+        if system.startswith("You analyse requests"):
+            return json.dumps(LOOP_INTENT)
+        if system.startswith("You plan work"):
+            return json.dumps(LOOP_TASKS)
+        return oracle.full_text(request.prompt_text())
+
+    return Model(ScriptedClient(responder=respond), Capability.STANDARD)
+
+
+@pytest.fixture
+def counting_endpoint() -> Iterator[FakeModel]:
+    """The model a replay falls back to: it must never be asked."""
+    with FakeModel(lambda request: "not from the recording") as fake:
+        yield fake
+
+
+async def run_and_export(url: str, settings: Settings, job: str) -> JobExport:
+    if job == "ai_loop":
+        cassette, prompt, type_, graph = "", "Write the report.", "document", None
+        options, arguments = {"max_tokens": 300}, {}
+        model = loop_model()
+    else:
+        cassette, prompt, type_, graph, options, arguments = JOBS[job]
+        model = Model(ScriptedClient.from_cassette(CASSETTES / cassette), Capability.STANDARD)
+    async with (
+        LocalSystem(settings, redis_url=url, resources={RESOURCE: model}),
+        Client(url, settings) as client,
+    ):
+        if graph:
+            await GraphRegistry(client.pool).add(graph, DEMO_GRAPH)
+        job_id = await client.submit(
+            prompt, type=type_, graph=graph, options=JobOptions(**options), **arguments
+        )
+        await client.wait(job_id, timeout=60)
+        return await export_job(client, job_id, Capability.STANDARD)
+
+
+@pytest.fixture
+async def fresh_redis(embedded_redis_url: str) -> AsyncIterator[str]:
+    async with Client(embedded_redis_url) as client:
+        await client.pool.flushdb()
+    yield embedded_redis_url
+
+
+@pytest.mark.parametrize("job", [*sorted(JOBS), "ai_loop"])
+async def test_a_job_replays_to_the_same_result_without_any_model_call(
+    job: str, fresh_redis: str, settings: Settings, counting_endpoint: FakeModel
+) -> None:
+    export = await run_and_export(fresh_redis, settings, job)
+    assert export.calls and export.record.finished
+    assert len(export.calls) == export.record.llm_calls, "every call recorded, once"
+    replayed = JobExport.model_validate_json(export.model_dump_json())  # through the file form
+    fallback = settings.model_copy(update={"llm_base_url": counting_endpoint.base_url})
+    report = await replay_job(replayed, fallback)
+    assert report.same, report
+    assert report.calls_served == len(export.calls) and report.calls_forwarded == 0
+    assert counting_endpoint.stats().total == 0
+    if job == "ai_loop":
+        iterations = [e for e in export.events if e.status == "continued"]
+        assert len(iterations) >= 2, "the document took several continuations"
+
+
+async def test_a_changed_prompt_is_reported_at_its_stage_with_the_diff(
+    fresh_redis: str,
+    settings: Settings,
+    counting_endpoint: FakeModel,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    export = await run_and_export(fresh_redis, settings, "reason")
+    original = templates.TEMPLATES.get("generate_value")
+    assert original.system is not None
+    changed = original.model_copy(update={"system": original.system + "\nAlways answer in euros."})
+    monkeypatch.setitem(templates.TEMPLATES._templates, "generate_value", changed)
+    report = await replay_job(export, settings, strict=True)
+    assert not report.same
+    assert report.divergence is not None and report.divergence.startswith("generator")
+    assert report.diff is not None and "+Always answer in euros." in report.diff
+    assert report.status == "llm_error", "strict: the first unrecorded call fails the job"
+    assert counting_endpoint.stats().total == 0
+
+
+def test_postel_export_and_replay_commands(
+    tmp_path: Path, embedded_redis_url: str, settings: Settings
+) -> None:
+    export = asyncio.run(run_and_export(embedded_redis_url, settings, "reason"))
+    env = {"POSTEL_REDIS_URL": embedded_redis_url, "POSTEL_LOG_LEVEL": "WARNING"}
+    base = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
+    out = tmp_path / "job.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "postel", "export", export.job_id, "-o", str(out)],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    written = json.loads(out.read_text())
+    assert written["format"] == "postel.job-export" and len(written["calls"]) == 3
+    assert "api_key" not in out.read_text()
+    shown = subprocess.run(
+        [sys.executable, "-m", "postel", "calls", export.job_id],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0 and "intent" in shown.stdout and "165.50" in shown.stdout
+    replayed = subprocess.run(
+        [sys.executable, "-m", "postel", "replay", str(out), "--strict"],
+        env={**base, "POSTEL_LOG_LEVEL": "WARNING"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "same result" in replayed.stdout
+    written["calls"][-1]["request"]["messages"][-1]["content"] += " (changed)"
+    out.write_text(json.dumps(written))
+    diverged = subprocess.run(
+        [sys.executable, "-m", "postel", "replay", str(out), "--strict"],
+        env={**base, "POSTEL_LOG_LEVEL": "WARNING"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert diverged.returncode == 1
+    assert "generator" in diverged.stdout and "(changed)" in diverged.stdout
+
+
+def reason_responder(request: LLMRequest) -> str:
+    system = request.messages[0].content
+    if system.startswith("You analyse requests"):
+        return json.dumps({**LOOP_INTENT, "normalizedRequest": "the total", "dataType": "numbers"})
+    if system.startswith("You plan work"):
+        return json.dumps({"tasks": [{"id": "t1", "objective": "total", "kind": "generation"}]})
+    return "$165.50"
+
+
+def start_intent_worker(url: str, model_url: str) -> subprocess.Popen[bytes]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
+    env = {**base, "POSTEL_REDIS_URL": url, "POSTEL_LLM_BASE_URL": model_url}
+    env["POSTEL_LOG_LEVEL"] = "WARNING"
+    return subprocess.Popen([sys.executable, "-m", "postel", "worker", "intent"], env=env)
+
+
+async def test_a_call_cut_by_sigkill_and_made_again_is_recorded_once(
+    fresh_redis: str, settings: Settings
+) -> None:
+    with FakeModel(reason_responder) as fake:
+        fake.set_faults(mode="hang")
+        served = settings.model_copy(update={"llm_base_url": fake.base_url})
+        others = [load_worker(name) for name in ("planner", "gasl", "generator", "validator")]
+        doomed = start_intent_worker(fresh_redis, fake.base_url)
+        replacement = None
+        try:
+            async with (
+                LocalSystem(served, redis_url=fresh_redis, specs=others),
+                Client(fresh_redis, served) as client,
+            ):
+                job_id = await client.submit("get the total price", type="float")
+                async with asyncio.timeout(30):
+                    while fake.stats().in_flight == 0:
+                        await asyncio.sleep(0.05)
+                doomed.send_signal(signal.SIGKILL)
+                doomed.wait(10)
+                fake.set_faults(mode="ok")
+                replacement = start_intent_worker(fresh_redis, fake.base_url)
+                assert await client.result(job_id, timeout=60) == 165.5
+                calls = await read_calls(client.pool, job_id)
+        finally:
+            for process in (doomed, replacement):
+                if process is not None and process.poll() is None:
+                    process.kill()
+                    process.wait(10)
+        asked = fake.stats().by_fault
+    assert asked.get("hang") == 1, "the killed worker's call was cut"
+    assert [c.stage for c in calls] == ["intent", "planner", "generator"]
+    assert [c.ordinal for c in calls] == [0, 0, 0]
