@@ -60,6 +60,13 @@ SIDES = (
     Side("arq_5ms", "bare arq, poll 5 ms", postel=False),
     Side("arq_default", "bare arq, defaults (poll 0.5 s)", postel=False, latency_share=0.1),
 )
+RECORDING_SIDES = (
+    Side("calls_recorded", "postel, 1 model call per hop, recorded", postel=True),
+    Side("calls_unrecorded", "postel, 1 model call per hop, not recorded", postel=True),
+)
+RECORDING_ROUNDS = 2
+"""Each recording side runs this many times, alternately; the best hops/s of each counts."""
+TARGET_RECORDING_COST_PCT = 5.0
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -256,9 +263,30 @@ async def run_bus_bench(
                     else:
                         hops = await _bare_hops(url, run, f"{side.key}{count}", samples, jobs)
                 sides[side.key]["by_processes"][str(count)] = hops
+        figures["recording"] = await _recording_cost(url, settings, processes[0], run, jobs)
     figures["load_average_at_end"] = round(os.getloadavg()[0], 2)
     figures["targets"] = _targets(figures)
     return figures
+
+
+async def _recording_cost(
+    url: str, settings: Settings, processes: int, run: str, jobs: int
+) -> dict[str, Any]:
+    """Hops/s of relay stages that each ask a scripted model once, with the job's calls
+    recorded (infra/calls.py) and without."""
+    best = {side.key: 0.0 for side in RECORDING_SIDES}
+    for _ in range(RECORDING_ROUNDS):
+        for side in RECORDING_SIDES:
+            async with Fleet(side, url, processes, run):
+                hops = await _postel_hops(url, settings, 0, jobs)
+            best[side.key] = max(best[side.key], hops["hops_per_s"])
+    recorded, unrecorded = best["calls_recorded"], best["calls_unrecorded"]
+    return {
+        "processes": processes,
+        "hops_per_s_recorded": recorded,
+        "hops_per_s_unrecorded": unrecorded,
+        "cost_pct": round(100 * (1 - recorded / unrecorded), 1) if unrecorded else None,
+    }
 
 
 def _targets(figures: dict[str, Any]) -> dict[str, bool]:
@@ -273,6 +301,8 @@ def _targets(figures: dict[str, Any]) -> dict[str, bool]:
         <= TARGET_IDLE_COMMANDS_S,
         "idle_cpu_lt_1pct": cpu is not None and cpu < TARGET_IDLE_CPU_PCT,
         "hops_per_s_ge_before": all(runs[n]["hops_per_s"] >= before[n]["hops_per_s"] for n in runs),
+        "recording_costs_lt_5pct": (figures["recording"]["cost_pct"] or 0)
+        < TARGET_RECORDING_COST_PCT,
     }
 
 
@@ -298,6 +328,12 @@ def format_bus_bench(figures: dict[str, Any]) -> str:
             f"{side['label']:<34}{side['idle_commands_per_s_per_process']:>14}"
             f"{'n/a' if cpu is None else cpu:>12}"
         )
+    recording = figures["recording"]
+    rows.append(
+        f"recording model calls ({recording['processes']} process per stage, one scripted call "
+        f"per hop): {recording['hops_per_s_recorded']} hops/s recorded, "
+        f"{recording['hops_per_s_unrecorded']} not recorded, cost {recording['cost_pct']} %"
+    )
     targets = figures["targets"]
     rows.append(
         "targets (postel, push): "

@@ -7,7 +7,10 @@ Sides (infra/bench_bus.py compares them in one run):
 - `postel_poll`: the same relay stage and Actor on arq's own Worker polling every 5 ms, as
   postel ran before workers were woken by pushes (the "before" of the comparison);
 - `arq_5ms` / `arq_default`: a bare arq function that enqueues the next stage, polling every
-  5 ms / at arq's default settings (poll 0.5 s, 10 jobs at once); JSON serializer on all sides.
+  5 ms / at arq's default settings (poll 0.5 s, 10 jobs at once); JSON serializer on all sides;
+- `calls_recorded` / `calls_unrecorded`: the `postel` relay stage making one call to a
+  scripted model per hop, with the job's calls recorded (the default) or not: what recording
+  costs a hop.
 Each process increments `KEY` once it runs. A bare stage returns its hop latency as the job's
 result; its last stage pushes the job's key on `bench:bus:<RUN>:done`.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import signal
 import time
@@ -25,15 +29,18 @@ from arq import Worker
 from arq.connections import ArqRedis, RedisSettings
 from arq.worker import func
 from postel.infra import keys
-from postel.infra.actor import ARQ_FUNCTION, Actor, Runtime
+from postel.infra.actor import ARQ_FUNCTION, Actor, Outcome, Runtime, WorkerSpec
+from postel.infra.events import Metrics
 from postel.infra.logging import configure_logging
 from postel.infra.relay import RELAY_WORKERS
 from postel.infra.runner import KEEP_RESULT_S, run_workers
 from postel.infra.settings import Settings
 from postel.infra.wire import connect_arq, dumps, loads
+from postel.messages import Envelope
+from postel.services.llm import ChatMessage, LLMRequest, MeteredClient, ScriptedClient
 
 STAGES = 5
-SIDES = ("postel", "postel_poll", "arq_5ms", "arq_default")
+SIDES = ("postel", "postel_poll", "arq_5ms", "arq_default", "calls_recorded", "calls_unrecorded")
 FORMER_POLL_S = 0.005
 
 
@@ -102,14 +109,31 @@ async def _former_postel_worker(name: str, url: str, settings: Settings) -> Work
     )
 
 
+def _calling_a_model(spec: WorkerSpec) -> WorkerSpec:
+    """The relay stage, asking a scripted model one short question per hop first."""
+    model = ScriptedClient(responder=lambda request: "relayed")
+
+    async def handle(message: Envelope, runtime: Runtime) -> Outcome:
+        llm = MeteredClient(model, "standard")
+        question = ChatMessage(role="user", content=f"relay {message.message_id}")
+        await llm.complete(LLMRequest(messages=[question], max_tokens=16))
+        outcome = await spec.handle(message, runtime)
+        return dataclasses.replace(outcome, metrics=Metrics.of_calls(llm.meter))
+
+    return dataclasses.replace(spec, handle=handle)
+
+
 async def serve(side: str, stage: int, url: str, ready_key: str, run: str) -> None:
     settings = Settings(redis_url=url)
     configure_logging(settings.log_level, settings.log_format)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    if side == "postel":
+    if side in ("postel", "calls_recorded", "calls_unrecorded"):
         ready = asyncio.Event()
         spec = RELAY_WORKERS[stage]
+        if side != "postel":
+            spec = _calling_a_model(spec)
+            settings = settings.model_copy(update={"record_calls": side == "calls_recorded"})
         serving = asyncio.create_task(
             run_workers([spec.name], settings, url, stop=stop, ready=ready, specs=[spec])
         )

@@ -843,6 +843,7 @@ def replay_command(source: str, graph_files: tuple[str, ...], strict: bool, as_j
         capability_of,
         export_job,
         read_export,
+        replay_gasl_rounds,
         replay_job,
     )
 
@@ -861,8 +862,18 @@ def replay_command(source: str, graph_files: tuple[str, ...], strict: bool, as_j
             async with Client(settings=current) as client:
                 exported = await export_job(client, source, capability_of(current))
         report = await replay_job(exported, current, graphs=graphs, strict=strict)
+        rounds = await replay_gasl_rounds(exported, graphs)
+        changed_rounds = [check for check in rounds if not check.same]
         if as_json:
-            click.echo(report.model_dump_json(indent=2))
+            click.echo(
+                json.dumps(
+                    {
+                        **report.model_dump(mode="json"),
+                        "gasl_rounds": [check.model_dump() for check in rounds],
+                    },
+                    indent=2,
+                )
+            )
         elif report.same:
             click.echo(
                 f"{exported.job_id}: same result ({report.status}); "
@@ -873,7 +884,14 @@ def replay_command(source: str, graph_files: tuple[str, ...], strict: bool, as_j
             click.echo(f"recorded {report.recorded_status}, replayed {report.status}")
             if report.diff:
                 click.echo(report.diff)
-        if not report.same:
+        if rounds and not as_json:
+            click.echo(
+                f"GASL rounds re-run from their plans: {len(rounds) - len(changed_rounds)} of "
+                f"{len(rounds)} gave the recorded records"
+            )
+            for check in changed_rounds:
+                click.echo(f"  task {check.task_index} round {check.round}: {check.difference}")
+        if not report.same or changed_rounds:
             sys.exit(EXIT_FAILED)
 
     try:

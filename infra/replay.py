@@ -18,6 +18,7 @@ checked against the export's.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tempfile
 from pathlib import Path
@@ -26,17 +27,22 @@ from typing import Any, Literal
 from postel.infra.calls import RecordedCall, read_calls
 from postel.infra.client import Client
 from postel.infra.events import Event
-from postel.infra.graphs import GraphRegistry
+from postel.infra.graphs import GraphRegistry, parse_graphml
 from postel.infra.jobs import JobRecord
 from postel.infra.local_system import LocalSystem
 from postel.infra.model import RESOURCE, Model, open_model
 from postel.infra.redis_server import free_port
 from postel.infra.settings import Settings
 from postel.infra.stores import GaslRound, GaslStateStore
-from postel.messages import JobRequest
+from postel.messages import ExecutionRecord, JobRequest
 from postel.messages.errors import PostelError
+from postel.services.gasl import GaslExecutor
+from postel.services.gasl.adapters import NetworkXAdapter
 from postel.services.gasl.cli_support import DEMO_GRAPH
-from postel.services.llm.call_log import LoggedCall
+from postel.services.gasl.model import LLMGaslModel
+from postel.services.gasl.state import MemoryStateBackend, StateStore
+from postel.services.llm import MeteredClient
+from postel.services.llm.call_log import LoggedCall, logging_calls
 from postel.services.llm.models import LLMRequest, LLMResponse
 from postel.services.llm.replay import Divergence, ReplayClient
 from postel.services.prompts import Capability
@@ -247,3 +253,66 @@ def _compare(
         calls_forwarded=model.forwarded,
         divergences=model.divergences,
     )
+
+
+class RoundCheck(BaseModel):
+    """One HDT round's plan run again: whether its records are the recorded ones."""
+
+    task_index: int
+    round: int
+    same: bool
+    difference: str | None = None
+
+
+def _comparable(record: ExecutionRecord) -> dict[str, Any]:
+    """A record without its timings, which no two runs share."""
+    return record.model_dump(mode="json", exclude={"duration_ms"})
+
+
+async def replay_gasl_rounds(
+    export: JobExport, graphs: dict[str, Path] | None = None
+) -> list[RoundCheck]:
+    """Run each recorded round's plan again, in order, against the same graph version, each
+    task's state carried from round to round as the gasl worker carries it, PROCESS/ANALYZE
+    answered from the recording; compare every command's record with the recorded one."""
+    if not export.rounds:
+        return []
+    name = export.request.graph
+    assert name is not None, "a job with GASL rounds names its graph"
+    path = (graphs or {}).get(name) or (DEMO_GRAPH if name == "mmwr" else None)
+    if path is None:
+        raise ReplayInputError(f"the job used graph {name!r}: give it with --graph {name}=FILE")
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != export.graphs.get(name):
+        raise ReplayInputError(f"graph {name!r} from {path} is not the version the job used")
+    adapter = NetworkXAdapter.from_graph(parse_graphml(data).graph)
+    recorded = [
+        LoggedCall(c.stage, c.message_id, c.ordinal, c.request, c.response) for c in export.calls
+    ]
+    model = LLMGaslModel(MeteredClient(ReplayClient(recorded)), export.capability)
+    hops = [e.message_id for e in export.events if e.worker == "gasl" and e.status == "completed"]
+    backends: dict[int, MemoryStateBackend] = {}
+    checks: list[RoundCheck] = []
+    for hop, recorded_round in zip(hops, export.rounds, strict=False):
+        backend = backends.setdefault(recorded_round.task_index, MemoryStateBackend())
+        store = StateStore(backend, query=export.request.prompt)
+        executor = GaslExecutor(adapter, state=store, model=model)
+        with logging_calls("gasl", hop):
+            run = await executor.execute_plan(recorded_round.plan)
+        difference = None
+        for was, now in zip(recorded_round.records, run.records, strict=False):
+            if _comparable(was) != _comparable(now):
+                difference = f"{was.command!r}: recorded {was.status} {was.count}, now "
+                difference += f"{now.status} {now.count}"
+                break
+        if difference is None and len(recorded_round.records) != len(run.records):
+            difference = f"{len(recorded_round.records)} records recorded, {len(run.records)} now"
+        checks.append(
+            RoundCheck(
+                task_index=recorded_round.task_index,
+                round=recorded_round.round,
+                same=difference is None,
+                difference=difference,
+            )
+        )
+    return checks

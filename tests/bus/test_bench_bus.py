@@ -39,7 +39,10 @@ def test_bench_bus_measures_every_side_at_rest_and_in_flight() -> None:
         "idle_le_5_commands_per_s",
         "idle_cpu_lt_1pct",
         "hops_per_s_ge_before",
+        "recording_costs_lt_5pct",
     }
+    recording = figures["recording"]
+    assert recording["hops_per_s_recorded"] > 0 and recording["hops_per_s_unrecorded"] > 0
 
 
 def test_bench_bus_refuses_a_bad_process_list() -> None:

@@ -137,6 +137,7 @@ def test_schema_writes_one_json_schema_per_message(tmp_path: Path) -> None:
     schema = json.loads((tmp_path / "schemas" / "job.submitted.schema.json").read_text())
     assert {"job_id", "message_id", "type", "request"} <= set(schema["properties"])
     assert "message.schema.json" in names and "job_request.schema.json" in names
+    assert "job_export.schema.json" in names
 
 
 @pytest.mark.parametrize("command", [["--help"], ["demo", "--help"], ["bench", "loop", "--help"]])

@@ -5,6 +5,7 @@ prompt is reported at the stage that asked it, with the diff."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import signal
@@ -21,7 +22,7 @@ from postel.infra.fake_model import FakeModel
 from postel.infra.graphs import GraphRegistry
 from postel.infra.local_system import LocalSystem
 from postel.infra.model import RESOURCE, Model
-from postel.infra.replay import JobExport, export_job, replay_job
+from postel.infra.replay import JobExport, export_job, replay_gasl_rounds, replay_job
 from postel.infra.runner import load_worker
 from postel.infra.settings import Settings
 from postel.messages import JobOptions
@@ -136,6 +137,14 @@ async def test_a_job_replays_to_the_same_result_without_any_model_call(
     if job == "ai_loop":
         iterations = [e for e in export.events if e.status == "continued"]
         assert len(iterations) >= 2, "the document took several continuations"
+    rounds = await replay_gasl_rounds(replayed)
+    assert len(rounds) == len(export.rounds) and all(check.same for check in rounds), rounds
+    if export.rounds:
+        assert export.graphs == {"mmwr": hashlib.sha256(DEMO_GRAPH.read_bytes()).hexdigest()}
+        tampered = replayed.model_copy(deep=True)
+        tampered.rounds[-1].records[-1].count += 1
+        checks = await replay_gasl_rounds(tampered)
+        assert not checks[-1].same and "recorded" in (checks[-1].difference or "")
 
 
 async def test_a_changed_prompt_is_reported_at_its_stage_with_the_diff(
