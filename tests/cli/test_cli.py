@@ -145,3 +145,20 @@ def test_help_is_available(tmp_path: Path, command: list[str]) -> None:
     started = time.perf_counter()
     assert postel(*command, env=base_env(tmp_path)).returncode == 0
     assert time.perf_counter() - started < 60
+
+
+def test_every_command_is_in_the_readmes_command_reference() -> None:
+    import click
+    from postel.infra.cli import main
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    reference = readme[readme.index("### Command reference") : readme.index("Exit codes:")]
+    missing = []
+    for name, command in main.commands.items():
+        subcommands = command.commands if isinstance(command, click.Group) else {"": None}
+        for sub in subcommands:
+            spelled = f"postel {name} {sub}".strip()
+            shorthand = f"/ `{name} {sub}" if sub else spelled  # "`graph add …` / `graph list`"
+            if f"`{spelled}" not in reference and shorthand not in reference:
+                missing.append(spelled)
+    assert not missing, f"commands missing from the README's reference: {missing}"

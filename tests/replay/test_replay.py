@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from postel.infra import keys
 from postel.infra.calls import read_calls
 from postel.infra.client import Client
 from postel.infra.fake_model import FakeModel
@@ -31,6 +32,7 @@ from postel.services.generation.bench import sample_document
 from postel.services.generation.oracle import Oracle
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability, templates
+from pydantic import SecretStr
 
 CASSETTES = Path(__file__).parent.parent / "pipeline" / "cassettes"
 INVOICE = "ACME Tools — Invoice 2026-118\n2 x hammer $40.00\nTOTAL DUE: $165.50"
@@ -223,9 +225,13 @@ def reason_responder(request: LLMRequest) -> str:
     return "$165.50"
 
 
+API_KEY = "sk-never-recorded-4242"
+
+
 def start_intent_worker(url: str, model_url: str) -> subprocess.Popen[bytes]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
     env = {**base, "POSTEL_REDIS_URL": url, "POSTEL_LLM_BASE_URL": model_url}
+    env["POSTEL_LLM_API_KEY"] = API_KEY
     env["POSTEL_LOG_LEVEL"] = "WARNING"
     return subprocess.Popen([sys.executable, "-m", "postel", "worker", "intent"], env=env)
 
@@ -235,7 +241,9 @@ async def test_a_call_cut_by_sigkill_and_made_again_is_recorded_once(
 ) -> None:
     with FakeModel(reason_responder) as fake:
         fake.set_faults(mode="hang")
-        served = settings.model_copy(update={"llm_base_url": fake.base_url})
+        served = settings.model_copy(
+            update={"llm_base_url": fake.base_url, "llm_api_key": SecretStr(API_KEY)}
+        )
         others = [load_worker(name) for name in ("planner", "gasl", "generator", "validator")]
         doomed = start_intent_worker(fresh_redis, fake.base_url)
         replacement = None
@@ -254,6 +262,7 @@ async def test_a_call_cut_by_sigkill_and_made_again_is_recorded_once(
                 replacement = start_intent_worker(fresh_redis, fake.base_url)
                 assert await client.result(job_id, timeout=60) == 165.5
                 calls = await read_calls(client.pool, job_id)
+                raw = await client.pool.lrange(keys.job_calls(job_id), 0, -1)
         finally:
             for process in (doomed, replacement):
                 if process is not None and process.poll() is None:
@@ -263,3 +272,4 @@ async def test_a_call_cut_by_sigkill_and_made_again_is_recorded_once(
     assert asked.get("hang") == 1, "the killed worker's call was cut"
     assert [c.stage for c in calls] == ["intent", "planner", "generator"]
     assert [c.ordinal for c in calls] == [0, 0, 0]
+    assert not any(API_KEY.encode() in entry for entry in raw), "the API key is never recorded"
