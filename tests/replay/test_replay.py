@@ -216,6 +216,27 @@ def test_postel_export_and_replay_commands(
     assert "generator" in diverged.stdout and "(changed)" in diverged.stdout
 
 
+async def test_without_strict_a_changed_prompt_goes_to_the_configured_model(
+    fresh_redis: str,
+    settings: Settings,
+    counting_endpoint: FakeModel,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    export = await run_and_export(fresh_redis, settings, "reason")
+    original = templates.TEMPLATES.get("generate_value")
+    assert original.system is not None
+    changed = original.model_copy(update={"system": original.system + " Be brief."})
+    monkeypatch.setitem(templates.TEMPLATES._templates, "generate_value", changed)
+    configured = settings.model_copy(update={"llm_base_url": counting_endpoint.base_url})
+    report = await replay_job(export, configured)
+    # the changed call is asked for real; its answer differs, so the validator asks for
+    # repairs the recording never saw, which go there too
+    assert report.calls_forwarded >= 1
+    assert counting_endpoint.stats().total == report.calls_forwarded
+    assert report.divergences[0].kind == "changed"
+    assert not report.same and report.divergence and report.divergence.startswith("generator")
+
+
 def reason_responder(request: LLMRequest) -> str:
     system = request.messages[0].content
     if system.startswith("You analyse requests"):
