@@ -13,6 +13,7 @@ model's context window.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import structlog
@@ -92,12 +93,30 @@ async def open_model(settings: Settings) -> Model:
     return Model(client, Capability(settings.llm_capability or "standard"))
 
 
-async def ensure_model(runtime: Runtime) -> None:
-    """Worker setup hook: one model per process, shared by the workers in it."""
-    if RESOURCE not in runtime.resources:
-        runtime.resources[RESOURCE] = await open_model(runtime.settings)
+def _route_key(routed: Settings) -> str:
+    """Workers whose routes name the same model share one client in a process."""
+    capability = routed.llm_capability or ""
+    return f"{RESOURCE}:{provider_of(routed)}|{routed.llm_base_url}|{routed.llm_model}|" + (
+        f"{capability}|{routed.llm_context_tokens}"
+    )
 
 
-def model_of(runtime: Runtime) -> Model:
-    model: Model = runtime.resources[RESOURCE]
+def ensure_model(worker: str) -> Callable[[Runtime], Awaitable[None]]:
+    """Worker setup hook: the model of `worker`'s route (its POSTEL_<WORKER>__LLM_* settings
+    over the global POSTEL_LLM_*), opened once per process and shared by the workers in it
+    that route to the same model. A process given a model (`resources[RESOURCE]`: tests, an
+    embedding application) uses it for every worker without a route of its own."""
+
+    async def setup(runtime: Runtime) -> None:
+        routed = runtime.settings.route(worker)
+        key = RESOURCE if routed is runtime.settings else _route_key(routed)
+        if key not in runtime.resources:
+            runtime.resources[key] = await open_model(routed)
+        runtime.resources[f"{RESOURCE}:{worker}"] = runtime.resources[key]
+
+    return setup
+
+
+def model_of(runtime: Runtime, worker: str) -> Model:
+    model: Model = runtime.resources.get(f"{RESOURCE}:{worker}") or runtime.resources[RESOURCE]
     return model

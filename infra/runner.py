@@ -121,7 +121,8 @@ async def run_workers(
             await asyncio.gather(*tasks, return_exceptions=True)
         with contextlib.suppress(Exception):
             await withdraw(pool, presence)
-        for resource in runtime.resources.values():
+        # a model several workers route to is listed under each of their names: close it once
+        for resource in {id(r): r for r in runtime.resources.values()}.values():
             closer = getattr(resource, "aclose", None)
             if closer is not None:
                 with contextlib.suppress(Exception):

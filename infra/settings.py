@@ -34,11 +34,26 @@ JOB_TIMEOUTS: dict[str, float] = {
 
 
 class QueueSettings(BaseModel):
-    """One worker kind's queue. Setting one field alone (POSTEL_GASL__MAX_TRIES=5) keeps the
-    kind's defaults for the others."""
+    """One worker kind's queue, and its model route. Setting one field alone
+    (POSTEL_GASL__MAX_TRIES=5) keeps the kind's defaults for the others.
+
+    The `llm_*` fields route the kind's model calls elsewhere than the global POSTEL_LLM_*
+    (POSTEL_INTENT__LLM_MODEL=small-model): each one left unset falls back to its global."""
 
     job_timeout: float = Field(gt=0)
     max_tries: int = Field(default=3, ge=1, le=20)
+    llm_provider: Literal["openai", "scripted", "local"] | None = None
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_model: str | None = None
+    llm_capability: Literal["minimal", "limited", "standard"] | None = None
+    llm_context_tokens: int | None = Field(default=None, ge=256)
+
+
+ROUTE_FIELDS: tuple[str, ...] = tuple(
+    name for name in QueueSettings.model_fields if name.startswith("llm_")
+)
+"""The model settings a worker kind may set for itself."""
 
 
 class Settings(BaseSettings):
@@ -101,6 +116,14 @@ class Settings(BaseSettings):
             )
         settings: QueueSettings = getattr(self, worker)
         return settings
+
+    def route(self, worker: str) -> Settings:
+        """These settings with `worker`'s own model settings in place of the global ones."""
+        queue = self.queue(worker)
+        overrides = {
+            name: getattr(queue, name) for name in ROUTE_FIELDS if getattr(queue, name) is not None
+        }
+        return self.model_copy(update=overrides) if overrides else self
 
     @property
     def embedded_url(self) -> str:

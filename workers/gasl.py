@@ -30,7 +30,7 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     states = GaslStateStore(runtime.redis, runtime.settings.job_ttl_s)
     task = message.progress.task_index
     before = await states.before_round(message.job_id, task, message.round)
-    model = model_of(runtime)
+    model = model_of(runtime, "gasl")
     llm = model.metered()
     deadline_in_s = (
         None if message.deadline is None else (message.deadline - utc_now()).total_seconds()
@@ -47,4 +47,4 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     )
 
 
-WORKER = WorkerSpec("gasl", (GaslPlanRequested,), handle, setup=ensure_model)
+WORKER = WorkerSpec("gasl", (GaslPlanRequested,), handle, setup=ensure_model("gasl"))

@@ -12,7 +12,7 @@ from postel.services.generation.stage import generate
 
 async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     assert isinstance(message, GenerationRequested | GenerationContinued | ValidationFailed)
-    model = model_of(runtime)
+    model = model_of(runtime, "generator")
     llm = model.metered()
     store = RedisLoopStore(runtime.redis, runtime.settings.job_ttl_s)
     result = await generate(message, llm, model.capability, store)
@@ -31,5 +31,5 @@ WORKER = WorkerSpec(
     "generator",
     (GenerationRequested, GenerationContinued, ValidationFailed),
     handle,
-    setup=ensure_model,
+    setup=ensure_model("generator"),
 )

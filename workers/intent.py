@@ -10,10 +10,10 @@ from postel.services.ipv.infer import analyze_intent
 
 async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     assert isinstance(message, JobSubmitted)
-    model = model_of(runtime)
+    model = model_of(runtime, "intent")
     llm = model.metered()
     messages = await analyze_intent(message, llm, model.capability)
     return Outcome(messages, Metrics.of_calls(llm.meter))
 
 
-WORKER = WorkerSpec("intent", (JobSubmitted,), handle, setup=ensure_model)
+WORKER = WorkerSpec("intent", (JobSubmitted,), handle, setup=ensure_model("intent"))

@@ -39,7 +39,7 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
         except GraphNotFound as exc:
             failed = message.derive(JobFailed, "failed", status="invalid_request", error=str(exc))
             return Outcome([failed])
-    model = model_of(runtime)
+    model = model_of(runtime, "planner")
     llm = model.metered()
     notes: list[str] = []
     handler = HANDLERS[type(message)]
@@ -53,4 +53,4 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     return Outcome(step.messages, metrics)
 
 
-WORKER = WorkerSpec("planner", tuple(HANDLERS), handle, setup=ensure_model)
+WORKER = WorkerSpec("planner", tuple(HANDLERS), handle, setup=ensure_model("planner"))

@@ -1,0 +1,63 @@
+"""Model routes: a worker kind's POSTEL_<WORKER>__LLM_* settings send its calls to its own
+model; the others keep the global POSTEL_LLM_* one."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+from postel.infra.client import Client
+from postel.infra.fake_model import FakeModel
+from postel.infra.local_system import LocalSystem
+from postel.infra.settings import Settings
+from postel.services.llm import LLMRequest
+
+INTENT = {
+    "detectedLanguage": "en",
+    "normalizedRequest": "the total",
+    "intent": "the total",
+    "primaryGoal": "the total",
+    "dataType": "numbers",
+}
+TASKS = {"tasks": [{"id": "t1", "objective": "total", "kind": "generation"}]}
+
+
+def answer(request: LLMRequest) -> str:
+    system = request.messages[0].content
+    if system.startswith("You analyse requests"):
+        return json.dumps(INTENT)
+    if system.startswith("You plan work"):
+        return json.dumps(TASKS)
+    return "$165.50"
+
+
+async def test_intent_calls_reach_the_intent_route_and_the_rest_the_global_model(
+    redis_url: str, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: dict[str, list[str]] = {"small": [], "strong": []}
+
+    def recording(name: str) -> Callable[[LLMRequest], str]:
+        def respond(request: LLMRequest) -> str:
+            asked[name].append(request.messages[0].content.split("\n")[0])
+            return answer(request)
+
+        return respond
+
+    with FakeModel(recording("small")) as small, FakeModel(recording("strong")) as strong:
+        monkeypatch.setenv("POSTEL_LLM_BASE_URL", strong.base_url)
+        monkeypatch.setenv("POSTEL_LLM_MODEL", "strong-model")
+        monkeypatch.setenv("POSTEL_INTENT__LLM_BASE_URL", small.base_url)
+        monkeypatch.setenv("POSTEL_INTENT__LLM_MODEL", "small-model")
+        routed = Settings(state_dir=settings.state_dir, log_level="WARNING")
+        assert routed.route("intent").llm_model == "small-model"
+        assert routed.route("planner").llm_model == "strong-model"
+        async with (
+            LocalSystem(routed, redis_url=redis_url),
+            Client(redis_url, routed) as client,
+        ):
+            job_id = await client.submit("get the total price", type="float")
+            assert await client.result(job_id, timeout=60) == 165.5
+    assert asked["small"] and all(s.startswith("You analyse requests") for s in asked["small"])
+    assert asked["strong"] and not any(s.startswith("You analyse") for s in asked["strong"])
+    assert small.stats().total == len(asked["small"])
