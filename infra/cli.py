@@ -4,6 +4,7 @@ infra/cli_gasl.py)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import sys
@@ -200,12 +201,24 @@ def web(host: str | None, port: int | None) -> None:
     default=None,
     help="Jobs this process runs at once (POSTEL_CONCURRENCY, default 10).",
 )
-def worker(name: str, concurrency: int | None) -> None:
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="Serve the system's Prometheus metrics on this port (/metrics).",
+)
+@click.option(
+    "--metrics-host", default="127.0.0.1", show_default=True, help="Address for --metrics-port."
+)
+def worker(
+    name: str, concurrency: int | None, metrics_port: int | None, metrics_host: str
+) -> None:
     """Run one worker process of kind NAME against POSTEL_REDIS_URL.
 
     Start as many as you like, on any machine: they share the queue. The intent worker
     also consumes the ingress stream."""
     from postel.infra.runner import run_workers
+    from postel.infra.web.server import MetricsServer
 
     current = settings()
 
@@ -214,14 +227,18 @@ def worker(name: str, concurrency: int | None) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await run_workers(
-            [name],
-            current,
-            current.effective_redis_url,
-            concurrency=concurrency,
-            ingress=name == "intent",
-            stop=stop,
-        )
+        async with contextlib.AsyncExitStack() as stack:
+            if metrics_port is not None:
+                url = current.effective_redis_url
+                await stack.enter_async_context(MetricsServer(url, metrics_host, metrics_port))
+            await run_workers(
+                [name],
+                current,
+                current.effective_redis_url,
+                concurrency=concurrency,
+                ingress=name == "intent",
+                stop=stop,
+            )
 
     run_async(serve)()
 

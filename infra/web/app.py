@@ -6,8 +6,10 @@ from __future__ import annotations
 import time
 
 from arq.connections import ArqRedis
-from fastapi import FastAPI
+from fastapi import FastAPI, Response
 from fastapi.staticfiles import StaticFiles
+from postel.infra.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from postel.infra.metrics import SystemMetrics
 from postel.infra.settings import Settings
 from postel.infra.web import api, pages
 from postel.infra.web.security import Guard
@@ -68,6 +70,14 @@ def create_app(
         separate_input_output_schemas=False,
     )
     app.state.web = state
+    metrics = SystemMetrics(pool)
+
+    @app.get("/metrics", include_in_schema=False)
+    async def prometheus_metrics() -> Response:
+        """The whole system's metrics for Prometheus (infra/metrics.py)."""
+        await metrics.refresh()
+        return Response(metrics.render(), media_type=METRICS_CONTENT_TYPE)
+
     app.include_router(api.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=pages.HERE / "static"), name="static")

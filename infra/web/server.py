@@ -1,5 +1,5 @@
 """Serving the web application with uvicorn inside postel's own event loop, next to the
-workers of `postel up` or alone for `postel web`.
+workers of `postel up` or alone for `postel web`; and `/metrics` alone for a lone worker.
 
 The socket is bound before uvicorn starts, so a port in use is a clear error (WebError)
 instead of uvicorn exiting the process; uvicorn's signal handling is left out, since the
@@ -16,10 +16,17 @@ from collections.abc import Generator
 
 import structlog
 import uvicorn
+from postel.infra.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from postel.infra.metrics import SystemMetrics
 from postel.infra.settings import Settings
 from postel.infra.web.app import create_app
 from postel.infra.web.state import WebState
 from postel.infra.wire import connect_arq
+from redis.asyncio import Redis
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 log = structlog.get_logger(__name__)
 
@@ -39,7 +46,9 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class _Server(uvicorn.Server):
+class QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handling: postel's processes handle signals."""
+
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield
@@ -58,7 +67,7 @@ class WebServer:
         self.redis_url = redis_url
         self.host = host
         self.port = port
-        self._server: _Server | None = None
+        self._server: QuietServer | None = None
         self._task: asyncio.Task[None] | None = None
         self._state: WebState | None = None
 
@@ -90,7 +99,7 @@ class WebServer:
             access_log=False,
             timeout_graceful_shutdown=_SHUTDOWN_GRACE_S,
         )
-        self._server = _Server(config)
+        self._server = QuietServer(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
         while not self._server.started:
             if self._task.done():
@@ -116,3 +125,45 @@ class WebServer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+
+class MetricsServer:
+    """`/metrics` alone, for a process that serves no dashboard (`postel worker
+    --metrics-port`): the same system-wide metrics as `postel web`'s."""
+
+    def __init__(self, redis_url: str, host: str, port: int) -> None:
+        self.redis_url = redis_url
+        self.host = host
+        self.port = port
+        self._server: uvicorn.Server | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._redis: Redis | None = None
+
+    async def __aenter__(self) -> MetricsServer:
+        self._redis = Redis.from_url(self.redis_url)
+        metrics = SystemMetrics(self._redis)
+
+        async def scrape(request: Request) -> Response:
+            await metrics.refresh()
+            return Response(metrics.render(), media_type=METRICS_CONTENT_TYPE)
+
+        app = Starlette(routes=[Route("/metrics", scrape)])
+        config = uvicorn.Config(
+            app, host=self.host, port=self.port, log_config=None, access_log=False, lifespan="off"
+        )
+        self._server = QuietServer(config)
+        self._task = asyncio.create_task(self._server.serve())
+        while not self._server.started:
+            if self._task.done():
+                await self._task
+                raise OSError(f"cannot serve metrics on {self.host}:{self.port}")
+            await asyncio.sleep(0.02)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._redis is not None:
+            await self._redis.aclose()
