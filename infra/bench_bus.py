@@ -34,6 +34,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from postel.infra.bench_bus_worker import STAGES, bare_done, bare_queue
 from postel.infra.client import Client
+from postel.infra.connect import redis_client
 from postel.infra.redis_server import configured_or_scratch
 from postel.infra.settings import Settings
 from postel.infra.wire import connect_arq
@@ -123,7 +124,7 @@ class Fleet:
                         env=env,
                     )
                 )
-        redis = aioredis.Redis.from_url(self.url)
+        redis = redis_client(self.url)
         try:
             async with asyncio.timeout(120):
                 while int(await redis.get(self.ready_key) or 0) < len(self.children):
@@ -145,7 +146,7 @@ class Fleet:
 
     async def at_rest(self, window_s: float) -> dict[str, Any]:
         """Redis commands/s and CPU % per worker process while no job is queued."""
-        redis = aioredis.Redis.from_url(self.url)
+        redis = redis_client(self.url)
         try:
             await asyncio.sleep(SETTLE_S)
             cpu_before = [_cpu_seconds(child.pid) for child in self.children]

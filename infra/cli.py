@@ -210,9 +210,7 @@ def web(host: str | None, port: int | None) -> None:
 @click.option(
     "--metrics-host", default="127.0.0.1", show_default=True, help="Address for --metrics-port."
 )
-def worker(
-    name: str, concurrency: int | None, metrics_port: int | None, metrics_host: str
-) -> None:
+def worker(name: str, concurrency: int | None, metrics_port: int | None, metrics_host: str) -> None:
     """Run one worker process of kind NAME against POSTEL_REDIS_URL.
 
     Start as many as you like, on any machine: they share the queue. The intent worker

@@ -30,10 +30,10 @@ SAMPLE = "sample"
 
 @asynccontextmanager
 async def _registry() -> AsyncIterator[GraphRegistry]:
-    import redis.asyncio as aioredis
+    from postel.infra.connect import redis_client
     from postel.infra.graphs import GraphRegistry
 
-    client = aioredis.Redis.from_url(cli_support.settings().effective_redis_url)
+    client = redis_client(cli_support.settings().effective_redis_url)
     try:
         yield GraphRegistry(client)
     finally:

@@ -14,10 +14,11 @@ import importlib
 from typing import Any
 
 import structlog
-from arq.connections import ArqRedis, RedisSettings
+from arq.connections import ArqRedis
 from arq.worker import func
 from postel.infra import keys
 from postel.infra.actor import ARQ_FUNCTION, Actor, Runtime, WorkerSpec
+from postel.infra.connect import arq_settings, redact
 from postel.infra.ingress import run_ingress
 from postel.infra.outage import REDIS_UNAVAILABLE, RideOut
 from postel.infra.presence import announce, announcement, keep_announcing, withdraw
@@ -56,7 +57,7 @@ def build_arq_worker(spec: WorkerSpec, runtime: Runtime, url: str, concurrency: 
         fallback_poll_s=settings.fallback_poll_s,
         lease_s=settings.lease_s,
         give_up_s=settings.redis_give_up_s,
-        redis_settings=RedisSettings.from_dsn(url),
+        redis_settings=arq_settings(url),
         job_timeout=queue.job_timeout,
         max_tries=tries,
         max_jobs=concurrency,
@@ -103,7 +104,7 @@ async def run_workers(
     tasks.append(asyncio.create_task(keep_announcing(pool, presence)))
     if ready is not None:
         ready.set()
-    log.info("workers running", workers=[s.name for s in chosen], url=_redact(url), ingress=ingress)
+    log.info("workers running", workers=[s.name for s in chosen], url=redact(url), ingress=ingress)
     waiter = asyncio.create_task((stop or asyncio.Event()).wait())
     try:
         done, _ = await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
@@ -138,11 +139,3 @@ async def _connect(url: str, give_up_s: float | None) -> ArqRedis:
             return await connect_arq(url)
         except REDIS_UNAVAILABLE as exc:
             await reconnect.failed(exc)
-
-
-def _redact(url: str) -> str:
-    """A Redis URL without its password, for logs."""
-    if "@" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    return f"{scheme}://***@{rest.split('@', 1)[1]}"

@@ -10,7 +10,8 @@ import json
 import time
 from typing import Any
 
-from arq.connections import ArqRedis, RedisSettings, create_pool
+from arq.connections import ArqRedis, create_pool
+from postel.infra.connect import arq_settings
 from postel.messages.limits import MAX_MESSAGE_BYTES, check_json_text
 
 ARQ_FUNCTION = "handle"
@@ -59,7 +60,7 @@ def _is_postel_job(value: Any) -> bool:
 
 async def connect_arq(url: str) -> ArqRedis:
     """An arq pool speaking JSON, for enqueuing and for the workers."""
-    settings = RedisSettings.from_dsn(url)
+    settings = arq_settings(url)
     # Fail fast with a clear error rather than arq's five one-second retries.
     settings.conn_retries = 1
     settings.conn_retry_delay = 0

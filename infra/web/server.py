@@ -16,6 +16,7 @@ from collections.abc import Generator
 
 import structlog
 import uvicorn
+from postel.infra.connect import redis_client
 from postel.infra.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from postel.infra.metrics import SystemMetrics
 from postel.infra.settings import Settings
@@ -140,7 +141,7 @@ class MetricsServer:
         self._redis: Redis | None = None
 
     async def __aenter__(self) -> MetricsServer:
-        self._redis = Redis.from_url(self.redis_url)
+        self._redis = redis_client(self.redis_url)
         metrics = SystemMetrics(self._redis)
 
         async def scrape(request: Request) -> Response:
