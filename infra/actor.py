@@ -52,6 +52,7 @@ from postel.infra.events import Command, Event, EventLog, EventStatus, Metrics, 
 from postel.infra.jobs import JobStore, publish_command
 from postel.infra.outage import REDIS_UNAVAILABLE
 from postel.infra.settings import QueueSettings, Settings
+from postel.infra.tracing import hop_span, with_trace
 from postel.infra.wake import wake
 from postel.infra.wire import ARQ_FUNCTION
 from postel.messages import (
@@ -255,31 +256,38 @@ class Actor:
             job_id=message.job_id, message_id=message.message_id, worker=self.spec.name
         )
         try:
-            received = self._event(message, "received", wait_ms=_age_ms(message.created_at))
-            seen = await self._receive(message, received, lease_key)
-            if seen == "handled":
-                log.info("message already handled; skipping the re-run")
-                return
-            if seen == "job_finished":
-                log.info("the message's job has finished; dropping the message")
-                await self._record(message, "dropped", error=_DROPPED_AT_RECEIVE)
-                return
-            if attempt > self.max_tries:
-                await self._give_up(message, payload, "out of tries (its worker died each time)")
-                return
-            if message.deadline is not None and utc_now() > message.deadline:
-                error = f"deadline {message.deadline.isoformat()} passed before {self.spec.name}"
-                await self._give_up(message, payload, error, status="deadline_exceeded", keep=False)
-                return
-            limit = HopLimit.of(message, self.queue)
-            try:
-                outcome = await self._handle(message, limit)
-            except Exception as exc:
-                await self._after_error(message, payload, exc, attempt, started, limit)
-                return
-            await self._commit(message, outcome, started)
+            with hop_span(self.spec.name, message):
+                await self._run(message, payload, attempt, lease_key, started)
         finally:
             structlog.contextvars.unbind_contextvars("job_id", "message_id", "worker")
+
+    async def _run(
+        self, message: Envelope, payload: Any, attempt: int, lease_key: str | None, started: float
+    ) -> None:
+        """Receive, check and handle the message, then commit its outcome."""
+        received = self._event(message, "received", wait_ms=_age_ms(message.created_at))
+        seen = await self._receive(message, received, lease_key)
+        if seen == "handled":
+            log.info("message already handled; skipping the re-run")
+            return
+        if seen == "job_finished":
+            log.info("the message's job has finished; dropping the message")
+            await self._record(message, "dropped", error=_DROPPED_AT_RECEIVE)
+            return
+        if attempt > self.max_tries:
+            await self._give_up(message, payload, "out of tries (its worker died each time)")
+            return
+        if message.deadline is not None and utc_now() > message.deadline:
+            error = f"deadline {message.deadline.isoformat()} passed before {self.spec.name}"
+            await self._give_up(message, payload, error, status="deadline_exceeded", keep=False)
+            return
+        limit = HopLimit.of(message, self.queue)
+        try:
+            outcome = await self._handle(message, limit)
+        except Exception as exc:
+            await self._after_error(message, payload, exc, attempt, started, limit)
+            return
+        await self._commit(message, outcome, started)
 
     async def _handle(self, message: Envelope, limit: HopLimit) -> Outcome:
         """The handler, within the hop's limit; its model calls within the model budget."""
@@ -447,7 +455,7 @@ class Actor:
     async def _commit_outcome(
         self, message: Envelope, outcome: Outcome, started: float
     ) -> CommitResult:
-        downstream = [m for m in outcome.messages if m.destination is not None]
+        downstream = [with_trace(m) for m in outcome.messages if m.destination is not None]
         duration_ms = (time.perf_counter() - started) * 1000
         status: EventStatus = "continued" if outcome.continued else "completed"
         event = self._event(message, status, duration_ms=duration_ms, metrics=outcome.metrics)

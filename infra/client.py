@@ -22,6 +22,7 @@ from postel.infra.events import Event, EventLog
 from postel.infra.jobs import JobNotFound, JobRecord, JobStore
 from postel.infra.settings import Settings
 from postel.infra.submit import submit_job
+from postel.infra.tracing import configure_from_environment
 from postel.infra.wire import connect_arq
 from postel.messages import AmbientContext, CodeSiteContext, JobOptions, JobRequest, TypeSpec
 from postel.messages.errors import PostelError
@@ -47,6 +48,7 @@ class Client:
         self._pool: ArqRedis | None = None
 
     async def connect(self) -> Client:
+        configure_from_environment()  # a submission starts the job's trace
         if self._pool is None:
             self._pool = await connect_arq(self.url)
         return self

@@ -20,6 +20,7 @@ import structlog
 from postel.infra.actor import Runtime
 from postel.infra.local_model import LocalModelServer
 from postel.infra.settings import Settings
+from postel.infra.tracing import TracedClient, tracing_enabled
 from postel.services.llm import (
     LLMClient,
     LLMSettings,
@@ -45,7 +46,8 @@ class Model:
     local_server: LocalModelServer | None = None
 
     def metered(self) -> MeteredClient:
-        return MeteredClient(self.client, self.capability.value)
+        client = TracedClient(self.client) if tracing_enabled() else self.client
+        return MeteredClient(client, self.capability.value)
 
     async def aclose(self) -> None:
         await self.client.aclose()

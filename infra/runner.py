@@ -23,6 +23,7 @@ from postel.infra.ingress import run_ingress
 from postel.infra.outage import REDIS_UNAVAILABLE, RideOut
 from postel.infra.presence import announce, announcement, keep_announcing, withdraw
 from postel.infra.settings import WORKER_NAMES, Settings
+from postel.infra.tracing import configure_from_environment
 from postel.infra.wake import PushWorker
 from postel.infra.wire import connect_arq, dumps, loads
 
@@ -86,6 +87,7 @@ async def run_workers(
     `resources` pre-seeds the per-process objects workers would otherwise build in their
     setup (an embedding process passes its model; tests pass a scripted one). A Redis that
     cannot be reached at start is waited for like an outage (infra/outage.py)."""
+    configure_from_environment()
     pool = await _connect(url, settings.redis_give_up_s)
     runtime = Runtime.create(pool, settings)
     runtime.resources.update(resources or {})

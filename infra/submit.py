@@ -18,6 +18,7 @@ from postel.infra.commit import commit_once
 from postel.infra.events import Event, EventLog
 from postel.infra.graphs import GraphNotFound, GraphRegistry
 from postel.infra.jobs import JobStore
+from postel.infra.tracing import submit_span, with_trace
 from postel.messages import CarriesJob, Envelope, JobRequest, JobSubmitted, new_job_id, utc_now
 from postel.messages.errors import PostelError
 
@@ -65,13 +66,14 @@ async def submit_job(
         raise GraphNotFound(request.graph, await GraphRegistry(pool).names())
     job_id = job_id or new_job_id()
     deadline_s = request.options.deadline_s
-    message = JobSubmitted(
-        job_id=job_id,
-        message_id=f"{job_id}:submitted",
-        request=request,
-        deadline=utc_now() + timedelta(seconds=deadline_s) if deadline_s else None,
-    )
-    await start_job(pool, events, jobs, message, source=source)
+    with submit_span(job_id):
+        message = JobSubmitted(
+            job_id=job_id,
+            message_id=f"{job_id}:submitted",
+            request=request,
+            deadline=utc_now() + timedelta(seconds=deadline_s) if deadline_s else None,
+        )
+        await start_job(pool, events, jobs, with_trace(message), source=source)
     return job_id
 
 

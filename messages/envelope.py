@@ -44,6 +44,11 @@ class Envelope(BaseModel):
     attempt: int = Field(default=1, ge=1)
     created_at: datetime = Field(default_factory=utc_now)
     deadline: datetime | None = None
+    traceparent: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$",
+        description="W3C trace context of the span that sent the message, when traced",
+    )
     schema_version: Literal[1] = SCHEMA_VERSION
 
     @field_validator("job_id")
