@@ -75,6 +75,7 @@ class Metrics(BaseModel):
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    budget_wait_ms: float = 0.0
     finish_reason: str = ""
     sections: int = 0
     elements: int = 0
@@ -88,6 +89,7 @@ class Metrics(BaseModel):
             llm_calls=meter.calls,
             prompt_tokens=meter.prompt_tokens,
             completion_tokens=meter.completion_tokens,
+            budget_wait_ms=round(meter.budget_wait_ms, 3),
             **figures,
         )
 

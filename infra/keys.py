@@ -53,6 +53,16 @@ def job_calls(job_id: str) -> str:
     return f"{PREFIX}:calls:{job_id}"
 
 
+def route_budget(route: str) -> str:
+    """A model route's shared buckets and pause (infra/budgets.py)."""
+    return f"{PREFIX}:route:{route}:budget"
+
+
+def route_slots(route: str) -> str:
+    """A model route's concurrent calls, each with its lease (infra/budgets.py)."""
+    return f"{PREFIX}:route:{route}:slots"
+
+
 def done(message_id: str) -> str:
     """Set once a message's handling has been committed; a re-run sees it and stops."""
     return f"{PREFIX}:done:{message_id}"

@@ -6,8 +6,9 @@ presence and dead letters in Redis, so one reader sees the whole system: `postel
 its own port. At each scrape the reader
 - follows `postel:events` from where its last scrape stopped and counts what it finds into
   counters and histograms: hops by stage and status, hop wait (the bus) and duration (the
-  handler) by stage, jobs submitted and finished by status, model calls and tokens by stage
-  (a stage's model route is its worker kind's, POSTEL_<WORKER>__LLM_*);
+  handler) by stage, jobs submitted and finished by status, model calls, tokens and time
+  waited for the shared budget by stage (a stage's model route is its worker kind's,
+  POSTEL_<WORKER>__LLM_*);
 - reads the gauges as they are now: queue depth and the age of the oldest waiting message per
   queue, live worker processes by kind, dead letters, ingress entries pending.
 Counters start from what the events stream still holds (POSTEL_EVENTS_MAXLEN entries) when
@@ -92,6 +93,12 @@ class SystemMetrics:
             ["stage"],
             registry=self.registry,
         )
+        self.budget_wait = Counter(
+            "postel_model_budget_wait_seconds",
+            "Time model calls waited for their route's shared budget, by stage",
+            ["stage"],
+            registry=self.registry,
+        )
         self.model_tokens = Counter(
             "postel_model_tokens",
             "Model tokens by stage and kind (prompt, completion)",
@@ -127,6 +134,8 @@ class SystemMetrics:
             self.hop_wait.labels(event.worker).observe(event.wait_ms / 1000)
         elif event.status in _HANDLED:
             self.hop_duration.labels(event.worker).observe(event.duration_ms / 1000)
+            if event.budget_wait_ms:
+                self.budget_wait.labels(event.worker).inc(event.budget_wait_ms / 1000)
             if event.llm_calls:
                 self.model_calls.labels(event.worker).inc(event.llm_calls)
                 self.model_tokens.labels(event.worker, "prompt").inc(event.prompt_tokens)

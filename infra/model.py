@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import structlog
 from postel.infra.actor import Runtime
+from postel.infra.budgets import RedisCallGate, route_id
 from postel.infra.local_model import LocalModelServer
 from postel.infra.settings import Settings
 from postel.infra.tracing import TracedClient, tracing_enabled
@@ -31,7 +32,9 @@ from postel.services.llm import (
     build_llm_client,
 )
 from postel.services.llm.context_window import ContextWindowClient
+from postel.services.llm.gate import CallGate
 from postel.services.prompts import Capability
+from redis.asyncio import Redis
 
 log = structlog.get_logger(__name__)
 
@@ -61,7 +64,19 @@ def provider_of(settings: Settings) -> str:
     return "openai" if settings.llm_base_url else "local"
 
 
-async def open_model(settings: Settings) -> Model:
+def _gate(settings: Settings, redis: Redis | None, base_url: str | None) -> CallGate | None:
+    """The route's shared budget, when it has limits and the process has Redis."""
+    limits = (settings.llm_rpm, settings.llm_tpm, settings.llm_max_concurrent)
+    if redis is None or not any(limits):
+        return None
+    rpm, tpm, most = limits
+    route = route_id(base_url, settings.llm_model)
+    return RedisCallGate(redis, route, rpm=rpm, tpm=tpm, max_concurrent=most)
+
+
+async def open_model(settings: Settings, redis: Redis | None = None) -> Model:
+    """The model `settings` name; with `redis`, its calls share the route's budget
+    (POSTEL_LLM_RPM, _TPM, _MAX_CONCURRENT) with every process calling it."""
     provider = provider_of(settings)
     retry = RetryPolicy(max_attempts=settings.llm_max_retries + 1)
     if provider == "local":
@@ -69,7 +84,8 @@ async def open_model(settings: Settings) -> Model:
         server = LocalModelServer(n_ctx=context)
         await server.start()
         client: LLMClient = OpenAIClient(
-            server.openai_config(timeout=settings.llm_timeout_s, retry=retry)
+            server.openai_config(timeout=settings.llm_timeout_s, retry=retry),
+            _gate(settings, redis, None),
         )
         if settings.llm_record is not None:
             client = RecordingClient(client, settings.llm_record)
@@ -87,7 +103,8 @@ async def open_model(settings: Settings) -> Model:
             structured_output=settings.llm_structured_output,
             cassette=settings.llm_cassette,
             record=settings.llm_record,
-        )
+        ),
+        _gate(settings, redis, settings.llm_base_url),
     )
     if settings.llm_context_tokens is not None:
         client = ContextWindowClient(client, settings.llm_context_tokens)
@@ -98,8 +115,9 @@ async def open_model(settings: Settings) -> Model:
 def _route_key(routed: Settings) -> str:
     """Workers whose routes name the same model share one client in a process."""
     capability = routed.llm_capability or ""
+    limits = f"{routed.llm_rpm}|{routed.llm_tpm}|{routed.llm_max_concurrent}"
     return f"{RESOURCE}:{provider_of(routed)}|{routed.llm_base_url}|{routed.llm_model}|" + (
-        f"{capability}|{routed.llm_context_tokens}"
+        f"{capability}|{routed.llm_context_tokens}|{limits}"
     )
 
 
@@ -113,7 +131,7 @@ def ensure_model(worker: str) -> Callable[[Runtime], Awaitable[None]]:
         routed = runtime.settings.route(worker)
         key = RESOURCE if routed is runtime.settings else _route_key(routed)
         if key not in runtime.resources:
-            runtime.resources[key] = await open_model(routed)
+            runtime.resources[key] = await open_model(routed, runtime.redis)
         runtime.resources[f"{RESOURCE}:{worker}"] = runtime.resources[key]
 
     return setup

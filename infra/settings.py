@@ -48,6 +48,9 @@ class QueueSettings(BaseModel):
     llm_model: str | None = None
     llm_capability: Literal["minimal", "limited", "standard"] | None = None
     llm_context_tokens: int | None = Field(default=None, ge=256)
+    llm_rpm: int | None = Field(default=None, ge=0)
+    llm_tpm: int | None = Field(default=None, ge=0)
+    llm_max_concurrent: int | None = Field(default=None, ge=0)
 
 
 ROUTE_FIELDS: tuple[str, ...] = tuple(
@@ -90,6 +93,9 @@ class Settings(BaseSettings):
     llm_record: Path | None = None
     llm_capability: Literal["minimal", "limited", "standard"] | None = None
     llm_context_tokens: int | None = Field(default=None, ge=256)
+    llm_rpm: int = Field(default=0, ge=0, description="requests/min per route; 0: unlimited")
+    llm_tpm: int = Field(default=0, ge=0, description="tokens/min per route; 0: unlimited")
+    llm_max_concurrent: int = Field(default=0, ge=0, description="calls at once; 0: unlimited")
     record_calls: bool = True
 
     web_host: str = "127.0.0.1"

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 from postel.services.llm.client import LLMClient
+from postel.services.llm.gate import CallGate
 from postel.services.llm.openai import OpenAIClient, OpenAIConfig
 from postel.services.llm.recording import RecordingClient
 from postel.services.llm.retry import RetryPolicy
@@ -40,7 +41,9 @@ class LLMSettings(BaseModel):
         return self
 
 
-def build_llm_client(settings: LLMSettings) -> LLMClient:
+def build_llm_client(settings: LLMSettings, gate: CallGate | None = None) -> LLMClient:
+    """The provider `settings` name; `gate` (the route's shared budget) guards an
+    endpoint's calls."""
     if settings.provider == "scripted":
         assert settings.cassette is not None  # checked by LLMSettings
         return ScriptedClient.from_cassette(settings.cassette, model=settings.model)
@@ -54,7 +57,8 @@ def build_llm_client(settings: LLMSettings) -> LLMClient:
             connect_timeout=settings.connect_timeout,
             retry=settings.retry,
             structured_output=settings.structured_output,
-        )
+        ),
+        gate,
     )
     if settings.record is not None:
         client = RecordingClient(client, settings.record)

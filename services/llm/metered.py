@@ -15,6 +15,7 @@ class Meter:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
+    budget_wait_ms: float = 0.0
 
 
 class MeteredClient:
@@ -31,6 +32,7 @@ class MeteredClient:
         self.meter.prompt_tokens += response.usage.prompt_tokens
         self.meter.completion_tokens += response.usage.completion_tokens
         self.meter.latency_ms += response.latency_ms
+        self.meter.budget_wait_ms += response.budget_wait_ms
         log = current_call_log()
         if log is not None:
             log.append(request, response, self.capability)

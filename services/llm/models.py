@@ -56,6 +56,9 @@ class LLMResponse(BaseModel):
     usage: Usage
     model: str
     latency_ms: float = Field(ge=0, description="wall time of the whole call, retries included")
+    budget_wait_ms: float = Field(
+        default=0.0, ge=0, description="of which waiting for the route's shared budget"
+    )
 
     @property
     def truncated(self) -> bool:

@@ -22,6 +22,7 @@ from postel.services.llm.errors import (
     LLMServerError,
     LLMTimeout,
 )
+from postel.services.llm.gate import CallGate
 from postel.services.llm.models import LLMRequest, LLMResponse, Usage
 from postel.services.llm.retry import RetryPolicy, parse_retry_after
 from postel.services.llm.structured import StructuredOutput, response_format
@@ -54,8 +55,11 @@ class OpenAIConfig(BaseModel):
 
 
 class OpenAIClient:
-    def __init__(self, config: OpenAIConfig) -> None:
+    def __init__(self, config: OpenAIConfig, gate: CallGate | None = None) -> None:
+        """`gate`: the route's shared budget (services/llm/gate.py), asked before each
+        attempt."""
         self._config = config
+        self._gate = gate
         self._url = config.base_url.rstrip("/") + "/chat/completions"
         headers = {"Accept": "application/json"}
         if config.api_key is not None:
@@ -76,8 +80,13 @@ class OpenAIClient:
         policy = self._config.retry
         started = time.perf_counter()
         failure: tuple[type[LLMError], str] = (LLMError, "no attempt made")
+        estimated = count_tokens(request.prompt_text()) + request.max_tokens if self._gate else 0
+        waited_s = 0.0
         for attempt in range(1, policy.max_attempts + 1):
             retry_after: str | None = None
+            permit = await self._gate.acquire(estimated) if self._gate else None
+            waited_s += permit.waited_s if permit else 0.0
+            used = 0
             timeout = self._attempt_timeout(failure, attempt)
             try:
                 async with asyncio.timeout(timeout):
@@ -88,20 +97,30 @@ class OpenAIClient:
                 failure = (LLMConnectionError, f"{type(exc).__name__}: {exc}")
             else:
                 if response.is_success:
-                    return self._parse(request, response, started)
+                    result = self._parse(request, response, started, waited_s)
+                    used = result.usage.prompt_tokens + result.usage.completion_tokens
+                    if self._gate and permit:
+                        await self._gate.release(permit, used)
+                    return result
                 message = self._server_message(response)
                 status = response.status_code
                 if status == 429:
                     failure = (LLMRateLimited, f"HTTP 429: {message}")
                     retry_after = response.headers.get("retry-after")
+                    if self._gate:
+                        await self._gate.pause(parse_retry_after(retry_after) or 1.0)
                 elif status >= 500:
                     failure = (LLMServerError, f"HTTP {status}: {message}")
                 else:
+                    if self._gate and permit:
+                        await self._gate.release(permit, used)
                     raise LLMRequestRejected(
                         f"{self._url} rejected the request (HTTP {status}): {message}",
                         status_code=status,
                         server_message=message,
                     )
+            if self._gate and permit:
+                await self._gate.release(permit, used)
             if attempt == policy.max_attempts:
                 break
             delay = policy.delay(attempt, retry_after)
@@ -158,7 +177,9 @@ class OpenAIClient:
                 body["response_format"] = fmt
         return body
 
-    def _parse(self, request: LLMRequest, response: httpx.Response, started: float) -> LLMResponse:
+    def _parse(
+        self, request: LLMRequest, response: httpx.Response, started: float, waited_s: float
+    ) -> LLMResponse:
         try:
             data = response.json()
             choice = data["choices"][0]
@@ -175,6 +196,7 @@ class OpenAIClient:
             usage=_usage(data.get("usage"), request, text),
             model=data.get("model") or request.model or self._config.model,
             latency_ms=(time.perf_counter() - started) * 1000,
+            budget_wait_ms=waited_s * 1000,
         )
         log.debug(
             "llm.complete",

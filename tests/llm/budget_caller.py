@@ -1,0 +1,41 @@
+"""One process of the shared-budget tests: at START (epoch seconds) it makes CALLS calls
+through an OpenAI client guarded by the route's Redis gate, and prints each call's budget
+wait in ms as JSON.
+
+    python budget_caller.py REDIS_URL BASE_URL START CALLS RPM
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+
+from postel.infra.budgets import RedisCallGate
+from postel.services.llm import ChatMessage, LLMRequest, OpenAIClient, OpenAIConfig
+from postel.services.llm.budget import call_budget
+from postel.services.llm.retry import RetryPolicy
+from redis.asyncio import Redis
+
+
+async def main(redis_url: str, base_url: str, start_at: float, calls: int, rpm: int) -> None:
+    redis = Redis.from_url(redis_url)
+    gate = RedisCallGate(redis, "test-route", rpm=rpm)
+    config = OpenAIConfig(base_url=base_url, model="m", retry=RetryPolicy(max_attempts=5))
+    client = OpenAIClient(config, gate)
+    await asyncio.sleep(max(0.0, start_at - time.time()))
+    waits = []
+    for _ in range(calls):
+        with call_budget(60):
+            question = ChatMessage(role="user", content="hi")
+            response = await client.complete(LLMRequest(messages=[question], max_tokens=8))
+        waits.append(round(response.budget_wait_ms, 1))
+    await client.aclose()
+    await redis.aclose()
+    sys.stdout.write(json.dumps(waits) + "\n")
+
+
+if __name__ == "__main__":
+    url, base, start, count, limit = sys.argv[1:6]
+    asyncio.run(main(url, base, float(start), int(count), int(limit)))
