@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -34,6 +34,7 @@ M = TypeVar("M", bound=Envelope)
 
 _PROPAGATOR = TraceContextTextMapPropagator()
 _tracer: Tracer | None = None
+_exporting: Any = None  # the SDK provider configure_from_environment built, to flush it
 
 
 def enable_tracing(provider: trace.TracerProvider) -> None:
@@ -43,8 +44,11 @@ def enable_tracing(provider: trace.TracerProvider) -> None:
 
 
 def disable_tracing() -> None:
-    global _tracer
-    _tracer = None
+    """Stop tracing; spans built from the environment are flushed to their exporter first."""
+    global _tracer, _exporting
+    if _exporting is not None:
+        _exporting.shutdown()
+    _tracer = _exporting = None
 
 
 def tracing_enabled() -> bool:
@@ -67,6 +71,8 @@ def configure_from_environment() -> None:
     provider = TracerProvider(resource=Resource.create({"service.name": name}))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     enable_tracing(provider)
+    global _exporting
+    _exporting = provider
 
 
 def _context_of(message: Envelope) -> otel_context.Context | None:

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from postel.infra import tracing
 from postel.infra.client import Client
 from postel.infra.local_system import LocalSystem
 from postel.infra.model import RESOURCE, Model
@@ -112,3 +115,32 @@ async def test_messages_carry_trace_context_only_when_tracing_is_on(
     finally:
         disable_tracing()
     assert traced is not None and re.fullmatch(r"00-[0-9a-f]{32}-[0-9a-f]{16}-0[0-9a-f]", traced)
+
+
+async def test_spans_are_exported_over_otlp_when_the_endpoint_is_set(
+    redis_url: str, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    received: list[tuple[str, str, int]] = []
+
+    class Collector(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append((self.path, self.headers["Content-Type"], len(body)))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+    try:
+        tracing.configure_from_environment()
+        assert tracing.tracing_enabled()
+        await run_jobs(redis_url, settings, 1)
+    finally:
+        tracing.disable_tracing()  # flushes the batch to the collector
+        server.shutdown()
+    assert received and all(path == "/v1/traces" for path, _, _ in received)
+    assert received[0][1] == "application/x-protobuf" and received[0][2] > 0

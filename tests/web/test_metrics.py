@@ -79,6 +79,8 @@ async def test_metrics_show_the_systems_jobs_hops_queues_workers_and_model_use(
     assert value(second, "postel_workers_live", kind="validator") >= 1
     assert value(second, "postel_dead_letters") == 0
     assert value(second, "postel_jobs_known") == 2
+    families = {f.name for f in text_string_to_metric_families(scraped.text)}
+    assert "postel_model_budget_wait_seconds" in families
 
 
 def test_a_lone_worker_serves_metrics_on_its_port(redis_url: str) -> None:
