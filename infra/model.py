@@ -48,9 +48,11 @@ class Model:
     capability: Capability
     local_server: LocalModelServer | None = None
 
-    def metered(self) -> MeteredClient:
+    def metered(self, job_model: str | None = None) -> MeteredClient:
+        """A hop's client; `job_model` (the job's `options.model`) names the model for calls
+        on this route's endpoint."""
         client = TracedClient(self.client) if tracing_enabled() else self.client
-        return MeteredClient(client, self.capability.value)
+        return MeteredClient(client, self.capability.value, job_model)
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -31,7 +31,7 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     task = message.progress.task_index
     before = await states.before_round(message.job_id, task, message.round)
     model = model_of(runtime, "gasl")
-    llm = model.metered()
+    llm = model.metered(message.request.options.model)
     deadline_in_s = (
         None if message.deadline is None else (message.deadline - utc_now()).total_seconds()
     )

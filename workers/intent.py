@@ -11,7 +11,7 @@ from postel.services.ipv.infer import analyze_intent
 async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     assert isinstance(message, JobSubmitted)
     model = model_of(runtime, "intent")
-    llm = model.metered()
+    llm = model.metered(message.request.options.model)
     messages = await analyze_intent(message, llm, model.capability)
     return Outcome(messages, Metrics.of_calls(llm.meter))
 

@@ -40,7 +40,7 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
             failed = message.derive(JobFailed, "failed", status="invalid_request", error=str(exc))
             return Outcome([failed])
     model = model_of(runtime, "planner")
-    llm = model.metered()
+    llm = model.metered(message.request.options.model)
     notes: list[str] = []
     handler = HANDLERS[type(message)]
     step = await handler(message, llm, model.capability, summary, notes=notes)

@@ -21,12 +21,16 @@ class Meter:
 class MeteredClient:
     """Wraps one handler's use of a shared client; `meter` holds that handler's totals."""
 
-    def __init__(self, client: LLMClient, capability: str = "") -> None:
+    def __init__(self, client: LLMClient, capability: str = "", model: str | None = None) -> None:
+        """`model`: the job's own model (its `options.model`), for calls that name none."""
         self.client = client
         self.capability = capability
+        self.model = model
         self.meter = Meter()
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
+        if self.model is not None and request.model is None:
+            request = request.model_copy(update={"model": self.model})
         response = await self.client.complete(request)
         self.meter.calls += 1
         self.meter.prompt_tokens += response.usage.prompt_tokens

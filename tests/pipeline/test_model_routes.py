@@ -11,6 +11,7 @@ from postel.infra.client import Client
 from postel.infra.fake_model import FakeModel
 from postel.infra.local_system import LocalSystem
 from postel.infra.settings import Settings
+from postel.messages import JobOptions
 from postel.services.llm import LLMRequest
 
 INTENT = {
@@ -36,10 +37,12 @@ async def test_intent_calls_reach_the_intent_route_and_the_rest_the_global_model
     redis_url: str, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: dict[str, list[str]] = {"small": [], "strong": []}
+    models: dict[str, set[str | None]] = {"small": set(), "strong": set()}
 
     def recording(name: str) -> Callable[[LLMRequest], str]:
         def respond(request: LLMRequest) -> str:
             asked[name].append(request.messages[0].content.split("\n")[0])
+            models[name].add(request.model)
             return answer(request)
 
         return respond
@@ -58,6 +61,15 @@ async def test_intent_calls_reach_the_intent_route_and_the_rest_the_global_model
         ):
             job_id = await client.submit("get the total price", type="float")
             assert await client.result(job_id, timeout=60) == 165.5
+            routed_models = {name: set(seen) for name, seen in models.items()}
+            # a job's own model (options.model) goes to each stage's endpoint
+            job_id = await client.submit(
+                "get the total price", type="float", options=JobOptions(model="job-model")
+            )
+            assert await client.result(job_id, timeout=60) == 165.5
     assert asked["small"] and all(s.startswith("You analyse requests") for s in asked["small"])
     assert asked["strong"] and not any(s.startswith("You analyse") for s in asked["strong"])
     assert small.stats().total == len(asked["small"])
+    assert routed_models == {"small": {"small-model"}, "strong": {"strong-model"}}
+    assert models["small"] - routed_models["small"] == {"job-model"}
+    assert models["strong"] - routed_models["strong"] == {"job-model"}
