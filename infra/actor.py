@@ -43,7 +43,7 @@ from typing import Any, Literal
 import structlog
 from arq import Retry
 from arq.connections import ArqRedis
-from arq.constants import in_progress_key_prefix
+from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 from postel.infra import keys
 from postel.infra.calls import record_commands
 from postel.infra.commit import CommitResult, commit_once
@@ -186,7 +186,7 @@ class Actor:
         self.queue = runtime.settings.queue(spec.name)
         self.max_tries = self.queue.max_tries
 
-    async def handle_job(self, ctx: dict[str, Any], payload: Any) -> None:
+    async def handle_job(self, ctx: dict[str, Any], payload: Any) -> bool:
         """arq's entry point: `ctx["job_try"]` counts takes of the message by a worker,
         including those cut by a crash before or during the handler.
 
@@ -198,13 +198,16 @@ class Actor:
         Redis lost mid-message (a command failed as unreachable) is not the message's fault:
         the message is handed back to arq to run again (a commit that did land is seen by the
         re-run's done check). If Redis is still away, arq cannot record that either, and the
-        lease lapses instead: the message runs again all the same."""
+        lease lapses instead: the message runs again all the same.
+
+        True when the commit also removed the message's arq job from its queue (the worker
+        then skips arq's own finish, a round trip)."""
         lease_key = in_progress_key_prefix + str(ctx.get("job_id", ""))
         renewing = asyncio.create_task(self._renew_lease(lease_key))
         attempt = int(ctx.get("job_try", 1))
         began = time.monotonic()
         try:
-            await self.run(payload, attempt=attempt, lease_key=lease_key)
+            return await self.run(payload, attempt=attempt, lease_key=lease_key)
         except REDIS_UNAVAILABLE as exc:
             log.warning("lost redis while handling a message; it runs again", error=str(exc))
             raise Retry(defer=REDIS_LOST_RETRY_S) from exc
@@ -246,48 +249,50 @@ class Actor:
                     log.warning("the lease lapsed; another worker may run this too", key=key)
                     return
 
-    async def run(self, payload: Any, attempt: int, lease_key: str | None = None) -> None:
+    async def run(self, payload: Any, attempt: int, lease_key: str | None = None) -> bool:
+        """Handle one message; True if its commit removed its arq job from the queue."""
         started = time.perf_counter()
         message = await self._decode(payload, attempt)
         if message is None:
-            return
+            return False
         message = message.with_attempt(attempt)
         structlog.contextvars.bind_contextvars(
             job_id=message.job_id, message_id=message.message_id, worker=self.spec.name
         )
         try:
             with hop_span(self.spec.name, message):
-                await self._run(message, payload, attempt, lease_key, started)
+                return await self._run(message, payload, attempt, lease_key, started)
         finally:
             structlog.contextvars.unbind_contextvars("job_id", "message_id", "worker")
 
     async def _run(
         self, message: Envelope, payload: Any, attempt: int, lease_key: str | None, started: float
-    ) -> None:
+    ) -> bool:
         """Receive, check and handle the message, then commit its outcome."""
         received = self._event(message, "received", wait_ms=_age_ms(message.created_at))
         seen = await self._receive(message, received, lease_key)
         if seen == "handled":
             log.info("message already handled; skipping the re-run")
-            return
+            return False
         if seen == "job_finished":
             log.info("the message's job has finished; dropping the message")
             await self._record(message, "dropped", error=_DROPPED_AT_RECEIVE)
-            return
+            return False
         if attempt > self.max_tries:
             await self._give_up(message, payload, "out of tries (its worker died each time)")
-            return
+            return False
         if message.deadline is not None and utc_now() > message.deadline:
             error = f"deadline {message.deadline.isoformat()} passed before {self.spec.name}"
             await self._give_up(message, payload, error, status="deadline_exceeded", keep=False)
-            return
+            return False
         limit = HopLimit.of(message, self.queue)
         try:
             outcome = await self._handle(message, limit)
         except Exception as exc:
             await self._after_error(message, payload, exc, attempt, started, limit)
-            return
-        await self._commit(message, outcome, started)
+            return False
+        arq_job = lease_key.removeprefix(in_progress_key_prefix) if lease_key else None
+        return await self._commit(message, outcome, started, arq_job)
 
     async def _handle(self, message: Envelope, limit: HopLimit) -> Outcome:
         """The handler, within the hop's limit; its model calls within the model budget."""
@@ -432,12 +437,16 @@ class Actor:
         )
         await self._commit(message, Outcome(messages=[failed]), time.perf_counter())
 
-    async def _commit(self, message: Envelope, outcome: Outcome, started: float) -> None:
+    async def _commit(
+        self, message: Envelope, outcome: Outcome, started: float, arq_job: str | None = None
+    ) -> bool:
         """Commit the outcome. One that cannot be stored (not serialisable, over Redis's
         limits) fails the job `invalid_request` with the reason instead; a Redis outage
-        propagates, and arq runs the message again."""
+        propagates, and arq runs the message again. With `arq_job`, the commit also removes
+        that job from this worker's queue (what arq's finish would do in a round trip of its
+        own); True if it did."""
         try:
-            result = await self._commit_outcome(message, outcome, started)
+            result = await self._commit_outcome(message, outcome, started, arq_job)
         except (ValueError, TypeError, RecursionError, ResponseError) as exc:
             if any(isinstance(m, JobFailed) for m in outcome.messages):
                 raise
@@ -446,14 +455,15 @@ class Actor:
             failed = message.derive(
                 JobFailed, key="failed", status="invalid_request", error=error[:2000]
             )
-            result = await self._commit_outcome(message, Outcome([failed]), started)
+            result = await self._commit_outcome(message, Outcome([failed]), started, arq_job)
         if result == "duplicate":
             log.info("another run committed this message first")
         elif result == "refused":
             log.info("the job finished while this message was handled; its outcome is dropped")
+        return arq_job is not None and result != "duplicate"
 
     async def _commit_outcome(
-        self, message: Envelope, outcome: Outcome, started: float
+        self, message: Envelope, outcome: Outcome, started: float, arq_job: str | None = None
     ) -> CommitResult:
         downstream = [with_trace(m) for m in outcome.messages if m.destination is not None]
         duration_ms = (time.perf_counter() - started) * 1000
@@ -470,6 +480,16 @@ class Actor:
             ttl = self.runtime.settings.job_ttl_s
             commands.extend(record_commands(outcome.calls, message.job_id, ttl))
         dropped = self._event(message, "dropped", duration_ms=duration_ms, error=_DROPPED_AT_COMMIT)
+        dropped_commands = self.runtime.events.commands(dropped)
+        if arq_job is not None:
+            # the queue forgets the job with the commit; its in-progress key (the lease) just
+            # expires, as nothing can take a job that is no longer queued
+            finished = [
+                ["DEL", job_key_prefix + arq_job, retry_key_prefix + arq_job],
+                ["ZREM", keys.queue(self.spec.name), arq_job],
+            ]
+            commands.extend(finished)
+            dropped_commands.extend(finished)
         return await commit_once(
             self.runtime.redis,
             keys.done(message.message_id),
@@ -477,7 +497,7 @@ class Actor:
             commands,
             downstream,
             job_id=message.job_id,
-            dropped=self.runtime.events.commands(dropped),
+            dropped=dropped_commands,
         )
 
     def _finish_job(self, final: Envelope) -> list[Command]:

@@ -1,8 +1,8 @@
 """Push, not poll: a worker sleeps on a blocking Redis read until its queue has work.
 
 arq finds work by polling its queue's sorted set on a timer; postel keeps arq's queue (job
-keys, the sorted set, the in-progress key, retries, deferral, results, `run_job` and
-`finish_job` are arq's own) and replaces only the timer:
+keys, the sorted set, the in-progress key, retries, deferral and `finish_job` are arq's own)
+and replaces the timer, the start of a job and, for a job that commits, its finish:
 
 - Wake-ups: whatever puts a message on a queue pushes one token on the queue's wake-up list
   (`postel:wake:<worker>`) in the same step: the commit script for downstream messages
@@ -27,6 +27,10 @@ keys, the sorted set, the in-progress key, retries, deferral, results, `run_job`
 - Bound: a queue's list keeps at most WAKE_TOKENS_MAX tokens, so a burst wakes at most that
   many idle replicas at once (the chain wakes the rest) and, after a burst, at most that many
   look at the queue and find nothing.
+
+- Finishing: postel's commit script also removes the handled message's job from its queue
+  (`FINISHED_BY_JOB`), so a hop that commits costs no finish transaction of arq's; a job that
+  ends otherwise (a retry, a failure, a duplicate run) is finished by arq as before.
 
 A job's try is counted when a worker takes it: a process that dies holding a job has spent
 one of the job's tries, whether it died before its handler started or during it.
@@ -59,6 +63,9 @@ from redis.commands.core import AsyncScript
 log = structlog.get_logger(__name__)
 
 WAKE_TOKENS_MAX = 64
+FINISHED_BY_JOB = True
+"""What a job function returns when it removed its own job from the queue (postel's commit
+does, in the same script): the worker then skips arq's finish, a round trip."""
 RETRY_KEY_EXPIRY_S = 88_400
 """How long arq keeps a job's try count (its own constant, inlined in its worker)."""
 
@@ -243,12 +250,12 @@ class PushWorker(Worker):
             "score": job.score,
         }
         timeout_s = self.job_timeout_s if function.timeout_s is None else function.timeout_s
-        finish, incr_score = True, None
+        finish, incr_score, removed_by_itself = True, None, False
         self.job_tasks[job_id] = task = asyncio.create_task(
             function.coroutine(ctx, *args, **kwargs)
         )
         try:
-            await asyncio.wait_for(task, timeout_s)
+            removed_by_itself = await asyncio.wait_for(task, timeout_s) is FINISHED_BY_JOB
             self.jobs_complete += 1
         except Retry as retry:
             finish = False
@@ -264,6 +271,8 @@ class PushWorker(Worker):
             self.jobs_failed += 1
         finally:
             del self.job_tasks[job_id]
+        if finish and removed_by_itself:
+            return
         await asyncio.shield(self.finish_job(job_id, finish, None, None, False, incr_score, None))
 
     def _release_sem_dec_counter_on_complete(self) -> None:

@@ -19,7 +19,11 @@ from arq import Retry
 from arq.connections import ArqRedis, RedisSettings
 from arq.worker import func
 from postel.infra import keys
+from postel.infra.client import Client
+from postel.infra.local_system import LocalSystem
 from postel.infra.redis_server import EmbeddedRedis, free_port
+from postel.infra.relay import RELAY_WORKERS
+from postel.infra.settings import WORKER_NAMES, Settings
 from postel.infra.wake import WAKE_TOKENS_MAX, PushWorker, wake
 from postel.infra.wire import connect_arq, dumps
 
@@ -268,3 +272,22 @@ async def test_a_job_whose_payload_expired_is_removed_without_running(redis_url:
 async def commands_run(pool: ArqRedis, command: str) -> int:
     stats = await pool.info("commandstats")
     return int(stats.get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
+async def test_a_hop_commits_and_leaves_its_queue_in_one_script() -> None:
+    """The commit removes the handled message from its queue: no hop of a job costs arq's
+    finish transaction, and nothing is left queued."""
+    settings = Settings(log_level="WARNING")
+    async with (
+        private_redis() as url,
+        LocalSystem(settings, redis_url=url, specs=RELAY_WORKERS),
+        Client(url, settings) as client,
+    ):
+        await client.result(await client.submit("warm up"), timeout=20)
+        before = await commands_run(client.pool, "exec")
+        await client.result(await client.submit("counted"), timeout=20)
+        assert await commands_run(client.pool, "exec") == before
+        for worker in WORKER_NAMES:
+            assert await client.pool.zcard(keys.queue(worker)) == 0
+        assert not await client.pool.keys("arq:job:*")
+        assert not await client.pool.keys("arq:retry:*")
