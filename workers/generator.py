@@ -13,7 +13,7 @@ from postel.services.generation.stage import generate
 async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     assert isinstance(message, GenerationRequested | GenerationContinued | ValidationFailed)
     model = model_of(runtime, "generator")
-    llm = model.metered(message.request.options.model)
+    llm = model.metered()  # the job's own model is named by the loop's requests
     store = RedisLoopStore(runtime.redis, runtime.settings.job_ttl_s)
     result = await generate(message, llm, model.capability, store)
     metrics = Metrics.of_calls(

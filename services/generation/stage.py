@@ -163,6 +163,7 @@ async def generate(
                 max_tokens=profile.max_tokens,
                 temperature=profile.temperature,
                 json_schema=_document_schema(iteration, capability),
+                model=anchor.request.options.model,
             )
         )
         result = step(
@@ -258,6 +259,7 @@ async def _one_value(
             max_tokens=profile.max_tokens,
             temperature=profile.temperature,
             json_schema=schema,
+            model=anchor.request.options.model,
         )
     )
     done = message.derive(

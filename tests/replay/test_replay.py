@@ -149,6 +149,14 @@ async def test_a_job_replays_to_the_same_result_without_any_model_call(
         assert not checks[-1].same and "recorded" in (checks[-1].difference or "")
 
 
+def change_the_answer_prompt(monkeypatch: pytest.MonkeyPatch, added: str) -> None:
+    """The generator's value prompt, changed on purpose (its system message grows)."""
+    original = templates.TEMPLATES.get("generate_value")
+    assert original.system is not None
+    changed = original.model_copy(update={"system": original.system + added})
+    monkeypatch.setitem(templates.TEMPLATES._templates, "generate_value", changed)
+
+
 async def test_a_changed_prompt_is_reported_at_its_stage_with_the_diff(
     fresh_redis: str,
     settings: Settings,
@@ -156,10 +164,7 @@ async def test_a_changed_prompt_is_reported_at_its_stage_with_the_diff(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     export = await run_and_export(fresh_redis, settings, "reason")
-    original = templates.TEMPLATES.get("generate_value")
-    assert original.system is not None
-    changed = original.model_copy(update={"system": original.system + "\nAlways answer in euros."})
-    monkeypatch.setitem(templates.TEMPLATES._templates, "generate_value", changed)
+    change_the_answer_prompt(monkeypatch, "\nAlways answer in euros.")
     report = await replay_job(export, settings, strict=True)
     assert not report.same
     assert report.divergence is not None and report.divergence.startswith("generator")
@@ -223,10 +228,7 @@ async def test_without_strict_a_changed_prompt_goes_to_the_configured_model(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     export = await run_and_export(fresh_redis, settings, "reason")
-    original = templates.TEMPLATES.get("generate_value")
-    assert original.system is not None
-    changed = original.model_copy(update={"system": original.system + " Be brief."})
-    monkeypatch.setitem(templates.TEMPLATES._templates, "generate_value", changed)
+    change_the_answer_prompt(monkeypatch, " Be brief.")
     configured = settings.model_copy(update={"llm_base_url": counting_endpoint.base_url})
     report = await replay_job(export, configured)
     # the changed call is asked for real; its answer differs, so the validator asks for
