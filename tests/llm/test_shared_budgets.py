@@ -1,7 +1,7 @@
-"""Shared model budgets (infra/budgets.py): processes sharing a route never send the endpoint
-more than its requests/min (plus the documented burst) and none fails for waiting; a 429
-with Retry-After seen by one process pauses the others. Real processes, a counting endpoint
-on loopback, the route's buckets in Redis."""
+"""Shared model budgets (infra/budgets.py): worker processes sharing a route never send the
+endpoint more than its requests/min (plus the documented burst) and no job fails for waiting;
+a 429 with Retry-After seen by one process pauses the others. Real processes, counting
+endpoints on loopback, the route's buckets in Redis."""
 
 from __future__ import annotations
 
@@ -13,7 +13,13 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+from postel.infra.client import Client
 from postel.infra.fake_model import FakeModel
+from postel.infra.local_system import LocalSystem
+from postel.infra.presence import wait_for
+from postel.infra.runner import load_worker
+from postel.infra.settings import Settings
 from postel.services.llm import LLMRequest
 
 CALLER = Path(__file__).parent / "budget_caller.py"
@@ -49,23 +55,82 @@ def callers(redis_url: str, base_url: str, starts: list[float], rpm: int) -> lis
     return [json.loads(output.strip().splitlines()[-1]) for output in outputs]
 
 
-def test_ten_processes_share_a_60_per_minute_route(redis_url: str) -> None:
-    arrivals = Arrivals()
-    with FakeModel(arrivals) as fake:
-        start = time.time() + START_DELAY_S
-        waits = callers(redis_url, fake.base_url, [start] * 10, rpm=60)
-    times = sorted(arrivals.times)
+def intent_answer(request: LLMRequest) -> str:
+    INTENT_ARRIVALS.append(time.time())
+    return json.dumps(INTENT)
+
+
+def other_answer(request: LLMRequest) -> str:
+    if request.messages[0].content.startswith("You plan work"):
+        return json.dumps({"tasks": [{"id": "t1", "objective": "total", "kind": "generation"}]})
+    return "$165.50"
+
+
+INTENT = {
+    "detectedLanguage": "en",
+    "normalizedRequest": "the total",
+    "intent": "the total",
+    "primaryGoal": "the total",
+    "dataType": "numbers",
+}
+INTENT_ARRIVALS: list[float] = []
+
+
+async def test_ten_worker_processes_share_a_60_per_minute_route(
+    embedded_redis_url: str, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ten `postel worker intent` processes route intent calls to one endpoint limited to 60
+    requests/min; ten jobs at once: the endpoint sees one request a second (the bucket holds
+    one), every job completes, and the waits show in the intent hops' events."""
+    INTENT_ARRIVALS.clear()
+    redis_url = embedded_redis_url
+    async with Client(redis_url) as flushing:
+        await flushing.pool.flushdb()
+    with FakeModel(intent_answer) as limited, FakeModel(other_answer) as free:
+        monkeypatch.setenv("POSTEL_LLM_BASE_URL", free.base_url)
+        monkeypatch.setenv("POSTEL_INTENT__LLM_BASE_URL", limited.base_url)
+        monkeypatch.setenv("POSTEL_INTENT__LLM_RPM", "60")
+        env = {
+            k: v for k, v in os.environ.items() if k.startswith("POSTEL_") or k in ("PATH", "HOME")
+        }
+        env.update({"POSTEL_REDIS_URL": redis_url, "POSTEL_LOG_LEVEL": "WARNING"})
+        workers = [
+            subprocess.Popen(
+                [sys.executable, "-m", "postel", "worker", "intent"], env={**os.environ, **env}
+            )
+            for _ in range(10)
+        ]
+        routed = Settings(state_dir=settings.state_dir, log_level="WARNING")
+        others = [load_worker(name) for name in ("planner", "gasl", "generator", "validator")]
+        try:
+            async with (
+                LocalSystem(routed, redis_url=redis_url, specs=others),
+                Client(redis_url, routed) as client,
+            ):
+                await wait_for(client.pool, "intent", 10, timeout=60)
+                ids = [await client.submit("get the total", type="float") for _ in range(10)]
+                records = await client.wait_all(ids, timeout=90)
+                events = [e for job in ids for e in await client.events.read(job)]
+        finally:
+            for worker in workers:
+                worker.terminate()
+            for worker in workers:
+                worker.wait(20)
+    assert all(record.status == "completed" for record in records.values()), "none failed"
+    times = sorted(INTENT_ARRIVALS)
     assert len(times) == 10
-    # a bucket of one request refilled at one per second: any stretch of T seconds holds at
-    # most T + 1 requests (0.2 s allowed for the clocks of Redis and the endpoint)
+    # a bucket of one request refilled at one a second: any stretch of T seconds holds at most
+    # T + 1 requests (0.2 s allowed for the clocks of Redis and the endpoint)
     for first in range(len(times)):
         for last in range(first + 1, len(times)):
-            assert last - first + 1 <= (times[last] - times[first] + 0.2) * 1 + 1
-    assert times[-1] - times[0] >= 8.0, "ten requests at one per second take nine seconds"
-    assert sum(w[0] > 500 for w in waits) >= 8, "the waits show in the answers"
+            assert last - first + 1 <= (times[last] - times[first] + 0.2) + 1
+    assert times[-1] - times[0] >= 8.0, "ten requests at one a second take nine seconds"
+    intent = [e for e in events if e.worker == "intent" and e.status == "completed"]
+    assert sum(e.budget_wait_ms > 500 for e in intent) >= 8, "the waits are in the events"
 
 
-def test_a_429_seen_by_one_process_pauses_the_others(redis_url: str) -> None:
+def test_a_429_seen_by_one_process_pauses_the_others(embedded_redis_url: str) -> None:
+    redis_url = embedded_redis_url
     arrivals = Arrivals()
     with FakeModel(arrivals) as fake:
         fake.set_faults(mode="429", retry_after="3")
