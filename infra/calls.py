@@ -40,10 +40,11 @@ class RecordedCall(BaseModel):
     @classmethod
     def of(cls, call: LoggedCall) -> RecordedCall:
         request, response, truncated = call.request, call.response, False
-        if _size(request.prompt_text()) > MAX_RECORDED_CALL_BYTES:
+        prompt_chars = sum(len(message.content) for message in request.messages)
+        if _may_exceed(prompt_chars) and _size(request.prompt_text()) > MAX_RECORDED_CALL_BYTES:
             request = request.model_copy(update={"messages": _cut_messages(request.messages)})
             truncated = True
-        if _size(response.text) > MAX_RECORDED_CALL_BYTES:
+        if _may_exceed(len(response.text)) and _size(response.text) > MAX_RECORDED_CALL_BYTES:
             response = response.model_copy(update={"text": _cut(response.text)})
             truncated = True
         return cls(
@@ -71,6 +72,12 @@ def record_commands(calls: list[LoggedCall], job_id: str, ttl_s: int) -> list[Co
 async def read_calls(redis: Redis, job_id: str) -> list[RecordedCall]:
     raw = await redis.lrange(keys.job_calls(job_id), 0, -1)
     return [RecordedCall.model_validate_json(entry) for entry in raw]
+
+
+def _may_exceed(chars: int) -> bool:
+    """A text of `chars` characters may be over the limit (UTF-8 takes at most 4 bytes each);
+    most are far under it and are not encoded to be measured."""
+    return chars * 4 > MAX_RECORDED_CALL_BYTES
 
 
 def _size(text: str) -> int:

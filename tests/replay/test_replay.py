@@ -296,3 +296,26 @@ async def test_a_call_cut_by_sigkill_and_made_again_is_recorded_once(
     assert [c.stage for c in calls] == ["intent", "planner", "generator"]
     assert [c.ordinal for c in calls] == [0, 0, 0]
     assert not any(API_KEY.encode() in entry for entry in raw), "the API key is never recorded"
+
+
+def test_a_call_over_the_size_cap_is_recorded_cut_and_marked() -> None:
+    from postel.infra.calls import RecordedCall
+    from postel.messages.limits import MAX_RECORDED_CALL_BYTES
+    from postel.services.llm import ChatMessage, LLMResponse, Usage
+    from postel.services.llm.call_log import LoggedCall
+
+    def call(prompt: str, answer: str) -> LoggedCall:
+        request = LLMRequest(messages=[ChatMessage(role="user", content=prompt)])
+        usage = Usage(prompt_tokens=1, completion_tokens=1)
+        response = LLMResponse(
+            text=answer, finish_reason="stop", usage=usage, model="m", latency_ms=1.0
+        )
+        return LoggedCall("intent", "job:submitted", 0, request, response)
+
+    small = RecordedCall.of(call("é" * 1000, "ok"))
+    assert not small.truncated and small.request.messages[0].content == "é" * 1000
+    big = RecordedCall.of(call("é" * MAX_RECORDED_CALL_BYTES, "😀" * MAX_RECORDED_CALL_BYTES))
+    assert big.truncated
+    assert len(big.request.messages[0].content.encode()) <= MAX_RECORDED_CALL_BYTES
+    assert len(big.response.text.encode()) <= MAX_RECORDED_CALL_BYTES
+    assert big.response.text == "😀" * (MAX_RECORDED_CALL_BYTES // 4), "cut between characters"
