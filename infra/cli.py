@@ -780,30 +780,42 @@ if __name__ == "__main__":
     help="Characters shown of each prompt's last message and answer (0: all).",
 )
 def calls_command(job_id: str, as_json: bool, chars: int) -> None:
-    """Print the job's recorded model calls: stage, hop, tokens, the prompt's last message
-    and the answer."""
-    from postel.infra.calls import read_calls
+    """Print the job's hops, each followed by the model calls it made: tokens, finish reason,
+    the prompt's last message and the answer."""
+    from postel.infra.calls import RecordedCall, read_calls
 
     current = settings()
 
     def shown(text: str) -> str:
         return text if not chars or len(text) <= chars else text[:chars] + " …"
 
+    def show(call: RecordedCall) -> None:
+        usage = call.response.usage
+        click.echo(
+            f"   ── call {call.ordinal} · {usage.prompt_tokens}+{usage.completion_tokens} "
+            f"tokens · {call.response.finish_reason}"
+            f"{' · truncated' if call.truncated else ''}"
+        )
+        click.echo(f"   asked:\n{shown(call.request.last_user_message())}")
+        click.echo(f"   answered:\n{shown(call.response.text)}\n")
+
     async def go() -> None:
         async with Client(settings=current) as client:
             await client.status(job_id)
-            for call in await read_calls(client.pool, job_id):
-                if as_json:
+            calls = await read_calls(client.pool, job_id)
+            if as_json:
+                for call in calls:
                     click.echo(call.model_dump_json())
+                return
+            by_hop: dict[str, list[RecordedCall]] = {}
+            for call in calls:
+                by_hop.setdefault(call.message_id, []).append(call)
+            for event in await client.events.read(job_id):
+                if event.status not in ("completed", "continued"):
                     continue
-                usage = call.response.usage
-                click.echo(
-                    f"── {call.stage} · {call.message_id} · call {call.ordinal} · "
-                    f"{usage.prompt_tokens}+{usage.completion_tokens} tokens · "
-                    f"{call.response.finish_reason}{' · truncated' if call.truncated else ''}"
-                )
-                click.echo(f"asked:\n{shown(call.request.last_user_message())}")
-                click.echo(f"answered:\n{shown(call.response.text)}\n")
+                click.echo(format_event(event))
+                for call in by_hop.pop(event.message_id, []):
+                    show(call)
 
     run_async(go)()
 

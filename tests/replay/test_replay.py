@@ -319,3 +319,10 @@ def test_a_call_over_the_size_cap_is_recorded_cut_and_marked() -> None:
     assert len(big.request.messages[0].content.encode()) <= MAX_RECORDED_CALL_BYTES
     assert len(big.response.text.encode()) <= MAX_RECORDED_CALL_BYTES
     assert big.response.text == "😀" * (MAX_RECORDED_CALL_BYTES // 4), "cut between characters"
+
+
+async def test_recording_turned_off_records_nothing(fresh_redis: str, settings: Settings) -> None:
+    unrecorded = settings.model_copy(update={"record_calls": False})
+    export = await run_and_export(fresh_redis, unrecorded, "reason")
+    assert export.record.status == "completed" and export.record.llm_calls == 3
+    assert export.calls == []
