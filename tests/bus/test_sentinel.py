@@ -42,7 +42,8 @@ def wait_until(check: object, timeout: float = 20.0) -> None:
 def sentinel_cluster(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """(the Sentinel URL, the primary's process)."""
     primary_port, replica_port = free_port(), free_port()
-    common = ["--save", "", "--appendonly", "no", "--bind", "127.0.0.1"]
+    # --dir: a replica's full sync writes an RDB file, which belongs in the test's directory
+    common = ["--save", "", "--appendonly", "no", "--bind", "127.0.0.1", "--dir", str(tmp_path)]
     primary = start(["--port", str(primary_port), *common])
     replica = start(
         ["--port", str(replica_port), *common, "--replicaof", "127.0.0.1", str(primary_port)]
