@@ -555,11 +555,10 @@ class Actor:
         *,
         error: str = "",
         started: float | None = None,
-        wait_ms: float = 0.0,
     ) -> None:
         duration_ms = (time.perf_counter() - started) * 1000 if started is not None else 0.0
         await self.runtime.events.record(
-            self._event(message, status, duration_ms=duration_ms, error=error, wait_ms=wait_ms)
+            self._event(message, status, duration_ms=duration_ms, error=error)
         )
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-from postel.infra.bench_chaos import bench_chaos
+from postel.infra.bench.chaos import bench_chaos
 from postel.infra.cli_gasl import bench_gasl, gasl, graph
 from postel.infra.cli_support import (
     EXIT_FAILED,
@@ -648,7 +648,7 @@ def bench() -> None:
 def bench_bus(jobs: int, processes: str, idle_s: float, latency_jobs: int, as_json: bool) -> None:
     """Hop latency, hops/s and the cost of idle workers (no LLM), each stage in its own
     processes: postel against its former 5 ms poll and bare arq (5 ms poll, defaults)."""
-    from postel.infra.bench_bus import format_bus_bench, run_bus_bench
+    from postel.infra.bench.bus import format_bus_bench, run_bus_bench
 
     try:
         counts = tuple(int(n) for n in processes.split(","))
@@ -671,7 +671,7 @@ def bench_bus(jobs: int, processes: str, idle_s: float, latency_jobs: int, as_js
 def bench_web(jobs: int, events: int, requests: int, as_json: bool) -> None:
     """The dashboard's and the API's server time per page with JOBS jobs and EVENTS events
     (on a scratch Redis), against the same pages with a hundredth of the jobs."""
-    from postel.infra.bench_web import format_web_bench, run_web_bench
+    from postel.infra.bench.web import format_web_bench, run_web_bench
 
     current = settings()
     figures = run_async(run_web_bench)(current, jobs, events, requests)
@@ -702,9 +702,9 @@ def bench_web(jobs: int, events: int, requests: int, as_json: bool) -> None:
 def bench_loop(document_path: Path, max_tokens: int, scale: str | None, as_json: bool) -> None:
     """The AI loop over the bus with an oracle model: iterations, tokens per iteration, LLM
     calls against the minimum, the time to read each answer against a naive re-parse."""
-    from postel.infra.bench_loop import run_loop_bus_bench, run_loop_bus_scale
+    from postel.infra.bench.loop import format_loop_bench
+    from postel.infra.bench.loop_bus import run_loop_bus_bench, run_loop_bus_scale
     from postel.messages import SectionsDocument
-    from postel.services.generation.bench import format_loop_bench
 
     current = settings()
     try:

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 import click
 from postel.infra import cli_support
+from postel.messages.gasl import FAILED_STATUSES
 from pydantic import ValidationError
 
 if TYPE_CHECKING:
     from postel.infra.graphs import GraphInfo, GraphRegistry
 
-FAILED_STATUSES = frozenset({"error", "binding_failure", "schema_mismatch"})
 SAMPLE = "sample"
 
 
@@ -169,13 +169,8 @@ def gasl_run(
     postel gasl run --graph sample 'FIND nodes WHERE entity_type = "PERSON" LIMIT 5 AS p'
     """
     import networkx as nx
-    from postel.services.gasl.cli_support import (
-        DEMO_GRAPH,
-        format_records_table,
-        load_plan,
-        records_json,
-        run_plan,
-    )
+    from postel.infra.gasl_run import format_records_table, load_plan, records_json, run_plan
+    from postel.services.gasl.loaders import DEMO_GRAPH
 
     if (plan is None) == (not commands):
         cli_support.fail(
@@ -217,7 +212,7 @@ def gasl_check(commands: tuple[str, ...]) -> None:
     """Parse the COMMANDs without running them: `ok`, or where and why one fails.
 
     Exit 2 if any command does not parse."""
-    from postel.services.gasl.cli_support import check_commands
+    from postel.infra.gasl_run import check_commands
 
     failed = False
     for command, outcome in zip(commands, check_commands(list(commands)), strict=True):
@@ -260,7 +255,7 @@ def gasl_check(commands: tuple[str, ...]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
 def bench_gasl(nodes: int, path_nodes: int, repeat: int, no_cypher: bool, as_json: bool) -> None:
     """GASL FIND (index and scan) and path queries against GrandCypher on generated graphs."""
-    from postel.services.gasl.bench import format_gasl_bench, run_gasl_bench
+    from postel.infra.bench.gasl import format_gasl_bench, run_gasl_bench
 
     if not no_cypher:
         try:

@@ -30,7 +30,7 @@ from postel.infra.logging import configure_logging
 from postel.infra.redrive import RedriveRefused
 from postel.infra.settings import Settings
 from postel.infra.submit import JobConflict
-from postel.messages.errors import LimitExceeded
+from postel.messages.errors import LimitExceeded, PostelError
 from pydantic import ValidationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
@@ -61,6 +61,8 @@ EXIT_TABLE: list[tuple[tuple[type[BaseException], ...], int, Callable[[BaseExcep
     ((ValidationError,), EXIT_INPUT, lambda exc: f"invalid input: {exc}"),
     ((JobConflict, LimitExceeded), EXIT_INPUT, str),
     ((LocalModelError,), EXIT_INPUT, _no_model),
+    # any other failure postel raises on purpose names what was wrong in its message
+    ((PostelError,), EXIT_INPUT, str),
 ]
 
 

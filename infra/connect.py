@@ -17,6 +17,7 @@ from __future__ import annotations
 from urllib.parse import unquote, urlparse
 
 from arq.connections import RedisSettings
+from postel.messages.errors import PostelError
 from redis.asyncio import Redis
 from redis.asyncio.sentinel import Sentinel
 
@@ -24,7 +25,7 @@ SENTINEL_SCHEME = "redis+sentinel"
 DEFAULT_SENTINEL_PORT = 26379
 
 
-class RedisURLError(ValueError):
+class RedisURLError(PostelError, ValueError):
     """A Redis URL postel cannot use (named in the message)."""
 
 

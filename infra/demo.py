@@ -29,7 +29,7 @@ from postel.infra.settings import Settings
 from postel.infra.stores import GaslRound, GaslStateStore
 from postel.infra.web.server import WebError, WebServer
 from postel.messages import JobOptions, JobRequest, TypeSpec
-from postel.services.gasl.cli_support import DEMO_GRAPH
+from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.planner.render import dumps
 
 QUESTION = "Which authors in these reports collaborate most, and on what topics?"

@@ -47,6 +47,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, get_args
 
 import structlog
+from postel.messages.errors import PostelError
 from postel.services.llm import LLMRequest
 from postel.services.llm.tokens import count_tokens, truncate_to_tokens
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -106,7 +107,7 @@ class FakeStats(BaseModel):
     control: int = Field(default=0, description="requests to the control API")
 
 
-class FakeModelError(ValueError):
+class FakeModelError(PostelError, ValueError):
     pass
 
 

@@ -68,9 +68,28 @@ def done(message_id: str) -> str:
     return f"{PREFIX}:done:{message_id}"
 
 
-def job_scoped(job_id: str, *parts: str) -> str:
-    """Per-job state of a service (loop documents, GASL state), under the job's prefix."""
+def _job_scoped(job_id: str, *parts: str) -> str:
     return ":".join((PREFIX, "job", job_id, *parts))
+
+
+def loop_anchor(job_id: str, task_id: str) -> str:
+    """The generator's anchor message for a task: what every continuation resumes from."""
+    return _job_scoped(job_id, "gen", task_id, "anchor")
+
+
+def loop_state(job_id: str, task_id: str, repair: int) -> str:
+    """The AI loop's accumulated document for one (task, repair)."""
+    return _job_scoped(job_id, "gen", task_id, str(repair), "state")
+
+
+def gasl_state(job_id: str, task_index: int, round_: int) -> str:
+    """The GASL state a task's round left (the next round starts from it)."""
+    return _job_scoped(job_id, "gasl", str(task_index), "state", str(round_))
+
+
+def gasl_rounds(job_id: str) -> str:
+    """Every GASL round's plan and records for a job (export and replay read them)."""
+    return _job_scoped(job_id, "gasl", "rounds")
 
 
 def worker(instance: str) -> str:

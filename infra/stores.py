@@ -37,19 +37,19 @@ class RedisLoopStore:
         self.ttl_s = ttl_s
 
     async def get_anchor(self, job_id: str, task_id: str) -> GenerationRequested | None:
-        raw = await self.redis.get(keys.job_scoped(job_id, "gen", task_id, "anchor"))
+        raw = await self.redis.get(keys.loop_anchor(job_id, task_id))
         return GenerationRequested.model_validate_json(raw) if raw else None
 
     async def put_anchor(self, anchor: GenerationRequested) -> None:
-        key = keys.job_scoped(anchor.job_id, "gen", anchor.task_id, "anchor")
+        key = keys.loop_anchor(anchor.job_id, anchor.task_id)
         await self.redis.set(key, anchor.model_dump_json(), ex=self.ttl_s)
 
     async def get_state(self, job_id: str, task_id: str, repair: int) -> LoopState | None:
-        raw = await self.redis.get(keys.job_scoped(job_id, "gen", task_id, str(repair), "state"))
+        raw = await self.redis.get(keys.loop_state(job_id, task_id, repair))
         return LoopState.model_validate_json(raw) if raw else None
 
     async def put_state(self, job_id: str, task_id: str, repair: int, state: LoopState) -> None:
-        key = keys.job_scoped(job_id, "gen", task_id, str(repair), "state")
+        key = keys.loop_state(job_id, task_id, repair)
         await self.redis.set(key, state.model_dump_json(), ex=self.ttl_s)
 
 
@@ -58,29 +58,21 @@ class GaslStateStore:
         self.redis = redis
         self.ttl_s = ttl_s
 
-    @staticmethod
-    def _key(job_id: str, task_index: int, round_: int) -> str:
-        return keys.job_scoped(job_id, "gasl", str(task_index), "state", str(round_))
-
     async def before_round(
         self, job_id: str, task_index: int, round_: int
     ) -> dict[str, Any] | None:
         """The state the round starts from: what the previous round left."""
         if round_ == 0:
             return None
-        raw = await self.redis.get(self._key(job_id, task_index, round_ - 1))
+        raw = await self.redis.get(keys.gasl_state(job_id, task_index, round_ - 1))
         return json.loads(raw) if raw else None
 
     async def after_round(
         self, job_id: str, task_index: int, round_: int, state: dict[str, Any]
     ) -> None:
         await self.redis.set(
-            self._key(job_id, task_index, round_), json.dumps(state), ex=self.ttl_s
+            keys.gasl_state(job_id, task_index, round_), json.dumps(state), ex=self.ttl_s
         )
-
-    @staticmethod
-    def _rounds_key(job_id: str) -> str:
-        return keys.job_scoped(job_id, "gasl", "rounds")
 
     async def record_round(self, executed: GaslPlanExecuted) -> None:
         """Keep the round's records; a re-run round writes the same entry again."""
@@ -91,7 +83,7 @@ class GaslStateStore:
             records=executed.records,
             error=executed.error,
         )
-        key = self._rounds_key(executed.job_id)
+        key = keys.gasl_rounds(executed.job_id)
         field = f"{entry.task_index}:{entry.round}"
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hset(key, field, entry.model_dump_json())
@@ -100,6 +92,6 @@ class GaslStateStore:
 
     async def rounds(self, job_id: str) -> list[GaslRound]:
         """The job's executed rounds, by task then round."""
-        raw = await self.redis.hvals(self._rounds_key(job_id))
+        raw = await self.redis.hvals(keys.gasl_rounds(job_id))
         found = [GaslRound.model_validate_json(value) for value in raw]
         return sorted(found, key=lambda r: (r.task_index, r.round))

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from arq.connections import ArqRedis, create_pool
+from postel.infra import keys
 from postel.infra.connect import arq_settings
 from postel.messages.limits import MAX_MESSAGE_BYTES, check_json_text
 
@@ -68,5 +69,5 @@ async def connect_arq(url: str) -> ArqRedis:
         settings,
         job_serializer=dumps,
         job_deserializer=loads,
-        default_queue_name="postel:q:intent",
+        default_queue_name=keys.queue("intent"),
     )

@@ -7,22 +7,16 @@ into the next planning prompt.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ExecutionStatus = Literal[
-    "success", "empty", "partial", "binding_failure", "schema_mismatch", "error"
-]
-
-STATUSES: tuple[ExecutionStatus, ...] = (
-    "success",
-    "empty",
-    "partial",
-    "binding_failure",
-    "schema_mismatch",
-    "error",
-)
+# A command that ran reports success, empty (it found nothing) or partial (a cap or a cut
+# excerpt left some out); one that could not run reports how it failed.
+FailedStatus = Literal["binding_failure", "schema_mismatch", "error"]
+ExecutionStatus = Literal["success", "empty", "partial", FailedStatus]
+STATUSES: tuple[ExecutionStatus, ...] = get_args(ExecutionStatus)
+FAILED_STATUSES: frozenset[FailedStatus] = frozenset(get_args(FailedStatus))
 
 
 class PlanConfig(BaseModel):

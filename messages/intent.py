@@ -1,4 +1,4 @@
-"""The intent of a request: the nine fields of the single intent-analysis call (seed 002).
+"""The intent of a request: the nine fields of the single intent-analysis call.
 
 Field names are snake_case in Python and camelCase on the wire, as the model is asked to
 write them. Liberal in what it accepts (Postel's law): thresholds written as percentages are

@@ -19,7 +19,7 @@ ProfileName = Literal["default", "production", "creative", "strict"]
 
 
 class CodeSiteContext(BaseModel):
-    """Where in the caller's code the request was made (seed 000's code-site context).
+    """Where in the caller's code the request was made (its code-site context).
 
     The Python client fills this by reading its caller's source; other languages send it
     themselves or leave it out."""
@@ -36,7 +36,7 @@ class CodeSiteContext(BaseModel):
 
 
 class AmbientContext(BaseModel):
-    """Who is asking and under which settings (seed 000's ambient context)."""
+    """Who is asking and under which settings (the ambient context)."""
 
     model_config = ConfigDict(extra="forbid")
 

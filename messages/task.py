@@ -1,4 +1,5 @@
-"""The task plan (seed 002, step 4) and what each finished task hands to the next."""
+"""The task plan (the ordered tasks the planner runs for a job) and what each finished task
+hands to the next."""
 
 from __future__ import annotations
 

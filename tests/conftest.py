@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import redis
 import redis.asyncio as aioredis
+from postel.infra.bench.relay import RELAY_WORKERS
 from postel.infra.local_system import LocalSystem
 from postel.infra.redis_server import EmbeddedRedis, free_port
-from postel.infra.relay import RELAY_WORKERS
 from postel.infra.settings import Settings
 
 BACKENDS = ["embedded"] + (["system"] if os.environ.get("POSTEL_TEST_REDIS_URL") else [])

@@ -23,6 +23,7 @@ from postel.infra.settings import Settings
 from postel.infra.web.app import create_app
 from postel.infra.web.state import WebState
 from postel.infra.wire import connect_arq
+from postel.messages.errors import PostelError
 from redis.asyncio import Redis
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -34,7 +35,7 @@ log = structlog.get_logger(__name__)
 _SHUTDOWN_GRACE_S = 2
 
 
-class WebError(RuntimeError):
+class WebError(PostelError, RuntimeError):
     """The web server cannot start (a port in use, an open address without a token)."""
 
 

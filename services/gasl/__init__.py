@@ -7,14 +7,16 @@ long a plan may run). See docs/GASL.md.
 
 from postel.services.gasl.adapters import HARD_MAXIMA, Caps, GraphAdapter, NetworkXAdapter
 from postel.services.gasl.budget import TimeBudget
+from postel.services.gasl.errors import GaslError, GaslSyntaxError
 from postel.services.gasl.executor import GaslExecutor, replay
 from postel.services.gasl.llm_steps import GaslModel
-from postel.services.gasl.parser import GaslSyntaxError, parse
+from postel.services.gasl.parser import parse
 from postel.services.gasl.state import JsonFileStateBackend, StateBackend, StateStore
 
 __all__ = [
     "HARD_MAXIMA",
     "Caps",
+    "GaslError",
     "GaslExecutor",
     "GaslModel",
     "GaslSyntaxError",

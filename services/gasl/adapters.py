@@ -19,8 +19,9 @@ from typing import Any, Protocol
 
 import networkx as nx
 from postel.services.gasl import ast
-from postel.services.gasl.budget import BudgetSpent, Deadline
+from postel.services.gasl.budget import Deadline
 from postel.services.gasl.conditions import evaluate
+from postel.services.gasl.errors import BudgetSpent
 from postel.services.gasl.loaders import load_graphml
 
 # How far a plan may raise each cap with SET: the searches stay within the time budgets'

@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from postel.services.gasl.errors import BudgetSpent
+
 # The names a record carries in `caps_hit` when a budget stopped it.
 PLAN_BUDGET = "plan_time_budget"
 COMMAND_BUDGET = "command_time_budget"
@@ -59,15 +61,6 @@ class TimeBudget:
         available = job_timeout_s if deadline_in_s is None else min(job_timeout_s, deadline_in_s)
         plan = max(MIN_PLAN_S, available * PLAN_SHARE_OF_JOB_TIMEOUT)
         return cls(plan_s=plan, command_s=plan * COMMAND_SHARE_OF_PLAN)
-
-
-class BudgetSpent(Exception):
-    """A deadline passed; `cap` names the budget (PLAN_BUDGET or COMMAND_BUDGET)."""
-
-    def __init__(self, cap: str, seconds: float) -> None:
-        super().__init__(f"the {cap} of {seconds:g} s is spent")
-        self.cap = cap
-        self.seconds = seconds
 
 
 class Deadline:

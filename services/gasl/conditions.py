@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from postel.services.gasl import ast
+from postel.services.gasl.errors import BindingError
 
 
 class _Missing:
@@ -25,10 +26,6 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
-
-
-class BindingError(LookupError):
-    """A `${var}` that names no context variable (or no such nested field)."""
 
 
 def lookup(item: Any, path: tuple[str, ...]) -> Any:

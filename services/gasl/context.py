@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from postel.services.gasl.conditions import MISSING, BindingError, lookup
+from postel.services.gasl.conditions import MISSING, lookup
+from postel.services.gasl.errors import BindingError
 
 
 def shorten(value: Any, max_items: int = 3, max_chars: int = 160) -> Any:

@@ -28,7 +28,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from postel.messages.gasl import ExecutionRecord, GaslPlan, GaslRunResult, StateSummary
+from postel.messages.gasl import (
+    FAILED_STATUSES,
+    ExecutionRecord,
+    GaslPlan,
+    GaslRunResult,
+    StateSummary,
+)
 from postel.services.gasl import ast
 from postel.services.gasl.adapters import Caps, Found, GraphAdapter
 from postel.services.gasl.budget import (
@@ -40,7 +46,6 @@ from postel.services.gasl.budget import (
 )
 from postel.services.gasl.conditions import (
     MISSING,
-    BindingError,
     as_value,
     bind,
     evaluate,
@@ -48,12 +53,12 @@ from postel.services.gasl.conditions import (
     lookup,
 )
 from postel.services.gasl.context import ContextStore, size_of
-from postel.services.gasl.llm_steps import GaslModel, Limits, StepFailure, run_analyze, run_process
-from postel.services.gasl.parser import GaslSyntaxError, parse
-from postel.services.gasl.state import StateError, StateStore
+from postel.services.gasl.errors import GaslError, GaslSyntaxError, PlanSyntaxError
+from postel.services.gasl.llm_steps import GaslModel, Limits, run_analyze, run_process
+from postel.services.gasl.parser import parse
+from postel.services.gasl.state import StateStore
 from pydantic import ValidationError
 
-FAILURES = frozenset({"error", "binding_failure", "schema_mismatch"})
 # Which recorded statuses each ON guard answers to.
 GUARDS: dict[str, frozenset[str]] = {
     "EMPTY": frozenset({"empty"}),
@@ -83,12 +88,6 @@ class _Outcome:
     count: int | None = None
     caps_hit: list[str] = field(default_factory=list)
     detail: dict[str, Any] = field(default_factory=dict)
-
-
-class _Failure(Exception):
-    def __init__(self, message: str, status: str = "error") -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def provenance_of(value: Any) -> list[str]:
@@ -246,7 +245,7 @@ class GaslExecutor:
         if isinstance(command, ast.On):
             return await self._run_on(command, why)
         record = await self._run_simple(command, why)
-        return [record], record.status in FAILURES
+        return [record], record.status in FAILED_STATUSES
 
     async def _run_try(self, block: ast.Try, why: str) -> tuple[list[ExecutionRecord], bool]:
         records: list[ExecutionRecord] = []
@@ -300,9 +299,8 @@ class GaslExecutor:
         except BudgetSpent as spent:
             outcome = _Outcome(status="error", caps_hit=[spent.cap])
             error = f"stopped: {spent}; ask for less in one command, or split the work"
-        except (BindingError, _Failure, StateError, StepFailure) as exc:
-            status = exc.status if hasattr(exc, "status") else "binding_failure"
-            outcome, error = _Outcome(status=status), str(exc)
+        except GaslError as exc:
+            outcome, error = _Outcome(status=exc.status), str(exc)
         except (KeyError, ValueError, TypeError) as exc:
             outcome, error = _Outcome(status="error"), f"{type(exc).__name__}: {exc}"
         value = outcome.value
@@ -311,7 +309,7 @@ class GaslExecutor:
         target = command.target
         if target is not None:
             self.var_status[target] = status
-            if status not in FAILURES:
+            if status not in FAILED_STATUSES:
                 self.context.set(target, value)
         rows = value if isinstance(value, list) else ([] if value is None else [value])
         record = ExecutionRecord(
@@ -380,7 +378,7 @@ class GaslExecutor:
         match endpoint:
             case ast.EndpointId(node_id):
                 if self.adapter.get_node(node_id) is None:
-                    raise _Failure(f"no node has id {node_id!r} (ids are case-sensitive)")
+                    raise GaslError(f"no node has id {node_id!r} (ids are case-sensitive)")
                 return [node_id], []
             case ast.EndpointVar(ref):
                 return node_ids(self._value(ref)), []
@@ -471,12 +469,12 @@ class GaslExecutor:
                 outcome = self._found(found)
                 outcome.caps_hit = sorted({*caps_hit, *outcome.caps_hit})
                 return outcome
-        raise _Failure(f"cannot run {type(command).__name__} here")
+        raise GaslError(f"cannot run {type(command).__name__} here")
 
     def _set_cap(self, key: str, value: Any) -> _Outcome:
         prefix = "adapter.caps."
         if not key.lower().startswith(prefix):
-            raise _Failure(f"SET only changes adapter caps: SET {prefix}<key>=<n>")
+            raise GaslError(f"SET only changes adapter caps: SET {prefix}<key>=<n>")
         name = key[len(prefix) :].lower()
         self.caps = self.caps.with_value(name, value)
         applied = getattr(self.caps, name)
@@ -497,7 +495,7 @@ class GaslExecutor:
 
     def _require_model(self, verb: str) -> GaslModel:
         if self.model is None:
-            raise _Failure(f"{verb} needs a model and this executor has none")
+            raise GaslError(f"{verb} needs a model and this executor has none")
         return self.model
 
     def _find_paths(self, command: ast.FindPaths) -> _Outcome:
@@ -521,12 +519,12 @@ class GaslExecutor:
     def _assert(self, condition: ast.Condition, text: str) -> _Outcome:
         bare = fields_of(condition)
         if bare:
-            raise _Failure(
+            raise GaslError(
                 f"ASSERT reads variables, not fields: write ${{{sorted(bare)[0]}}} "
                 f"or LEN ${{{sorted(bare)[0]}}}"
             )
         if not evaluate(self._bind(condition), None):
-            raise _Failure(f"assertion failed: {text}")
+            raise GaslError(f"assertion failed: {text}")
         return _Outcome(count=1)
 
 
@@ -613,16 +611,6 @@ def _guarded(rest: list[ast.Command], target: str | None, status: str) -> bool:
         return False
     guard = rest[0]
     return guard.ref.name == target and status in GUARDS[guard.status]
-
-
-class PlanSyntaxError(Exception):
-    """A plan command that does not parse, with the command's text and position."""
-
-    def __init__(self, index: int, command: str, error: GaslSyntaxError) -> None:
-        super().__init__(f"command {index + 1}: {error}")
-        self.index = index
-        self.command = command
-        self.error = error
 
 
 def parse_plan(commands: list[str]) -> list[ast.Command]:

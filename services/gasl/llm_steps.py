@@ -16,8 +16,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from postel.services.gasl.budget import BudgetSpent, Deadline
+from postel.services.gasl.budget import Deadline
 from postel.services.gasl.context import shorten
+from postel.services.gasl.errors import BudgetSpent, StepFailure
 from pydantic import BaseModel, Field, ValidationError
 
 
@@ -71,14 +72,6 @@ class Limits:
     max_items: int = 30
     max_chars: int = 8000
     max_text: int = 200
-
-
-class StepFailure(Exception):
-    """A model step that failed; `status` is `schema_mismatch` or `error`."""
-
-    def __init__(self, message: str, status: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True)

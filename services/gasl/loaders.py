@@ -20,6 +20,8 @@ from typing import Any
 import networkx as nx
 
 SEP = "<SEP>"
+# the MMWR knowledge graph nano-graphrag built, shipped for the demo, the CLI and the tests
+DEMO_GRAPH = Path(__file__).parent / "data" / "mmwr_nano_graphrag.graphml"
 
 
 def unquote(value: str) -> str:

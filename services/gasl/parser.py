@@ -17,6 +17,7 @@ from lark.exceptions import (
     VisitError,
 )
 from postel.services.gasl import ast
+from postel.services.gasl.errors import GaslError, GaslSyntaxError
 
 # How each command is written; the hint of a syntax error quotes the one being typed.
 USAGE: dict[str, str] = {
@@ -68,19 +69,6 @@ _DISPLAY: dict[str, str] = {
 }
 
 
-class GaslSyntaxError(ValueError):
-    """A command that does not parse: where, what was expected, what was found, a hint."""
-
-    def __init__(self, line: int, column: int, expected: list[str], got: str, hint: str) -> None:
-        self.line = line
-        self.column = column
-        self.expected = expected
-        self.got = got
-        self.hint = hint
-        wanted = f"expected one of {', '.join(expected)}" if expected else "unexpected input"
-        super().__init__(f"line {line}, column {column}: {wanted}; got {got}. Hint: {hint}")
-
-
 def _display(terminal: str) -> str:
     return _DISPLAY.get(terminal, terminal.lstrip("_").replace("__ANON", "?"))
 
@@ -97,10 +85,6 @@ def _unquote(token: str) -> str:
 def _binding_parts(token: str) -> tuple[str, tuple[str, ...]]:
     name, *path = token[2:-1].strip().split(".")
     return name, tuple(path)
-
-
-def _command(meta_holder: Any, cls: type[ast.Command], text: str, *args: Any) -> ast.Command:
-    return cls(*args, text=text)
 
 
 @v_args(meta=True)
@@ -288,7 +272,7 @@ class _ToAst(Transformer[Token, Any]):
         )
 
 
-class _SemanticError(Exception):
+class _SemanticError(GaslError):
     """A command that parses but says something impossible; reported like a syntax error."""
 
     def __init__(self, token: Token, hint: str) -> None:

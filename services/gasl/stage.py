@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from postel.messages import GaslPlanExecuted, GaslPlanRequested
+from postel.messages.gasl import FAILED_STATUSES
 from postel.services.gasl.adapters import GraphAdapter
 from postel.services.gasl.budget import TimeBudget
 from postel.services.gasl.executor import GaslExecutor
@@ -83,7 +84,7 @@ def _run_round(
     store = StateStore(backend, query=message.request.prompt)
     executor = GaslExecutor(adapter, state=store, model=model, budget=budget, stop=stop)
     run = asyncio.run(executor.execute_plan(message.plan))
-    errors = [r for r in run.records if r.status in ("error", "binding_failure", "schema_mismatch")]
+    errors = [r for r in run.records if r.status in FAILED_STATUSES]
     task = message.progress.task_index
     executed = message.derive(
         GaslPlanExecuted,

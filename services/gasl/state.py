@@ -7,7 +7,7 @@ they started under, enough to re-run the session and arrive at the same state. I
 the job's caps too (`caps`, as SET left them), so they hold for the job's later plans and for
 no other job.
 
-Layout of a declared key (the seed's format):
+Layout of a declared key (what a plan's commands read and write):
   LIST    {"_meta": {"type": "LIST", "description": ...}, "items": [...]}
   DICT    {"_meta": {...}, <declared sub-keys>, <data keys>}
   COUNTER {"_meta": {...}, "counts": {<key>: <number>}}
@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol
 
 from postel.messages.gasl import StateKeySummary, StateSummary
 from postel.services.gasl.context import shorten
+from postel.services.gasl.errors import StateError
 
 StateType = Literal["LIST", "DICT", "COUNTER"]
 FORMAT = "postel.gasl.state/1"
@@ -70,14 +71,6 @@ class JsonFileStateBackend:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(doc, handle, ensure_ascii=False, indent=1)
         os.replace(tmp, self.path)
-
-
-class StateError(Exception):
-    """A DECLARE or UPDATE the state refuses; `status` is how the executor reports it."""
-
-    def __init__(self, message: str, status: str = "error") -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True)
@@ -161,10 +154,6 @@ class StateStore:
 
     def has(self, key: str) -> bool:
         return self._node(key) is not None
-
-    def type_of(self, key: str) -> StateType | None:
-        node = self._node(key)
-        return None if node is None else node["_meta"]["type"]
 
     def get(self, key: str) -> Any:
         """The data of a declared key: LIST items, DICT entries, COUNTER counts."""

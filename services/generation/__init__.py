@@ -1,3 +1,3 @@
-"""The generator's AI loop, pure (seed 002, Phase 3): complete JSON = stop, cut-off JSON =
-continue. See `loop` for the decisions, `merge` for the continuation contract, `oracle` for
-the perfect model used by tests and `bench`."""
+"""The generator's AI loop, pure: complete JSON = stop, cut-off JSON = continue. See `loop`
+for the decisions and `merge` for the continuation contract; infra/bench/oracle.py is the
+perfect model of that contract used by tests and `postel bench loop`."""

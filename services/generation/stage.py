@@ -27,6 +27,8 @@ from postel.messages import (
     TypeSpec,
     ValidationFailed,
 )
+from postel.messages.document import document_output_schema
+from postel.messages.errors import PostelError
 from postel.services.generation.loop import LoopState, StepResult, continuation_prompt, step
 from postel.services.ipv.context import build_call_context, desired_type_for, render_call_context
 from postel.services.ipv.profiles import Profile, effective_settings
@@ -40,60 +42,7 @@ EVIDENCE_MAX_TOKENS = 1200
 TASK_MAX_TOKENS = 300
 
 
-def _element(required: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": required, "required": list(required)}
-
-
-_TEXT = {"type": "string"}
-_STRINGS = {"type": "array", "items": _TEXT}
-# Structured output for a document: each element has one of the shapes of
-# messages/document.py, so a grammar-constrained model cannot fill the document's shape with
-# arbitrary objects. (No minLength/minItems: llama-cpp-python's grammar compiler stops
-# constraining altogether on them; the validator's quality check catches empty text.)
-_DOCUMENT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "sections": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": _TEXT,
-                    "content_type": {
-                        "type": "string",
-                        "enum": [
-                            "heading",
-                            "paragraph",
-                            "bullet_list",
-                            "numbered_list",
-                            "table",
-                            "code_block",
-                        ],
-                    },
-                    "elements": {
-                        "type": "array",
-                        "items": {
-                            "anyOf": [
-                                _element({"level": {"type": "integer"}, "text": _TEXT}),
-                                _element({"text": _TEXT}),
-                                _element({"items": _STRINGS}),
-                                _element(
-                                    {
-                                        "headers": _STRINGS,
-                                        "rows": {"type": "array", "items": _STRINGS},
-                                    }
-                                ),
-                                _element({"language": {"type": "string"}, "code": _TEXT}),
-                            ]
-                        },
-                    },
-                },
-                "required": ["id", "content_type", "elements"],
-            },
-        }
-    },
-    "required": ["sections"],
-}
+_DOCUMENT_SCHEMA = document_output_schema()
 
 
 class LoopStore(Protocol):
@@ -118,7 +67,7 @@ class GeneratorStep:
     elements: int = 0
 
 
-class MissingAnchor(LookupError):
+class MissingAnchor(PostelError, LookupError):
     pass
 
 

@@ -1,4 +1,4 @@
-"""Reading the caller's source at a `reason(...)` call site (seed 000's code-site context).
+"""Reading the caller's source at a `reason(...)` call site.
 
 `price: float = reason("get the total")` tells us the desired type (float), the variable
 (price), and, through the comments just above it and the lines around it, what the caller

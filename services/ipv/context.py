@@ -1,4 +1,4 @@
-"""The IPV call context (seed 000): everything known about a call before it is processed.
+"""The IPV call context: everything known about a call before it is processed.
 
 Built once by the intent worker from the JobRequest (INFER), carried to the generator
 (PROCESS) and the validator (VALIDATE). `inferred_details` starts with what can be read off

@@ -1,5 +1,5 @@
-"""IPV INFER: the intent worker's service. ONE model call returns all nine intent fields of
-the loop plan (seed 002) from the call context (seed 000); a malformed answer gets one
+"""IPV INFER: the intent worker's service. ONE model call returns all nine intent fields
+from the call context; a malformed answer gets one
 repair turn carrying the validation error, then the job fails as `intent_failed`."""
 
 from __future__ import annotations

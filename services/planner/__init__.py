@@ -1,4 +1,5 @@
-"""The planner's brain: the task plan (seed 002 step 4) and the HDT loop (seed 001).
+"""The planner's brain: the task plan and the HDT loop (hypothesize, run GASL,
+evaluate, decide).
 
 Flow (the planner worker calls one handler per message; each returns a PlannerStep: the
 messages and the round's decision with its rationale; see `handlers`):

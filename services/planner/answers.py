@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from postel.messages.errors import PostelError
 from postel.messages.types import TypeSpec
 from postel.services.validation import CoercionError, coerce
 
 _OBJECT = TypeSpec(kind="dict")
 
 
-class AnswerError(ValueError):
+class AnswerError(PostelError, ValueError):
     """A model answer the planner cannot use; the message is worded for the model."""
 
 

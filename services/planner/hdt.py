@@ -1,9 +1,10 @@
 """One HDT round with the model: evaluate the last plan's records and, in the same call,
-decide and propose the next plan (seed 001's hypothesize and evaluate phases in one call).
+decide and propose the next plan (evaluating and hypothesizing in one call saves a round trip).
 
-The model may rank several `next_actions` (seed 001's MCTS hook); the planner takes the most
-confident. An unusable answer is not an error: the round becomes a `refine` whose plan is a
-read-only probe, and the problem goes back to the model in the next prompt.
+The model may rank several `next_actions` (a hook for searching several branches later); the
+planner takes the most confident. An unusable answer is not an error: the round becomes a
+`refine` whose plan is a read-only probe, and the problem goes back to the model in the next
+prompt.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Reading one HDT round answer: the evaluation of the last plan and the next step.
 
-Liberal on input: a bare `COMPLETE: <answer>` line (seed 001's terminator) is a complete
+Liberal on input: a bare `COMPLETE: <answer>` line (how models end a search by habit) is a complete
 decision; `decision` may be a synonym ("done", "retry") or `COMPLETE: <answer>` itself; a plan
 may be a plan object, a list of commands, or commands in one string;
 `plan`/`commands` at the top level count as one action. The model's plan ids are ignored:

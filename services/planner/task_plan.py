@@ -1,4 +1,4 @@
-"""The task plan (seed 002, step 4): one model call, one repair, then a default plan.
+"""The task plan: one model call, one repair, then a default plan.
 
 Normalisation of a model's plan, because of how the pipeline runs tasks:
 - without a graph on the job, graph_analysis tasks are dropped (nothing could answer them);

@@ -99,7 +99,7 @@ INTENT_ANALYSIS = TEMPLATES.register(
     )
 )
 
-# The generator (seed 002, Phase 3). The sections format and the continuation contract are
+# The generator. The sections format and the continuation contract are
 # shared with services/generation, which parses and merges what these prompts ask for.
 _SECTIONS_SHAPE = """\
 {"sections": [{"id": "unique-id", "content_type": "<type>", "elements": [...]}]}
@@ -205,7 +205,7 @@ GASL_ANALYZE = TEMPLATES.register(
     )
 )
 
-# The planner (seed 002 step 4, seed 001 HDT). services/planner parses what these ask for;
+# The planner: the task plan and the HDT rounds. services/planner parses what these ask for;
 # its package docstring documents the JSON shapes.
 TASK_PLAN = TEMPLATES.register(
     PromptTemplate(

@@ -6,11 +6,13 @@ import math
 import reprlib
 from typing import Any
 
+from postel.messages.errors import PostelError
+
 _SHOWN_CHARS = 80
 _SHOWN_INT_BITS = 4_000
 
 
-class CoercionError(ValueError):
+class CoercionError(PostelError, ValueError):
     """The raw output cannot be read as the desired type.
 
     The message is meant for two readers: a person looking at a failed job, and the model
@@ -32,7 +34,7 @@ class CoercionError(ValueError):
         return CoercionError(self.reason, path=step + self.path)
 
 
-class UnsupportedSchemaError(ValueError):
+class UnsupportedSchemaError(PostelError, ValueError):
     """The desired JSON Schema is malformed ({"properties": 5}) or uses a keyword outside the
     supported subset.
 

@@ -9,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from postel.infra.actor import Outcome, Runtime, WorkerSpec
-from postel.infra.relay import RELAY_WORKERS
+from postel.infra.bench.relay import RELAY_WORKERS
 from postel.messages import Envelope
 
 

@@ -17,8 +17,8 @@ import dataclasses
 import signal
 
 from postel.infra.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.bench.relay import RELAY_WORKERS
 from postel.infra.logging import configure_logging
-from postel.infra.relay import RELAY_WORKERS
 from postel.infra.runner import run_workers
 from postel.infra.settings import Settings
 from postel.infra.wake import PushWorker, TakenJob

@@ -127,7 +127,7 @@ async def test_workers_ride_out_a_redis_outage(
 async def test_a_worker_process_exits_once_redis_is_gone_longer_than_the_give_up_time(
     tmp_path: Path, settings: Settings
 ) -> None:
-    from postel.infra.relay import RELAY_WORKERS
+    from postel.infra.bench.relay import RELAY_WORKERS
     from postel.infra.runner import run_workers
     from redis.exceptions import ConnectionError as RedisConnectionError
 
@@ -180,7 +180,7 @@ async def lease_renewal_across_an_outage(
     """Hold a 1 s lease, kill Redis for `outage_s`, restart it: does the lease key still
     exist 3 s later?"""
     from postel.infra.actor import Actor, Runtime
-    from postel.infra.relay import RELAY_WORKERS
+    from postel.infra.bench.relay import RELAY_WORKERS
     from postel.infra.wire import connect_arq
 
     server = CrashableRedis(tmp_path / "redis")

@@ -11,12 +11,12 @@ import sys
 import time
 from pathlib import Path
 
+from postel.infra.bench.relay import RELAY_WORKERS
 from postel.infra.client import Client
 from postel.infra.events import EventLog
 from postel.infra.jobs import JobStore
 from postel.infra.local_system import LocalSystem
 from postel.infra.redis_server import EmbeddedRedis, free_port
-from postel.infra.relay import RELAY_WORKERS
 from postel.infra.settings import Settings
 from postel.infra.submit import submit_job
 from postel.infra.wire import connect_arq

@@ -14,10 +14,10 @@ import pytest
 import redis.asyncio as aioredis
 from postel.infra import keys
 from postel.infra.actor import Actor, Outcome, Runtime, WorkerSpec, enqueue
+from postel.infra.bench.relay import RELAY_WORKERS
 from postel.infra.client import Client, JobFailedError
 from postel.infra.local_system import LocalSystem
 from postel.infra.presence import wait_for
-from postel.infra.relay import RELAY_WORKERS
 from postel.infra.settings import Settings
 from postel.infra.wire import connect_arq
 from postel.messages import GenerationRequested, JobRequest, JobSubmitted

@@ -1,4 +1,4 @@
-"""The fault drill (`postel bench chaos`, infra/bench_chaos.py): a small run of it in CI, and
+"""The fault drill (`postel bench chaos`, infra/bench/chaos.py): a small run of it in CI, and
 its parts: the jobs it plans, the model answers it relies on, and how it counts."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from postel.infra.bench_chaos import (
+from postel.infra.bench.chaos import (
     DOCUMENTED_FAILURES,
     GRAPH,
     PEOPLE,

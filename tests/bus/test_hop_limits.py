@@ -12,10 +12,10 @@ import pytest
 import redis.asyncio as aioredis
 from postel.infra import keys
 from postel.infra.actor import HopLimit, Outcome, Runtime, WorkerSpec
+from postel.infra.bench.relay import RELAY_WORKERS
 from postel.infra.client import Client, JobFailedError
 from postel.infra.fake_model import FakeModel
 from postel.infra.local_system import LocalSystem
-from postel.infra.relay import RELAY_WORKERS
 from postel.infra.runner import load_worker
 from postel.infra.settings import QueueSettings, Settings
 from postel.messages import JobOptions, JobRequest, JobSubmitted, utc_now

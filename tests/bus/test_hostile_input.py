@@ -11,10 +11,10 @@ import pytest
 import redis.asyncio as aioredis
 from postel.infra import keys
 from postel.infra.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.bench.relay import RELAY_WORKERS
 from postel.infra.client import Client, JobFailedError
 from postel.infra.ingress import IngressConsumer
 from postel.infra.local_system import LocalSystem
-from postel.infra.relay import RELAY_WORKERS
 from postel.infra.settings import Settings
 from postel.infra.wire import connect_arq
 from postel.messages import GenerationCompleted, JobCompleted

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 import redis
+from postel.infra.bench.relay import RELAY_WORKERS
 from postel.infra.client import Client
 from postel.infra.connect import RedisURLError, arq_settings, redis_client
 from postel.infra.local_system import LocalSystem
 from postel.infra.redis_server import free_port
-from postel.infra.relay import RELAY_WORKERS
 from postel.infra.settings import Settings
 
 MASTER = "postel-primary"

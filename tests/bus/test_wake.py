@@ -19,10 +19,10 @@ from arq import Retry
 from arq.connections import ArqRedis, RedisSettings
 from arq.worker import func
 from postel.infra import keys
+from postel.infra.bench.relay import RELAY_WORKERS
 from postel.infra.client import Client
 from postel.infra.local_system import LocalSystem
 from postel.infra.redis_server import EmbeddedRedis, free_port
-from postel.infra.relay import RELAY_WORKERS
 from postel.infra.settings import WORKER_NAMES, Settings
 from postel.infra.wake import WAKE_TOKENS_MAX, PushWorker, wake
 from postel.infra.wire import connect_arq, dumps

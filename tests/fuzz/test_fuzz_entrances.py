@@ -21,8 +21,8 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from postel.infra import keys
 from postel.infra.actor import Actor, Runtime
+from postel.infra.bench.relay import RELAY_WORKERS
 from postel.infra.ingress import IngressConsumer
-from postel.infra.relay import RELAY_WORKERS
 from postel.infra.settings import Settings
 from postel.infra.wire import connect_arq, dumps, loads
 from postel.messages import JobRequest, JobSubmitted

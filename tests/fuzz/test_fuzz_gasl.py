@@ -29,9 +29,10 @@ from hypothesis import strategies as st
 from postel.messages.gasl import STATUSES
 from postel.services.gasl.adapters import NetworkXAdapter
 from postel.services.gasl.budget import COMMAND_BUDGET, PLAN_BUDGET, TimeBudget
-from postel.services.gasl.cli_support import DEMO_GRAPH
+from postel.services.gasl.errors import GaslSyntaxError
 from postel.services.gasl.executor import GaslExecutor
-from postel.services.gasl.parser import USAGE, GaslSyntaxError, parse
+from postel.services.gasl.loaders import DEMO_GRAPH
+from postel.services.gasl.parser import USAGE, parse
 
 BUDGET = TimeBudget(plan_s=0.25, command_s=0.05)
 # A run must stop computing within its budget: its thread's CPU time may pass the budget

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from postel.services.gasl.bench import format_gasl_bench, run_gasl_bench
-from postel.services.gasl.cli_support import (
-    DEMO_GRAPH,
+from postel.infra.bench.gasl import format_gasl_bench, run_gasl_bench
+from postel.infra.gasl_run import (
     STATE_FILE,
     check_commands,
     format_records_table,
     records_json,
     run_commands,
 )
-from postel.services.gasl.parser import GaslSyntaxError
+from postel.services.gasl.errors import GaslSyntaxError
+from postel.services.gasl.loaders import DEMO_GRAPH
 
 
 def test_run_commands_with_state_dir_and_plan_file(tmp_path: Path) -> None:

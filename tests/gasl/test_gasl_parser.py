@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from postel.services.gasl import ast
-from postel.services.gasl.parser import GaslSyntaxError, parse, parse_one
+from postel.services.gasl.errors import GaslSyntaxError
+from postel.services.gasl.parser import parse, parse_one
 
 
 def test_declare_with_and_without_description() -> None:

@@ -9,8 +9,9 @@ from pathlib import Path
 import networkx as nx
 import pytest
 from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.errors import StateError
 from postel.services.gasl.executor import GaslExecutor, replay
-from postel.services.gasl.state import JsonFileStateBackend, StateError, StateStore
+from postel.services.gasl.state import JsonFileStateBackend, StateStore
 
 GRAPH = Path(__file__).resolve().parents[2] / "services/gasl/data/mmwr_nano_graphrag.graphml"
 

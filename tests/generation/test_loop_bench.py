@@ -1,4 +1,4 @@
-from postel.services.generation.bench import (
+from postel.infra.bench.loop import (
     format_loop_bench,
     run_loop_bench,
     sample_document,

@@ -3,8 +3,8 @@ import math
 import random
 
 import pytest
+from postel.infra.bench.oracle import Oracle, serialise
 from postel.services.generation.loop import LoopState, continuation_prompt, step
-from postel.services.generation.oracle import Oracle, serialise
 from postel.services.llm.tokens import count_tokens
 
 CUT = (

@@ -10,7 +10,7 @@ from click.testing import CliRunner, Result
 from postel.infra.cli import main
 from postel.infra.redis_server import free_port
 from postel.infra.settings import Settings
-from postel.services.gasl.cli_support import DEMO_GRAPH
+from postel.services.gasl.loaders import DEMO_GRAPH
 
 PEOPLE = 'FIND nodes WHERE entity_type = "PERSON" LIMIT 3 AS p'
 

@@ -19,7 +19,9 @@ import pytest
 import redis.asyncio as aioredis
 from postel.infra import keys
 from postel.infra.actor import Actor, Runtime
-from postel.infra.bench_loop import run_loop_bus_bench
+from postel.infra.bench.loop import sample_document
+from postel.infra.bench.loop_bus import run_loop_bus_bench
+from postel.infra.bench.oracle import Oracle, serialise
 from postel.infra.client import Client, JobFailedError
 from postel.infra.events import run_commands
 from postel.infra.local_system import LocalSystem
@@ -38,8 +40,6 @@ from postel.messages import (
     SectionsDocument,
     TypeSpec,
 )
-from postel.services.generation.bench import sample_document
-from postel.services.generation.oracle import Oracle, serialise
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.llm.tokens import count_tokens
 from postel.services.prompts import Capability
@@ -211,7 +211,7 @@ async def test_an_iteration_run_twice_adds_nothing_twice(
             job_id="twice", message_id="twice:gen:t0:0:2", task_id="t0", iteration=2
         )
         await actor.run(second.model_dump(mode="json"), attempt=1)
-        state_key = keys.job_scoped("twice", "gen", "t0", "0", "state")
+        state_key = keys.loop_state("twice", "t0", 0)
         after_first_run = await redis_client.get(state_key)
         # The worker died after saving the state but before committing: run it again.
         await redis_client.delete(keys.done("twice:gen:t0:0:2"))

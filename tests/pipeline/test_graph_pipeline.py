@@ -22,7 +22,7 @@ from postel.infra.model import RESOURCE, Model
 from postel.infra.settings import Settings
 from postel.infra.stores import GaslStateStore
 from postel.messages import JobOptions
-from postel.services.gasl.cli_support import DEMO_GRAPH
+from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.prompts import Capability
 
 sys.path.insert(0, str(Path(__file__).parent))

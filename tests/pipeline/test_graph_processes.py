@@ -15,7 +15,7 @@ from postel.infra.model import RESOURCE, Model
 from postel.infra.presence import wait_for
 from postel.infra.runner import load_worker
 from postel.infra.settings import Settings
-from postel.services.gasl.cli_support import DEMO_GRAPH
+from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import ScriptedClient
 from postel.services.prompts import Capability
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 from postel.infra import keys
+from postel.infra.bench.loop import sample_document
+from postel.infra.bench.oracle import Oracle
 from postel.infra.calls import read_calls
 from postel.infra.client import Client
 from postel.infra.fake_model import FakeModel
@@ -27,9 +29,7 @@ from postel.infra.replay import JobExport, export_job, replay_gasl_rounds, repla
 from postel.infra.runner import load_worker
 from postel.infra.settings import Settings
 from postel.messages import JobOptions
-from postel.services.gasl.cli_support import DEMO_GRAPH
-from postel.services.generation.bench import sample_document
-from postel.services.generation.oracle import Oracle
+from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability, templates
 from pydantic import SecretStr

@@ -16,7 +16,7 @@ from postel.infra.local_system import LocalSystem
 from postel.infra.model import RESOURCE, Model
 from postel.infra.settings import Settings
 from postel.infra.web.server import WebServer
-from postel.services.gasl.cli_support import DEMO_GRAPH
+from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability
 

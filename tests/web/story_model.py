@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from postel.infra.bench.oracle import Oracle, serialise
 from postel.services.generation.continuation import read_resume_offset
-from postel.services.generation.oracle import Oracle, serialise
 from postel.services.llm import LLMRequest
 
 QUESTION = "Which authors in these reports collaborate most, and on what topics?"

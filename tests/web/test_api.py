@@ -23,7 +23,7 @@ from postel.infra.local_system import LocalSystem
 from postel.infra.settings import QueueSettings, Settings
 from postel.infra.web.server import WebError, WebServer
 from postel.messages.limits import MAX_PAYLOAD_BYTES
-from postel.services.gasl.cli_support import DEMO_GRAPH
+from postel.services.gasl.loaders import DEMO_GRAPH
 from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "bus"))

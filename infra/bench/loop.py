@@ -16,9 +16,9 @@ import math
 import time
 from typing import Any
 
+from postel.infra.bench.oracle import Oracle, serialise
 from postel.messages.document import SectionsDocument
 from postel.services.generation.loop import LoopState, continuation_prompt, step
-from postel.services.generation.oracle import Oracle, serialise
 from postel.services.generation.summary import summary_lines
 from postel.services.llm.tokens import count_tokens
 from postel.services.prompts.templates import SECTIONS_OUTPUT_FORMAT

@@ -2,8 +2,8 @@
 
 Four sides cross five queues, each stage in its own worker processes (1, 2 and 4 processes per
 stage by default), 10 jobs at once per process, JSON serializer everywhere
-(infra/bench_bus_worker.py):
-- postel: the relay workers (infra/relay.py) woken by pushes (infra/wake.py);
+(infra/bench/bus_worker.py):
+- postel: the relay workers (infra/bench/relay.py) woken by pushes (infra/wake.py);
 - postel, poll 5 ms (before): the same relay workers on arq's Worker polling every 5 ms, as
   postel ran before;
 - bare arq, poll 5 ms, and bare arq at its defaults (poll 0.5 s): a no-op function per stage
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
-from postel.infra.bench_bus_worker import STAGES, bare_done, bare_queue
+from postel.infra.bench.bus_worker import STAGES, bare_done, bare_queue
 from postel.infra.client import Client
 from postel.infra.connect import redis_client
 from postel.infra.redis_server import configured_or_scratch
@@ -115,7 +115,7 @@ class Fleet:
                         [
                             sys.executable,
                             "-m",
-                            "postel.infra.bench_bus_worker",
+                            "postel.infra.bench.bus_worker",
                             self.side.key,
                             str(stage),
                             *("--url", self.url, "--ready-key", self.ready_key),

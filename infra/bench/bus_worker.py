@@ -1,9 +1,9 @@
 """One worker process of `postel bench bus`: one stage of one side.
 
-    python -m postel.infra.bench_bus_worker SIDE STAGE --url URL --ready-key KEY --run RUN
+    python -m postel.infra.bench.bus_worker SIDE STAGE --url URL --ready-key KEY --run RUN
 
-Sides (infra/bench_bus.py compares them in one run):
-- `postel`: the relay stage (infra/relay.py) on postel's runtime, woken by pushes;
+Sides (infra/bench/bus.py compares them in one run):
+- `postel`: the relay stage (infra/bench/relay.py) on postel's runtime, woken by pushes;
 - `postel_poll`: the same relay stage and Actor on arq's own Worker polling every 5 ms, as
   postel ran before workers were woken by pushes (the "before" of the comparison);
 - `arq_5ms` / `arq_default`: a bare arq function that enqueues the next stage, polling every
@@ -30,9 +30,9 @@ from arq.connections import ArqRedis, RedisSettings
 from arq.worker import func
 from postel.infra import keys
 from postel.infra.actor import ARQ_FUNCTION, Actor, Outcome, Runtime, WorkerSpec
+from postel.infra.bench.relay import RELAY_WORKERS
 from postel.infra.events import Metrics
 from postel.infra.logging import configure_logging
-from postel.infra.relay import RELAY_WORKERS
 from postel.infra.runner import KEEP_RESULT_S, run_workers
 from postel.infra.settings import Settings
 from postel.infra.wire import connect_arq, dumps, loads

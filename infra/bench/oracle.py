@@ -20,12 +20,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from postel.messages.errors import PostelError
 from postel.services.generation.continuation import read_resume_offset, read_text_so_far
 from postel.services.llm.tokens import count_tokens, truncate_to_tokens
 from pydantic import BaseModel
 
 
-class OracleError(ValueError):
+class OracleError(PostelError, ValueError):
     """The prompt does not point at the target document."""
 
 

@@ -1,7 +1,7 @@
 """`postel bench loop`: the AI loop over the real bus, with an oracle model.
 
 The generator and validator workers run on an embedded Redis (or POSTEL_REDIS_URL); the
-model is `services.generation.oracle`: it knows the target document and answers each prompt
+model is `infra.bench.oracle`: it knows the target document and answers each prompt
 as a perfect model would, reading where to resume from the prompt text alone. A
 `generation.requested` for a `document` is enqueued; each iteration is a
 `generation.continued` message. Figures come from the job's events (prompt and completion
@@ -14,6 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 from postel.infra import keys
+from postel.infra.bench.loop import (
+    IterationFigures,
+    naive_parse_ms,
+    scale_row,
+    scaled,
+    summarise_run,
+)
+from postel.infra.bench.oracle import Oracle
 from postel.infra.client import Client
 from postel.infra.local_system import LocalSystem
 from postel.infra.model import RESOURCE, Model
@@ -30,15 +38,7 @@ from postel.messages import (
     TypeSpec,
     new_job_id,
 )
-from postel.services.generation.bench import (
-    IterationFigures,
-    naive_parse_ms,
-    scale_row,
-    scaled,
-    summarise_run,
-)
 from postel.services.generation.loop import LoopState, step
-from postel.services.generation.oracle import Oracle
 from postel.services.generation.summary import summary_lines
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.llm.tokens import truncate_to_tokens
@@ -73,7 +73,7 @@ async def run_loop_bus_bench(
             for e in await client.events.read(job_id)
             if e.worker == "generator" and e.status in ("completed", "continued")
         ]
-        raw_state = await client.pool.get(keys.job_scoped(job_id, "gen", TASK_ID, "0", "state"))
+        raw_state = await client.pool.get(keys.loop_state(job_id, TASK_ID, 0))
     state = LoopState.model_validate_json(raw_state) if raw_state else LoopState()
     figures = _figures(events, state, responses, max_iterations)
     final = (

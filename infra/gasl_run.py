@@ -1,4 +1,4 @@
-"""Pure functions behind `postel gasl run|check`: run commands, render records, check syntax."""
+"""What `postel gasl run|check` does: run commands, render records, check syntax."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Any
 
 from postel.messages.gasl import ExecutionRecord, GaslPlan, GaslRunResult
 from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.errors import GaslSyntaxError
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.llm_steps import GaslModel
-from postel.services.gasl.parser import GaslSyntaxError, parse
+from postel.services.gasl.parser import parse
 from postel.services.gasl.state import JsonFileStateBackend, StateStore
 
-DEMO_GRAPH = Path(__file__).parent / "data" / "mmwr_nano_graphrag.graphml"
 STATE_FILE = "gasl_state.json"
 
 
