@@ -30,8 +30,16 @@ from postel.messages.task import JobProgress, Task
 from postel.services.ipv import effective_settings
 from postel.services.llm import LLMClient
 from postel.services.planner.finish import after_task, generation_request, graph_outcome
-from postel.services.planner.hdt import UNUSABLE, RoundDecision, decide_round, plan_id, probe_plan
+from postel.services.planner.hdt import (
+    UNUSABLE,
+    RoundDecision,
+    decide_round,
+    plan_id,
+    probe_plan,
+    question_of,
+)
 from postel.services.planner.render import outcome_digest
+from postel.services.planner.round_prompt import RoundInputs
 from postel.services.planner.task_plan import plan_tasks
 from postel.services.prompts import Capability
 
@@ -93,21 +101,14 @@ async def on_task_planned(
         )
     if msg.request.graph is None:
         return _failed(msg, f"task {task.id!r} analyses a graph, but the job names none")
-    decision = await decide_round(
-        llm,
-        capability,
-        msg.request,
-        task,
+    first = RoundInputs(
+        question=question_of(task, msg.request),
         task_index=msg.progress.task_index,
         round_number=0,
         max_rounds=effective_settings(msg.request).max_rounds,
         graph_summary=graph_summary,
-        state_summary={},
-        history=[],
-        records=[],
-        error=None,
-        problem=None,
     )
+    decision = await decide_round(llm, capability, msg.request, first)
     plan, hypothesis = _next_plan(decision, msg.progress.task_index, 0, graph_summary, notes)
     note = RoundNote(round=0, hypothesis=hypothesis, plan=plan)
     # a probe replacing an unusable answer (or a premature COMPLETE) is a refine
@@ -132,11 +133,8 @@ async def on_gasl_executed(
     history = _with_outcome(msg, outcome_digest(msg.records, msg.error))
     last = history[-1].hypothesis
     max_rounds = effective_settings(msg.request).max_rounds
-    decision = await decide_round(
-        llm,
-        capability,
-        msg.request,
-        task,
+    following = RoundInputs(
+        question=question_of(task, msg.request),
         task_index=index,
         round_number=executed + 1,
         max_rounds=max_rounds,
@@ -147,6 +145,7 @@ async def on_gasl_executed(
         error=msg.error,
         problem=last if last.startswith(UNUSABLE) else None,
     )
+    decision = await decide_round(llm, capability, msg.request, following)
     if decision.evaluation:
         judged = f"{history[-1].outcome}; judged: {decision.evaluation}"[:_OUTCOME_CHARS]
         history[-1] = history[-1].model_copy(update={"outcome": judged})

@@ -9,19 +9,17 @@ prompt.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from postel.messages.gasl import ExecutionRecord, GaslPlan
+from postel.messages.gasl import GaslPlan
 from postel.messages.job import JobRequest
-from postel.messages.pipeline import RoundNote
 from postel.messages.task import Task
 from postel.services.llm import LLMClient
 from postel.services.planner.answers import AnswerError
 from postel.services.planner.calls import ask
 from postel.services.planner.round_answer import Decision, read_round_answer
-from postel.services.planner.round_prompt import round_messages
+from postel.services.planner.round_prompt import RoundInputs, round_messages
 from postel.services.prompts import Capability
 
 ANSWER_TOKENS = 512
@@ -68,37 +66,14 @@ def question_of(task: Task, request: JobRequest) -> str:
 
 
 async def decide_round(
-    llm: LLMClient,
-    capability: Capability,
-    request: JobRequest,
-    task: Task,
-    *,
-    task_index: int,
-    round_number: int,
-    max_rounds: int,
-    graph_summary: dict[str, Any] | None,
-    state_summary: dict[str, Any],
-    history: Sequence[RoundNote],
-    records: Sequence[ExecutionRecord],
-    error: str | None,
-    problem: str | None,
+    llm: LLMClient, capability: Capability, request: JobRequest, round_: RoundInputs
 ) -> RoundDecision:
-    """Ask the model about round `round_number` (the plan it proposes runs as that round).
-    `problem` is the previous answer's problem, shown to the model once more."""
-    messages = round_messages(
-        capability,
-        question=question_of(task, request),
-        graph_summary=graph_summary,
-        state_summary=state_summary,
-        history=history,
-        records=records,
-        error=error,
-        round_number=round_number,
-        max_rounds=max_rounds,
-        problem=problem,
-    )
+    """Ask the model about round `round_.round_number` (the plan it proposes runs as that
+    round)."""
+    messages = round_messages(capability, round_)
     text = await ask(llm, messages, request, max_tokens=ANSWER_TOKENS)
-    name = plan_id(task_index, round_number)
+    name = plan_id(round_.task_index, round_.round_number)
+    graph_summary = round_.graph_summary
     try:
         answer = read_round_answer(text)
     except AnswerError as unusable:

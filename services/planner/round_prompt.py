@@ -13,7 +13,7 @@ Budgets follow capability: minimal models are the 2048-token local ones.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from postel.messages.gasl import ExecutionRecord
@@ -31,6 +31,25 @@ BUDGETS: dict[Capability, int] = {
 }
 
 
+@dataclass(frozen=True)
+class RoundInputs:
+    """Everything one HDT round is decided from: the question, the graph's schema summary
+    (None without a graph), the state, the rounds so far and the last round's results.
+    `round_number` is the plan being asked for (0-based) of at most `max_rounds`; `problem`
+    is the previous answer's problem, shown to the model once more."""
+
+    question: str
+    task_index: int
+    round_number: int
+    max_rounds: int
+    graph_summary: dict[str, Any] | None = None
+    state_summary: dict[str, Any] = field(default_factory=dict)
+    history: Sequence[RoundNote] = ()
+    records: Sequence[ExecutionRecord] = ()
+    error: str | None = None
+    problem: str | None = None
+
+
 @dataclass
 class _Part:
     title: str
@@ -39,36 +58,25 @@ class _Part:
     floor: int  # tokens it keeps however tight the budget
 
 
-def round_messages(
-    capability: Capability,
-    *,
-    question: str,
-    graph_summary: dict[str, Any] | None,
-    state_summary: dict[str, Any],
-    history: Sequence[RoundNote],
-    records: Sequence[ExecutionRecord],
-    error: str | None,
-    round_number: int,
-    max_rounds: int,
-    problem: str | None,
-) -> list[ChatMessage]:
-    """The chat messages asking for plan `round_number` (0-based) of at most `max_rounds`;
-    at `round_number == max_rounds` the model is told to complete."""
+def round_messages(capability: Capability, round_: RoundInputs) -> list[ChatMessage]:
+    """The chat messages asking for the round's plan; at `round_number == max_rounds` the
+    model is told to complete."""
     status = (
-        f"plan {round_number + 1} of at most {max_rounds}"
-        if round_number < max_rounds
+        f"plan {round_.round_number + 1} of at most {round_.max_rounds}"
+        if round_.round_number < round_.max_rounds
         else "no plan may run any more: decide complete with what the evidence holds"
     )
+    results = records_text(round_.records, round_.error)
     parts = {
-        "QUESTION": _Part("QUESTION", question, 250, 80),
-        "GRAPH": _Part("GRAPH", graph_text(graph_summary), 350, 160),
-        "STATE": _Part("STATE", state_text(state_summary), 250, 40),
-        "HISTORY": _Part("HISTORY (newest first)", history_text(history), 250, 60),
-        "LAST RESULTS": _Part("LAST RESULTS", records_text(records, error), 450, 120),
+        "QUESTION": _Part("QUESTION", round_.question, 250, 80),
+        "GRAPH": _Part("GRAPH", graph_text(round_.graph_summary), 350, 160),
+        "STATE": _Part("STATE", state_text(round_.state_summary), 250, 40),
+        "HISTORY": _Part("HISTORY (newest first)", history_text(round_.history), 250, 60),
+        "LAST RESULTS": _Part("LAST RESULTS", results, 450, 120),
         "ROUND": _Part("ROUND", status, 40, 40),
     }
-    if problem:
-        parts["PROBLEM"] = _Part("PROBLEM WITH YOUR LAST ANSWER", problem, 150, 60)
+    if round_.problem:
+        parts["PROBLEM"] = _Part("PROBLEM WITH YOUR LAST ANSWER", round_.problem, 150, 60)
     budget = BUDGETS[capability]
     messages = _render(capability, parts.values())
     for name in ("HISTORY", "STATE", "GRAPH", "LAST RESULTS", "QUESTION"):

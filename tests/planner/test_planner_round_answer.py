@@ -8,7 +8,7 @@ from postel.messages.pipeline import RoundNote
 from postel.services.llm.tokens import count_tokens
 from postel.services.planner import read_round_answer
 from postel.services.planner.answers import AnswerError
-from postel.services.planner.round_prompt import BUDGETS, round_messages
+from postel.services.planner.round_prompt import BUDGETS, RoundInputs, round_messages
 from postel.services.prompts import Capability
 
 
@@ -100,15 +100,18 @@ def test_the_round_prompt_fits_its_budget_and_keeps_the_newest() -> None:
     for capability in Capability:
         messages = round_messages(
             capability,
-            question="Who? " * 200,
-            graph_summary=summary,
-            state_summary=state,
-            history=history,
-            records=records,
-            error=None,
-            round_number=20,
-            max_rounds=25,
-            problem="your previous answer could not be used: no JSON",
+            RoundInputs(
+                task_index=0,
+                question="Who? " * 200,
+                graph_summary=summary,
+                state_summary=state,
+                history=history,
+                records=records,
+                error=None,
+                round_number=20,
+                max_rounds=25,
+                problem="your previous answer could not be used: no JSON",
+            ),
         )
         text = "\n".join(m.content for m in messages)
         assert count_tokens(text) <= BUDGETS[capability]

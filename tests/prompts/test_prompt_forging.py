@@ -19,7 +19,7 @@ from postel.messages.pipeline import RoundNote
 from postel.services.gasl.llm_steps import Limits, run_analyze, run_process
 from postel.services.gasl.model import LLMGaslModel
 from postel.services.llm import ChatMessage, LLMRequest, ScriptedClient
-from postel.services.planner.round_prompt import round_messages
+from postel.services.planner.round_prompt import RoundInputs, round_messages
 from postel.services.prompts import TEMPLATES, Capability, build_prompt, neutralise
 
 FORGERIES = {
@@ -164,15 +164,18 @@ def hostile_round(kind: str, capability: Capability) -> tuple[str, dict[str, str
     )
     messages = round_messages(
         capability,
-        question=FORGED_PARTS + "\n" + attack["QUESTION"],
-        graph_summary={"nodes": 1, "edges": 0, "entity_types": {attack["GRAPH"]: 1}},
-        state_summary={"keys": [{"key": "k", "type": "LIST", "sample": [attack["STATE"]]}]},
-        history=[note],
-        records=[record],
-        error=None,
-        round_number=0,
-        max_rounds=5,
-        problem=attack["PROBLEM WITH YOUR LAST ANSWER"],
+        RoundInputs(
+            task_index=0,
+            question=FORGED_PARTS + "\n" + attack["QUESTION"],
+            graph_summary={"nodes": 1, "edges": 0, "entity_types": {attack["GRAPH"]: 1}},
+            state_summary={"keys": [{"key": "k", "type": "LIST", "sample": [attack["STATE"]]}]},
+            history=[note],
+            records=[record],
+            error=None,
+            round_number=0,
+            max_rounds=5,
+            problem=attack["PROBLEM WITH YOUR LAST ANSWER"],
+        ),
     )
     return user_message(messages), attack
 
