@@ -16,6 +16,7 @@ LLMError while there is still time to commit the failure. How a failure ends:
   - the job's deadline passed (before or during the hop)  -> `deadline_exceeded`
   - the hop outlasted its limit                            -> `hop_timeout`
   - the model endpoint failed (after its own retries)      -> `llm_error`
+  - the job's graph is missing (GraphNotFound)             -> `invalid_request`
   - any other exception: arq retries the message with exponential backoff (`retried`
     event) while tries remain, then `out_of_tries`.
 The model layer's retries are the one retry budget of a model failure: the handler does not
@@ -61,12 +62,15 @@ from postel.messages import (
     JobCompleted,
     JobFailed,
     decode_message,
+    ids,
     utc_now,
 )
-from postel.messages.errors import PostelError
+from postel.messages.errors import GraphNotFound, PostelError
 from postel.services.llm.budget import call_budget
 from postel.services.llm.call_log import LoggedCall, logging_calls
 from postel.services.llm.errors import LLMError
+from postel.services.llm.metered import Meter
+from postel.services.step import Step
 from pydantic import ValidationError
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
@@ -88,6 +92,11 @@ class Outcome:
     continued: bool = False
     calls: list[LoggedCall] = field(default_factory=list)
     """The hop's model calls, filled in by the runtime and recorded with the commit."""
+
+    @classmethod
+    def of(cls, step: Step, meter: Meter | None = None) -> Outcome:
+        """A service's Step as the hop's outcome, with its model calls' counts."""
+        return cls(step.messages, Metrics.of(step.figures, meter), continued=step.continued)
 
 
 @dataclass
@@ -429,7 +438,7 @@ class Actor:
             await self._record(message, "dead_lettered", error=error)
         failed = message.derive(
             JobFailed,
-            key="failed",
+            key=ids.FAILED,
             status=status,
             error=f"{self.spec.name} gave up after {message.attempt} tries: {error}"
             if status == "out_of_tries"
@@ -453,7 +462,7 @@ class Actor:
             error = f"{self.spec.name} could not store its outcome: {type(exc).__name__}: {exc}"
             log.error("outcome could not be stored; the job fails", error=error[:500])
             failed = message.derive(
-                JobFailed, key="failed", status="invalid_request", error=error[:2000]
+                JobFailed, key=ids.FAILED, status="invalid_request", error=error[:2000]
             )
             result = await self._commit_outcome(message, Outcome([failed]), started, arq_job)
         if result == "duplicate":
@@ -570,6 +579,8 @@ def _failure_of(exc: Exception, limit: HopLimit) -> FailureStatus | None:
         return "hop_timeout"
     if isinstance(exc, LLMError):
         return "llm_error"
+    if isinstance(exc, GraphNotFound):
+        return "invalid_request"
     return None
 
 

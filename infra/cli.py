@@ -23,9 +23,10 @@ from postel.infra.cli_support import (
     settings,
 )
 from postel.infra.client import Client, JobFailedError
-from postel.infra.events import Event, parse_command_lines
+from postel.infra.events import Event
 from postel.infra.local_model import LocalModelError
 from postel.infra.settings import WORKER_NAMES
+from postel.services.step import parse_command_lines
 from pydantic import ValidationError
 
 

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from postel.infra.client import Client
-from postel.infra.events import Event, parse_command_lines
+from postel.infra.events import Event
 from postel.infra.graphs import GraphInfo, GraphNotFound, GraphRegistry
 from postel.infra.jobs import JobRecord
 from postel.infra.model import provider_of
@@ -31,6 +31,7 @@ from postel.infra.web.server import WebError, WebServer
 from postel.messages import JobOptions, JobRequest, TypeSpec
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.planner.render import dumps
+from postel.services.step import parse_command_lines
 
 QUESTION = "Which authors in these reports collaborate most, and on what topics?"
 GRAPH_NAME = "mmwr"

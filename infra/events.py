@@ -13,15 +13,10 @@ dead_lettered, dropped (a message of a finished job: not handled, or its outcome
 redriven (a dead letter sent back to its queue). `instance` names the process (host:pid)
 that handled the message, so a dashboard shows how replicas share a queue. `wait_ms` is how
 long the message waited between being created and being received (the hop latency);
-`duration_ms` is how long its handling took. The generator's events carry the AI loop's
-figures per iteration (iteration, repair, finish_reason, sections and elements delivered
-so far). The planner's carry the HDT round, its `decision` (continue, refine, pivot,
-complete) and a short `rationale`; the gasl worker's carry the round's `commands`, one line
-each: `<status> <count> <command>`; the validator's carry `decision` accepted, repair or
-rejected with the reason as `rationale`. Numeric fields that do not apply are 0, text fields
-that do not apply are empty; `error` is empty unless something failed. Text fields are
-bounded (RATIONALE_CHARS, COMMANDS_CHARS, COMMAND_LINES); the full records stay in the
-job's data (infra/stores.py).
+`duration_ms` is how long its handling took. The figures from `iteration` to `commands` are
+what the hop's service reported (services/step.py says what each means) with its model
+calls' counts; those that do not apply are 0 or empty, and `error` is empty unless
+something failed.
 
 Recording a handled message (`completed`, `continued`) also adds the hop's model calls and
 tokens to the job record's sums and counts it for the process that handled it
@@ -32,13 +27,14 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import AsyncIterator, Sequence
-from typing import Annotated, Any, Literal
+from collections.abc import AsyncIterator
+from typing import Any, Literal
 
 from postel.infra import keys
-from postel.messages import ExecutionRecord, utc_now
+from postel.messages import utc_now
 from postel.services.llm.metered import Meter
-from pydantic import AfterValidator, BaseModel, Field
+from postel.services.step import HopFigures
+from pydantic import BaseModel, Field
 from redis.asyncio import Redis
 
 INSTANCE = f"{socket.gethostname()}:{os.getpid()}"
@@ -56,41 +52,27 @@ EventStatus = Literal[
 ]
 HANDLED: frozenset[str] = frozenset({"completed", "continued"})
 
-RATIONALE_CHARS = 300
-COMMANDS_CHARS = 2_000
-COMMAND_LINES = 20
-_COMMAND_CHARS = 160
 
+class Metrics(HopFigures):
+    """A hop's figures with its model calls' counts; each is an event field of the same name."""
 
-def _bounded(limit: int) -> AfterValidator:
-    return AfterValidator(lambda text: text if len(text) <= limit else text[: limit - 1] + "…")
-
-
-class Metrics(BaseModel):
-    """The figures a handler reports for its hop; each is an event field of the same name."""
-
-    iteration: int = 0
-    round: int = 0
-    repair: int = 0
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     budget_wait_ms: float = 0.0
-    finish_reason: str = ""
-    sections: int = 0
-    elements: int = 0
-    decision: str = ""
-    rationale: Annotated[str, _bounded(RATIONALE_CHARS)] = ""
-    commands: Annotated[str, _bounded(COMMANDS_CHARS)] = ""
 
     @classmethod
-    def of_calls(cls, meter: Meter, **figures: Any) -> Metrics:
+    def of(cls, figures: HopFigures, meter: Meter | None = None) -> Metrics:
+        """A service's figures with the counts of the model calls `meter` saw."""
+        reported = figures.model_dump(include=set(HopFigures.model_fields))
+        if meter is None:
+            return cls(**reported)
         return cls(
             llm_calls=meter.calls,
             prompt_tokens=meter.prompt_tokens,
             completion_tokens=meter.completion_tokens,
             budget_wait_ms=round(meter.budget_wait_ms, 3),
-            **figures,
+            **reported,
         )
 
 
@@ -129,29 +111,6 @@ class Event(Metrics, _Hop):
         }
         decoded["id"] = _text(entry_id)
         return cls.model_validate(decoded)
-
-
-def command_lines(records: Sequence[ExecutionRecord]) -> str:
-    """A GASL round's commands for the `commands` field: `<status> <count> <command>` per
-    line, each command on one line and cut short, at most COMMAND_LINES lines."""
-    lines = []
-    for record in records[:COMMAND_LINES]:
-        command = " ".join(record.command.split())
-        if len(command) > _COMMAND_CHARS:
-            command = command[: _COMMAND_CHARS - 1] + "…"
-        lines.append(f"{record.status} {record.count} {command}")
-    if len(records) > COMMAND_LINES:
-        lines.append(f"… {len(records) - COMMAND_LINES} more")
-    return "\n".join(lines)
-
-
-def parse_command_lines(text: str) -> list[tuple[str, int, str]]:
-    """The `commands` field back as (status, count, command) rows."""
-    rows = []
-    for line in text.splitlines():
-        status, count, command = ([*line.split(" ", 2), "", ""])[:3]
-        rows.append((status, int(count), command) if count.isdigit() else ("", 0, line))
-    return rows
 
 
 Command = list[str]

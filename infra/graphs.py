@@ -30,7 +30,7 @@ import networkx as nx
 import redis.asyncio as aioredis
 import structlog
 from postel.infra import keys
-from postel.messages.errors import PostelError
+from postel.messages.errors import GraphNotFound, PostelError
 from postel.services.gasl.adapters import NetworkXAdapter
 from postel.services.gasl.loaders import normalise_graph
 from postel.services.gasl.schema_summary import summarize_graph
@@ -53,16 +53,6 @@ _META_FIELDS = (
     "stored_bytes",
     "added_at",
 )
-
-
-class GraphNotFound(PostelError, LookupError):
-    """No graph of that name is registered; the message lists the known names."""
-
-    def __init__(self, name: str, known: builtins.list[str]) -> None:
-        self.name = name
-        self.known = known
-        listed = ", ".join(known) if known else "none yet; add one with `postel graph add`"
-        super().__init__(f"no graph named {name!r}; known graphs: {listed}")
 
 
 class InvalidGraphName(PostelError, ValueError):
@@ -232,8 +222,11 @@ class GraphRegistry:
             raise GraphNotFound(name, await self.names())
         return self._info(name, dict(zip(_META_FIELDS, row, strict=True)))
 
-    async def adapter(self, name: str) -> NetworkXAdapter:
-        """The graph as a GASL adapter, parsed once per process and version."""
+    async def adapter(self, name: str | None) -> NetworkXAdapter:
+        """The graph as a GASL adapter, parsed once per process and version; GraphNotFound
+        when it is not registered, or `name` is None (a job that names no graph)."""
+        if name is None:
+            raise GraphNotFound(None)
         # The hash travels with the version: after a flush, a re-added graph restarts at
         # version 1, and only the hash tells it from the graph cached before.
         raw_version, raw_sha = await self.redis.hmget(keys.graph(name), ["version", "sha256"])
@@ -255,7 +248,7 @@ class GraphRegistry:
         self.cache.entries[(self._server, name)] = (loaded_stamp, adapter)
         return adapter
 
-    async def summary(self, name: str) -> dict[str, Any]:
+    async def summary(self, name: str | None) -> dict[str, Any]:
         """The graph's schema summary for planning prompts (entity types, attributes,
         relation keywords), computed once per loaded version."""
         adapter = await self.adapter(name)

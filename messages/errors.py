@@ -11,6 +11,23 @@ class PostelError(Exception):
     """Anything postel raises on purpose."""
 
 
+class GraphNotFound(PostelError, LookupError):
+    """A job needs a graph that is not there: it names none, or none of that name is
+    registered (`known`, when given, lists the names that are). A job whose graph is missing
+    fails `invalid_request`, its message dead-lettered so that registering the graph and
+    redriving it resumes the job."""
+
+    def __init__(self, name: str | None, known: list[str] | None = None) -> None:
+        self.name = name
+        self.known = known
+        if name is None:
+            super().__init__("the job names no graph, and this step needs one")
+            return
+        listed = ", ".join(known) if known else "none yet; add one with `postel graph add`"
+        tail = "" if known is None else f"; known graphs: {listed}"
+        super().__init__(f"no graph named {name!r}{tail}")
+
+
 class LimitExceeded(PostelError, ValueError):
     """Input larger or deeper than a documented limit (messages.limits); the message names
     the limit, its value and what was seen."""

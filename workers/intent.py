@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from postel.infra.actor import Metrics, Outcome, Runtime, WorkerSpec
+from postel.infra.actor import Outcome, Runtime, WorkerSpec
 from postel.infra.model import ensure_model, model_of
 from postel.messages import Envelope, JobSubmitted
-from postel.services.ipv.infer import analyze_intent
+from postel.services.ipv import infer
+from postel.services.step import ModelDeps
 
 
 async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     assert isinstance(message, JobSubmitted)
     model = model_of(runtime, "intent")
     llm = model.metered(message.request.options.model)
-    messages = await analyze_intent(message, llm, model.capability)
-    return Outcome(messages, Metrics.of_calls(llm.meter))
+    step = await infer.handle(message, ModelDeps(llm, model.capability))
+    return Outcome.of(step, llm.meter)
 
 
 WORKER = WorkerSpec("intent", (JobSubmitted,), handle, setup=ensure_model("intent"))

@@ -3,54 +3,22 @@ to the generator or the validator (services.planner)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import structlog
-from postel.infra.actor import Metrics, Outcome, Runtime, WorkerSpec
-from postel.infra.graphs import GraphNotFound, GraphRegistry
+from postel.infra.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.graphs import GraphRegistry
 from postel.infra.model import ensure_model, model_of
-from postel.messages import (
-    CarriesJob,
-    Envelope,
-    GaslPlanExecuted,
-    IntentAnalyzed,
-    JobFailed,
-    TaskPlanned,
-)
-from postel.services.planner import on_gasl_executed, on_intent_analyzed, on_task_planned
-
-log = structlog.get_logger(__name__)
-
-HANDLERS = {
-    IntentAnalyzed: on_intent_analyzed,
-    TaskPlanned: on_task_planned,
-    GaslPlanExecuted: on_gasl_executed,
-}
+from postel.messages import Envelope, GaslPlanExecuted, IntentAnalyzed, TaskPlanned
+from postel.services import planner
 
 
 async def handle(message: Envelope, runtime: Runtime) -> Outcome:
-    assert isinstance(message, CarriesJob)
-    request = message.request
-    summary: dict[str, Any] | None = None
-    if request.graph is not None:
-        registry = GraphRegistry(runtime.redis)  # adapters are cached per process
-        try:
-            summary = await registry.summary(request.graph)
-        except GraphNotFound as exc:
-            failed = message.derive(JobFailed, "failed", status="invalid_request", error=str(exc))
-            return Outcome([failed])
+    assert isinstance(message, IntentAnalyzed | TaskPlanned | GaslPlanExecuted)
+    graph = message.request.graph
+    # adapters and summaries are cached per process; a missing graph fails the job
+    summary = None if graph is None else await GraphRegistry(runtime.redis).summary(graph)
     model = model_of(runtime, "planner")
     llm = model.metered(message.request.options.model)
-    notes: list[str] = []
-    handler = HANDLERS[type(message)]
-    step = await handler(message, llm, model.capability, summary, notes=notes)
-    for note in notes:
-        log.info("planner decision", note=note)
-    round_ = message.round if isinstance(message, GaslPlanExecuted) else 0
-    metrics = Metrics.of_calls(
-        llm.meter, round=round_, decision=step.decision, rationale=step.rationale
-    )
-    return Outcome(step.messages, metrics)
+    step = await planner.handle(message, planner.PlannerDeps(llm, model.capability, summary))
+    return Outcome.of(step, llm.meter)
 
 
-WORKER = WorkerSpec("planner", tuple(HANDLERS), handle, setup=ensure_model("planner"))
+WORKER = WorkerSpec("planner", tuple(planner.HANDLERS), handle, setup=ensure_model("planner"))

@@ -118,7 +118,7 @@ def _calling_a_model(spec: WorkerSpec) -> WorkerSpec:
         question = ChatMessage(role="user", content=f"relay {message.message_id}")
         await llm.complete(LLMRequest(messages=[question], max_tokens=16))
         outcome = await spec.handle(message, runtime)
-        return dataclasses.replace(outcome, metrics=Metrics.of_calls(llm.meter))
+        return dataclasses.replace(outcome, metrics=Metrics.of(outcome.metrics, llm.meter))
 
     return dataclasses.replace(spec, handle=handle)
 

@@ -19,6 +19,7 @@ from postel.messages import (
     JobCompleted,
     JobProgress,
     JobSubmitted,
+    ids,
 )
 
 
@@ -30,7 +31,7 @@ async def _intent(message: Envelope, runtime: Runtime) -> Outcome:
     )
     progress = JobProgress(intent=intent)
     return Outcome(
-        [message.derive(IntentAnalyzed, "intent", request=message.request, progress=progress)]
+        [message.derive(IntentAnalyzed, ids.INTENT, request=message.request, progress=progress)]
     )
 
 
@@ -39,7 +40,7 @@ async def _planner(message: Envelope, runtime: Runtime) -> Outcome:
     plan = GaslPlan(plan_id="relay", commands=["DECLARE relay AS COUNTER"])
     routed = message.derive(
         GaslPlanRequested,
-        "gasl:0:0",
+        ids.gasl_round(0, 0),
         request=message.request,
         progress=message.progress,
         round=0,
@@ -52,7 +53,7 @@ async def _gasl(message: Envelope, runtime: Runtime) -> Outcome:
     assert isinstance(message, GaslPlanRequested)
     routed = message.derive(
         GenerationRequested,
-        "gen:0",
+        ids.generation(0),
         request=message.request,
         progress=message.progress,
         task_id="relay",
@@ -65,7 +66,7 @@ async def _generator(message: Envelope, runtime: Runtime) -> Outcome:
     assert isinstance(message, GenerationRequested)
     routed = message.derive(
         GenerationCompleted,
-        "gen:0:done",
+        ids.generation_done("relay", 0),
         request=message.request,
         progress=message.progress,
         task_id=message.task_id,
@@ -76,7 +77,7 @@ async def _generator(message: Envelope, runtime: Runtime) -> Outcome:
 
 async def _validator(message: Envelope, runtime: Runtime) -> Outcome:
     assert isinstance(message, GenerationCompleted)
-    return Outcome([message.derive(JobCompleted, "completed", result=message.output)])
+    return Outcome([message.derive(JobCompleted, ids.COMPLETED, result=message.output)])
 
 
 RELAY_WORKERS: list[WorkerSpec] = [

@@ -17,13 +17,14 @@ from datetime import UTC, datetime
 from typing import Any, get_args
 
 from postel.infra import keys
-from postel.infra.events import Event, EventLog, parse_command_lines
+from postel.infra.events import Event, EventLog
 from postel.infra.jobs import JobRecord, JobStatus, JobStore
 from postel.infra.presence import TTL_S, live_workers
 from postel.infra.settings import WORKER_NAMES
 from postel.infra.stores import GaslRound, GaslStateStore
 from postel.messages import ExecutionRecord, utc_now
 from postel.services.planner.render import dumps
+from postel.services.step import parse_command_lines
 from pydantic import BaseModel
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError

@@ -16,15 +16,53 @@ from __future__ import annotations
 import asyncio
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from postel.messages import GaslPlanExecuted, GaslPlanRequested
+from postel.messages import GaslPlanExecuted, GaslPlanRequested, ids
 from postel.messages.gasl import FAILED_STATUSES
 from postel.services.gasl.adapters import GraphAdapter
 from postel.services.gasl.budget import TimeBudget
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.llm_steps import GaslModel
 from postel.services.gasl.state import MemoryStateBackend, StateStore
+from postel.services.step import HopFigures, Step, command_lines
+
+
+class RoundStore(Protocol):
+    """Where a job's GASL state lives between rounds, one copy per round (infra/stores.py)."""
+
+    async def before_round(
+        self, job_id: str, task_index: int, round_: int
+    ) -> dict[str, Any] | None: ...
+
+    async def after_round(
+        self, job_id: str, task_index: int, round_: int, state: dict[str, Any]
+    ) -> None: ...
+
+    async def record_round(self, executed: GaslPlanExecuted) -> None: ...
+
+
+@dataclass(frozen=True)
+class GaslDeps:
+    """The job's graph, its state between rounds, the model for PROCESS and ANALYZE (None:
+    they end as error records) and the plan's time budget."""
+
+    adapter: GraphAdapter
+    rounds: RoundStore
+    model: GaslModel | None
+    budget: TimeBudget
+
+
+async def handle(message: GaslPlanRequested, deps: GaslDeps) -> Step:
+    """The gasl worker's one entry point: run the round from the state the previous round
+    left, keep the state and the records, and answer the planner."""
+    job, task = message.job_id, message.progress.task_index
+    before = await deps.rounds.before_round(job, task, message.round)
+    result = await execute_round(message, deps.adapter, before, deps.model, deps.budget)
+    await deps.rounds.after_round(job, task, message.round, result.state)
+    await deps.rounds.record_round(result.message)
+    commands = command_lines(result.message.records)
+    return Step([result.message], HopFigures(round=message.round, commands=commands))
 
 
 @dataclass
@@ -88,7 +126,7 @@ def _run_round(
     task = message.progress.task_index
     executed = message.derive(
         GaslPlanExecuted,
-        f"gasl-done:{task}:{message.round}",
+        ids.gasl_round_done(task, message.round),
         request=message.request,
         progress=message.progress,
         round=message.round,

@@ -26,6 +26,7 @@ from postel.messages import (
     JobFailed,
     TypeSpec,
     ValidationFailed,
+    ids,
 )
 from postel.messages.document import document_output_schema
 from postel.messages.errors import PostelError
@@ -36,6 +37,7 @@ from postel.services.llm.client import LLMClient
 from postel.services.llm.models import ChatMessage, LLMRequest
 from postel.services.llm.tokens import truncate_to_tokens
 from postel.services.prompts import TEMPLATES, Capability, build_prompt
+from postel.services.step import HopFigures, Step
 from postel.services.validation import describe_type
 
 EVIDENCE_MAX_TOKENS = 1200
@@ -57,26 +59,25 @@ class LoopStore(Protocol):
     async def put_state(self, job_id: str, task_id: str, repair: int, state: LoopState) -> None: ...
 
 
-@dataclass
-class GeneratorStep:
-    messages: list[Envelope]
-    continued: bool = False
-    iteration: int = 1
-    finish_reason: str = ""
-    sections: int = 0
-    elements: int = 0
+@dataclass(frozen=True)
+class GeneratorDeps:
+    """The generator's model, and where the AI loop keeps its anchor and state."""
+
+    llm: LLMClient
+    capability: Capability
+    store: LoopStore
 
 
 class MissingAnchor(PostelError, LookupError):
     pass
 
 
-async def generate(
-    message: GenerationRequested | GenerationContinued | ValidationFailed,
-    llm: LLMClient,
-    capability: Capability,
-    store: LoopStore,
-) -> GeneratorStep:
+async def handle(
+    message: GenerationRequested | GenerationContinued | ValidationFailed, deps: GeneratorDeps
+) -> Step:
+    """The generator's one entry point: one model call, then the loop's next message (the
+    next iteration, the finished output, or the job's failure) and the iteration's figures."""
+    llm, capability, store = deps.llm, deps.capability, deps.store
     if isinstance(message, GenerationRequested):
         await store.put_anchor(message)
         anchor, repair, iteration = message, 0, 1
@@ -141,28 +142,29 @@ def _after_step(
     repair: int,
     iteration: int,
     finish_reason: str,
-) -> GeneratorStep:
+) -> Step:
     delivered = result.state.document().model_dump(mode="json")
-    figures = {
-        "iteration": iteration,
-        "finish_reason": finish_reason,
-        "sections": result.metrics.sections_delivered,
-        "elements": result.metrics.elements_delivered,
-    }
+    figures = HopFigures(
+        iteration=iteration,
+        repair=repair,
+        finish_reason=finish_reason,
+        sections=result.metrics.sections_delivered,
+        elements=result.metrics.elements_delivered,
+    )
     task = anchor.task_id
     if result.decision == "continue":
         nxt = message.derive(
             GenerationContinued,
-            f"gen:{task}:{repair}:{iteration + 1}",
+            ids.generation_continued(task, repair, iteration + 1),
             task_id=task,
             iteration=iteration + 1,
             repair=repair,
         )
-        return GeneratorStep([nxt], continued=True, **figures)
+        return Step([nxt], figures, continued=True)
     if result.decision == "complete":
         done = message.derive(
             GenerationCompleted,
-            f"gen:{task}:{repair}:done",
+            ids.generation_done(task, repair),
             request=anchor.request,
             progress=anchor.progress,
             task_id=task,
@@ -170,7 +172,7 @@ def _after_step(
             iterations=iteration,
             repair=repair,
         )
-        return GeneratorStep([done], **figures)
+        return Step([done], figures)
     why = {
         "loop_detected": f"the model made no progress ({result.metrics.reason}) at iteration "
         f"{iteration}",
@@ -178,9 +180,9 @@ def _after_step(
         "(the profile's max_iterations)",
     }[result.decision]
     failed = message.derive(
-        JobFailed, "failed", status=result.decision, error=why, partial=delivered
+        JobFailed, ids.FAILED, status=result.decision, error=why, partial=delivered
     )
-    return GeneratorStep([failed], **figures)
+    return Step([failed], figures)
 
 
 async def _one_value(
@@ -192,7 +194,7 @@ async def _one_value(
     capability: Capability,
     repair: int,
     repair_note: ValidationFailed | None,
-) -> GeneratorStep:
+) -> Step:
     context = _context_blocks(anchor, repair_note)
     schema = value_schema(spec)
     wrapped = schema is not None and spec.kind != "json_schema"
@@ -213,14 +215,16 @@ async def _one_value(
     )
     done = message.derive(
         GenerationCompleted,
-        f"gen:{anchor.task_id}:{repair}:done",
+        ids.generation_done(anchor.task_id, repair),
         request=anchor.request,
         progress=anchor.progress,
         task_id=anchor.task_id,
         output=response.text,
         repair=repair,
     )
-    return GeneratorStep([done], finish_reason=response.finish_reason)
+    return Step(
+        [done], HopFigures(iteration=1, repair=repair, finish_reason=response.finish_reason)
+    )
 
 
 _JSON_TYPES: dict[str, dict[str, Any]] = {

@@ -4,19 +4,26 @@ repair turn carrying the validation error, then the job fails as `intent_failed`
 
 from __future__ import annotations
 
-from postel.messages import Envelope, Intent, IntentAnalyzed, JobFailed, JobProgress, JobSubmitted
+from postel.messages import (
+    Intent,
+    IntentAnalyzed,
+    JobFailed,
+    JobProgress,
+    JobSubmitted,
+    ids,
+)
 from postel.services.ipv.context import build_call_context, render_call_context
 from postel.services.ipv.profiles import effective_settings
 from postel.services.llm.ask import ask_json
-from postel.services.llm.client import LLMClient
-from postel.services.prompts import TEMPLATES, Capability, build_prompt
+from postel.services.prompts import TEMPLATES, build_prompt
+from postel.services.step import ModelDeps, Step
 
 INTENT_MAX_TOKENS = 768
 
 
-async def analyze_intent(
-    message: JobSubmitted, llm: LLMClient, capability: Capability
-) -> list[Envelope]:
+async def handle(message: JobSubmitted, deps: ModelDeps) -> Step:
+    """`job.submitted` -> `intent.analyzed`, or the job fails `intent_failed`."""
+    llm, capability = deps.llm, deps.capability
     request = message.request
     profile = effective_settings(request)
     context = build_call_context(request)
@@ -31,14 +38,13 @@ async def analyze_intent(
         temperature=profile.temperature,
     )
     if answer.value is None:
-        return [
-            message.derive(
-                JobFailed,
-                "failed",
-                status="intent_failed",
-                error=f"the intent analysis did not validate after one repair: {answer.error}",
-                partial=answer.responses[-1].text if answer.responses else None,
-            )
-        ]
+        failed = message.derive(
+            JobFailed,
+            ids.FAILED,
+            status="intent_failed",
+            error=f"the intent analysis did not validate after one repair: {answer.error}",
+            partial=answer.responses[-1].text if answer.responses else None,
+        )
+        return Step([failed])
     progress = JobProgress(intent=answer.value)
-    return [message.derive(IntentAnalyzed, "intent", request=request, progress=progress)]
+    return Step([message.derive(IntentAnalyzed, ids.INTENT, request=request, progress=progress)])

@@ -1,8 +1,8 @@
 """The planner's brain: the task plan and the HDT loop (hypothesize, run GASL,
 evaluate, decide).
 
-Flow (the planner worker calls one handler per message; each returns a PlannerStep: the
-messages and the round's decision with its rationale; see `handlers`):
+Flow (the planner worker calls `handle`, which runs one handler per message; each returns
+a Step: the messages and the round's decision with its rationale; see `handlers`):
 
     intent.analyzed    -> on_intent_analyzed: one call plans the tasks -> task.planned(0)
     task.planned(i)    -> on_task_planned:
@@ -68,7 +68,9 @@ history, state, schema, last results and question, in that order.
 
 from postel.services.planner.finish import after_task, evidence_of, provenance_of
 from postel.services.planner.handlers import (
-    PlannerStep,
+    HANDLERS,
+    PlannerDeps,
+    handle,
     on_gasl_executed,
     on_intent_analyzed,
     on_task_planned,
@@ -83,7 +85,8 @@ from postel.services.planner.task_plan import (
 )
 
 __all__ = [
-    "PlannerStep",
+    "HANDLERS",
+    "PlannerDeps",
     "RoundAnswer",
     "RoundDecision",
     "TaskPlanResult",
@@ -91,6 +94,7 @@ __all__ = [
     "decide_round",
     "default_plan",
     "evidence_of",
+    "handle",
     "on_gasl_executed",
     "on_intent_analyzed",
     "on_task_planned",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from postel.messages import ids
 from postel.messages.envelope import Envelope
 from postel.messages.gasl import ExecutionRecord
 from postel.messages.job import JobRequest
@@ -98,7 +99,7 @@ def generation_request(
 ) -> GenerationRequested:
     return message.derive(
         GenerationRequested,
-        f"gen:{progress.task_index}",
+        ids.generation(progress.task_index),
         request=request,
         progress=progress,
         task_id=task.id,
@@ -116,7 +117,9 @@ def after_task(message: Envelope, request: JobRequest, progress: JobProgress) ->
     if index + 1 < len(progress.plan.tasks):
         following = progress.model_copy(update={"task_index": index + 1})
         return [
-            message.derive(TaskPlanned, f"task:{index + 1}", request=request, progress=following)
+            message.derive(
+                TaskPlanned, ids.task_start(index + 1), request=request, progress=following
+            )
         ]
     if outcome.incomplete or request.desired_type.kind in _WRITTEN_TYPES:
         return [
@@ -125,7 +128,7 @@ def after_task(message: Envelope, request: JobRequest, progress: JobProgress) ->
     return [
         message.derive(
             ValidationRequested,
-            f"validate:{index}",
+            ids.validation(index),
             request=request,
             progress=progress,
             task_id=task.id,

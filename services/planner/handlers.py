@@ -1,22 +1,27 @@
-"""The planner's three handlers: pure functions from the incoming message to the next ones.
+"""The planner's entry point, `handle`, and its three handlers: pure functions from the
+incoming message to the next ones.
 
-Each takes the message, an LLMClient, the model's Capability and the job graph's schema
-summary (`services.gasl.schema_summary.summarize_graph(adapter)`, None without a graph),
-and returns a PlannerStep: the outgoing messages, built with `derive` under deterministic
-keys (`plan`, `task:<i>`, `gasl:<i>:<round>`, `gen:<i>`, `validate:<i>`, `failed`), and
-what was decided, for the hop's event: the HDT `decision` (continue, refine, pivot,
-complete, or `capped` when the round cap ended the task) and a short `rationale` (the
-model's evaluation or hypothesis, the problem with an unusable answer, the task plan).
+Each handler takes the message, an LLMClient, the model's Capability and the job graph's
+schema summary (`services.gasl.schema_summary.summarize_graph(adapter)`, None without a
+graph), and returns a Step: the outgoing messages (ids from messages/ids.py) and what was
+decided, for the hop's event: the HDT `decision` (continue, refine, pivot, complete, or
+`capped` when the round cap ended the task), a short `rationale` (the model's evaluation or
+hypothesis, the problem with an unusable answer, the task plan) and the round evaluated.
 `notes`, when given, collects one line per decision worth logging (a default plan, an
-unusable answer, the round cap). LLM errors propagate to the worker.
+unusable answer, the round cap). LLM errors propagate to the worker; a graph task on a job
+that names no graph raises GraphNotFound (the runtime's one missing-graph policy).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import structlog
+from postel.messages import ids
 from postel.messages.envelope import Envelope
+from postel.messages.errors import GraphNotFound
 from postel.messages.gasl import GaslPlan
 from postel.messages.pipeline import (
     GaslPlanExecuted,
@@ -42,6 +47,9 @@ from postel.services.planner.render import outcome_digest
 from postel.services.planner.round_prompt import RoundInputs
 from postel.services.planner.task_plan import plan_tasks
 from postel.services.prompts import Capability
+from postel.services.step import HopFigures, Step
+
+log = structlog.get_logger(__name__)
 
 _OUTCOME_CHARS = 400
 
@@ -49,13 +57,33 @@ StepDecision = Literal["", "continue", "refine", "pivot", "complete", "capped"]
 
 
 @dataclass(frozen=True)
-class PlannerStep:
-    """One handler's result: the messages to send, and the decision of an HDT round with
-    its rationale (empty for a step that decides no round)."""
+class PlannerDeps:
+    """The planner's model, and the job graph's schema summary (None without a graph)."""
 
-    messages: list[Envelope]
-    decision: StepDecision = ""
-    rationale: str = ""
+    llm: LLMClient
+    capability: Capability
+    graph_summary: dict[str, Any] | None = None
+
+
+async def handle(
+    message: IntentAnalyzed | TaskPlanned | GaslPlanExecuted, deps: PlannerDeps
+) -> Step:
+    """The planner's one entry point: the handler for the message's type; each decision
+    worth a log line (a default plan, an unusable answer, the round cap) is logged."""
+    notes: list[str] = []
+    handler: Handler = HANDLERS[type(message)]
+    step = await handler(message, deps.llm, deps.capability, deps.graph_summary, notes=notes)
+    for note in notes:
+        log.info("planner decision", note=note)
+    return step
+
+
+def _step(
+    messages: list[Envelope], decision: StepDecision = "", rationale: str = "", round_: int = 0
+) -> Step:
+    """A handler's result: the messages, and the HDT round's decision with its rationale
+    (empty for a step that decides no round)."""
+    return Step(messages, HopFigures(round=round_, decision=decision, rationale=rationale))
 
 
 async def on_intent_analyzed(
@@ -65,7 +93,7 @@ async def on_intent_analyzed(
     graph_summary: dict[str, Any] | None = None,
     *,
     notes: list[str] | None = None,
-) -> PlannerStep:
+) -> Step:
     """Plan the job's tasks -> TaskPlanned for the first one."""
     result = await plan_tasks(llm, msg.request, msg.progress.intent, capability, graph_summary)
     _note(notes, *(f"task plan ({result.source}): {line}" for line in result.notes))
@@ -73,8 +101,8 @@ async def on_intent_analyzed(
         update={"plan": result.plan, "task_index": 0, "outcomes": []}
     )
     tasks = "; ".join(f"{t.id} {t.kind}: {t.objective}" for t in result.plan.tasks)
-    return PlannerStep(
-        [msg.derive(TaskPlanned, "plan", request=msg.request, progress=progress)],
+    return _step(
+        [msg.derive(TaskPlanned, ids.TASK_PLAN, request=msg.request, progress=progress)],
         rationale=f"task plan ({result.source}): {tasks}",
     )
 
@@ -86,7 +114,7 @@ async def on_task_planned(
     graph_summary: dict[str, Any] | None = None,
     *,
     notes: list[str] | None = None,
-) -> PlannerStep:
+) -> Step:
     """A generation task -> GenerationRequested; a graph task -> its first GASL plan."""
     task = msg.progress.task
     if task is None:
@@ -95,12 +123,12 @@ async def on_task_planned(
         instructions = task.objective
         if task.objective.strip() != msg.request.prompt.strip():
             instructions += f"\n\nThe job's request: {msg.request.prompt}"
-        return PlannerStep(
+        return _step(
             [generation_request(msg, msg.request, msg.progress, task, instructions)],
             rationale=f"task {task.id}: written by the generator",
         )
     if msg.request.graph is None:
-        return _failed(msg, f"task {task.id!r} analyses a graph, but the job names none")
+        raise GraphNotFound(None)
     first = RoundInputs(
         question=question_of(task, msg.request),
         task_index=msg.progress.task_index,
@@ -113,7 +141,7 @@ async def on_task_planned(
     note = RoundNote(round=0, hypothesis=hypothesis, plan=plan)
     # a probe replacing an unusable answer (or a premature COMPLETE) is a refine
     taken = "refine" if hypothesis.startswith(UNUSABLE) else decision.decision
-    return PlannerStep([_request_plan(msg, msg.progress, 0, plan, [note])], taken, hypothesis)
+    return _step([_request_plan(msg, msg.progress, 0, plan, [note])], taken, hypothesis)
 
 
 async def on_gasl_executed(
@@ -123,7 +151,7 @@ async def on_gasl_executed(
     graph_summary: dict[str, Any] | None = None,
     *,
     notes: list[str] | None = None,
-) -> PlannerStep:
+) -> Step:
     """Evaluate round `msg.round` and propose the next plan in one call; COMPLETE or the round
     cap ends the task (services.planner.finish says what follows)."""
     task = msg.progress.task
@@ -152,19 +180,20 @@ async def on_gasl_executed(
     judgement = decision.evaluation or decision.hypothesis
     if decision.decision == "complete":
         answered = judgement or f"answer: {decision.answer}"
-        return PlannerStep(
-            _finish(msg, task, decision.answer, incomplete=False), "complete", answered
+        return _step(
+            _finish(msg, task, decision.answer, incomplete=False), "complete", answered, executed
         )
     if executed + 1 >= max_rounds:
         _note(notes, f"task {task.id}: round cap {max_rounds} reached without COMPLETE")
         capped = f"round cap {max_rounds} reached without COMPLETE; {judgement}".rstrip("; ")
-        return PlannerStep(_finish(msg, task, None, incomplete=True), "capped", capped)
+        return _step(_finish(msg, task, None, incomplete=True), "capped", capped, executed)
     plan, hypothesis = _next_plan(decision, index, executed + 1, graph_summary, notes)
     note = RoundNote(round=executed + 1, hypothesis=hypothesis, plan=plan)
-    return PlannerStep(
+    return _step(
         [_request_plan(msg, msg.progress, executed + 1, plan, [*history, note])],
         decision.decision,
         decision.problem or judgement,
+        executed,
     )
 
 
@@ -217,7 +246,7 @@ def _request_plan(
 ) -> GaslPlanRequested:
     return msg.derive(
         GaslPlanRequested,
-        f"gasl:{progress.task_index}:{round_number}",
+        ids.gasl_round(progress.task_index, round_number),
         request=msg.request,
         progress=progress,
         round=round_number,
@@ -226,10 +255,18 @@ def _request_plan(
     )
 
 
-def _failed(msg: Envelope, error: str) -> PlannerStep:
-    return PlannerStep([msg.derive(JobFailed, "failed", status="plan_failed", error=error)])
+def _failed(msg: Envelope, error: str) -> Step:
+    return _step([msg.derive(JobFailed, ids.FAILED, status="plan_failed", error=error)])
 
 
 def _note(notes: list[str] | None, *lines: str) -> None:
     if notes is not None:
         notes.extend(lines)
+
+
+Handler = Callable[..., Awaitable[Step]]
+HANDLERS: dict[type[Envelope], Handler] = {
+    IntentAnalyzed: on_intent_analyzed,
+    TaskPlanned: on_task_planned,
+    GaslPlanExecuted: on_gasl_executed,
+}

@@ -26,13 +26,37 @@ from postel.messages import (
     TypeSpec,
     ValidationFailed,
     ValidationRequested,
+    ids,
 )
 from postel.services.ipv.context import desired_type_for, is_last_task
 from postel.services.ipv.profiles import effective_settings
+from postel.services.step import HopFigures, Step
 from postel.services.validation.coerce import coerce
 from postel.services.validation.describe import describe_type
 from postel.services.validation.errors import CoercionError, UnsupportedSchemaError
 from postel.services.validation.quality import check_quality
+
+
+async def handle(message: GenerationCompleted | ValidationRequested, deps: None = None) -> Step:
+    """The validator's one entry point (it needs nothing from outside): the messages and the
+    verdict for the hop's event."""
+    messages = validate(message)
+    repair = message.repair if isinstance(message, GenerationCompleted) else 0
+    return Step(messages, verdict(messages, repair))
+
+
+def verdict(messages: list[Envelope], repair: int) -> HopFigures:
+    """The hop's decision: accepted, repair (back to the generator with the reason), rewrite
+    (a graph answer handed to the generator) or rejected (the job fails)."""
+    for sent in messages:
+        if isinstance(sent, ValidationFailed):
+            return HopFigures(repair=repair, decision="repair", rationale=sent.error)
+        if isinstance(sent, GenerationRequested):
+            reason = str(sent.evidence.get("validation_error", ""))
+            return HopFigures(repair=repair, decision="rewrite", rationale=reason)
+        if isinstance(sent, JobFailed):
+            return HopFigures(repair=repair, decision="rejected", rationale=sent.error)
+    return HopFigures(repair=repair, decision="accepted")
 
 
 def validate(message: GenerationCompleted | ValidationRequested) -> list[Envelope]:
@@ -48,7 +72,7 @@ def validate(message: GenerationCompleted | ValidationRequested) -> list[Envelop
         if problems and profile.quality_blocks:
             raise CoercionError("; ".join(problems))
     except UnsupportedSchemaError as exc:
-        return [message.derive(JobFailed, "failed", status="invalid_request", error=str(exc))]
+        return [message.derive(JobFailed, ids.FAILED, status="invalid_request", error=str(exc))]
     except CoercionError as exc:
         return [_after_failure(message, str(exc), spec, profile.max_repairs)]
     outcome = TaskOutcome(task_id=message.task_id, answer=value)
@@ -59,11 +83,11 @@ def validate(message: GenerationCompleted | ValidationRequested) -> list[Envelop
         )
         return [
             message.derive(
-                TaskPlanned, f"task:{advanced.task_index}", request=request, progress=advanced
+                TaskPlanned, ids.task_start(advanced.task_index), request=request, progress=advanced
             )
         ]
     results = {o.task_id: o.answer for o in outcomes}
-    return [message.derive(JobCompleted, "completed", result=value, task_results=results)]
+    return [message.derive(JobCompleted, ids.COMPLETED, result=value, task_results=results)]
 
 
 def _coerce(output: Any, spec: TypeSpec, locale: str | None) -> Any:
@@ -104,7 +128,7 @@ def _after_failure(
     if isinstance(message, GenerationCompleted) and message.repair < max_repairs:
         return message.derive(
             ValidationFailed,
-            f"repair:{message.task_id}:{message.repair + 1}",
+            ids.repair(message.task_id, message.repair + 1),
             task_id=message.task_id,
             error=failure,
             output=message.output,
@@ -113,7 +137,7 @@ def _after_failure(
     if isinstance(message, ValidationRequested) and max_repairs > 0:
         return message.derive(
             GenerationRequested,
-            f"gen:{message.task_id}:rewrite",
+            ids.generation_rewrite(message.task_id),
             request=message.request,
             progress=message.progress,
             task_id=message.task_id,
@@ -126,7 +150,7 @@ def _after_failure(
     repairs = getattr(message, "repair", 0)
     return message.derive(
         JobFailed,
-        "failed",
+        ids.FAILED,
         status="validation_failed",
         error=f"{failure} (after {repairs} repair(s))",
         partial=message.output,

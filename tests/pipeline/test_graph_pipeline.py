@@ -15,7 +15,6 @@ import pytest
 from postel.infra.cli import format_event
 from postel.infra.client import Client
 from postel.infra.demo import evidence_lines
-from postel.infra.events import parse_command_lines
 from postel.infra.graphs import GraphRegistry
 from postel.infra.local_system import LocalSystem
 from postel.infra.model import RESOURCE, Model
@@ -24,6 +23,7 @@ from postel.infra.stores import GaslStateStore
 from postel.messages import JobOptions
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.prompts import Capability
+from postel.services.step import parse_command_lines
 
 sys.path.insert(0, str(Path(__file__).parent))
 from spy import Spy

@@ -4,12 +4,12 @@ the gasl worker, a scripted responder plays the model."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from postel.messages.envelope import Envelope
+from postel.messages.errors import GraphNotFound
 from postel.messages.intent import Intent
 from postel.messages.job import JobOptions, JobRequest
 from postel.messages.pipeline import (
@@ -109,7 +109,7 @@ async def run_loop(
     step = await on_task_planned(start, model.client, capability, summary, notes=notes)
     out = step.messages
     if decisions is not None:
-        decisions.append((step.decision, step.rationale))
+        decisions.append((step.figures.decision, step.figures.rationale))
     while True:
         trail.extend(out)
         [message] = out
@@ -131,7 +131,7 @@ async def run_loop(
         step = await on_gasl_executed(executed, model.client, capability, summary, notes=notes)
         out = step.messages
         if decisions is not None:
-            decisions.append((step.decision, step.rationale))
+            decisions.append((step.figures.decision, step.figures.rationale))
 
 
 def of_type(trail: list[Envelope], cls: type[Envelope]) -> list[Any]:
@@ -282,7 +282,10 @@ async def test_complete_before_any_plan_is_refused(adapter: NetworkXAdapter) -> 
         task_planned([COUNT_TASK]), model.client, Capability.MINIMAL, summarize_graph(adapter)
     )
     [request] = step.messages
-    assert step.decision == "refine" and "after a plan has gathered evidence" in step.rationale
+    assert (
+        step.figures.decision == "refine"
+        and "after a plan has gathered evidence" in step.figures.rationale
+    )
     assert isinstance(request, GaslPlanRequested) and request.plan.commands[0].endswith("probe")
     assert "after a plan has gathered evidence" in request.history[0].hypothesis
 
@@ -310,26 +313,20 @@ async def test_handlers_are_deterministic(adapter: NetworkXAdapter) -> None:
     ]
 
 
-@pytest.mark.parametrize(
-    ("tasks", "graph", "error"),
-    [
-        ([COUNT_TASK], None, "names none"),
-        ([COUNT_TASK], "mmwr", "past the plan"),
-    ],
-)
-async def test_inconsistent_messages_fail_the_job(
-    tasks: list[Task], graph: str | None, error: str
-) -> None:
-    start = task_planned(tasks)
-    update: Callable[[TaskPlanned], TaskPlanned] = (
-        (lambda m: m.model_copy(update={"request": m.request.model_copy(update={"graph": None})}))
-        if graph is None
-        else (
-            lambda m: m.model_copy(
-                update={"progress": m.progress.model_copy(update={"task_index": 5})}
-            )
-        )
+async def test_a_task_pointing_past_the_plan_fails_the_job() -> None:
+    start = task_planned([COUNT_TASK])
+    past = start.model_copy(
+        update={"progress": start.progress.model_copy(update={"task_index": 5})}
     )
-    [failed] = (await on_task_planned(update(start), Model().client, Capability.MINIMAL)).messages
+    [failed] = (await on_task_planned(past, Model().client, Capability.MINIMAL)).messages
     assert isinstance(failed, JobFailed) and failed.status == "plan_failed"
-    assert error in failed.error and failed.message_id == "job1:failed"
+    assert "past the plan" in failed.error and failed.message_id == "job1:failed"
+
+
+async def test_a_graph_task_on_a_job_without_a_graph_raises_the_missing_graph_error() -> None:
+    start = task_planned([COUNT_TASK])
+    graphless = start.model_copy(
+        update={"request": start.request.model_copy(update={"graph": None})}
+    )
+    with pytest.raises(GraphNotFound, match="names no graph"):
+        await on_task_planned(graphless, Model().client, Capability.MINIMAL)

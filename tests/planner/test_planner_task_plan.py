@@ -118,7 +118,7 @@ async def test_task_override_survives_into_task_intent_over_the_wire() -> None:
     )
     [planned] = step.messages
     assert isinstance(planned, TaskPlanned) and planned.message_id == "job1:plan"
-    assert step.rationale.startswith("task plan (model): ") and step.decision == ""
+    assert step.figures.rationale.startswith("task plan (model): ") and step.figures.decision == ""
     wire = decode_message(planned.model_dump_json())
     assert isinstance(wire, TaskPlanned)
     first = wire.progress.task_intent()
