@@ -114,6 +114,8 @@ async def _ask(
             raw, meta = await model.complete_json(kind, parts, schema)
     except TimeoutError:
         raise BudgetSpent(deadline.cap, deadline.seconds) from None
+    except StepFailure:
+        raise
     except Exception as exc:  # any provider failure is a step error, reported not raised
         raise StepFailure(f"model call failed: {exc}", "error") from exc
     try:

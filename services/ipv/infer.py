@@ -14,7 +14,7 @@ from postel.messages import (
 )
 from postel.services.ipv.context import build_call_context, render_call_context
 from postel.services.ipv.profiles import effective_settings
-from postel.services.llm.ask import ask_json
+from postel.services.llm.ask import JsonQuestion, ask_json, reads_as
 from postel.services.prompts import TEMPLATES, build_prompt
 from postel.services.step import ModelDeps, Step
 
@@ -27,16 +27,19 @@ async def handle(message: JobSubmitted, deps: ModelDeps) -> Step:
     request = message.request
     profile = effective_settings(request)
     context = build_call_context(request)
-    prompt = build_prompt(
-        TEMPLATES.get("intent_analysis"), capability, user_text=render_call_context(context)
-    )
-    answer = await ask_json(
-        llm,
-        prompt,
-        Intent,
+    question = JsonQuestion(
+        prompt=lambda repair: build_prompt(
+            TEMPLATES.get("intent_analysis"),
+            capability,
+            user_text=render_call_context(context),
+            context=repair,
+        ),
+        read=reads_as(Intent),
         max_tokens=min(profile.max_tokens, INTENT_MAX_TOKENS),
         temperature=profile.temperature,
+        schema=Intent.model_json_schema(by_alias=True),
     )
+    answer = await ask_json(llm, question)
     if answer.value is None:
         failed = message.derive(
             JobFailed,

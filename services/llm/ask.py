@@ -1,82 +1,138 @@
-"""Ask a model for JSON that must fit a model class, with one repair turn on a bad answer.
+"""The one way postel asks a model for JSON: a liberal read, a strict check, one repair.
 
-The answer is read liberally (markdown fences, single quotes, trailing commas: see
-`services.validation`) and then validated; when that fails, the model sees its own answer
-and the validation error once and may correct itself."""
+The answer is read liberally (markdown fences, prose around it, single quotes, trailing
+commas: see `services.validation`) and then checked strictly by the question's reader. When
+that fails, the question's prompt is built again with two more delimited parts, the
+previous answer (cut short) and the problem with it, and the model answers once more.
+The repair is a fresh prompt, not a longer conversation: small models keep their small
+context, and the previous answer stays data, never instructions.
+
+Intent analysis, the task plan, the HDT round (which asks once: an unusable round answer
+becomes a probe plan and the problem goes to the next round) and GASL's PROCESS and ANALYZE
+all ask through `ask_json`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from postel.messages.errors import PostelError
 from postel.messages.types import TypeSpec
 from postel.services.llm.client import LLMClient
 from postel.services.llm.models import ChatMessage, LLMRequest, LLMResponse
 from pydantic import BaseModel, ValidationError
 
-T = TypeVar("T", bound=BaseModel)
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
-_ANY_JSON = TypeSpec(kind="dict")
+_OBJECT = TypeSpec(kind="dict")
+PREVIOUS_ANSWER_CHARS = 1000  # enough to see the mistake, small enough for a 2k context
+
+
+class AnswerError(PostelError, ValueError):
+    """A model answer that cannot be used; the message is worded for the model."""
+
+
+@dataclass(frozen=True)
+class JsonQuestion(Generic[T]):
+    """What to ask and how to read the answer.
+
+    `prompt` builds the chat messages from extra context parts (none on the first call, the
+    previous answer and its problem on a repair); `read` turns the answer's text into the
+    value or raises ValueError (AnswerError, CoercionError) naming what is wrong."""
+
+    prompt: Callable[[Mapping[str, str]], list[ChatMessage]]
+    read: Callable[[str], T]
+    max_tokens: int
+    temperature: float
+    schema: dict[str, Any] | None = None
+    model: str | None = None
 
 
 @dataclass
 class JsonAnswer(Generic[T]):
-    value: T | None
-    error: str | None
+    """The value (None if no answer could be used), the problem with each unusable answer,
+    and every response."""
+
+    value: T | None = None
+    problems: list[str] = field(default_factory=list)
     responses: list[LLMResponse] = field(default_factory=list)
 
+    @property
+    def error(self) -> str | None:
+        """Why no answer could be used (None once one was)."""
+        return None if self.value is not None or not self.problems else self.problems[-1]
 
-def read_json_as(text: str, model: type[T]) -> T:
-    """Liberal JSON parse, then strict validation; raises ValueError naming the problem."""
+    @property
+    def repaired(self) -> bool:
+        return self.value is not None and bool(self.problems)
+
+
+def read_object(text: str) -> dict[str, Any]:
+    """The JSON object in `text`: fences, prose around it and JSON slop are tolerated."""
     from postel.services.validation import CoercionError, coerce
 
     try:
-        data: Any = coerce(text, _ANY_JSON)
-    except CoercionError as exc:
-        raise ValueError(f"not a JSON object: {exc}") from exc
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}" for e in exc.errors()
-        )
-        raise ValueError(problems) from exc
+        value: dict[str, Any] = coerce(text, _OBJECT)
+    except CoercionError as error:
+        raise AnswerError(f"the answer is not one JSON object ({error})") from None
+    return value
 
 
-async def ask_json(
-    llm: LLMClient,
-    messages: list[ChatMessage],
-    model: type[T],
-    *,
-    max_tokens: int,
-    temperature: float,
-    repairs: int = 1,
-    schema: dict[str, Any] | None = None,
-) -> JsonAnswer[T]:
-    conversation = list(messages)
-    answer: JsonAnswer[T] = JsonAnswer(None, None)
+def reads_as(model: type[M]) -> Callable[[str], M]:
+    """A reader: the JSON object in the text, validated as `model`."""
+
+    def read(text: str) -> M:
+        try:
+            return model.model_validate(read_object(text))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            raise AnswerError(problems) from exc
+
+    return read
+
+
+def reads_schema(schema: dict[str, Any]) -> Callable[[str], Any]:
+    """A reader: the JSON value in the text, checked against a JSON Schema."""
+    from postel.services.validation import coerce
+
+    spec = TypeSpec(kind="json_schema", json_schema=schema)
+    return lambda text: coerce(text, spec)
+
+
+def repair_parts(answer: str, problem: str) -> dict[str, str]:
+    """The two parts a repair prompt adds."""
+    return {
+        "PREVIOUS ANSWER": answer[:PREVIOUS_ANSWER_CHARS],
+        "PROBLEM": f"Your previous answer could not be used: {problem}. "
+        "Answer again with the JSON object described above.",
+    }
+
+
+async def ask_json(llm: LLMClient, question: JsonQuestion[T], *, repairs: int = 1) -> JsonAnswer[T]:
+    """Ask, read, and repair up to `repairs` times; model errors propagate (the runtime's
+    retry policy owns them)."""
+    answer: JsonAnswer[T] = JsonAnswer()
+    extra: Mapping[str, str] = {}
     for _attempt in range(repairs + 1):
         request = LLMRequest(
-            messages=conversation,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            json_schema=schema if schema is not None else model.model_json_schema(by_alias=True),
+            messages=question.prompt(extra),
+            max_tokens=question.max_tokens,
+            temperature=question.temperature,
+            json_schema=question.schema,
+            model=question.model,
         )
         response = await llm.complete(request)
         answer.responses.append(response)
         try:
-            answer.value = read_json_as(response.text, model)
-            answer.error = None
+            answer.value = question.read(response.text)
             return answer
         except ValueError as exc:
-            answer.error = str(exc)
-        conversation = [
-            *conversation,
-            ChatMessage(role="assistant", content=response.text),
-            ChatMessage(
-                role="user",
-                content=f"That answer could not be used: {answer.error}. "
-                "Answer again with the corrected JSON object only.",
-            ),
-        ]
+            answer.problems.append(str(exc))
+        extra = repair_parts(response.text, answer.problems[-1])
     return answer

@@ -1,27 +1,36 @@
-"""Reading the model's JSON answers liberally, and the error that goes back to the model."""
+"""What the planner's two questions (the task plan, the HDT round) share: the job's sampling
+settings, and reading fields the model should have written as text."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
-from postel.messages.errors import PostelError
-from postel.messages.types import TypeSpec
-from postel.services.validation import CoercionError, coerce
+from postel.messages.job import JobRequest
+from postel.services.ipv import effective_settings
+from postel.services.llm import ChatMessage
+from postel.services.llm.ask import JsonQuestion
 
-_OBJECT = TypeSpec(kind="dict")
-
-
-class AnswerError(PostelError, ValueError):
-    """A model answer the planner cannot use; the message is worded for the model."""
+T = TypeVar("T")
 
 
-def read_object(text: str) -> dict[str, Any]:
-    """The JSON object in `text`: fences, prose around it and JSON slop are tolerated."""
-    try:
-        value: dict[str, Any] = coerce(text, _OBJECT)
-    except CoercionError as error:
-        raise AnswerError(f"the answer is not one JSON object ({error})") from None
-    return value
+def planner_question(
+    prompt: Callable[[Mapping[str, str]], list[ChatMessage]],
+    read: Callable[[str], T],
+    request: JobRequest,
+    max_tokens: int,
+) -> JsonQuestion[T]:
+    """A planner question sampled with the job's effective settings. `max_tokens` caps the
+    answer below the profile's limit: a planner answer is a small JSON object, and small
+    models have small contexts."""
+    settings = effective_settings(request)
+    return JsonQuestion(
+        prompt=prompt,
+        read=read,
+        max_tokens=min(settings.max_tokens, max_tokens),
+        temperature=settings.temperature,
+        model=request.options.model,
+    )
 
 
 def text_of(value: Any) -> str:

@@ -16,8 +16,8 @@ from postel.messages.gasl import GaslPlan
 from postel.messages.job import JobRequest
 from postel.messages.task import Task
 from postel.services.llm import LLMClient
-from postel.services.planner.answers import AnswerError
-from postel.services.planner.calls import ask
+from postel.services.llm.ask import ask_json
+from postel.services.planner.answers import planner_question
 from postel.services.planner.round_answer import Decision, read_round_answer
 from postel.services.planner.round_prompt import RoundInputs, round_messages
 from postel.services.prompts import Capability
@@ -70,20 +70,22 @@ async def decide_round(
 ) -> RoundDecision:
     """Ask the model about round `round_.round_number` (the plan it proposes runs as that
     round)."""
-    messages = round_messages(capability, round_)
-    text = await ask(llm, messages, request, max_tokens=ANSWER_TOKENS)
+    question = planner_question(
+        lambda _: round_messages(capability, round_), read_round_answer, request, ANSWER_TOKENS
+    )
+    # one call: an unusable answer is not repaired here but becomes a probe plan, and its
+    # problem is shown in the next round's prompt
+    asked = await ask_json(llm, question, repairs=0)
     name = plan_id(round_.task_index, round_.round_number)
-    graph_summary = round_.graph_summary
-    try:
-        answer = read_round_answer(text)
-    except AnswerError as unusable:
+    answer = asked.value
+    if answer is None:
         return RoundDecision(
             decision="refine",
             evaluation="",
             hypothesis="",
             answer=None,
-            plan=probe_plan(name, graph_summary),
-            problem=f"{UNUSABLE}: {unusable}",
+            plan=probe_plan(name, round_.graph_summary),
+            problem=f"{UNUSABLE}: {asked.error}",
         )
     if answer.decision == "complete":
         return RoundDecision("complete", answer.evaluation, answer.hypothesis, answer.answer, None)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from postel.messages.gasl import PlanConfig
-from postel.services.planner.answers import AnswerError, read_object, text_of
+from postel.services.llm.ask import AnswerError, read_object
+from postel.services.planner.answers import text_of
 from pydantic import ValidationError
 
 Decision = Literal["continue", "refine", "pivot", "complete"]

@@ -20,8 +20,8 @@ from postel.messages.intent import Intent, TaskIntentOverride
 from postel.messages.job import JobRequest
 from postel.messages.task import Task, TaskKind, TaskPlan
 from postel.services.llm import ChatMessage, LLMClient
-from postel.services.planner.answers import AnswerError, read_object, text_of
-from postel.services.planner.calls import ask
+from postel.services.llm.ask import AnswerError, ask_json, read_object
+from postel.services.planner.answers import planner_question, text_of
 from postel.services.planner.render import graph_text
 from postel.services.prompts import Capability, build_prompt
 from postel.services.prompts.templates import TASK_PLAN
@@ -29,7 +29,6 @@ from pydantic import ValidationError
 
 MAX_GRAPH_TASKS = 4
 ANSWER_TOKENS = 600
-_SHOWN_ANSWER_CHARS = 400
 
 _KINDS: dict[str, TaskKind] = {
     "graph_analysis": "graph_analysis",
@@ -73,27 +72,23 @@ async def plan_tasks(
     """Ask for the task plan; one repair carrying the error; else `default_plan`."""
     has_graph = request.graph is not None
     context = _context(request, intent, graph_summary)
-    answer = await ask(
-        llm, _prompt(capability, request, context), request, max_tokens=ANSWER_TOKENS
+    answer = await ask_json(
+        llm,
+        planner_question(
+            lambda repair: _prompt(capability, request, {**context, **repair}),
+            lambda text: read_task_plan(text, has_graph=has_graph),
+            request,
+            ANSWER_TOKENS,
+        ),
     )
-    try:
-        plan, notes = read_task_plan(answer, has_graph=has_graph)
-        return TaskPlanResult(plan, "model", notes)
-    except AnswerError as error:
-        first_error = str(error)
-    repair = {
-        **context,
-        "PREVIOUS ANSWER": answer[:_SHOWN_ANSWER_CHARS],
-        "PROBLEM": f"Your previous answer could not be used: {first_error}. "
-        "Answer again with the JSON object described above.",
-    }
-    answer = await ask(llm, _prompt(capability, request, repair), request, max_tokens=ANSWER_TOKENS)
-    try:
-        plan, notes = read_task_plan(answer, has_graph=has_graph)
-        return TaskPlanResult(plan, "repaired", [f"first answer unusable: {first_error}", *notes])
-    except AnswerError as error:
-        reason = f"task plan unusable twice ({first_error}; then {error}): default plan used"
+    if answer.value is None:
+        reason = f"task plan unusable twice ({'; then '.join(answer.problems)}): default plan used"
         return TaskPlanResult(default_plan(request, intent), "default", [reason])
+    plan, notes = answer.value
+    if answer.repaired:
+        first = f"first answer unusable: {answer.problems[0]}"
+        return TaskPlanResult(plan, "repaired", [first, *notes])
+    return TaskPlanResult(plan, "model", notes)
 
 
 def default_plan(request: JobRequest, intent: Intent) -> TaskPlan:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from postel.messages.gasl import ExecutionRecord, GaslPlan
 from postel.messages.pipeline import RoundNote
+from postel.services.llm.ask import AnswerError
 from postel.services.llm.tokens import count_tokens
 from postel.services.planner import read_round_answer
-from postel.services.planner.answers import AnswerError
 from postel.services.planner.round_prompt import BUDGETS, RoundInputs, round_messages
 from postel.services.prompts import Capability
 
