@@ -79,7 +79,7 @@ async def test_no_repair_when_asked_once() -> None:
 async def test_gasl_process_is_repaired_once_then_fails_schema_mismatch() -> None:
     data = [{"id": "A", "source_ids": ["c1"]}]
     llm, seen = answering('{"itemz": []}', '{"items": [{"name": "A", "source_ids": ["c1"]}]}')
-    items, meta = await run_process(LLMGaslModel(llm, Capability.STANDARD), data, "name", Limits())
+    items, _ = await run_process(LLMGaslModel(llm, Capability.STANDARD), data, "name", Limits())
     assert [i["name"] for i in items] == ["A"] and len(seen) == 2
     assert "PREVIOUS ANSWER" in seen[1].messages[-1].content
 

@@ -16,7 +16,7 @@ from postel.infra.local_system import LocalSystem
 from postel.infra.model import RESOURCE, Model
 from postel.infra.redrive import redrive_matching
 from postel.infra.settings import Settings
-from postel.messages import Envelope, GaslPlanExecuted, GenerationRequested, IntentAnalyzed, ids
+from postel.messages import Envelope, GaslPlanExecuted, IntentAnalyzed, JobCompleted, ids
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import ScriptedClient
 from postel.services.prompts import Capability
@@ -26,18 +26,11 @@ RELAY = {spec.name: spec for spec in RELAY_WORKERS}
 
 
 async def _planner(message: Envelope, runtime: Runtime) -> Outcome:
-    """The relay planner, which also hands an executed round to the generator."""
+    """The relay planner, which also ends the job once a GASL round has run."""
     if not isinstance(message, GaslPlanExecuted):
         return await RELAY["planner"].handle(message, runtime)
-    written = message.derive(
-        GenerationRequested,
-        ids.generation(0),
-        request=message.request,
-        progress=message.progress,
-        task_id="relay",
-        instructions=message.request.prompt,
-    )
-    return Outcome([written])
+    # the round ran on the graph added later: the job ends here, with the prompt as result
+    return Outcome([message.derive(JobCompleted, ids.COMPLETED, result=message.request.prompt)])
 
 
 async def test_a_graph_missing_at_the_gasl_worker_fails_the_job_and_can_be_redriven(
