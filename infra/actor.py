@@ -54,8 +54,6 @@ from postel.infra.jobs import JobStore, publish_command
 from postel.infra.outage import REDIS_UNAVAILABLE
 from postel.infra.settings import QueueSettings, Settings
 from postel.infra.tracing import hop_span, with_trace
-from postel.infra.wake import wake
-from postel.infra.wire import ARQ_FUNCTION
 from postel.messages import (
     Envelope,
     FailureStatus,
@@ -582,23 +580,6 @@ def _failure_of(exc: Exception, limit: HopLimit) -> FailureStatus | None:
     if isinstance(exc, GraphNotFound):
         return "invalid_request"
     return None
-
-
-async def enqueue(pool: ArqRedis, message: Envelope) -> bool:
-    """Put a message on its destination's queue and wake one of its workers; False if that
-    message id is already there (or was handled recently): the duplicate is dropped."""
-    if message.destination is None:
-        raise ValueError(f"{message.type} is terminal and has no queue")
-    job = await pool.enqueue_job(
-        ARQ_FUNCTION,
-        message.model_dump(mode="json"),
-        _job_id=message.message_id,
-        _queue_name=keys.queue(message.destination),
-    )
-    if job is None:
-        return False
-    await wake(pool, message.destination)
-    return True
 
 
 def _age_ms(created_at: datetime) -> float:

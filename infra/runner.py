@@ -17,7 +17,7 @@ import structlog
 from arq.connections import ArqRedis
 from arq.worker import func
 from postel.infra import keys
-from postel.infra.actor import ARQ_FUNCTION, Actor, Runtime, WorkerSpec
+from postel.infra.actor import Actor, Runtime, WorkerSpec
 from postel.infra.connect import arq_settings, redact
 from postel.infra.ingress import run_ingress
 from postel.infra.outage import REDIS_UNAVAILABLE, RideOut
@@ -25,7 +25,7 @@ from postel.infra.presence import announce, announcement, keep_announcing, withd
 from postel.infra.settings import WORKER_NAMES, Settings
 from postel.infra.tracing import configure_from_environment
 from postel.infra.wake import PushWorker
-from postel.infra.wire import connect_arq, dumps, loads
+from postel.infra.wire import ARQ_FUNCTION, connect_arq, dumps, loads
 
 log = structlog.get_logger(__name__)
 

@@ -6,7 +6,7 @@ and replaces the timer, the start of a job and, for a job that commits, its fini
 
 - Wake-ups: whatever puts a message on a queue pushes one token on the queue's wake-up list
   (`postel:wake:<worker>`) in the same step: the commit script for downstream messages
-  (infra/commit.py), `enqueue` for submissions (infra/actor.py).
+  and for submissions and redrives (infra/commit.py).
 - Sleeping: a worker with a free slot blocks on BLPOP of that list. One token wakes one
   worker, so N idle replicas are not all woken for one message.
 - Taking: woken, a worker takes ready jobs in ONE round trip (a Lua script): it reads the

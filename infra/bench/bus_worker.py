@@ -29,13 +29,13 @@ from arq import Worker
 from arq.connections import ArqRedis, RedisSettings
 from arq.worker import func
 from postel.infra import keys
-from postel.infra.actor import ARQ_FUNCTION, Actor, Outcome, Runtime, WorkerSpec
+from postel.infra.actor import Actor, Outcome, Runtime, WorkerSpec
 from postel.infra.bench.relay import RELAY_WORKERS
 from postel.infra.events import Metrics
 from postel.infra.logging import configure_logging
 from postel.infra.runner import KEEP_RESULT_S, run_workers
 from postel.infra.settings import Settings
-from postel.infra.wire import connect_arq, dumps, loads
+from postel.infra.wire import ARQ_FUNCTION, connect_arq, dumps, loads
 from postel.messages import Envelope
 from postel.services.llm import ChatMessage, LLMRequest, MeteredClient, ScriptedClient
 

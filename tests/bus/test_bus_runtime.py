@@ -13,7 +13,7 @@ import sys
 import pytest
 import redis.asyncio as aioredis
 from postel.infra import keys
-from postel.infra.actor import Actor, Outcome, Runtime, WorkerSpec, enqueue
+from postel.infra.actor import Actor, Outcome, Runtime, WorkerSpec
 from postel.infra.bench.relay import RELAY_WORKERS
 from postel.infra.client import Client, JobFailedError
 from postel.infra.local_system import LocalSystem
@@ -225,15 +225,9 @@ async def test_poison_messages_on_a_queue_are_dead_lettered_and_the_worker_goes_
 async def test_no_pickle_the_stored_arq_job_is_json(
     redis_url: str, redis_client: aioredis.Redis
 ) -> None:
-    pool = await connect_arq(redis_url)
-    try:
-        message = JobSubmitted(
-            job_id="j1", message_id="j1:submitted", request=JobRequest(prompt="x")
-        )
-        assert await enqueue(pool, message)
-        raw = await redis_client.get("arq:job:j1:submitted")
-    finally:
-        await pool.aclose()
+    async with Client(redis_url) as client:  # no workers: the first message stays queued
+        await client.submit("x", job_id="j1")
+    raw = await redis_client.get("arq:job:j1:submitted")
     stored = json.loads(raw)
     assert stored["f"] == "handle"
     assert stored["a"][0]["message_id"] == "j1:submitted"
