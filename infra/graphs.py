@@ -32,7 +32,7 @@ import structlog
 from postel.infra import keys
 from postel.messages.errors import GraphNotFound, PostelError
 from postel.services.gasl.adapters import NetworkXAdapter
-from postel.services.gasl.loaders import normalise_graph
+from postel.services.gasl.loaders import normalise_graph, relation_count
 from postel.services.gasl.schema_summary import summarize_graph
 from pydantic import BaseModel
 
@@ -175,7 +175,7 @@ class GraphRegistry:
         meta: dict[str, Any] = {
             "sha256": hashlib.sha256(data).hexdigest(),
             "nodes": graph.number_of_nodes(),
-            "edges": graph.number_of_edges(),
+            "edges": relation_count(graph),
             "directed": int(graph.is_directed()),
             "format": parsed.format,
             "source": source,

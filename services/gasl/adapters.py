@@ -22,7 +22,7 @@ from postel.services.gasl import ast
 from postel.services.gasl.budget import Deadline
 from postel.services.gasl.conditions import evaluate
 from postel.services.gasl.errors import BudgetSpent
-from postel.services.gasl.loaders import load_graphml
+from postel.services.gasl.loaders import load_graphml, relations_of
 
 # How far a plan may raise each cap with SET: the searches stay within the time budgets'
 # reach on a graph of some hundred thousand nodes, and the results within a message's size.
@@ -256,9 +256,13 @@ class _Table:
 
 
 def _edge_matches(attrs: dict[str, Any], via: str) -> bool:
+    """Does any relation of the edge name `via` in its keywords or description?"""
     needle = via.casefold()
-    texts = [*attrs.get("keywords", []), *attrs.get("description", [])]
-    return any(needle in str(t).casefold() for t in texts)
+    return any(
+        needle in str(text).casefold()
+        for relation in relations_of(attrs)
+        for text in (*relation.get("keywords", []), *relation.get("description", []))
+    )
 
 
 class NetworkXAdapter:
@@ -295,9 +299,10 @@ class NetworkXAdapter:
         if self._edge_table is None:
             records = []
             for u, v, attrs in self.graph.edges(data=True):
-                attrs.setdefault("source", u)
-                attrs.setdefault("target", v)
-                records.append(attrs)
+                for relation in relations_of(attrs):  # one row per relation
+                    relation.setdefault("source", u)
+                    relation.setdefault("target", v)
+                    records.append(relation)
             self._edge_table = _Table(records, self._nodes.use_indexes)
         return self._edge_table
 

@@ -20,6 +20,7 @@ from typing import Any
 import networkx as nx
 
 SEP = "<SEP>"
+PARALLEL = "parallel"  # an edge's further relations between the same two nodes
 # the MMWR knowledge graph nano-graphrag built, shipped for the demo, the CLI and the tests
 DEMO_GRAPH = Path(__file__).parent / "data" / "mmwr_nano_graphrag.graphml"
 
@@ -96,7 +97,13 @@ def normalise_edge(source: str, target: str, attrs: dict[str, Any]) -> dict[str,
 
 
 def normalise_graph(raw: nx.Graph) -> nx.Graph:
-    """A new simple graph (directed if `raw` is) in the shared attribute model."""
+    """A new simple graph (directed if `raw` is) in the shared attribute model.
+
+    Traversal needs one edge per pair of nodes, but a multigraph may relate a pair several
+    times (a film's director who also stars in it): the first relation is the edge's own
+    attributes, each further one a dict in the edge's PARALLEL list, so every relation stays
+    queryable (FIND edges returns one row per relation; a `via` filter matches any of them)
+    and `relation_count` counts them all."""
     graph: nx.Graph = nx.DiGraph() if raw.is_directed() else nx.Graph()
     ids: dict[Any, str] = {}
     for node, attrs in raw.nodes(data=True):
@@ -105,10 +112,23 @@ def normalise_graph(raw: nx.Graph) -> nx.Graph:
         graph.add_node(new_id, **normalised)
     for u, v, attrs in raw.edges(data=True):
         source, target = ids[u], ids[v]
+        relation = normalise_edge(source, target, attrs)
         if graph.has_edge(source, target):
-            continue  # parallel edges of a multigraph: the first one stands for the pair
-        graph.add_edge(source, target, **normalise_edge(source, target, attrs))
+            graph.edges[source, target].setdefault(PARALLEL, []).append(relation)
+        else:
+            graph.add_edge(source, target, **relation)
     return graph
+
+
+def relations_of(attrs: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every relation an edge stands for: its own attributes, then its parallel ones."""
+    own = {k: v for k, v in attrs.items() if k != PARALLEL}
+    return [own, *attrs.get(PARALLEL, [])]
+
+
+def relation_count(graph: nx.Graph) -> int:
+    """The graph's relations (edges, parallel ones included): what its file held."""
+    return sum(1 + len(attrs.get(PARALLEL, [])) for _, _, attrs in graph.edges(data=True))
 
 
 def load_graphml(path: str | Path) -> nx.Graph:

@@ -25,6 +25,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.loaders import relations_of
 
 MAX_KEYWORDS = 30
 EXAMPLE_TYPES = 10
@@ -53,17 +54,18 @@ def _summarize(adapter: NetworkXAdapter) -> dict[str, Any]:
         examples.setdefault(entity_type, [])
         if len(examples[entity_type]) < EXAMPLES_PER_TYPE:
             examples[entity_type].append(str(node_id))
+    relations = [r for *_, attrs in graph.edges(data=True) for r in relations_of(attrs)]
     keywords: Counter[str] = Counter()
-    for *_, attrs in graph.edges(data=True):
-        keywords.update(str(k) for k in attrs.get("keywords", []) or [])
+    for relation in relations:
+        keywords.update(str(k) for k in relation.get("keywords", []) or [])
     ranked = sorted(types.items(), key=lambda item: (-item[1], item[0]))
     return {
         "nodes": graph.number_of_nodes(),
-        "edges": graph.number_of_edges(),
+        "edges": len(relations),
         "directed": graph.is_directed(),
         "entity_types": dict(ranked),
         "node_attributes": _attribute_kinds(attrs for _, attrs in graph.nodes(data=True)),
-        "edge_attributes": _attribute_kinds(attrs for *_, attrs in graph.edges(data=True)),
+        "edge_attributes": _attribute_kinds(relations),
         "relation_keywords": dict(
             sorted(keywords.items(), key=lambda item: (-item[1], item[0]))[:MAX_KEYWORDS]
         ),
