@@ -25,7 +25,7 @@ class PlanConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     stop_on_error: bool = True
-    continue_on_empty: bool = True
+    continue_on_empty: bool = False
 
 
 class GaslPlan(BaseModel):

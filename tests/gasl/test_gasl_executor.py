@@ -257,3 +257,11 @@ async def test_llm_steps_without_model_fail_cleanly(command: str) -> None:
     ex = executor()
     await run(ex, "FIND nodes AS p", "DECLARE k AS LIST")
     assert (await one(ex, command)).status == "error"
+
+
+async def test_an_empty_result_stops_a_plan_by_default() -> None:
+    find = 'FIND nodes WHERE entity_type = "NOBODY" AS x'
+    stopped = await run(executor(), find, "DECLARE after AS LIST")
+    assert [r.status for r in stopped] == ["empty"]
+    going_on = await run(executor(), find, "DECLARE after AS LIST", continue_on_empty=True)
+    assert [r.status for r in going_on] == ["empty", "success"]
