@@ -423,7 +423,9 @@ class GaslExecutor:
                 items, meta = await run_process(
                     model, self._value(source), instruction, self.limits, self._model_deadline()
                 )
-                return _Outcome(items, detail={"llm": meta})
+                return _Outcome(
+                    items, caps_hit=_excerpt_cut(meta, self.limits), detail={"llm": meta}
+                )
             case ast.Update(key, source, mode):
                 size = self.state.update(key, self._value(source), mode)
                 return _Outcome(count=size, detail={"version": self.state.version})
@@ -433,7 +435,8 @@ class GaslExecutor:
                 answer, meta = await run_analyze(
                     model, key, data, instruction, self.limits, self._model_deadline()
                 )
-                return _Outcome(answer, count=1, detail={"llm": meta})
+                cut = _excerpt_cut(meta, self.limits)
+                return _Outcome(answer, count=1, caps_hit=cut, detail={"llm": meta})
             case ast.RequireExists(ref):
                 self._value(ref)
                 return _Outcome(count=1)
@@ -603,6 +606,14 @@ def rank(rows: Iterable[Any], by: ast.Field, descending: bool, limit: int | None
     present.sort(key=lambda r: _sort_key(lookup(r, by.path)), reverse=descending)
     ranked = present + absent
     return ranked if limit is None else ranked[:limit]
+
+
+def _excerpt_cut(meta: dict[str, Any], limits: Limits) -> list[str]:
+    """The limit that cut a model step's input short, if one did: its answer then covers
+    only part of the data, and the record says `partial` so an ON PARTIAL guard can react."""
+    if meta["input_items"] >= meta["input_total"]:
+        return []
+    return ["max_items"] if meta["input_items"] >= limits.max_items else ["max_chars"]
 
 
 def _guarded(rest: list[ast.Command], target: str | None, status: str) -> bool:

@@ -237,7 +237,30 @@ async def test_process_excerpt_is_bounded() -> None:
     ex.limits = type(ex.limits)(max_items=2)
     await one(ex, "FIND nodes AS all")
     rec = await one(ex, 'PROCESS all USING "x" AS y')
-    assert rec.status == "empty" and "2 of 5 items, truncated" in model.prompts[0]
+    assert "2 of 5 items, truncated" in model.prompts[0]
+    assert rec.status == "partial" and rec.caps_hit == ["max_items"], "it saw 2 of 5 items"
+
+
+async def test_a_model_step_on_a_cut_excerpt_is_partial_and_on_partial_reacts() -> None:
+    model = FakeModel(
+        {"answer": "some", "rationale": "seen a part"}, {"answer": "all", "rationale": "r"}
+    )
+    ex = executor(model)
+    ex.limits = type(ex.limits)(max_chars=120)
+    records = await run(
+        ex,
+        "FIND nodes AS all",
+        "DECLARE found AS LIST",
+        "UPDATE found WITH all",
+        'ANALYZE found USING "who?" AS verdict',
+        "ON PARTIAL verdict THEN DECLARE reacted AS LIST",
+    )
+    assert [r.status for r in records][-2:] == ["partial", "success"]
+    assert records[-2].caps_hit == ["max_chars"]
+    assert records[-1].detail["guard"].startswith("ON PARTIAL verdict"), "the guard ran"
+    ex.limits = type(ex.limits)()
+    whole = await one(ex, 'ANALYZE found USING "who?" AS v2')
+    assert whole.status == "success" and whole.caps_hit == []
 
 
 async def test_analyze_sees_state_sample() -> None:
