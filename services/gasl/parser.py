@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast as pyast
+import difflib
+import re
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -42,6 +44,21 @@ USAGE: dict[str, str] = {
     "RANK": "RANK <var> BY <field> [ASC|DESC] [LIMIT <n>] AS <name>",
     "NEIGHBORS": 'NEIGHBORS <endpoint> [VIA "<keyword>"] [DEPTH <n>] [LIMIT <n>] AS <name>',
 }
+
+# Verbs models write from other graph languages, and the command that does the nearest thing.
+EQUIVALENTS: dict[str, list[str]] = {
+    "GRAPHWALK": ["NEIGHBORS"],
+    "SUBGRAPH": ["NEIGHBORS"],
+    "GRAPHCONNECT": ["FIND"],
+    "CLASSIFY": ["PROCESS"],
+    "ADD_FIELD": ["PROCESS"],
+    "SHOW": ["SELECT"],
+    "MERGE": ["UPDATE"],
+    "COMPARE": ["ANALYZE"],
+}
+
+# Words after which a new command starts inside one line.
+_BLOCK_WORDS = re.compile(r"\b(?:TRY|CATCH\s+ANY|CATCH|FINALLY|END|THEN)\b|;", re.IGNORECASE)
 
 # Terminal names as a reader of the error should see them.
 _DISPLAY: dict[str, str] = {
@@ -291,9 +308,19 @@ def _lark() -> Lark:
     return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
 
 
+def _command_at(source: str, error: UnexpectedInput) -> str:
+    """The text of the command being written where the error is: a block (TRY, CATCH,
+    FINALLY, ON ... THEN) holds several commands, and the hint must describe the right one."""
+    lines = source.splitlines()
+    line_text = lines[error.line - 1] if lines else ""
+    before = line_text[: max(error.column - 1, 0)]
+    starts = [m.end() for m in _BLOCK_WORDS.finditer(before)]
+    return line_text[starts[-1] if starts else 0 :].strip()
+
+
 def _hint(source: str, error: UnexpectedInput, expected: list[str]) -> str:
-    line_text = source.splitlines()[error.line - 1] if source.splitlines() else ""
-    words = line_text.split()
+    command = _command_at(source, error)
+    words = command.split()
     first = words[0].upper() if words else ""
     first = "NEIGHBORS" if first == "NEIGHBOURS" else first
     if first == "FIND":
@@ -302,8 +329,12 @@ def _hint(source: str, error: UnexpectedInput, expected: list[str]) -> str:
     elif first in USAGE:
         usage = USAGE[first]
     else:
-        return "a command starts with one of " + ", ".join(USAGE) + "."
+        nearest = EQUIVALENTS.get(first) or difflib.get_close_matches(first, USAGE, 1, 0.5)
+        closest = f"; the nearest is {nearest[0]}: {USAGE[nearest[0]]}" if nearest else ""
+        return "a command starts with one of " + ", ".join(USAGE) + closest + "."
     if "AS" in expected and len(expected) <= 4:
+        if " AS " in f" {command.upper()} ":
+            return f"{first} does not take this before `AS <name>`. Usage: {usage}"
         return f"{first} needs `AS <name>` at the end. Usage: {usage}"
     if expected == ["<string>"]:
         return f"text goes in double quotes. Usage: {usage}"

@@ -229,3 +229,30 @@ def test_random_text_raises_only_syntax_errors(text: str) -> None:
         parse(text)
     except GaslSyntaxError as err:
         assert err.line >= 1 and err.column >= 1
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        # AS is there: the mistake is what comes before it
+        (
+            "FIND nodes with entity_type=COUNTRY AS country_nodes",
+            "FIND does not take this before `AS <name>`",
+        ),
+        (
+            "COUNT person_nodes where starts_with_vowel = true AS vowel_count",
+            "COUNT does not take this before `AS <name>`. Usage: COUNT <var> AS <name>",
+        ),
+        # inside a block the hint describes the command being written, not the block
+        ("TRY FIND nodes AS a CATCH ANY COUNT a b AS n END", "Usage: COUNT <var> AS <name>"),
+        ("ON EMPTY a THEN NEIGHBORS a DEPTH x AS n", "usage: NEIGHBORS <endpoint>"),
+        # an unknown verb is pointed at the nearest command
+        ("GRAPHWALK from x AS y", "the nearest is NEIGHBORS: NEIGHBORS <endpoint>"),
+        ("CLASSIFY people AS kinds", "the nearest is PROCESS"),
+        ("FINDE nodes AS x", "the nearest is FIND"),
+    ],
+)
+def test_hints_point_at_the_real_mistake(text: str, hint: str) -> None:
+    with pytest.raises(GaslSyntaxError) as info:
+        parse(text)
+    assert hint in info.value.hint
