@@ -151,12 +151,19 @@ def gasl() -> None:
     help="Keep the state store in this directory, so later runs see its variables.",
 )
 @click.option("--json", "as_json", is_flag=True, help="The records as JSON, with result rows.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=None,
+    help="At most this many result rows per record in --json.  [default: all]",
+)
 @click.argument("commands", nargs=-1)
 def gasl_run(
     graph_source: str,
     plan: Path | None,
     state_dir: Path | None,
     as_json: bool,
+    limit: int | None,
     commands: tuple[str, ...],
 ) -> None:
     """Run the COMMANDs (or --plan) and print one execution record per command.
@@ -188,7 +195,7 @@ def gasl_run(
             f"invalid plan {plan or 'from COMMANDs'}: {_first_line(exc)}", cli_support.EXIT_INPUT
         )
     try:
-        result = run_plan(graph_path, loaded, state_dir)
+        result = run_plan(graph_path, loaded, state_dir, max_rows=limit)
     except (SyntaxError, nx.NetworkXError) as exc:  # xml's ParseError is a SyntaxError
         cli_support.fail(
             f"{graph_path} is not a readable GraphML graph: {exc}", cli_support.EXIT_INPUT

@@ -32,10 +32,13 @@ def run_plan(
     plan: GaslPlan,
     state_dir: str | Path | None = None,
     model: GaslModel | None = None,
+    max_rows: int | None = None,
 ) -> GaslRunResult:
-    """Load the graph, run one plan, persist the state under `state_dir` (if given)."""
+    """Load the graph, run one plan, persist the state under `state_dir` (if given); each
+    record keeps up to `max_rows` result rows (None: all)."""
     backend = JsonFileStateBackend(Path(state_dir) / STATE_FILE) if state_dir else None
-    executor = GaslExecutor(NetworkXAdapter.from_graphml(graph_path), StateStore(backend), model)
+    adapter = NetworkXAdapter.from_graphml(graph_path)
+    executor = GaslExecutor(adapter, StateStore(backend), model, max_rows=max_rows)
     return asyncio.run(executor.execute_plan(plan))
 
 

@@ -132,12 +132,13 @@ class GaslExecutor:
         model: GaslModel | None = None,
         context: ContextStore | None = None,
         limits: Limits | None = None,
-        max_rows: int = 20,
+        max_rows: int | None = 20,
         caps: Caps | None = None,
         budget: TimeBudget | None = None,
         stop: threading.Event | None = None,
     ) -> None:
-        """`caps` default to the caps the state carries from the job's earlier plans, else
+        """`max_rows` bounds the rows a record keeps (None: all of them); `caps` default to
+        the caps the state carries from the job's earlier plans, else
         to the defaults; `budget` defaults to TimeBudget(); setting `stop` (from another
         thread) ends the running plan at its next deadline check."""
         self.adapter = adapter

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import networkx as nx
 import pytest
 from click.testing import CliRunner, Result
 from postel.infra.cli import main
@@ -80,6 +81,18 @@ def test_gasl_run_table_and_json() -> None:
     records = json.loads(as_json.stdout)
     assert records[0]["status"] == "success"
     assert [row["entity_type"] for row in records[0]["rows"]] == ["PERSON"] * 3
+
+
+def test_gasl_run_json_gives_every_row_unless_limited() -> None:
+    everyone = 'FIND nodes WHERE entity_type = "PERSON" AS p'
+    oracle = nx.read_graphml(DEMO_GRAPH)
+    people = sum(1 for _, kind in oracle.nodes(data="entity_type") if kind == '"PERSON"')
+    assert people > 20  # more than a record kept before
+    [record] = json.loads(run("gasl", "run", "--graph", "sample", "--json", everyone).stdout)
+    assert record["count"] == len(record["rows"]) == people
+    limited = run("gasl", "run", "--graph", "sample", "--json", "--limit", "5", everyone)
+    [record] = json.loads(limited.stdout)
+    assert record["count"] == people and len(record["rows"]) == 5
 
 
 def test_gasl_run_plan_file_state_and_failure_exit(tmp_path: Path) -> None:
