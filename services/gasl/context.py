@@ -38,7 +38,17 @@ class ContextStore:
         if name not in self._values:
             known = ", ".join(sorted(self._values)) or "none yet"
             raise BindingError(f"variable {name!r} is not defined (defined: {known})")
-        value = lookup(self._values[name], path) if path else self._values[name]
+        whole = self._values[name]
+        if not path:
+            return whole
+        if isinstance(whole, list):
+            # a field of a list variable is that field of each item that has it
+            fields = [lookup(item, path) for item in whole]
+            value: Any = [field for field in fields if field is not MISSING]
+            if whole and not value:
+                raise BindingError(f"no item of {name!r} has the field {'.'.join(path)!r}")
+            return value
+        value = lookup(whole, path)
         if value is MISSING:
             raise BindingError(f"variable {name!r} has no field {'.'.join(path)!r}")
         return value

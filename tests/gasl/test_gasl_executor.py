@@ -288,3 +288,18 @@ async def test_an_empty_result_stops_a_plan_by_default() -> None:
     assert [r.status for r in stopped] == ["empty"]
     going_on = await run(executor(), find, "DECLARE after AS LIST", continue_on_empty=True)
     assert [r.status for r in going_on] == ["empty", "success"]
+
+
+async def test_a_field_of_a_list_variable_is_each_items_field() -> None:
+    graph = small_graph()
+    ex = executor()
+    records = await run(
+        ex,
+        'FIND edges WHERE keywords CONTAINS "affiliation" AS links',
+        "FIND nodes WHERE id IN ${links.target} AS targets",
+    )
+    assert [r.status for r in records] == ["success", "success"]
+    oracle = {v for _, v, k in graph.edges(data="keywords") if "affiliation" in k}
+    assert {row["id"] for row in records[1].rows} == oracle
+    missing = await one(ex, "FIND nodes WHERE id IN ${links.nowhere} AS none")
+    assert missing.status == "binding_failure" and "no item of 'links'" in (missing.error or "")
