@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import networkx as nx
 from postel.services.gasl.adapters import Caps, NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
+from postel.services.gasl.state import StateStore
 
 _TYPES = 50
 _BUCKETS = 10_000
@@ -148,6 +150,47 @@ def _path_question(path_nodes: int, repeat: int, cypher: bool) -> dict[str, Any]
     )
 
 
+def state_update_figures(sizes: tuple[int, ...] = (100, 5_000), updates: int = 200) -> dict:
+    """Per-UPDATE time (median, ms) of a one-item UPDATE on a state of `size` keys, and of a
+    one-item LIST MERGE into a key of `size` items, each state frozen as a snapshot first (as
+    a round's state is): a write should cost what it changes, not the state's size."""
+    figures: dict[str, Any] = {}
+    for size in sizes:
+        figures[f"keys_{size}_ms"] = _median_ms(_wide_state(size), updates, spread=size)
+        figures[f"items_{size}_ms"] = _median_ms(_deep_state(size), updates, spread=1)
+    small, large = min(sizes), max(sizes)
+    for kind in ("keys", "items"):
+        base = figures[f"{kind}_{small}_ms"]
+        figures[f"{kind}_ratio"] = round(figures[f"{kind}_{large}_ms"] / base, 2) if base else None
+    figures["sizes"] = [small, large]
+    return figures
+
+
+def _wide_state(size: int) -> StateStore:
+    state = StateStore()
+    for n in range(size):
+        state.declare(f"k{n}", "LIST")
+    return state
+
+
+def _deep_state(size: int) -> StateStore:
+    state = StateStore()
+    state.declare("k0", "LIST")
+    state.update("k0", [{"id": n, "name": f"item {n}"} for n in range(size)], "MERGE")
+    return state
+
+
+def _median_ms(state: StateStore, updates: int, spread: int) -> float:
+    """One-item UPDATEs of keys k0..k<spread-1> in turn, after freezing the state."""
+    state.current  # noqa: B018 - a snapshot, as the state a round starts from
+    times = []
+    for n in range(updates):
+        started = time.perf_counter()
+        state.update(f"k{n % spread}", {"id": -n - 1}, "MERGE")
+        times.append((time.perf_counter() - started) * 1000)
+    return round(statistics.median(times), 4)
+
+
 def run_gasl_bench(
     nodes: int = 1_000_000, path_nodes: int = 100_000, repeat: int = 3, cypher: bool = True
 ) -> dict[str, Any]:
@@ -162,6 +205,7 @@ def run_gasl_bench(
     by_name = {q["question"]: q for q in figures["questions"]}
     scan, hit = by_name["equality (scan)"]["gasl_ms"], by_name["equality (index)"]["gasl_ms"]
     figures["index_speedup"] = round(scan / hit, 1) if hit else None
+    figures["state_updates"] = state_update_figures()
     return figures
 
 
@@ -183,4 +227,12 @@ def format_gasl_bench(figures: dict[str, Any]) -> str:
             f"{cypher_n:>9}{speedup:>10}"
         )
     lines.append(f"index vs scan (equality): {figures['index_speedup']}x")
+    updates = figures["state_updates"]
+    small, large = updates["sizes"]
+    for kind, what in (("keys", "state keys"), ("items", "items in the merged LIST")):
+        lines.append(
+            f"one-item UPDATE, {what}: {updates[f'{kind}_{small}_ms']:.4f} ms at {small:,}, "
+            f"{updates[f'{kind}_{large}_ms']:.4f} ms at {large:,} "
+            f"({updates[f'{kind}_ratio']}x; target within 2x)"
+        )
     return "\n".join(lines)

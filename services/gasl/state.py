@@ -15,12 +15,14 @@ Layout of a declared key (what a plan's commands read and write):
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -75,11 +77,17 @@ class JsonFileStateBackend:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One version of the variables. Treat `variables` as read-only: later versions share it."""
+    """One version of the variables. Treat `variables` as read-only: later versions share it.
+
+    The content hash is computed when first asked for (a summary, a save), not per write:
+    hashing reads the whole state, and a write should cost what it changes."""
 
     version: int
     variables: dict[str, Any]
-    hash: str
+
+    @cached_property
+    def hash(self) -> str:
+        return content_hash(self.variables)
 
 
 def content_hash(variables: dict[str, Any]) -> str:
@@ -100,6 +108,11 @@ def _is_declared(node: Any) -> bool:
     return isinstance(node, dict) and "_meta" in node
 
 
+def _mark(item: Any) -> str:
+    """An item's identity in a LIST: equal JSON is the same item."""
+    return json.dumps(item, sort_keys=True)
+
+
 def _counter_key(item: Any) -> str:
     if isinstance(item, dict) and "id" in item:
         return str(item["id"])
@@ -109,34 +122,50 @@ def _counter_key(item: Any) -> str:
 
 
 class StateStore:
-    """Versioned, copy-on-write state with history and a replay artifact."""
+    """Versioned state with history and a replay artifact.
+
+    Every DECLARE and UPDATE makes a new version. Versions share what they did not change:
+    a version handed out (`current`, a summary, a save) is frozen as a Snapshot, and the
+    next write copies only the containers on its key's path, once; later writes change
+    those copies in place. So a write costs what it changes (its key's path and its own
+    items), not the size of the whole state, and every snapshot handed out stays as it was.
+    """
 
     def __init__(self, backend: StateBackend | None = None, query: str = "") -> None:
         self.backend: StateBackend = backend or MemoryStateBackend()
         doc = self.backend.load() or {}
-        variables = doc.get("variables", {})
         self.created_at: str = doc.get("created_at", _now())
         self.query: str = doc.get("query", query)
         self.history: list[dict[str, Any]] = list(doc.get("history", []))
         self.replay: dict[str, Any] = doc.get("replay", {"seed": 0, "plans": []})
         # Empty until a plan ran: the executor then starts from the default caps.
         self.caps: dict[str, int] = dict(doc.get("caps", {}))
-        version = int(doc.get("state_version", 0))
-        self.snapshots: list[Snapshot] = [Snapshot(version, variables, content_hash(variables))]
+        self._version = int(doc.get("state_version", 0))
+        self._root: dict[str, Any] = doc.get("variables", {})
+        self.snapshots: list[Snapshot] = [Snapshot(self._version, self._root)]
+        # Containers created since the last snapshot, by id (holding them keeps ids unique):
+        # only these may change in place.
+        self._owned: dict[int, Any] = {}
+        # Per LIST items list: the marks of its items, so a MERGE compares only what comes in.
+        self._marks: dict[int, tuple[list[Any], set[str]]] = {}
 
     # --- reading
     @property
     def current(self) -> Snapshot:
+        """The current version, frozen: later writes leave it as it is."""
+        if self.snapshots[-1].version != self._version:
+            self.snapshots.append(Snapshot(self._version, self._root))
+            self._owned.clear()
         return self.snapshots[-1]
 
     @property
     def version(self) -> int:
-        return self.current.version
+        return self._version
 
     @property
     def variables(self) -> dict[str, Any]:
         """A private copy of the current variables."""
-        return _jsonable(self.current.variables)
+        return _jsonable(self._root)
 
     def snapshot(self, version: int) -> Snapshot:
         for snap in self.snapshots:
@@ -144,8 +173,8 @@ class StateStore:
                 return snap
         raise KeyError(f"no snapshot of version {version} in this session")
 
-    def _node(self, key: str, variables: dict[str, Any] | None = None) -> Any:
-        node: Any = self.current.variables if variables is None else variables
+    def _node(self, key: str) -> Any:
+        node: Any = self._root
         for part in key.split("."):
             if not isinstance(node, dict) or part not in node or part == "_meta":
                 return None
@@ -178,20 +207,35 @@ class StateStore:
                     found.append(prefix + name)
                     walk(child, prefix + name + ".")
 
-        walk(self.current.variables, "")
+        walk(self._root, "")
         return found
 
-    # --- writing (copy-on-write)
-    def _commit(self, key: str, new_node: dict[str, Any]) -> None:
-        parts = key.split(".")
-        root = dict(self.current.variables)
-        parent = root
-        for part in parts[:-1]:
-            child = dict(parent[part])
-            parent[part] = child
-            parent = child
-        parent[parts[-1]] = new_node
-        self.snapshots.append(Snapshot(self.version + 1, root, content_hash(root)))
+    # --- writing
+    def _own(self, container: Any) -> Any:
+        self._owned[id(container)] = container
+        return container
+
+    def _writable(self, parts: list[str]) -> dict[str, Any]:
+        """The dict at `parts` (the root for none), safe to change: the containers on the
+        path are copied the first time they are written after a snapshot."""
+        if id(self._root) not in self._owned:
+            self._root = self._own(dict(self._root))
+        node = self._root
+        for part in parts:
+            child = node[part]
+            if id(child) not in self._owned:
+                child = self._own(dict(child))
+                node[part] = child
+            node = child
+        return node
+
+    def _writable_field(self, node: dict[str, Any], name: str) -> Any:
+        """A node's items list or counts dict, safe to change (copied once per snapshot)."""
+        value = node[name]
+        if id(value) not in self._owned:
+            value = self._own(copy.copy(value))
+            node[name] = value
+        return value
 
     def declare(self, key: str, kind: StateType, description: str | None = None) -> bool:
         """Create a key; True if the state changed (re-declaring the same type is a no-op)."""
@@ -215,89 +259,64 @@ class StateStore:
                 raise StateError(f"cannot declare {key}: the DICT already holds that data key")
         node: dict[str, Any] = {"_meta": {"type": kind, "description": description}}
         if kind == "LIST":
-            node["items"] = []
+            node["items"] = self._own([])
         elif kind == "COUNTER":
-            node["counts"] = {}
-        self._commit(key, node)
+            node["counts"] = self._own({})
+        self._writable(parts[:-1])[parts[-1]] = self._own(node)
+        self._version += 1
         return True
 
     def update(self, key: str, value: Any, mode: Literal["MERGE", "REPLACE"] = "MERGE") -> int:
-        """Merge or replace a key's data; returns the key's size afterwards."""
-        node = self._node(key)
-        if node is None:
+        """Merge or replace a key's data; returns the key's size afterwards. A refused
+        update changes nothing."""
+        found = self._node(key)
+        if found is None:
             raise StateError(f"state key {key!r} is not declared; DECLARE it first")
         value = _jsonable(value)
-        kind = node["_meta"]["type"]
+        kind = found["_meta"]["type"]
+        if kind == "DICT":
+            entries = _dict_entries(key, found, value)
+        elif kind == "COUNTER":
+            pairs = _counter_pairs(value)
+        node = self._writable(key.split("."))
         if kind == "LIST":
-            new_node, size = self._update_list(node, value, mode)
+            size = self._update_list(node, value, mode)
         elif kind == "DICT":
-            new_node, size = self._update_dict(key, node, value, mode)
+            if mode == "REPLACE":
+                for name in [k for k, v in node.items() if k != "_meta" and not _is_declared(v)]:
+                    del node[name]
+            node.update(entries)
+            size = sum(1 for k in node if k != "_meta")
         else:
-            new_node, size = self._update_counter(node, value, mode)
-        self._commit(key, new_node)
+            counts = self._writable_field(node, "counts")
+            if mode == "REPLACE":
+                counts.clear()
+            for name, amount in pairs:
+                counts[name] = counts.get(name, 0) + amount
+            size = len(counts)
+        self._version += 1
         return size
 
-    @staticmethod
-    def _update_list(node: dict[str, Any], value: Any, mode: str) -> tuple[dict[str, Any], int]:
+    def _update_list(self, node: dict[str, Any], value: Any, mode: str) -> int:
         incoming = value if isinstance(value, list) else [value]
         if mode == "REPLACE":
-            items = list(incoming)
+            items = self._own(list(incoming))
+            node["items"] = items
+            seen = {_mark(i) for i in items}
         else:
-            items = list(node["items"])
-            seen = {json.dumps(i, sort_keys=True) for i in items}
+            old = node["items"]
+            known = self._marks.get(id(old))
+            seen = known[1] if known and known[0] is old else {_mark(i) for i in old}
+            items = self._writable_field(node, "items")
+            if items is not old:
+                seen = set(seen)  # the old list keeps its own marks
             for item in incoming:
-                mark = json.dumps(item, sort_keys=True)
+                mark = _mark(item)
                 if mark not in seen:
                     seen.add(mark)
                     items.append(item)
-        return {**node, "items": items}, len(items)
-
-    @staticmethod
-    def _update_dict(
-        key: str, node: dict[str, Any], value: Any, mode: str
-    ) -> tuple[dict[str, Any], int]:
-        # Rows of {"key", "value"} (what AGGREGATE returns) are accepted as a mapping.
-        if isinstance(value, list) and all(
-            isinstance(r, dict) and set(r) == {"key", "value"} for r in value
-        ):
-            value = {str(r["key"]): r["value"] for r in value}
-        if not isinstance(value, dict):
-            raise StateError(
-                f"{key} is a DICT; UPDATE it with a mapping, not {type(value).__name__}",
-                "schema_mismatch",
-            )
-        kept = (
-            {k: v for k, v in node.items() if k == "_meta" or _is_declared(v)}
-            if mode == "REPLACE"
-            else dict(node)
-        )
-        for name, item in value.items():
-            if name == "_meta" or _is_declared(kept.get(name)):
-                raise StateError(
-                    f"{key}.{name} is a declared key; UPDATE {key}.{name} instead",
-                    "schema_mismatch",
-                )
-            kept[name] = item
-        return kept, sum(1 for k in kept if k != "_meta")
-
-    @staticmethod
-    def _update_counter(node: dict[str, Any], value: Any, mode: str) -> tuple[dict[str, Any], int]:
-        counts: dict[str, float] = {} if mode == "REPLACE" else dict(node["counts"])
-        if isinstance(value, dict) and "id" not in value:
-            pairs = list(value.items())
-        elif isinstance(value, list):
-            pairs = [(_counter_key(item), 1) for item in value]
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            pairs = [("total", value)]
-        else:
-            pairs = [(_counter_key(value), 1)]
-        for name, amount in pairs:
-            if isinstance(amount, bool) or not isinstance(amount, int | float):
-                raise StateError(
-                    f"a COUNTER adds numbers; {name!r} has {amount!r}", "schema_mismatch"
-                )
-            counts[str(name)] = counts.get(str(name), 0) + amount
-        return {**node, "counts": counts}, len(counts)
+        self._marks[id(items)] = (items, seen)
+        return len(items)
 
     # --- history, replay, persistence
     def append_history(self, entry: dict[str, Any]) -> None:
@@ -349,3 +368,49 @@ class StateStore:
 
     def persist(self) -> None:
         self.backend.save(self.document())
+
+
+def _dict_entries(key: str, node: dict[str, Any], value: Any) -> dict[str, Any]:
+    """The entries an UPDATE writes into a DICT; rows of {"key", "value"} (what AGGREGATE
+    returns) are a mapping. Refused: anything else, and a declared sub-key's name."""
+    value = _rows_as_mapping(value)
+    if not isinstance(value, dict):
+        raise StateError(
+            f"{key} is a DICT; UPDATE it with a mapping, not {type(value).__name__}",
+            "schema_mismatch",
+        )
+    for name in value:
+        if name == "_meta" or _is_declared(node.get(name)):
+            raise StateError(
+                f"{key}.{name} is a declared key; UPDATE {key}.{name} instead",
+                "schema_mismatch",
+            )
+    return value
+
+
+def _counter_pairs(value: Any) -> list[tuple[str, float]]:
+    """What an UPDATE adds to a COUNTER: a mapping's (or AGGREGATE rows') counts, one per
+    item of a list (counted by id), or a number as `total`."""
+    value = _rows_as_mapping(value)
+    if isinstance(value, dict) and "id" not in value:
+        pairs = list(value.items())
+    elif isinstance(value, list):
+        pairs = [(_counter_key(item), 1) for item in value]
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        pairs = [("total", value)]
+    else:
+        pairs = [(_counter_key(value), 1)]
+    for name, amount in pairs:
+        if isinstance(amount, bool) or not isinstance(amount, int | float):
+            raise StateError(f"a COUNTER adds numbers; {name!r} has {amount!r}", "schema_mismatch")
+    return [(str(name), amount) for name, amount in pairs]
+
+
+def _rows_as_mapping(value: Any) -> Any:
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(r, dict) and set(r) == {"key", "value"} for r in value)
+    ):
+        return {str(r["key"]): r["value"] for r in value}
+    return value

@@ -3,6 +3,7 @@ on the real MMWR graph, checked against an independent networkx computation."""
 
 from __future__ import annotations
 
+import json
 from itertools import combinations
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from postel.services.gasl.adapters import NetworkXAdapter
 from postel.services.gasl.errors import StateError
 from postel.services.gasl.executor import GaslExecutor, replay
-from postel.services.gasl.state import JsonFileStateBackend, StateStore
+from postel.services.gasl.state import JsonFileStateBackend, StateStore, content_hash
 
 GRAPH = Path(__file__).resolve().parents[2] / "services/gasl/data/mmwr_nano_graphrag.graphml"
 
@@ -119,3 +120,42 @@ async def test_coauthorship_analysis_matches_networkx(tmp_path: Path) -> None:
     assert replayed.variables == state.variables
     assert replayed.current.hash == state.current.hash
     assert [h["command"] for h in state.history][:1] == ["DECLARE co_authorship_analysis AS DICT"]
+
+
+def test_snapshots_handed_out_never_change_while_later_writes_share_the_rest() -> None:
+    state = StateStore()
+    state.declare("people", "LIST")
+    state.declare("by_type", "DICT")
+    state.declare("by_type.person", "COUNTER")
+    state.update("people", [{"id": "A"}])
+    first = state.current
+    frozen = json.dumps(first.variables, sort_keys=True)
+    for n in range(3):  # several writes after one snapshot: copied once, then in place
+        state.update("people", [{"id": f"B{n}"}])
+        state.update("by_type.person", {"x": 1})
+        state.update("by_type", {"note": n})
+    second = state.current
+    assert json.dumps(first.variables, sort_keys=True) == frozen
+    assert first.hash == content_hash(json.loads(frozen))
+    assert [i["id"] for i in state.get("people")] == ["A", "B0", "B1", "B2"]
+    assert state.get("by_type.person") == {"x": 3} and state.get("by_type") == {"note": 2}
+    state.update("people", [{"id": "C"}], "REPLACE")
+    assert [i["id"] for i in second.variables["people"]["items"]][-1] == "B2"
+    assert state.version == second.version + 1 and state.current.hash != second.hash
+
+
+def test_a_refused_update_changes_nothing() -> None:
+    state = StateStore()
+    state.declare("counts", "COUNTER")
+    state.update("counts", {"a": 1})
+    before = state.variables
+    with pytest.raises(StateError):
+        state.update("counts", {"b": 2, "c": "many"})
+    assert state.variables == before
+
+
+def test_aggregate_rows_count_by_their_keys() -> None:
+    state = StateStore()
+    state.declare("types", "COUNTER")
+    state.update("types", [{"key": "PERSON", "value": 3}, {"key": "LAB", "value": 1}])
+    assert state.get("types") == {"PERSON": 3, "LAB": 1}
