@@ -19,7 +19,9 @@ from typing import Any
 
 import networkx as nx
 from postel.services.gasl.adapters import Caps, NetworkXAdapter
+from postel.services.gasl.conditions import evaluate
 from postel.services.gasl.executor import GaslExecutor
+from postel.services.gasl.parser import parse_one
 from postel.services.gasl.state import StateStore
 
 _TYPES = 50
@@ -126,7 +128,26 @@ def _find_questions(nodes: int, repeat: int, cypher: bool) -> dict[str, Any]:
             (graph, contains_cypher) if cypher else None,
         ),
     ]
-    return {"generate_ms": generate_ms, "index_build_ms": round(index_ms, 1), "questions": rows}
+    records = [attrs for _, attrs in graph.nodes(data=True)]
+    per_node = {
+        "equality": rows[1]["gasl_ms"] * 1000 / nodes,
+        "contains": rows[2]["gasl_ms"] * 1000 / nodes,
+        "equality_interpreted": _time(lambda: _interpreted(records, equality), 1)[0] * 1000 / nodes,
+        "contains_interpreted": _time(lambda: _interpreted(records, contains), 1)[0] * 1000 / nodes,
+    }
+    return {
+        "generate_ms": generate_ms,
+        "index_build_ms": round(index_ms, 1),
+        "questions": rows,
+        "scan_us_per_node": {name: round(us, 3) for name, us in per_node.items()},
+    }
+
+
+def _interpreted(records: list[dict[str, Any]], command: str) -> int:
+    """The scan as it ran before conditions were compiled: the condition tree walked once
+    per record (the baseline of the same run)."""
+    where = parse_one(command).where  # type: ignore[attr-defined]
+    return sum(1 for record in records if evaluate(where, record))
 
 
 def _path_question(path_nodes: int, repeat: int, cypher: bool) -> dict[str, Any]:
@@ -227,6 +248,12 @@ def format_gasl_bench(figures: dict[str, Any]) -> str:
             f"{cypher_n:>9}{speedup:>10}"
         )
     lines.append(f"index vs scan (equality): {figures['index_speedup']}x")
+    per_node = figures["scan_us_per_node"]
+    for name in ("equality", "contains"):
+        lines.append(
+            f"{name} scan per node: {per_node[name]:.3f} us compiled, "
+            f"{per_node[f'{name}_interpreted']:.3f} us interpreted (before)"
+        )
     updates = figures["state_updates"]
     small, large = updates["sizes"]
     for kind, what in (("keys", "state keys"), ("items", "items in the merged LIST")):

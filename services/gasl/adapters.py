@@ -10,9 +10,10 @@ job (and thread) that reads the same graph, so caps travel with each call.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections import deque
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,7 +21,7 @@ from typing import Any, Protocol
 import networkx as nx
 from postel.services.gasl import ast
 from postel.services.gasl.budget import Deadline
-from postel.services.gasl.conditions import evaluate
+from postel.services.gasl.conditions import MISSING, evaluate
 from postel.services.gasl.errors import BudgetSpent
 from postel.services.gasl.loaders import load_graphml, relations_of
 
@@ -81,6 +82,8 @@ def _check_value(key: str, value: Any) -> None:
 
 
 DEFAULT_CAPS = Caps()
+# Records a scan tests between two reads of the clock.
+_SCAN_CHUNK = 4096
 
 
 @dataclass
@@ -157,12 +160,53 @@ class _Table:
     indexed per element, matching the any-element semantics of conditions. An attribute
     holding an unhashable value somewhere gets no index (those searches scan). An index
     build cut short by a deadline is dropped, never kept half-built.
+
+    A scan tests each record with the WHERE compiled once into a test of its ordinal
+    (`matcher`): equality reads the attribute's column, and CONTAINS, STARTS_WITH and
+    ENDS_WITH read a lower-cased copy of it, each built on first use and kept.
     """
 
     def __init__(self, records: list[dict[str, Any]], use_indexes: bool) -> None:
         self.records = records
         self.use_indexes = use_indexes
         self._indexes: dict[str, dict[Hashable, list[int]] | None] = {}
+        self._columns: dict[str, list[Any]] = {}
+        self._folded: dict[str, list[Any]] = {}
+
+    def column(self, name: str) -> list[Any]:
+        """Each record's value of `name` (MISSING where it has none), by ordinal."""
+        if name not in self._columns:
+            self._columns[name] = [attrs.get(name, MISSING) for attrs in self.records]
+        return self._columns[name]
+
+    def folded(self, name: str) -> list[Any]:
+        """The column lower-cased for text matches: a str, a tuple of the strs of a list
+        value, or None where no text can match."""
+        if name not in self._folded:
+            self._folded[name] = [_fold(value) for value in self.column(name)]
+        return self._folded[name]
+
+    def matcher(self, where: ast.Condition) -> Callable[[int], bool]:
+        """`where` as a test of a record's ordinal, with the same meaning as `evaluate`."""
+        match where:
+            case ast.Compare(ast.Field(path), "=", ast.Value(value)) | ast.Compare(
+                ast.Value(value), "=", ast.Field(path)
+            ) if len(path) == 1 and not isinstance(value, list):
+                column = self.column(path[0])
+                return lambda o: (x := column[o]) == value or (type(x) is list and value in x)
+            case ast.TextMatch(ast.Field(path), op, ast.Value(str() as text)) if len(path) == 1:
+                return _text_matcher(self.folded(path[0]), op, text.casefold())
+            case ast.And(items):
+                tests = [self.matcher(item) for item in items]
+                return lambda o: all(test(o) for test in tests)
+            case ast.Or(items):
+                tests = [self.matcher(item) for item in items]
+                return lambda o: any(test(o) for test in tests)
+            case ast.Not(inner):
+                test = self.matcher(inner)
+                return lambda o: not test(o)
+        records = self.records
+        return lambda o: evaluate(where, records[o])
 
     def index(
         self, name: str, deadline: Deadline | None = None
@@ -216,7 +260,10 @@ class _Table:
         return None
 
     def _lookup(self, name: str, values: Iterable[Any], deadline: Deadline) -> set[int] | None:
-        if not all(isinstance(v, Hashable) and not isinstance(v, tuple) for v in values):
+        # indexes hold no None (an attribute set to null is not indexed): those scan
+        if not all(
+            isinstance(v, Hashable) and not isinstance(v, tuple) and v is not None for v in values
+        ):
             return None
         index = self.index(name, deadline)
         if index is None:
@@ -238,14 +285,19 @@ class _Table:
         try:
             if where is not None and self.use_indexes:
                 planned = self.candidates(where, deadline)
-            pool: Iterable[int] = range(len(self.records)) if planned is None else planned
-            for ordinal in pool:
-                deadline.tick()
-                examined += 1
-                if where is None or evaluate(where, self.records[ordinal]):
-                    hits.append(ordinal)
-                    if len(hits) > wanted:
-                        break
+            pool: Sequence[int] = range(len(self.records)) if planned is None else planned
+            test = None if where is None else self.matcher(where)
+            # in chunks: the deadline is read once per chunk, not per record
+            for start in range(0, len(pool), _SCAN_CHUNK):
+                deadline.check()
+                chunk = pool[start : start + _SCAN_CHUNK]
+                hits.extend(chunk if test is None else [o for o in chunk if test(o)])
+                examined = start + len(chunk)
+                if len(hits) > wanted:
+                    # examined up to the first hit past those wanted (pools are ascending)
+                    del hits[wanted + 1 :]
+                    examined = start + bisect.bisect_left(chunk, hits[-1]) + 1
+                    break
         except BudgetSpent as spent:
             return _Selection(hits[:wanted], [spent.cap], examined, planned is not None)
         more = len(hits) > wanted
@@ -253,6 +305,40 @@ class _Table:
         return _Selection(
             hits[:wanted], ["max_results"] if cap_hit else [], examined, planned is not None
         )
+
+
+def _fold(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.casefold()
+    if isinstance(value, list):
+        return tuple(_flat_texts(value))
+    return None
+
+
+def _flat_texts(values: list[Any]) -> Iterator[str]:
+    for value in values:
+        if isinstance(value, str):
+            yield value.casefold()
+        elif isinstance(value, list):
+            yield from _flat_texts(value)
+
+
+def _text_matcher(column: list[Any], op: str, needle: str) -> Callable[[int], bool]:
+    """A text match on a folded column: a str, or any str of a list value."""
+    if op == "CONTAINS":
+        return lambda o: (
+            (s := column[o]) is not None
+            and (needle in s if type(s) is str else any(needle in e for e in s))
+        )
+    if op == "STARTS_WITH":
+        return lambda o: (
+            (s := column[o]) is not None
+            and (s.startswith(needle) if type(s) is str else any(e.startswith(needle) for e in s))
+        )
+    return lambda o: (
+        (s := column[o]) is not None
+        and (s.endswith(needle) if type(s) is str else any(e.endswith(needle) for e in s))
+    )
 
 
 def _edge_matches(attrs: dict[str, Any], via: str) -> bool:
@@ -384,7 +470,7 @@ class NetworkXAdapter:
         start_set = set(start_ids)
         undirected = not self.graph.is_directed()
         adjacency = self.graph.adj
-        records = self._nodes.records
+        passes = None if where is None else self._nodes.matcher(where)
         paths: list[list[str]] = []
         expansions = 0
         stopped = ""
@@ -417,9 +503,7 @@ class NetworkXAdapter:
                         if len(paths) > wanted:
                             stopped = "max_paths" if limit is None or limit > wanted else "limit"
                             break
-                    deeper = len(path) < length and (
-                        where is None or evaluate(where, records[self._ordinal[nxt]])
-                    )
+                    deeper = len(path) < length and (passes is None or passes(self._ordinal[nxt]))
                     if deeper:
                         if expansions >= caps.max_expansions:
                             stopped = "max_expansions"

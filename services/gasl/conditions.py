@@ -129,9 +129,15 @@ def _scalar_compare(op: str, left: Any, right: Any) -> bool:
         return False
 
 
+_FLIPPED = {"=": "=", "!=": "!=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}
+
+
 def _compare(op: str, left: Any, right: Any) -> bool:
     if left is MISSING or right is MISSING:
         return op == "!="
+    if isinstance(right, list) and not isinstance(left, list):
+        # `"ADA" = tags` means what `tags = "ADA"` means, as an index lookup does
+        return _compare(_FLIPPED[op], right, left)
     if isinstance(left, list) and not isinstance(right, list):
         if op == "!=":
             return all(_scalar_compare("!=", e, right) for e in left)
