@@ -127,6 +127,7 @@ class GraphAdapter(Protocol):
         *,
         caps: Caps = DEFAULT_CAPS,
         deadline: Deadline | None = None,
+        direction: ast.Direction = "both",
     ) -> Found: ...
 
     def neighbors(
@@ -138,6 +139,7 @@ class GraphAdapter(Protocol):
         *,
         caps: Caps = DEFAULT_CAPS,
         deadline: Deadline | None = None,
+        direction: ast.Direction = "both",
     ) -> Found: ...
 
     def get_node(self, node_id: str) -> dict[str, Any] | None: ...
@@ -432,8 +434,27 @@ class NetworkXAdapter:
         items = [dict(table.records[i]) for i in chosen.ordinals]
         return Found(items, chosen.caps_hit, chosen.examined, chosen.used_index)
 
-    def _path_record(self, nodes: list[str]) -> dict[str, Any]:
-        edges = [dict(self.graph.edges[a, b]) for a, b in itertools.pairwise(nodes)]
+    def _steps(self, node: str, direction: ast.Direction) -> Iterator[tuple[str, Any, str]]:
+        """The edges a walk may take from `node`, each with the way it is walked: on a
+        directed graph `out` (along the edge) and/or `in` (against it); an undirected
+        graph's edges are `undirected`, taken whatever the direction asked."""
+        graph = self.graph
+        if not graph.is_directed():
+            for nxt, attrs in graph.adj[node].items():
+                yield nxt, attrs, "undirected"
+            return
+        if direction != "in":
+            for nxt, attrs in graph.succ[node].items():
+                yield nxt, attrs, "out"
+        if direction != "out":
+            for nxt, attrs in graph.pred[node].items():
+                yield nxt, attrs, "in"
+
+    def _path_record(self, nodes: list[str], walked: list[str]) -> dict[str, Any]:
+        edges = [
+            {**self.graph.edges[(b, a) if way == "in" else (a, b)], "walked": way}
+            for (a, b), way in zip(itertools.pairwise(nodes), walked, strict=True)
+        ]
         sources: dict[str, None] = {}
         for edge in edges:
             for sid in edge.get("source_ids", []):
@@ -457,6 +478,7 @@ class NetworkXAdapter:
         *,
         caps: Caps = DEFAULT_CAPS,
         deadline: Deadline | None = None,
+        direction: ast.Direction = "both",
     ) -> Found:
         deadline = deadline or Deadline.never()
         caps_hit: list[str] = []
@@ -468,38 +490,41 @@ class NetworkXAdapter:
         start_ids = [s for s in dict.fromkeys(starts) if s in self._ordinal]
         end_set = {e for e in ends if e in self._ordinal}
         start_set = set(start_ids)
-        undirected = not self.graph.is_directed()
-        adjacency = self.graph.adj
+        # walked both ways, a path between two nodes of both sets is found from either end
+        either_way = direction == "both" or not self.graph.is_directed()
         passes = None if where is None else self._nodes.matcher(where)
-        paths: list[list[str]] = []
+        paths: list[tuple[list[str], list[str]]] = []
         expansions = 0
         stopped = ""
         try:
             for start in start_ids:
                 if stopped:
                     break
-                path = [start]
+                path, walked = [start], []
                 on_path = {start}
-                stack = [iter(adjacency[start])]
+                stack = [self._steps(start, direction)]
                 expansions += 1
                 while stack and not stopped:
                     deadline.tick()
-                    nxt = next(stack[-1], None)
-                    if nxt is None:
+                    step = next(stack[-1], None)
+                    if step is None:
                         stack.pop()
                         on_path.discard(path.pop())
+                        if walked:
+                            walked.pop()
                         continue
+                    nxt, _, way = step
                     if nxt in on_path:
                         continue
-                    # An undirected path between two nodes of both sets is reported once,
-                    # from the endpoint that comes first in graph order.
+                    # A path between two nodes of both sets, walked either way, is reported
+                    # once, from the endpoint that comes first in graph order.
                     if nxt in end_set and not (
-                        undirected
+                        either_way
                         and start in end_set
                         and nxt in start_set
                         and self._ordinal[nxt] < self._ordinal[start]
                     ):
-                        paths.append([*path, nxt])
+                        paths.append(([*path, nxt], [*walked, way]))
                         if len(paths) > wanted:
                             stopped = "max_paths" if limit is None or limit > wanted else "limit"
                             break
@@ -510,13 +535,14 @@ class NetworkXAdapter:
                             break
                         expansions += 1
                         path.append(nxt)
+                        walked.append(way)
                         on_path.add(nxt)
-                        stack.append(iter(adjacency[nxt]))
+                        stack.append(self._steps(nxt, direction))
         except BudgetSpent as spent:
             stopped = spent.cap
         if stopped and stopped != "limit":
             caps_hit.append(stopped)
-        items = [self._path_record(p) for p in paths[:wanted]]
+        items = [self._path_record(p, w) for p, w in paths[:wanted]]
         return Found(items, caps_hit, expansions, False)
 
     def neighbors(
@@ -528,6 +554,7 @@ class NetworkXAdapter:
         *,
         caps: Caps = DEFAULT_CAPS,
         deadline: Deadline | None = None,
+        direction: ast.Direction = "both",
     ) -> Found:
         deadline = deadline or Deadline.never()
         caps_hit: list[str] = []
@@ -553,14 +580,14 @@ class NetworkXAdapter:
                     break
                 expansions += 1
                 origin = reached[node][1]
-                for nxt, attrs in self.graph.adj[node].items():
+                for nxt, attrs, way in self._steps(node, direction):
                     deadline.tick()
                     if nxt in reached or (via is not None and not _edge_matches(attrs, via)):
                         continue
                     reached[nxt] = (level + 1, origin)
                     queue.append((nxt, level + 1))
                     record = dict(self.graph.nodes[nxt])
-                    record["_depth"], record["_from"] = level + 1, origin
+                    record["_depth"], record["_from"], record["_walked"] = level + 1, origin, way
                     found.append(record)
                     if len(found) > wanted:
                         full = True

@@ -127,6 +127,10 @@ OnStatus = Literal["EMPTY", "ERROR", "PARTIAL", "SCHEMA_MISMATCH"]
 AggFn = Literal["COUNT", "SUM", "AVG", "MIN", "MAX", "COLLECT"]
 
 
+# Which way a walk takes a directed graph's edges: along them, against them, or either.
+Direction = Literal["out", "in", "both"]
+
+
 @dataclass(frozen=True)
 class Command:
     text: str = field(default="", kw_only=True, compare=False)
@@ -160,6 +164,7 @@ class FindPaths(Command):
     max_length: int | None
     limit: int | None
     into: str
+    direction: Direction = "both"
 
 
 @dataclass(frozen=True)
@@ -263,3 +268,4 @@ class Neighbors(Command):
     depth: int | None
     limit: int | None
     into: str
+    direction: Direction = "both"

@@ -465,10 +465,16 @@ class GaslExecutor:
             case ast.Rank(source, by, descending, limit):
                 rows = _each(self._rows(source), self._deadline)
                 return _Outcome(rank(rows, by, descending, limit))
-            case ast.Neighbors(start, via, depth, limit):
+            case ast.Neighbors(start, via, depth, limit, _, direction):
                 starts, caps_hit = self._endpoint(start)
                 found = self.adapter.neighbors(
-                    starts, via, depth, limit, caps=self.caps, deadline=self._deadline
+                    starts,
+                    via,
+                    depth,
+                    limit,
+                    caps=self.caps,
+                    deadline=self._deadline,
+                    direction=direction,
                 )
                 outcome = self._found(found)
                 outcome.caps_hit = sorted({*caps_hit, *outcome.caps_hit})
@@ -514,6 +520,7 @@ class GaslExecutor:
             command.limit,
             caps=self.caps,
             deadline=self._deadline,
+            direction=command.direction,
         )
         outcome = self._found(found)
         outcome.caps_hit = sorted({*start_caps, *end_caps, *found.caps_hit})

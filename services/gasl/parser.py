@@ -7,7 +7,7 @@ import difflib
 import re
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import (
@@ -25,8 +25,8 @@ from postel.services.gasl.errors import GaslError, GaslSyntaxError
 USAGE: dict[str, str] = {
     "DECLARE": 'DECLARE <key> AS LIST|DICT|COUNTER [WITH_DESCRIPTION "<text>"]',
     "FIND": "FIND nodes|edges [WHERE <condition>] [LIMIT <n>] AS <name>, or "
-    "FIND paths FROM <endpoint> TO <endpoint> [WHERE <condition>] [MAX_LENGTH <n>] "
-    "[LIMIT <n>] AS <name>",
+    "FIND paths FROM <endpoint> TO <endpoint> [DIRECTION out|in|both] [WHERE <condition>] "
+    "[MAX_LENGTH <n>] [LIMIT <n>] AS <name>",
     "PROCESS": 'PROCESS <var> USING "<instruction>" AS <name>',
     "UPDATE": "UPDATE <key> WITH <var> [MERGE|REPLACE]",
     "ANALYZE": 'ANALYZE <key> USING "<instruction>" AS <name>',
@@ -42,7 +42,8 @@ USAGE: dict[str, str] = {
     "AGGREGATE": "AGGREGATE <var> [BY <field>] WITH COUNT|SUM|AVG|MIN|MAX|COLLECT "
     "[OF <field>] AS <name>",
     "RANK": "RANK <var> BY <field> [ASC|DESC] [LIMIT <n>] AS <name>",
-    "NEIGHBORS": 'NEIGHBORS <endpoint> [VIA "<keyword>"] [DEPTH <n>] [LIMIT <n>] AS <name>',
+    "NEIGHBORS": 'NEIGHBORS <endpoint> [DIRECTION out|in|both] [VIA "<keyword>"] [DEPTH <n>] '
+    "[LIMIT <n>] AS <name>",
 }
 
 # Verbs models write from other graph languages, and the command that does the nearest thing.
@@ -75,6 +76,7 @@ _DISPLAY: dict[str, str] = {
     "ON_STATUS": "EMPTY|ERROR|PARTIAL|SCHEMA_MISMATCH",
     "AGG_FN": "COUNT|SUM|AVG|MIN|MAX|COLLECT",
     "ORDER": "ASC|DESC",
+    "DIRECTION": "out|in|both",
     "_LPAR": "(",
     "_RPAR": ")",
     "_LBRACKET": "[",
@@ -208,9 +210,16 @@ class _ToAst(Transformer[Token, Any]):
         )
 
     def find_paths(self, meta: Any, items: list[Any]) -> ast.FindPaths:
-        start, end, where, max_length, limit, into = items
+        start, end, direction, where, max_length, limit, into = items
         return ast.FindPaths(
-            start, end, where, _int(max_length), _int(limit), str(into), text=self._text(meta)
+            start,
+            end,
+            where,
+            _int(max_length),
+            _int(limit),
+            str(into),
+            _direction(direction),
+            text=self._text(meta),
         )
 
     def process(self, meta: Any, items: list[Any]) -> ast.Process:
@@ -278,13 +287,14 @@ class _ToAst(Transformer[Token, Any]):
         return ast.Rank(source, by, descending, _int(limit), str(into), text=self._text(meta))
 
     def neighbors(self, meta: Any, items: list[Any]) -> ast.Neighbors:
-        start, via, depth, limit, into = items
+        start, direction, via, depth, limit, into = items
         return ast.Neighbors(
             start,
             None if via is None else _unquote(str(via)),
             _int(depth),
             _int(limit),
             str(into),
+            _direction(direction),
             text=self._text(meta),
         )
 
@@ -296,6 +306,10 @@ class _SemanticError(GaslError):
         super().__init__(hint)
         self.token = token
         self.hint = hint
+
+
+def _direction(token: Token | None) -> ast.Direction:
+    return "both" if token is None else cast(ast.Direction, str(token).lower())
 
 
 def _int(token: Token | None) -> int | None:

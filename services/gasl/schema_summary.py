@@ -13,6 +13,7 @@ Shape (plain JSON):
      "node_attributes": {"id": "text", "description": "list", ...},
      "edge_attributes": {"weight": "number", "keywords": "list", ...},
      "relation_keywords": {"co-author": 12, ...},   # the most used edge keywords
+     "relation_directions": {"starred_actors": "FILM -> PERSON", ...},  # directed graphs
      "example_ids": {"PERSON": ["BRIANA MORELAND", ...], ...}}  # for the commonest types
 """
 
@@ -56,8 +57,16 @@ def _summarize(adapter: NetworkXAdapter) -> dict[str, Any]:
             examples[entity_type].append(str(node_id))
     relations = [r for *_, attrs in graph.edges(data=True) for r in relations_of(attrs)]
     keywords: Counter[str] = Counter()
+    ends: dict[str, Counter[str]] = {}
     for relation in relations:
-        keywords.update(str(k) for k in relation.get("keywords", []) or [])
+        names = [str(k) for k in relation.get("keywords", []) or []]
+        keywords.update(names)
+        if graph.is_directed():
+            source = graph.nodes[relation["source"]].get("entity_type") or "UNKNOWN"
+            target = graph.nodes[relation["target"]].get("entity_type") or "UNKNOWN"
+            for name in names:
+                ends.setdefault(name, Counter())[f"{source} -> {target}"] += 1
+    top = sorted(keywords.items(), key=lambda item: (-item[1], item[0]))[:MAX_KEYWORDS]
     ranked = sorted(types.items(), key=lambda item: (-item[1], item[0]))
     return {
         "nodes": graph.number_of_nodes(),
@@ -66,9 +75,11 @@ def _summarize(adapter: NetworkXAdapter) -> dict[str, Any]:
         "entity_types": dict(ranked),
         "node_attributes": _attribute_kinds(attrs for _, attrs in graph.nodes(data=True)),
         "edge_attributes": _attribute_kinds(relations),
-        "relation_keywords": dict(
-            sorted(keywords.items(), key=lambda item: (-item[1], item[0]))[:MAX_KEYWORDS]
-        ),
+        "relation_keywords": dict(top),
+        # on a directed graph, the way each relation points (its commonest entity types)
+        "relation_directions": {
+            name: ends[name].most_common(1)[0][0] for name, _ in top if name in ends
+        },
         "example_ids": {name: examples[name] for name, _ in ranked[:EXAMPLE_TYPES]},
     }
 

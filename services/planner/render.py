@@ -55,6 +55,13 @@ def graph_text(summary: dict[str, Any] | None, max_types: int = 40) -> str:
         "edge attributes: " + _attributes(summary.get("edge_attributes", {})),
         "edge keywords: " + (", ".join(keywords) if keywords else "(none)"),
     ]
+    directions = summary.get("relation_directions", {})
+    if summary.get("directed"):
+        pointing = "; ".join(f"{name}: {way}" for name, way in directions.items())
+        lines.append(
+            "directed: edges point one way (NEIGHBORS and paths take DIRECTION out, in or "
+            "both; default both)" + (f"; {pointing}" if pointing else "")
+        )
     rest = types[_TOP_TYPES:max_types]
     if rest:
         more = len(types) - max_types
