@@ -291,14 +291,20 @@ async def replay_gasl_rounds(
     ]
     model = LLMGaslModel(MeteredClient(ReplayClient(recorded)), export.capability)
     hops = [e.message_id for e in export.events if e.worker == "gasl" and e.status == "completed"]
-    backends: dict[int, MemoryStateBackend] = {}
+    # the state each (task, round) left: a round starts from its base round's, as in the worker
+    states: dict[tuple[int, int], dict[str, Any] | None] = {}
     checks: list[RoundCheck] = []
     for hop, recorded_round in zip(hops, export.rounds, strict=False):
-        backend = backends.setdefault(recorded_round.task_index, MemoryStateBackend())
+        task, base = recorded_round.task_index, recorded_round.base_round
+        start = states.get((task, recorded_round.round - 1 if base is None else base))
+        backend = MemoryStateBackend()
+        if start is not None:
+            backend.save(start)
         store = StateStore(backend, query=export.request.prompt)
         executor = GaslExecutor(adapter, state=store, model=model)
         with logging_calls("gasl", hop):
             run = await executor.execute_plan(recorded_round.plan)
+        states[(task, recorded_round.round)] = backend.load()
         difference = None
         for was, now in zip(recorded_round.records, run.records, strict=False):
             if _comparable(was) != _comparable(now):

@@ -15,7 +15,7 @@ from typing import Any
 from postel.infra import keys
 from postel.messages import ExecutionRecord, GaslPlan, GaslPlanExecuted, GenerationRequested
 from postel.services.generation.loop import LoopState
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from redis.asyncio import Redis
 
 
@@ -27,6 +27,9 @@ class GaslRound(BaseModel):
     plan: GaslPlan
     records: list[ExecutionRecord]
     error: str | None = None
+    base_round: int | None = Field(
+        default=None, description="the round whose state it started from (None: the one before)"
+    )
 
 
 class RedisLoopStore:
@@ -58,13 +61,11 @@ class GaslStateStore:
         self.redis = redis
         self.ttl_s = ttl_s
 
-    async def before_round(
-        self, job_id: str, task_index: int, round_: int
-    ) -> dict[str, Any] | None:
-        """The state the round starts from: what the previous round left."""
-        if round_ == 0:
+    async def state_after(self, job_id: str, task_index: int, round_: int) -> dict[str, Any] | None:
+        """The state a round left (None for round -1, the empty state)."""
+        if round_ < 0:
             return None
-        raw = await self.redis.get(keys.gasl_state(job_id, task_index, round_ - 1))
+        raw = await self.redis.get(keys.gasl_state(job_id, task_index, round_))
         return json.loads(raw) if raw else None
 
     async def after_round(
@@ -82,6 +83,7 @@ class GaslStateStore:
             plan=executed.plan,
             records=executed.records,
             error=executed.error,
+            base_round=executed.base_round,
         )
         key = keys.gasl_rounds(executed.job_id)
         field = f"{entry.task_index}:{entry.round}"

@@ -59,6 +59,12 @@ class RoundNote(BaseModel):
     hypothesis: str = ""
     plan: GaslPlan | None = None
     outcome: str = ""
+    decision: str = Field(
+        default="", description="how the round came about: continue, refine, pivot ('' first)"
+    )
+    abandoned: bool = Field(
+        default=False, description="its hypothesis was given up by a pivot, its state dropped"
+    )
 
 
 class CarriesRound(CarriesJob):
@@ -67,6 +73,17 @@ class CarriesRound(CarriesJob):
     round: int = Field(ge=0)
     plan: GaslPlan
     history: list[RoundNote] = Field(default_factory=list)
+    state_from: int | None = Field(
+        default=None,
+        ge=-1,
+        description="the round whose resulting GASL state this plan starts from (-1: an empty "
+        "state; unset: the round before, as continue and refine do; a pivot goes back)",
+    )
+
+    @property
+    def base_round(self) -> int:
+        """The round whose state this round starts from; -1 for an empty state."""
+        return self.round - 1 if self.state_from is None else self.state_from
 
 
 class JobSubmitted(Envelope):

@@ -31,7 +31,7 @@ from postel.services.step import HopFigures, Step, command_lines
 class RoundStore(Protocol):
     """Where a job's GASL state lives between rounds, one copy per round (infra/stores.py)."""
 
-    async def before_round(
+    async def state_after(
         self, job_id: str, task_index: int, round_: int
     ) -> dict[str, Any] | None: ...
 
@@ -54,10 +54,11 @@ class GaslDeps:
 
 
 async def handle(message: GaslPlanRequested, deps: GaslDeps) -> Step:
-    """The gasl worker's one entry point: run the round from the state the previous round
-    left, keep the state and the records, and answer the planner."""
+    """The gasl worker's one entry point: run the round from the state its base round left
+    (the previous one, or an earlier one after a pivot), keep the state and the records, and
+    answer the planner."""
     job, task = message.job_id, message.progress.task_index
-    before = await deps.rounds.before_round(job, task, message.round)
+    before = await deps.rounds.state_after(job, task, message.base_round)
     result = await execute_round(message, deps.adapter, before, deps.model, deps.budget)
     await deps.rounds.after_round(job, task, message.round, result.state)
     await deps.rounds.record_round(result.message)
@@ -132,6 +133,7 @@ def _run_round(
         round=message.round,
         plan=message.plan,
         history=message.history,
+        state_from=message.state_from,
         records=run.records,
         state_summary=run.state.model_dump(mode="json"),
         error=errors[0].error if errors else None,

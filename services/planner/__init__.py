@@ -12,7 +12,10 @@ a Step: the messages and the round's decision with its rationale; see `handlers`
                               -> gasl.plan_requested(round 0)
     gasl.plan_executed -> on_gasl_executed: ONE call evaluates the records and state and
                           proposes the next plan:
-                            continue / refine / pivot -> gasl.plan_requested(round + 1)
+                            continue / refine / pivot -> gasl.plan_requested(round + 1);
+                              a pivot abandons the round just run (marked in the history)
+                              and the next starts from the state that round started from
+                              (state_from); a refine's "caps" become SET commands first
                             complete -> TaskOutcome, then (finish.after_task)
                               task.planned(i + 1) | generation.requested (desired type
                               document or str) | validation.requested (any other type)

@@ -139,8 +139,7 @@ async def on_task_planned(
     decision = await decide_round(llm, capability, msg.request, first)
     plan, hypothesis = _next_plan(decision, msg.progress.task_index, 0, graph_summary, notes)
     note = RoundNote(round=0, hypothesis=hypothesis, plan=plan)
-    # a probe replacing an unusable answer (or a premature COMPLETE) is a refine
-    taken = "refine" if hypothesis.startswith(UNUSABLE) else decision.decision
+    taken = _taken(decision, hypothesis)
     return _step([_request_plan(msg, msg.progress, 0, plan, [note])], taken, hypothesis)
 
 
@@ -188,10 +187,14 @@ async def on_gasl_executed(
         capped = f"round cap {max_rounds} reached without COMPLETE; {judgement}".rstrip("; ")
         return _step(_finish(msg, task, None, incomplete=True), "capped", capped, executed)
     plan, hypothesis = _next_plan(decision, index, executed + 1, graph_summary, notes)
-    note = RoundNote(round=executed + 1, hypothesis=hypothesis, plan=plan)
+    taken = _taken(decision, hypothesis)
+    history, state_from = _branch(history, taken, msg)
+    if state_from is not None:
+        _note(notes, f"task {task.id}: pivot; round {executed + 1} starts from round {state_from}")
+    note = RoundNote(round=executed + 1, hypothesis=hypothesis, plan=plan, decision=taken)
     return _step(
-        [_request_plan(msg, msg.progress, executed + 1, plan, [*history, note])],
-        decision.decision,
+        [_request_plan(msg, msg.progress, executed + 1, plan, [*history, note], state_from)],
+        taken,
         decision.problem or judgement,
         executed,
     )
@@ -221,6 +224,27 @@ def _next_plan(
     return decision.plan, decision.hypothesis
 
 
+def _taken(decision: RoundDecision, hypothesis: str) -> StepDecision:
+    """The decision the round acts on: a probe replacing an unusable answer (or a premature
+    COMPLETE) is a refine."""
+    return "refine" if hypothesis.startswith(UNUSABLE) else decision.decision
+
+
+def _branch(
+    history: list[RoundNote], decision: str, failed: GaslPlanExecuted
+) -> tuple[list[RoundNote], int | None]:
+    """A pivot gives up the hypothesis of the round just run: that round is marked abandoned
+    and the next one starts from the state it started from (its base round's). Continue and
+    refine build on what it left (None: the round before)."""
+    if decision != "pivot":
+        return history, None
+    marked = [
+        note.model_copy(update={"abandoned": True}) if note.round == failed.round else note
+        for note in history
+    ]
+    return marked, failed.base_round
+
+
 def _with_outcome(msg: GaslPlanExecuted, digest: str) -> list[RoundNote]:
     """The history with round `msg.round`'s outcome filled in (its note added if missing)."""
     history = list(msg.history)
@@ -243,6 +267,7 @@ def _request_plan(
     round_number: int,
     plan: GaslPlan,
     history: list[RoundNote],
+    state_from: int | None = None,
 ) -> GaslPlanRequested:
     return msg.derive(
         GaslPlanRequested,
@@ -252,6 +277,7 @@ def _request_plan(
         round=round_number,
         plan=plan,
         history=history,
+        state_from=state_from,
     )
 
 

@@ -106,9 +106,11 @@ def history_text(history: Sequence[RoundNote]) -> str:
     lines = []
     for note in reversed(history):
         commands = "; ".join(note.plan.commands) if note.plan else "-"
+        how = f" ({note.decision})" if note.decision else ""
+        gone = " [abandoned: its state was dropped]" if note.abandoned else ""
         lines.append(
-            f"round {note.round}: hypothesis: {note.hypothesis or '-'} | plan: {commands} | "
-            f"outcome: {note.outcome or 'pending'}"
+            f"round {note.round}{how}{gone}: hypothesis: {note.hypothesis or '-'} | "
+            f"plan: {commands} | outcome: {note.outcome or 'pending'}"
         )
     return "\n".join(lines)
 

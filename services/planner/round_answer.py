@@ -131,6 +131,8 @@ def _action(item: Any, default: Decision) -> NextAction:
     commands = _commands(plan)
     if not commands:
         raise AnswerError('the plan has no commands; give "plan": {"why": ..., "commands": [...]}')
+    # cap changes the model asks for (a refine that wants more results) run first
+    commands = [*_cap_commands(item.get("caps")), *commands]
     action = _DECISIONS.get(text_of(item.get("action")).lower(), default)
     if action == "complete":  # an action carries a plan, so it goes on
         action = "continue"
@@ -141,6 +143,16 @@ def _action(item: Any, default: Decision) -> NextAction:
         commands=commands,
         config=_config(config),
     )
+
+
+def _cap_commands(caps: Any) -> list[str]:
+    if not isinstance(caps, dict):
+        return []
+    return [
+        f"SET adapter.caps.{name}={int(value)}"
+        for name, value in caps.items()
+        if isinstance(name, str) and name.isidentifier() and isinstance(value, int | float)
+    ]
 
 
 def _commands(plan: Any) -> list[str]:

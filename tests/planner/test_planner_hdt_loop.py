@@ -24,9 +24,18 @@ from postel.messages.pipeline import (
 from postel.messages.task import JobProgress, Task, TaskOutcome, TaskPlan
 from postel.messages.types import TypeSpec
 from postel.services.gasl import GaslExecutor, NetworkXAdapter
+from postel.services.gasl.budget import TimeBudget
 from postel.services.gasl.schema_summary import summarize_graph
+from postel.services.gasl.stage import GaslDeps
+from postel.services.gasl.stage import handle as gasl_handle
 from postel.services.llm import LLMRequest, ScriptedClient
-from postel.services.planner import on_gasl_executed, on_task_planned
+from postel.services.planner import (
+    PlannerDeps,
+    on_gasl_executed,
+    on_task_planned,
+    read_round_answer,
+)
+from postel.services.planner import handle as planner_handle
 from postel.services.prompts import Capability
 
 GRAPH = Path(__file__).resolve().parents[2] / "services/gasl/data/mmwr_nano_graphrag.graphml"
@@ -330,3 +339,91 @@ async def test_a_graph_task_on_a_job_without_a_graph_raises_the_missing_graph_er
     )
     with pytest.raises(GraphNotFound, match="names no graph"):
         await on_task_planned(graphless, Model().client, Capability.MINIMAL)
+
+
+class MemoryRounds:
+    """The gasl worker's round store, in memory: the state each round left."""
+
+    def __init__(self) -> None:
+        self.states: dict[int, dict[str, Any] | None] = {}
+
+    async def state_after(self, job_id: str, task: int, round_: int) -> dict[str, Any] | None:
+        return None if round_ < 0 else self.states[round_]
+
+    async def after_round(self, job_id: str, task: int, round_: int, state: dict) -> None:
+        self.states[round_] = state
+
+    async def record_round(self, executed: GaslPlanExecuted) -> None:
+        return None
+
+
+async def rounds_until_done(
+    adapter: NetworkXAdapter, model: Model, rounds: MemoryRounds
+) -> list[GaslPlanExecuted]:
+    """The planner and the real gasl stage in turn; every executed round."""
+    deps = PlannerDeps(model.client, Capability.STANDARD, summarize_graph(adapter))
+    step = await planner_handle(task_planned([COUNT_TASK], max_rounds=5), deps)
+    executed: list[GaslPlanExecuted] = []
+    while isinstance(step.messages[0], GaslPlanRequested):
+        gasl = GaslDeps(adapter, rounds, None, TimeBudget())
+        [done] = (await gasl_handle(step.messages[0], gasl)).messages
+        assert isinstance(done, GaslPlanExecuted)
+        executed.append(done)
+        step = await planner_handle(done, deps)
+    return executed
+
+
+def keys_of(state: dict[str, Any] | None) -> set[str]:
+    return set((state or {}).get("variables", {}))
+
+
+async def test_a_pivot_starts_from_the_state_before_the_failed_hypothesis(
+    adapter: NetworkXAdapter,
+) -> None:
+    model = Model(
+        answer("continue", (0.9, ["DECLARE people AS LIST", PEOPLE, "UPDATE people WITH people"])),
+        # the next hypothesis writes to the state, then finds nothing
+        answer("continue", (0.9, ["DECLARE labs AS LIST", 'FIND nodes WHERE id = "NO LAB" AS l'])),
+        answer("pivot", (0.9, ["COUNT people AS n"])),
+        answer("complete", result=371),
+    )
+    rounds = MemoryRounds()
+    _, failed, after = await rounds_until_done(adapter, model, rounds)
+    assert failed.records[-1].status == "empty" and keys_of(rounds.states[1]) == {"people", "labs"}
+    # round 2 ran from round 0's state: people is there, the abandoned round's labs is not
+    assert after.base_round == 0 and keys_of(rounds.states[2]) == {"people"}
+    notes = {note.round: note for note in after.history}
+    assert notes[1].abandoned and notes[2].decision == "pivot"
+    assert not notes[0].abandoned and not notes[2].abandoned
+    assert "round 1 (continue) [abandoned" in model.prompts[-1]
+
+
+async def test_a_pivot_after_a_pivot_goes_back_to_where_that_one_started(
+    adapter: NetworkXAdapter,
+) -> None:
+    model = Model(
+        answer("continue", (0.9, ["DECLARE people AS LIST", PEOPLE, "UPDATE people WITH people"])),
+        answer("pivot", (0.9, ["DECLARE first_guess AS LIST"])),
+        answer("pivot", (0.9, ["DECLARE second_guess AS LIST"])),
+        answer("complete", result=0),
+    )
+    rounds = MemoryRounds()
+    _, first, second = await rounds_until_done(adapter, model, rounds)
+    assert (first.base_round, second.base_round) == (-1, -1)
+    assert keys_of(rounds.states[1]) == {"first_guess"}
+    assert keys_of(rounds.states[2]) == {"second_guess"}
+    assert [note.abandoned for note in second.history] == [True, True, False]
+
+
+async def test_a_refine_applies_the_models_cap_changes() -> None:
+    read = read_round_answer(
+        json.dumps(
+            {
+                "decision": "refine",
+                "next_actions": [
+                    {"action": "refine", "caps": {"max_results": 50}, "plan": [PEOPLE]}
+                ],
+            }
+        )
+    )
+    assert read.actions[0].commands == ["SET adapter.caps.max_results=50", PEOPLE]
