@@ -134,6 +134,8 @@ Direction = Literal["out", "in", "both"]
 @dataclass(frozen=True)
 class Command:
     text: str = field(default="", kw_only=True, compare=False)
+    # what the model wrote when it used another spelling (services/gasl/dialect.py)
+    written: str = field(default="", kw_only=True, compare=False)
 
     @property
     def target(self) -> str | None:
@@ -241,6 +243,7 @@ class SelectWhere(Command):
 class Count(Command):
     source: VarRef
     into: str
+    where: Condition | None = None
 
 
 @dataclass(frozen=True)

@@ -326,6 +326,9 @@ class GaslExecutor:
             variable=target,
             detail=outcome.detail,
         )
+        if command.written:
+            # the model spelled it another way: the record shows both, so it learns the canonical
+            record.detail["written"] = command.written
         self._history(record, started_at, _now())
         return record
 
@@ -456,8 +459,13 @@ class GaslExecutor:
                 bound = self._bind(where)
                 rows = _each(self._rows(source), self._deadline)
                 return _Outcome([row for row in rows if evaluate(bound, row)])
-            case ast.Count(source):
+            case ast.Count(source, _, None):
                 n = size_of(self._value(source))
+                return _Outcome(n, count=n)
+            case ast.Count(source, _, where):
+                bound = self._bind(where)
+                rows = _each(self._rows(source), self._deadline)
+                n = sum(1 for row in rows if evaluate(bound, row))
                 return _Outcome(n, count=n)
             case ast.Aggregate(source, by, fn, of):
                 rows = _each(self._rows(source), self._deadline)

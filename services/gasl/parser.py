@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast as pyast
 import difflib
 import re
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 from typing import Any, cast
@@ -18,7 +19,7 @@ from lark.exceptions import (
     UnexpectedToken,
     VisitError,
 )
-from postel.services.gasl import ast
+from postel.services.gasl import ast, dialect
 from postel.services.gasl.errors import GaslError, GaslSyntaxError
 
 # How each command is written; the hint of a syntax error quotes the one being typed.
@@ -38,7 +39,7 @@ USAGE: dict[str, str] = {
     "CANCEL": 'CANCEL PLAN "<plan_id>"',
     "SELECT": "SELECT <var> FIELDS <field>, <field> AS <name>, or "
     "SELECT <var> WHERE <condition> AS <name>",
-    "COUNT": "COUNT <var> AS <name>",
+    "COUNT": "COUNT <var> [WHERE <condition>] AS <name>",
     "AGGREGATE": "AGGREGATE <var> [BY <field>] WITH COUNT|SUM|AVG|MIN|MAX|COLLECT "
     "[OF <field>] AS <name>",
     "RANK": "RANK <var> BY <field> [ASC|DESC] [LIMIT <n>] AS <name>",
@@ -268,7 +269,8 @@ class _ToAst(Transformer[Token, Any]):
         return ast.SelectWhere(source, where, str(into), text=self._text(meta))
 
     def count(self, meta: Any, items: list[Any]) -> ast.Count:
-        return ast.Count(items[0], str(items[1]), text=self._text(meta))
+        source, where, into = items
+        return ast.Count(source, str(into), where, text=self._text(meta))
 
     def aggregate(self, meta: Any, items: list[Any]) -> ast.Aggregate:
         source, by, fn, of, into = items
@@ -381,10 +383,31 @@ def _expected(error: UnexpectedInput) -> list[str]:
 
 
 def parse(source: str) -> list[ast.Command]:
-    """Parse one or more commands (separated by newlines or `;`) into AST commands.
+    """Parse one or more commands (separated by newlines or `;`) into AST commands; the
+    spellings of services/gasl/dialect.py are read as their canonical commands, each keeping
+    what was written.
 
-    Raises GaslSyntaxError, and only that, for any input that is not valid GASL.
+    Raises GaslSyntaxError, and only that, for any input that is not valid GASL (the error
+    of the text as written).
     """
+    try:
+        return _parse(source)
+    except GaslSyntaxError as error:
+        rewritten, applied = dialect.canonical(source)
+        if not applied:
+            raise
+        try:
+            commands = _parse(rewritten)
+        except GaslSyntaxError:
+            raise error from None
+    # a command whose canonical text is not in the source was written another way
+    return [
+        c if " ".join(source.split()).find(c.text) >= 0 else replace(c, written=source.strip())
+        for c in commands
+    ]
+
+
+def _parse(source: str) -> list[ast.Command]:
     try:
         tree: Tree[Token] = _lark().parse(source)
         result: list[ast.Command] = _ToAst(source).transform(tree)

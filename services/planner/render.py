@@ -125,6 +125,9 @@ def records_text(records: Sequence[ExecutionRecord], error: str | None = None) -
         if record.caps_hit:
             head += f" (caps hit: {', '.join(record.caps_hit)})"
         lines.append(head)
+        written = record.detail.get("written")
+        if written:
+            lines.append(f"   you wrote: {written}; write it as above")
         if record.error:
             lines.append(f"   error: {record.error}")
         if record.rows:

@@ -236,15 +236,15 @@ def test_random_text_raises_only_syntax_errors(text: str) -> None:
     [
         # AS is there: the mistake is what comes before it
         (
-            "FIND nodes with entity_type=COUNTRY AS country_nodes",
+            "FIND nodes having entity_type=COUNTRY AS country_nodes",
             "FIND does not take this before `AS <name>`",
         ),
         (
-            "COUNT person_nodes where starts_with_vowel = true AS vowel_count",
-            "COUNT does not take this before `AS <name>`. Usage: COUNT <var> AS <name>",
+            "COUNT person_nodes unique name AS names",
+            "COUNT does not take this before `AS <name>`. Usage: COUNT <var> [WHERE",
         ),
         # inside a block the hint describes the command being written, not the block
-        ("TRY FIND nodes AS a CATCH ANY COUNT a b AS n END", "Usage: COUNT <var> AS <name>"),
+        ("TRY FIND nodes AS a CATCH ANY COUNT a b AS n END", "Usage: COUNT <var> [WHERE"),
         ("ON EMPTY a THEN NEIGHBORS a DEPTH x AS n", "usage: NEIGHBORS <endpoint>"),
         # an unknown verb is pointed at the nearest command
         ("GRAPHWALK from x AS y", "the nearest is NEIGHBORS: NEIGHBORS <endpoint>"),

@@ -1,0 +1,131 @@
+"""The spellings real models write (the reference dialect) parse into the canonical
+commands and run on the MMWR graph with the canonical results, checked against networkx;
+the record keeps what was written and the next round's prompt shows the canonical form."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+import pytest
+from gasl_support import FakeModel
+from postel.messages.gasl import ExecutionRecord, GaslPlan
+from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.errors import GaslSyntaxError
+from postel.services.gasl.executor import GaslExecutor
+from postel.services.gasl.loaders import DEMO_GRAPH
+from postel.services.gasl.parser import parse_one
+from postel.services.planner.render import records_text
+
+PEOPLE = "FIND nodes with entity_type=PERSON AS person_nodes"
+
+
+@pytest.fixture(scope="module")
+def oracle() -> nx.Graph:
+    return nx.read_graphml(DEMO_GRAPH)
+
+
+@pytest.fixture(scope="module")
+def adapter() -> NetworkXAdapter:
+    return NetworkXAdapter.from_graphml(DEMO_GRAPH)
+
+
+def of_type(oracle: nx.Graph, kind: str) -> set[str]:
+    return {n.strip('"') for n, t in oracle.nodes(data="entity_type") if t == f'"{kind}"'}
+
+
+async def records_of(
+    adapter: NetworkXAdapter, *commands: str, model: Any = None
+) -> list[ExecutionRecord]:
+    executor = GaslExecutor(adapter, model=model, max_rows=None)
+    plan = GaslPlan(plan_id="p", commands=list(commands))
+    return (await executor.execute_plan(plan)).records
+
+
+async def run(adapter: NetworkXAdapter, *commands: str, model: Any = None) -> list[ExecutionRecord]:
+    records = await records_of(adapter, *commands, model=model)
+    assert [r.status for r in records] == ["success"] * len(commands), records
+    return records
+
+
+async def test_find_with_pairs_is_a_where(adapter: NetworkXAdapter, oracle: nx.Graph) -> None:
+    [people] = await run(adapter, PEOPLE)
+    assert {row["id"] for row in people.rows} == of_type(oracle, "PERSON")
+    assert people.command == 'FIND nodes WHERE entity_type = "PERSON" AS person_nodes'
+    assert people.detail["written"] == PEOPLE
+    [countries] = await run(adapter, "FIND nodes with entity_type=COUNTRY AS country_nodes")
+    assert {row["id"] for row in countries.rows} == of_type(oracle, "COUNTRY") != set()
+    [two] = await run(adapter, "FIND nodes with entity_type=PERSON and id=ROBIN LEE LIMIT 5 AS lee")
+    assert [row["id"] for row in two.rows] == ["ROBIN LEE"]
+
+
+async def test_process_with_an_unquoted_instruction_then_count_where(
+    adapter: NetworkXAdapter, oracle: nx.Graph
+) -> None:
+    people = sorted(of_type(oracle, "PERSON"))
+    chosen = [next(p for p in people if p[0] == "A"), next(p for p in people if p[0] == "B")]
+    model = FakeModel({"items": [{"id": p, "starts_with_vowel": p[0] in "AEIOU"} for p in chosen]})
+    records = await run(
+        adapter,
+        "FIND nodes with entity_type=PERSON LIMIT 5 AS few",
+        "PROCESS few with instruction: extract first name, and say whether it "
+        "starts with a vowel AS x",
+        "COUNT x where starts_with_vowel = true AS vowel_count",
+        model=model,
+    )
+    assert records[1].command.startswith('PROCESS few USING "extract first name')
+    assert "INSTRUCTION: extract first name, and say whether" in model.prompts[0]
+    assert records[2].count == 1
+
+
+async def test_the_other_spellings_give_the_canonical_results(adapter: NetworkXAdapter) -> None:
+    pairs = [
+        (
+            "COUNT person_nodes group by entity_type AS n",
+            "AGGREGATE person_nodes BY entity_type WITH COUNT AS n",
+        ),
+        (
+            "RANK person_nodes BY id order desc LIMIT 3 AS top",
+            "RANK person_nodes BY id DESC LIMIT 3 AS top",
+        ),
+        ("REQUIRE person_nodes", "REQUIRE EXISTS person_nodes"),
+        ("ASSERT person_nodes count > 300", "ASSERT LEN ${person_nodes} > 300"),
+        ("DECLARE found AS LIST", "DECLARE found AS LIST"),
+        (
+            "UPDATE found WITH person_nodes operation: append",
+            "UPDATE found WITH person_nodes MERGE",
+        ),
+        (
+            "ON EMPTY person_nodes do COUNT person_nodes AS c",
+            "ON EMPTY person_nodes THEN COUNT person_nodes AS c",
+        ),
+        (
+            "TRY COUNT nobody AS n CATCH COUNT person_nodes AS m",
+            "TRY COUNT nobody AS n CATCH ANY COUNT person_nodes AS m END",
+        ),
+    ]
+    liberal = await records_of(adapter, PEOPLE, *[written for written, _ in pairs])
+    canonical = await records_of(adapter, PEOPLE, *[form for _, form in pairs])
+    assert len(liberal) == len(canonical) > len(pairs) and liberal[-1].status == "success"
+    for was, now in zip(liberal, canonical, strict=True):
+        assert shape(was) == shape(now)
+
+
+def shape(record: ExecutionRecord) -> tuple[Any, ...]:
+    return record.command, record.status, record.count, record.rows
+
+
+async def test_an_ambiguous_form_stays_an_error_naming_the_canonical_one(
+    adapter: NetworkXAdapter,
+) -> None:
+    # a variable or a cap? SET changes caps only, and says how
+    [record] = await records_of(adapter, "SET total = 5")
+    assert record.status == "error" and "SET adapter.caps.<key>=<n>" in (record.error or "")
+    with pytest.raises(GaslSyntaxError):
+        parse_one("FIND nodes with entity_type AS nothing_to_compare")
+
+
+async def test_the_next_prompt_shows_the_canonical_spelling(adapter: NetworkXAdapter) -> None:
+    text = records_text(await run(adapter, PEOPLE))
+    assert 'FIND nodes WHERE entity_type = "PERSON" AS person_nodes' in text
+    assert f"you wrote: {PEOPLE}; write it as above" in text
