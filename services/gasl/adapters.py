@@ -128,6 +128,7 @@ class GraphAdapter(Protocol):
         caps: Caps = DEFAULT_CAPS,
         deadline: Deadline | None = None,
         direction: ast.Direction = "both",
+        via: str | None = None,
     ) -> Found: ...
 
     def neighbors(
@@ -479,6 +480,7 @@ class NetworkXAdapter:
         caps: Caps = DEFAULT_CAPS,
         deadline: Deadline | None = None,
         direction: ast.Direction = "both",
+        via: str | None = None,
     ) -> Found:
         deadline = deadline or Deadline.never()
         caps_hit: list[str] = []
@@ -513,8 +515,8 @@ class NetworkXAdapter:
                         if walked:
                             walked.pop()
                         continue
-                    nxt, _, way = step
-                    if nxt in on_path:
+                    nxt, attrs, way = step
+                    if nxt in on_path or (via is not None and not _edge_matches(attrs, via)):
                         continue
                     # A path between two nodes of both sets, walked either way, is reported
                     # once, from the endpoint that comes first in graph order.

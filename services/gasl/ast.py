@@ -167,6 +167,7 @@ class FindPaths(Command):
     limit: int | None
     into: str
     direction: Direction = "both"
+    via: str | None = None
 
 
 @dataclass(frozen=True)
@@ -230,6 +231,8 @@ class SelectFields(Command):
     source: VarRef
     fields: tuple[Field, ...]
     into: str
+    # the name each field takes in the rows when any is renamed (`who=id`); empty: their own
+    names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

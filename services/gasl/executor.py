@@ -452,9 +452,9 @@ class GaslExecutor:
                 self.cancelled.add(plan_id)
                 self._cancel_current = plan_id == self._plan_id
                 return _Outcome(count=1, detail={"cancelled": plan_id})
-            case ast.SelectFields(source, fields):
+            case ast.SelectFields(source, fields, _, names):
                 rows = _each(self._rows(source), self._deadline)
-                return _Outcome([_project(row, fields) for row in rows])
+                return _Outcome([_project(row, fields, names) for row in rows])
             case ast.SelectWhere(source, where):
                 bound = self._bind(where)
                 rows = _each(self._rows(source), self._deadline)
@@ -529,6 +529,7 @@ class GaslExecutor:
             caps=self.caps,
             deadline=self._deadline,
             direction=command.direction,
+            via=command.via,
         )
         outcome = self._found(found)
         outcome.caps_hit = sorted({*start_caps, *end_caps, *found.caps_hit})
@@ -547,11 +548,11 @@ class GaslExecutor:
         return _Outcome(count=1)
 
 
-def _project(row: Any, fields: tuple[ast.Field, ...]) -> dict[str, Any]:
+def _project(row: Any, fields: tuple[ast.Field, ...], names: tuple[str, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for f in fields:
+    for f, name in zip(fields, names or tuple(f.name for f in fields), strict=True):
         value = lookup(row, f.path)
-        out[f.name] = None if value is MISSING else value
+        out[name] = None if value is MISSING else value
     return out
 
 

@@ -26,7 +26,8 @@ from postel.services.gasl.errors import GaslError, GaslSyntaxError
 USAGE: dict[str, str] = {
     "DECLARE": 'DECLARE <key> AS LIST|DICT|COUNTER [WITH_DESCRIPTION "<text>"]',
     "FIND": "FIND nodes|edges [WHERE <condition>] [LIMIT <n>] AS <name>, or "
-    "FIND paths FROM <endpoint> TO <endpoint> [DIRECTION out|in|both] [WHERE <condition>] "
+    'FIND paths FROM <endpoint> TO <endpoint> [DIRECTION out|in|both] [VIA "<keyword>"] '
+    "[WHERE <condition>] "
     "[MAX_LENGTH <n>] [LIMIT <n>] AS <name>",
     "PROCESS": 'PROCESS <var> USING "<instruction>" AS <name>',
     "UPDATE": "UPDATE <key> WITH <var> [MERGE|REPLACE]",
@@ -37,7 +38,7 @@ USAGE: dict[str, str] = {
     "TRY": "TRY <commands> CATCH ANY <commands> [FINALLY <commands>] END",
     "SET": "SET adapter.caps.<key>=<integer>",
     "CANCEL": 'CANCEL PLAN "<plan_id>"',
-    "SELECT": "SELECT <var> FIELDS <field>, <field> AS <name>, or "
+    "SELECT": "SELECT <var> FIELDS <field>, <name>=<field> AS <name>, or "
     "SELECT <var> WHERE <condition> AS <name>",
     "COUNT": "COUNT <var> [WHERE <condition>] AS <name>",
     "AGGREGATE": "AGGREGATE <var> [BY <field>] WITH COUNT|SUM|AVG|MIN|MAX|COLLECT "
@@ -211,7 +212,7 @@ class _ToAst(Transformer[Token, Any]):
         )
 
     def find_paths(self, meta: Any, items: list[Any]) -> ast.FindPaths:
-        start, end, direction, where, max_length, limit, into = items
+        start, end, direction, via, where, max_length, limit, into = items
         return ast.FindPaths(
             start,
             end,
@@ -220,6 +221,7 @@ class _ToAst(Transformer[Token, Any]):
             _int(limit),
             str(into),
             _direction(direction),
+            None if via is None else _unquote(str(via)),
             text=self._text(meta),
         )
 
@@ -261,8 +263,17 @@ class _ToAst(Transformer[Token, Any]):
         return ast.CancelPlan(_unquote(str(items[0])), text=self._text(meta))
 
     def select_fields(self, meta: Any, items: list[Any]) -> ast.SelectFields:
-        source, *fields, into = items
-        return ast.SelectFields(source, tuple(fields), str(into), text=self._text(meta))
+        source, *chosen, into = items
+        fields = tuple(field for _, field in chosen)
+        renamed = any(name is not None for name, _ in chosen)
+        names = tuple(name or field.name for name, field in chosen) if renamed else ()
+        return ast.SelectFields(source, fields, str(into), names, text=self._text(meta))
+
+    def select_field(self, meta: Any, items: list[Any]) -> tuple[str | None, ast.Field]:
+        name, op, field = items
+        if op is not None and str(op) != "=":
+            raise _SemanticError(op, "rename a field with `=`, e.g. SELECT p FIELDS who=id AS r")
+        return (None if name is None else str(name)), field
 
     def select_where(self, meta: Any, items: list[Any]) -> ast.SelectWhere:
         source, where, into = items

@@ -112,3 +112,25 @@ def test_an_undirected_graph_walks_every_edge_whatever_the_direction(direction: 
     executor = GaslExecutor(NetworkXAdapter.from_graph(graph), max_rows=None)
     [found] = asyncio.run(ids(executor, f'NEIGHBORS "FILM 0" DIRECTION {direction} AS n'))
     assert found == set(graph.neighbors("FILM 0"))
+
+
+async def test_paths_keep_only_edges_of_the_relation_asked_for() -> None:
+    graph = film_kb()
+    executor = GaslExecutor(NetworkXAdapter.from_graph(graph), max_rows=None)
+    actor = next(n for n in graph if n.startswith("ACTOR") and graph.in_degree(n))
+    plan = GaslPlan(
+        plan_id="p",
+        commands=[
+            f'FIND paths FROM "{actor}" TO (entity_type = "PERSON") VIA "starred" '
+            "MAX_LENGTH 2 LIMIT 500 AS costars"
+        ],
+    )
+    [record] = (await executor.execute_plan(plan)).records
+    oracle = {
+        (film, other)
+        for film in graph.predecessors(actor)
+        for other in graph.successors(film)
+        if other != actor and "starred_actors" in graph.edges[film, other]["keywords"]
+    }
+    assert {tuple(row["nodes"][1:]) for row in record.rows} == oracle
+    assert all("directed_by" not in e["keywords"] for row in record.rows for e in row["edges"])

@@ -303,3 +303,10 @@ async def test_a_field_of_a_list_variable_is_each_items_field() -> None:
     assert {row["id"] for row in records[1].rows} == oracle
     missing = await one(ex, "FIND nodes WHERE id IN ${links.nowhere} AS none")
     assert missing.status == "binding_failure" and "no item of 'links'" in (missing.error or "")
+
+
+async def test_select_fields_renames_with_equals() -> None:
+    [_, rows] = await run(
+        executor(), 'FIND nodes WHERE id = "ADA" AS p', "SELECT p FIELDS who=id, score AS r"
+    )
+    assert rows.rows == [{"who": "ADA", "score": 3}]
