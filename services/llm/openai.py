@@ -99,8 +99,6 @@ class OpenAIClient:
                 if response.is_success:
                     result = self._parse(request, response, started, waited_s)
                     used = result.usage.prompt_tokens + result.usage.completion_tokens
-                    if self._gate and permit:
-                        await self._gate.release(permit, used)
                     return result
                 message = self._server_message(response)
                 status = response.status_code
@@ -112,15 +110,16 @@ class OpenAIClient:
                 elif status >= 500:
                     failure = (LLMServerError, f"HTTP {status}: {message}")
                 else:
-                    if self._gate and permit:
-                        await self._gate.release(permit, used)
                     raise LLMRequestRejected(
                         f"{self._url} rejected the request (HTTP {status}): {message}",
                         status_code=status,
                         server_message=message,
                     )
-            if self._gate and permit:
-                await self._gate.release(permit, used)
+            finally:
+                # every attempt gives its permit back, whatever ended it (an unreadable
+                # answer or a cancelled hop too), with the tokens it really used
+                if self._gate and permit:
+                    await self._gate.release(permit, used)
             if attempt == policy.max_attempts:
                 break
             delay = policy.delay(attempt, retry_after)

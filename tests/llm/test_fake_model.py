@@ -4,6 +4,7 @@ postel's real OpenAIClient over real HTTP, and its control API."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Iterator
@@ -28,7 +29,8 @@ from postel.services.llm import (
     OpenAIConfig,
     RetryPolicy,
 )
-from postel.services.llm.errors import LLMBadResponse, LLMConnectionError
+from postel.services.llm.errors import LLMBadResponse, LLMConnectionError, LLMError
+from postel.services.llm.gate import Permit
 
 ANSWER = '{"value": 42, "note": "the answer to everything asked here"}'
 
@@ -246,3 +248,37 @@ async def test_a_failing_responder_is_a_500_that_says_so() -> None:
         with pytest.raises(LLMServerError, match="no rule for this prompt"):
             await llm.complete(ask())
         await llm.aclose()
+
+
+class CountingGate:
+    """A route budget that counts its permits (services/llm/gate.py)."""
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self.released: list[int] = []
+
+    async def acquire(self, estimated_tokens: int) -> Permit:
+        self.out.append(f"p{len(self.out)}")
+        return Permit(self.out[-1], estimated_tokens, 0.0)
+
+    async def release(self, permit: Permit, used_tokens: int) -> None:
+        self.out.remove(permit.holder)
+        self.released.append(used_tokens)
+
+    async def pause(self, seconds: float) -> None:
+        return None
+
+
+@pytest.mark.parametrize("fault", ["ok", "garbage", "500", "hang"])
+async def test_every_attempt_gives_its_budget_permit_back(fake: FakeModel, fault: str) -> None:
+    fake.set_faults(mode=fault)
+    gate = CountingGate()
+    retry = RetryPolicy(max_attempts=2, backoff_initial=0.01, backoff_max=0.02)
+    llm = OpenAIClient(
+        OpenAIConfig(base_url=fake.base_url, model="m", timeout=0.5, retry=retry), gate
+    )
+    with contextlib.suppress(LLMError):
+        await llm.complete(ask())
+    await llm.aclose()
+    assert gate.out == [], "no permit is kept"
+    assert gate.released[-1] > 0 if fault == "ok" else gate.released[-1] == 0
