@@ -13,6 +13,7 @@ model's context window.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -20,7 +21,7 @@ import structlog
 from postel.infra.actor import Runtime
 from postel.infra.budgets import RedisCallGate, route_id
 from postel.infra.local_model import LocalModelServer
-from postel.infra.settings import Settings
+from postel.infra.settings import ROUTE_FIELDS, Settings
 from postel.infra.tracing import TracedClient, tracing_enabled
 from postel.services.llm import (
     LLMClient,
@@ -34,6 +35,7 @@ from postel.services.llm import (
 from postel.services.llm.context_window import ContextWindowClient
 from postel.services.llm.gate import CallGate
 from postel.services.prompts import Capability
+from pydantic import SecretStr
 from redis.asyncio import Redis
 
 log = structlog.get_logger(__name__)
@@ -115,12 +117,11 @@ async def open_model(settings: Settings, redis: Redis | None = None) -> Model:
 
 
 def _route_key(routed: Settings) -> str:
-    """Workers whose routes name the same model share one client in a process."""
-    capability = routed.llm_capability or ""
-    limits = f"{routed.llm_rpm}|{routed.llm_tpm}|{routed.llm_max_concurrent}"
-    return f"{RESOURCE}:{provider_of(routed)}|{routed.llm_base_url}|{routed.llm_model}|" + (
-        f"{capability}|{routed.llm_context_tokens}|{limits}"
-    )
+    """Workers whose routes are the same (every route setting, its API key included, so
+    two keys for one endpoint never share a client) share one client in a process."""
+    values = [getattr(routed, name) for name in ROUTE_FIELDS]
+    shown = [v.get_secret_value() if isinstance(v, SecretStr) else v for v in values]
+    return f"{RESOURCE}:{hashlib.sha256(repr(shown).encode()).hexdigest()[:16]}"
 
 
 def ensure_model(worker: str) -> Callable[[Runtime], Awaitable[None]]:

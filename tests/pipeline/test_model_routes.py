@@ -10,9 +10,11 @@ import pytest
 from postel.infra.client import Client
 from postel.infra.fake_model import FakeModel
 from postel.infra.local_system import LocalSystem
+from postel.infra.model import _route_key
 from postel.infra.settings import Settings
 from postel.messages import JobOptions
 from postel.services.llm import LLMRequest
+from pydantic import SecretStr
 
 INTENT = {
     "detectedLanguage": "en",
@@ -73,3 +75,13 @@ async def test_intent_calls_reach_the_intent_route_and_the_rest_the_global_model
     assert routed_models == {"small": {"small-model"}, "strong": {"strong-model"}}
     assert models["small"] - routed_models["small"] == {"job-model"}
     assert models["strong"] - routed_models["strong"] == {"job-model"}
+
+
+def test_routes_share_a_client_only_when_every_setting_and_the_key_agree() -> None:
+    base = Settings(llm_base_url="http://127.0.0.1:9/v1", llm_model="m")
+    one = base.model_copy(update={"llm_api_key": SecretStr("key-one")})
+    two = base.model_copy(update={"llm_api_key": SecretStr("key-two")})
+    assert _route_key(one) != _route_key(two), "a client carries its key: never shared"
+    assert _route_key(one) == _route_key(one.model_copy())
+    assert _route_key(base) != _route_key(base.model_copy(update={"llm_rpm": 60}))
+    assert "key-one" not in _route_key(one)
