@@ -456,16 +456,12 @@ class GaslExecutor:
                 rows = _each(self._rows(source), self._deadline)
                 return _Outcome([_project(row, fields, names) for row in rows])
             case ast.SelectWhere(source, where):
-                bound = self._bind(where)
-                rows = _each(self._rows(source), self._deadline)
-                return _Outcome([row for row in rows if evaluate(bound, row)])
+                return _Outcome(self._matching(source, where))
             case ast.Count(source, _, None):
                 n = size_of(self._value(source))
                 return _Outcome(n, count=n)
             case ast.Count(source, _, where):
-                bound = self._bind(where)
-                rows = _each(self._rows(source), self._deadline)
-                n = sum(1 for row in rows if evaluate(bound, row))
+                n = len(self._matching(source, where))
                 return _Outcome(n, count=n)
             case ast.Aggregate(source, by, fn, of):
                 rows = _each(self._rows(source), self._deadline)
@@ -488,6 +484,11 @@ class GaslExecutor:
                 outcome.caps_hit = sorted({*caps_hit, *outcome.caps_hit})
                 return outcome
         raise GaslError(f"cannot run {type(command).__name__} here")
+
+    def _matching(self, source: ast.VarRef, where: ast.Condition) -> list[Any]:
+        """The rows of `source` meeting `where` (SELECT ... WHERE, COUNT ... WHERE)."""
+        bound = self._bind(where)
+        return [row for row in _each(self._rows(source), self._deadline) if evaluate(bound, row)]
 
     def _set_cap(self, key: str, value: Any) -> _Outcome:
         prefix = "adapter.caps."

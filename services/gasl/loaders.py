@@ -121,9 +121,12 @@ def normalise_graph(raw: nx.Graph) -> nx.Graph:
 
 
 def relations_of(attrs: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every relation an edge stands for: its own attributes, then its parallel ones."""
-    own = {k: v for k, v in attrs.items() if k != PARALLEL}
-    return [own, *attrs.get(PARALLEL, [])]
+    """Every relation an edge stands for: its own attributes, then its parallel ones. An
+    edge of one relation is its attributes themselves (no copy: traversals ask per edge)."""
+    parallel = attrs.get(PARALLEL)
+    if parallel is None:
+        return [attrs]
+    return [{k: v for k, v in attrs.items() if k != PARALLEL}, *parallel]
 
 
 def relation_count(graph: nx.Graph) -> int:

@@ -49,15 +49,15 @@ USAGE: dict[str, str] = {
 }
 
 # Verbs models write from other graph languages, and the command that does the nearest thing.
-EQUIVALENTS: dict[str, list[str]] = {
-    "GRAPHWALK": ["NEIGHBORS"],
-    "SUBGRAPH": ["NEIGHBORS"],
-    "GRAPHCONNECT": ["FIND"],
-    "CLASSIFY": ["PROCESS"],
-    "ADD_FIELD": ["PROCESS"],
-    "SHOW": ["SELECT"],
-    "MERGE": ["UPDATE"],
-    "COMPARE": ["ANALYZE"],
+EQUIVALENTS: dict[str, str] = {
+    "GRAPHWALK": "NEIGHBORS",
+    "SUBGRAPH": "NEIGHBORS",
+    "GRAPHCONNECT": "FIND",
+    "CLASSIFY": "PROCESS",
+    "ADD_FIELD": "PROCESS",
+    "SHOW": "SELECT",
+    "MERGE": "UPDATE",
+    "COMPARE": "ANALYZE",
 }
 
 # Words after which a new command starts inside one line.
@@ -356,8 +356,9 @@ def _hint(source: str, error: UnexpectedInput, expected: list[str]) -> str:
     elif first in USAGE:
         usage = USAGE[first]
     else:
-        nearest = EQUIVALENTS.get(first) or difflib.get_close_matches(first, USAGE, 1, 0.5)
-        closest = f"; the nearest is {nearest[0]}: {USAGE[nearest[0]]}" if nearest else ""
+        close = difflib.get_close_matches(first, USAGE, 1, 0.5)
+        nearest = EQUIVALENTS.get(first) or (close[0] if close else None)
+        closest = f"; the nearest is {nearest}: {USAGE[nearest]}" if nearest else ""
         return "a command starts with one of " + ", ".join(USAGE) + closest + "."
     if "AS" in expected and len(expected) <= 4:
         if " AS " in f" {command.upper()} ":
@@ -412,10 +413,8 @@ def parse(source: str) -> list[ast.Command]:
         except GaslSyntaxError:
             raise error from None
     # a command whose canonical text is not in the source was written another way
-    return [
-        c if " ".join(source.split()).find(c.text) >= 0 else replace(c, written=source.strip())
-        for c in commands
-    ]
+    flat = " ".join(source.split())
+    return [c if c.text in flat else replace(c, written=source.strip()) for c in commands]
 
 
 def _parse(source: str) -> list[ast.Command]:

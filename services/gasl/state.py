@@ -146,7 +146,8 @@ class StateStore:
         # Containers created since the last snapshot, by id (holding them keeps ids unique):
         # only these may change in place.
         self._owned: dict[int, Any] = {}
-        # Per LIST items list: the marks of its items, so a MERGE compares only what comes in.
+        # Per LIST items list being written: the marks of its items, so a MERGE compares only
+        # what comes in.
         self._marks: dict[int, tuple[list[Any], set[str]]] = {}
 
     # --- reading
@@ -299,17 +300,17 @@ class StateStore:
 
     def _update_list(self, node: dict[str, Any], value: Any, mode: str) -> int:
         incoming = value if isinstance(value, list) else [value]
+        old = node["items"]
+        known = self._marks.pop(id(old), None)  # only the list being written needs marks
         if mode == "REPLACE":
             items = self._own(list(incoming))
             node["items"] = items
             seen = {_mark(i) for i in items}
         else:
-            old = node["items"]
-            known = self._marks.get(id(old))
             seen = known[1] if known and known[0] is old else {_mark(i) for i in old}
             items = self._writable_field(node, "items")
             if items is not old:
-                seen = set(seen)  # the old list keeps its own marks
+                seen = set(seen)  # a snapshot may still hold the old list
             for item in incoming:
                 mark = _mark(item)
                 if mark not in seen:
@@ -407,10 +408,8 @@ def _counter_pairs(value: Any) -> list[tuple[str, float]]:
 
 
 def _rows_as_mapping(value: Any) -> Any:
-    if (
-        isinstance(value, list)
-        and value
-        and all(isinstance(r, dict) and set(r) == {"key", "value"} for r in value)
+    if isinstance(value, list) and all(
+        isinstance(r, dict) and set(r) == {"key", "value"} for r in value
     ):
         return {str(r["key"]): r["value"] for r in value}
     return value
