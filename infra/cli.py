@@ -23,7 +23,7 @@ from postel.infra.cli_support import (
     settings,
 )
 from postel.infra.client import Client, JobFailedError
-from postel.infra.events import Event
+from postel.infra.events import HANDLED, Event
 from postel.infra.local_model import LocalModelError
 from postel.infra.settings import WORKER_NAMES
 from postel.services.step import parse_command_lines
@@ -812,7 +812,7 @@ def calls_command(job_id: str, as_json: bool, chars: int) -> None:
             for call in calls:
                 by_hop.setdefault(call.message_id, []).append(call)
             for event in await client.events.read(job_id):
-                if event.status not in ("completed", "continued"):
+                if event.status not in HANDLED:
                     continue
                 click.echo(format_event(event))
                 for call in by_hop.pop(event.message_id, []):

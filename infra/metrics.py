@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from postel.infra import keys
-from postel.infra.events import Event
+from postel.infra.events import HANDLED, Event
 from postel.infra.presence import live_workers
 from postel.infra.settings import WORKER_NAMES
 from postel.infra.web.queries import queues_view
@@ -31,6 +31,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from redis.asyncio import Redis
+from starlette.responses import Response
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 EVENTS_PER_READ = 5_000
@@ -38,7 +39,6 @@ EVENTS_PER_READ = 5_000
 
 _WAIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5, 30)
 _DURATION_BUCKETS = (0.005, 0.025, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
-_HANDLED = ("completed", "continued")
 
 
 class _Gauges(Collector):
@@ -132,7 +132,7 @@ class SystemMetrics:
             self.jobs.labels(event.status).inc()
         elif event.status == "received":
             self.hop_wait.labels(event.worker).observe(event.wait_ms / 1000)
-        elif event.status in _HANDLED:
+        elif event.status in HANDLED:
             self.hop_duration.labels(event.worker).observe(event.duration_ms / 1000)
             if event.budget_wait_ms:
                 self.budget_wait.labels(event.worker).inc(event.budget_wait_ms / 1000)
@@ -176,3 +176,8 @@ class SystemMetrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+    async def scrape(self) -> Response:
+        """What `/metrics` answers: the metrics refreshed now, in Prometheus' text format."""
+        await self.refresh()
+        return Response(self.render(), media_type=CONTENT_TYPE)

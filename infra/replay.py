@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from postel.infra.calls import RecordedCall, read_calls
 from postel.infra.client import Client
-from postel.infra.events import Event
+from postel.infra.events import HANDLED, Event
 from postel.infra.graphs import GraphRegistry, parse_graphml
 from postel.infra.jobs import JobRecord
 from postel.infra.local_system import LocalSystem
@@ -49,7 +49,6 @@ from postel.services.prompts import Capability
 from pydantic import BaseModel, Field
 
 EXPORT_FORMAT = "postel.job-export"
-_HANDLED = ("completed", "continued")
 
 
 class ReplayInputError(PostelError, ValueError):
@@ -143,7 +142,7 @@ def read_export(path: Path) -> JobExport:
 
 
 def _handled(events: list[Event]) -> list[tuple[str, str, str]]:
-    return [(e.worker, e.type, e.message_id) for e in events if e.status in _HANDLED]
+    return [(e.worker, e.type, e.message_id) for e in events if e.status in HANDLED]
 
 
 def _canonical(value: Any) -> str:

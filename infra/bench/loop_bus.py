@@ -23,6 +23,7 @@ from postel.infra.bench.loop import (
 )
 from postel.infra.bench.oracle import Oracle
 from postel.infra.client import Client
+from postel.infra.events import HANDLED
 from postel.infra.local_system import LocalSystem
 from postel.infra.model import RESOURCE, Model
 from postel.infra.redis_server import configured_or_scratch
@@ -71,7 +72,7 @@ async def run_loop_bus_bench(
         events = [
             e
             for e in await client.events.read(job_id)
-            if e.worker == "generator" and e.status in ("completed", "continued")
+            if e.worker == "generator" and e.status in HANDLED
         ]
         raw_state = await client.pool.get(keys.loop_state(job_id, TASK_ID, 0))
     state = LoopState.model_validate_json(raw_state) if raw_state else LoopState()

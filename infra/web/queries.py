@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, get_args
 
 from postel.infra import keys
-from postel.infra.events import Event, EventLog
+from postel.infra.events import HANDLED, Event, EventLog
 from postel.infra.jobs import JobRecord, JobStatus, JobStore
 from postel.infra.presence import TTL_S, live_workers
 from postel.infra.settings import WORKER_NAMES
@@ -298,7 +298,7 @@ def _fold(events: list[Event]) -> list[Hop]:
         elif event.status in ("completed", "continued", "failed", "dropped", "dead_lettered"):
             hop.ended = when
             hop.duration_ms = max(hop.duration_ms, event.duration_ms)
-            if event.status in ("completed", "continued") and event.stage != "done":
+            if event.status in HANDLED and event.stage != "done":
                 hop.outcome = event
         if event.error:
             hop.errors.append(event.error)
