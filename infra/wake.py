@@ -55,9 +55,7 @@ from arq.connections import create_pool
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 from arq.jobs import SerializationError, deserialize_job_raw
 from arq.utils import ms_to_datetime, timestamp_ms
-from postel.infra import keys
 from postel.infra.outage import REDIS_UNAVAILABLE, RideOut
-from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
 log = structlog.get_logger(__name__)
@@ -119,15 +117,6 @@ if left_behind == 1 and redis.call('LLEN', KEYS[2]) == 0 then
 end
 return {taken, left_behind, next_due}
 """
-
-
-async def wake(redis: Redis, worker: str) -> None:
-    """Wake one waiting worker of kind `worker` (a message was put on its queue)."""
-    wake_key = keys.wake(worker)
-    async with redis.pipeline(transaction=False) as pipe:
-        pipe.lpush(wake_key, "1")
-        pipe.ltrim(wake_key, 0, WAKE_TOKENS_MAX - 1)
-        await pipe.execute()
 
 
 class PushWorker(Worker):

@@ -24,7 +24,7 @@ from postel.infra.client import Client
 from postel.infra.local_system import LocalSystem
 from postel.infra.redis_server import EmbeddedRedis, free_port
 from postel.infra.settings import WORKER_NAMES, Settings
-from postel.infra.wake import WAKE_TOKENS_MAX, PushWorker, wake
+from postel.infra.wake import WAKE_TOKENS_MAX, PushWorker
 from postel.infra.wire import connect_arq, dumps
 
 JobFunction = Callable[..., Coroutine[Any, Any, Any]]
@@ -95,6 +95,12 @@ async def until_blocked(url: str, replicas: int) -> None:
 async def enqueue_unannounced(pool: ArqRedis, job_id: str) -> None:
     """Put a job on the queue the way arq alone would: no wake-up."""
     await pool.enqueue_job("f", job_id, _job_id=job_id, _queue_name=keys.queue("t"))
+
+
+async def wake(redis: aioredis.Redis, worker: str) -> None:
+    """What a commit does to wake a worker: one token on the queue's wake-up list."""
+    await redis.lpush(keys.wake(worker), "1")
+    await redis.ltrim(keys.wake(worker), 0, WAKE_TOKENS_MAX - 1)
 
 
 async def until(condition: Callable[[], bool], timeout: float) -> None:
