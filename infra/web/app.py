@@ -8,7 +8,6 @@ import time
 from arq.connections import ArqRedis
 from fastapi import FastAPI, Response
 from fastapi.staticfiles import StaticFiles
-from postel.infra.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from postel.infra.metrics import SystemMetrics
 from postel.infra.settings import Settings
 from postel.infra.web import api, pages
@@ -75,8 +74,7 @@ def create_app(
     @app.get("/metrics", include_in_schema=False)
     async def prometheus_metrics() -> Response:
         """The whole system's metrics for Prometheus (infra/metrics.py)."""
-        await metrics.refresh()
-        return Response(metrics.render(), media_type=METRICS_CONTENT_TYPE)
+        return await metrics.scrape()
 
     app.include_router(api.router)
     app.include_router(pages.router)

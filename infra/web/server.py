@@ -17,7 +17,6 @@ from collections.abc import Generator
 import structlog
 import uvicorn
 from postel.infra.connect import redis_client
-from postel.infra.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from postel.infra.metrics import SystemMetrics
 from postel.infra.settings import Settings
 from postel.infra.web.app import create_app
@@ -54,6 +53,25 @@ class QuietServer(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield
+
+    async def serving(
+        self, failure: str, sockets: list[socket.socket] | None = None
+    ) -> asyncio.Task[None]:
+        """Serve in a task, returned once the server accepts connections; WebError with
+        `failure` if it stops first (the port taken, say)."""
+        task = asyncio.create_task(self.serve(sockets=sockets))
+        while not self.started:
+            if task.done():
+                await task
+                raise WebError(failure)
+            await asyncio.sleep(0.02)
+        return task
+
+    async def stopped(self, task: asyncio.Task[None]) -> None:
+        """Ask the server to stop, and wait until it has."""
+        self.should_exit = True
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 class WebServer:
@@ -102,21 +120,14 @@ class WebServer:
             timeout_graceful_shutdown=_SHUTDOWN_GRACE_S,
         )
         self._server = QuietServer(config)
-        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
-        while not self._server.started:
-            if self._task.done():
-                await self._task
-                raise WebError("the web server stopped at start")
-            await asyncio.sleep(0.02)
+        self._task = await self._server.serving("the web server stopped at start", [sock])
         log.info("web server started", url=self.url)
 
     async def stop(self) -> None:
         if self._server is None or self._task is None or self._state is None:
             return
         self._state.stopping.set()
-        self._server.should_exit = True
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        await self._server.stopped(self._task)
         await self._state.pool.aclose()
         self._server = self._task = None
         log.info("web server stopped", url=self.url)
@@ -146,26 +157,18 @@ class MetricsServer:
         metrics = SystemMetrics(self._redis)
 
         async def scrape(request: Request) -> Response:
-            await metrics.refresh()
-            return Response(metrics.render(), media_type=METRICS_CONTENT_TYPE)
+            return await metrics.scrape()
 
         app = Starlette(routes=[Route("/metrics", scrape)])
         config = uvicorn.Config(
             app, host=self.host, port=self.port, log_config=None, access_log=False, lifespan="off"
         )
         self._server = QuietServer(config)
-        self._task = asyncio.create_task(self._server.serve())
-        while not self._server.started:
-            if self._task.done():
-                await self._task
-                raise OSError(f"cannot serve metrics on {self.host}:{self.port}")
-            await asyncio.sleep(0.02)
+        self._task = await self._server.serving(f"cannot serve metrics on {self.host}:{self.port}")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         if self._server is not None and self._task is not None:
-            self._server.should_exit = True
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await self._server.stopped(self._task)
         if self._redis is not None:
             await self._redis.aclose()
