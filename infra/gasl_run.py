@@ -79,6 +79,9 @@ def format_records_table(records: list[ExecutionRecord]) -> str:
             f"{index:>3}  {record.status:<16}{record.count:>7}{record.duration_ms:>10.1f}  "
             f"{_cell(caps, 13):<14}{_cell(record.command, 70)}"
         )
+        written = record.detail.get("written")
+        if written:
+            lines.append(f"     written as: {written}")
         if record.error:
             lines.append(f"     error: {record.error}")
         hint = record.detail.get("hint")

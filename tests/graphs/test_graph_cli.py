@@ -161,3 +161,10 @@ def test_bench_gasl_tiny_run() -> None:
 
     figures = json.loads(run(*tiny, "--no-cypher", "--json").stdout)
     assert figures["nodes"] == 2000 and len(figures["questions"]) == 4
+
+
+def test_gasl_run_shows_the_canonical_command_and_what_was_written() -> None:
+    table = run("gasl", "run", "--graph", "sample", "FIND nodes with entity_type=PERSON AS p")
+    assert table.exit_code == 0, table.output
+    assert 'FIND nodes WHERE entity_type = "PERSON" AS p' in table.stdout
+    assert "written as: FIND nodes with entity_type=PERSON AS p" in table.stdout
