@@ -241,6 +241,7 @@ class CommandView:
     sources: list[str] = field(default_factory=list)
     more_sources: int = 0
     error: str = ""
+    written: str = ""
 
 
 @dataclass
@@ -253,6 +254,8 @@ class RoundView:
     rationale: str = ""
     gasl_ms: float = 0.0
     llm_calls: int = 0
+    starts_from: int | None = None  # set when not the round before (after a pivot)
+    abandoned: bool = False  # a later pivot went back past it
 
 
 @dataclass
@@ -346,6 +349,7 @@ def _command_view(record: ExecutionRecord) -> CommandView:
         sources=record.provenance[:SOURCES_SHOWN],
         more_sources=max(len(record.provenance) - SOURCES_SHOWN, 0),
         error=record.error or "",
+        written=str(record.detail.get("written", "")),
     )
 
 
@@ -372,6 +376,14 @@ def _rounds(hops: list[Hop], stored: list[GaslRound]) -> list[RoundView]:
         )
         view.why = executed.plan.why
         view.commands = [_command_view(record) for record in executed.records]
+        if executed.base_round is not None and executed.base_round != executed.round - 1:
+            view.starts_from = executed.base_round
+    for (task, round_), view in views.items():
+        if view.starts_from is not None:
+            # the rounds a pivot went back past were given up
+            for skipped in range(view.starts_from + 1, round_):
+                if (task, skipped) in views:
+                    views[(task, skipped)].abandoned = True
     return [views[key] for key in sorted(views)]
 
 
