@@ -24,6 +24,7 @@ from postel.services.gasl.budget import Deadline
 from postel.services.gasl.conditions import MISSING, evaluate
 from postel.services.gasl.errors import BudgetSpent
 from postel.services.gasl.loaders import load_graphml, relations_of
+from postel.services.gasl.overlay import Overlay
 
 # How far a plan may raise each cap with SET: the searches stay within the time budgets'
 # reach on a graph of some hundred thousand nodes, and the results within a message's size.
@@ -143,9 +144,50 @@ class GraphAdapter(Protocol):
         direction: ast.Direction = "both",
     ) -> Found: ...
 
+    def walk(
+        self,
+        starts: list[str],
+        follow: tuple[str, ...],
+        depth: int | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
+        direction: ast.Direction = "both",
+    ) -> Found: ...
+
+    def subgraph(
+        self,
+        starts: list[str],
+        via: str | None,
+        depth: int | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
+        direction: ast.Direction = "both",
+    ) -> Found: ...
+
+    def connect(
+        self,
+        lefts: list[str],
+        rights: list[str],
+        via: str | None,
+        max_length: int | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
+        direction: ast.Direction = "both",
+    ) -> Found: ...
+
     def get_node(self, node_id: str) -> dict[str, Any] | None: ...
 
     def attribute_names(self) -> set[str]: ...
+
+    def overlaid(self, overlay: Overlay) -> GraphAdapter:
+        """This graph with a job's overlay added; this adapter stays as it is."""
+        ...
 
 
 @dataclass
@@ -395,6 +437,11 @@ class NetworkXAdapter:
             self._edge_table = _Table(records, self._nodes.use_indexes)
         return self._edge_table
 
+    def overlaid(self, overlay: Overlay) -> NetworkXAdapter:
+        """A new adapter over a copy of this graph with the overlay added: building it costs
+        a copy of the graph, so the executor builds it once per overlay change."""
+        return NetworkXAdapter(overlay.on(self.graph), self._nodes.use_indexes)
+
     def build_index(self, name: str) -> None:
         """Build the equality index of a node attribute now rather than on first use."""
         self._nodes.index(name)
@@ -456,17 +503,13 @@ class NetworkXAdapter:
             {**self.graph.edges[(b, a) if way == "in" else (a, b)], "walked": way}
             for (a, b), way in zip(itertools.pairwise(nodes), walked, strict=True)
         ]
-        sources: dict[str, None] = {}
-        for edge in edges:
-            for sid in edge.get("source_ids", []):
-                sources.setdefault(sid, None)
         return {
             "start": nodes[0],
             "end": nodes[-1],
             "nodes": list(nodes),
             "length": len(nodes) - 1,
             "edges": edges,
-            "source_ids": list(sources),
+            "source_ids": _sources_of(edges),
         }
 
     def find_paths(
@@ -558,18 +601,167 @@ class NetworkXAdapter:
         deadline: Deadline | None = None,
         direction: ast.Direction = "both",
     ) -> Found:
+        walk = self._breadth_first(
+            starts, () if via is None else (via,), depth, 1, limit, caps, deadline, direction
+        )
+        found = []
+        for node in walk.order:
+            level, origin, _, way = walk.reached[node]
+            record = dict(self.graph.nodes[node])
+            record["_depth"], record["_from"], record["_walked"] = level, origin, way
+            found.append(record)
+        return Found(found, walk.caps_hit, walk.expansions, False)
+
+    def walk(
+        self,
+        starts: list[str],
+        follow: tuple[str, ...],
+        depth: int | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
+        direction: ast.Direction = "both",
+    ) -> Found:
+        """Nodes reached along edges naming any of `follow` (every edge when empty), within
+        `depth` hops (default 2), each with the path that reached it first (`_path`, the
+        ways its edges were walked in `_walked`)."""
+        walk = self._breadth_first(starts, follow, depth, 2, limit, caps, deadline, direction)
+        found = []
+        for node in walk.order:
+            path, ways = walk.path_to(node)
+            record = dict(self.graph.nodes[node])
+            record["_depth"], record["_from"] = len(path) - 1, path[0]
+            record["_path"], record["_walked"] = path, ways
+            found.append(record)
+        return Found(found, walk.caps_hit, walk.expansions, False)
+
+    def subgraph(
+        self,
+        starts: list[str],
+        via: str | None,
+        depth: int | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
+        direction: ast.Direction = "both",
+    ) -> Found:
+        """One item: the start nodes and those within `depth` hops (default 1), at most
+        `limit` nodes in all, and every edge among them (only those naming `via`, if given)."""
+        deadline = deadline or Deadline.never()
+        seeds = [s for s in dict.fromkeys(starts) if s in self._ordinal]
+        wanted = caps.max_results if limit is None else min(limit, caps.max_results)
+        room = None if limit is None else max(limit - len(seeds), 0)
+        walk = self._breadth_first(
+            seeds, () if via is None else (via,), depth, 1, room, caps, deadline, direction
+        )
+        caps_hit = list(walk.caps_hit)
+        members = [*seeds, *walk.order]
+        if len(members) > wanted:
+            members = members[:wanted]
+            if limit is None or limit > caps.max_results:
+                caps_hit = sorted({*caps_hit, "max_results"})
+        inside = set(members)
+        edges: list[dict[str, Any]] = []
+        try:
+            for u in members:
+                for v, attrs, way in self._steps(u, "out"):
+                    deadline.tick()
+                    if v not in inside or (
+                        way == "undirected" and self._ordinal[v] < self._ordinal[u]
+                    ):
+                        continue
+                    if via is None or _edge_matches(attrs, via):
+                        edges.extend({**r, "source": u, "target": v} for r in relations_of(attrs))
+        except BudgetSpent as spent:
+            caps_hit = sorted({*caps_hit, spent.cap})
+        if len(edges) > caps.max_results:
+            del edges[caps.max_results :]
+            caps_hit = sorted({*caps_hit, "max_results"})
+        nodes = [dict(self.graph.nodes[n]) for n in members]
+        item = {
+            "nodes": nodes,
+            "edges": edges,
+            "node_count": len(nodes),
+            "edge_count": len(edges),
+            "source_ids": _sources_of(edges),
+        }
+        return Found([item] if nodes else [], caps_hit, walk.expansions, False)
+
+    def connect(
+        self,
+        lefts: list[str],
+        rights: list[str],
+        via: str | None,
+        max_length: int | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
+        direction: ast.Direction = "both",
+    ) -> Found:
+        """A shortest path (at most `max_length` edges) from each left node to each right
+        node it reaches, shortest first; a pair walked either way is reported once."""
         deadline = deadline or Deadline.never()
         caps_hit: list[str] = []
-        max_depth = 1 if depth is None else depth
+        length = caps.max_path_length if max_length is None else max_length
+        if length > caps.max_path_length:
+            length = caps.max_path_length
+            caps_hit.append("max_path_length")
+        wanted = caps.max_paths if limit is None else min(limit, caps.max_paths)
+        targets = {r for r in rights if r in self._ordinal}
+        either_way = direction == "both" or not self.graph.is_directed()
+        follow = () if via is None else (via,)
+        pairs: dict[tuple[str, str] | frozenset[str], tuple[list[str], list[str]]] = {}
+        expansions = 0
+        for left in dict.fromkeys(lefts):
+            if left not in self._ordinal:
+                continue
+            # the walks of all left nodes share one expansion budget; MAX_LENGTH is their depth
+            room = replace(
+                caps,
+                max_expansions=max(caps.max_expansions - expansions, 1),
+                max_depth=max(length, 1),
+            )
+            walk = self._breadth_first([left], follow, length, 1, None, room, deadline, direction)
+            expansions += walk.expansions
+            for right in walk.order:
+                key = frozenset((left, right)) if either_way else (left, right)
+                if right in targets and key not in pairs:
+                    pairs[key] = walk.path_to(right)
+            caps_hit = sorted({*caps_hit, *walk.caps_hit})
+            if set(walk.caps_hit) - {"max_results"}:
+                break  # out of expansions or time: no further walk would get far
+        ranked = sorted(pairs.values(), key=lambda found: len(found[0]))
+        if len(ranked) > wanted and (limit is None or limit > caps.max_paths):
+            caps_hit = sorted({*caps_hit, "max_paths"})
+        items = [self._path_record(p, w) for p, w in ranked[:wanted]]
+        return Found(items, caps_hit, expansions, False)
+
+    def _breadth_first(
+        self,
+        starts: list[str],
+        follow: tuple[str, ...],
+        depth: int | None,
+        default_depth: int,
+        limit: int | None,
+        caps: Caps,
+        deadline: Deadline | None,
+        direction: ast.Direction,
+    ) -> _Walk:
+        """Nodes reached from `starts` (not counting them) within the depth, first reached
+        first, along edges that name one of `follow` (any edge when empty)."""
+        deadline = deadline or Deadline.never()
+        caps_hit: list[str] = []
+        max_depth = default_depth if depth is None else depth
         if max_depth > caps.max_depth:
             max_depth = caps.max_depth
             caps_hit.append("max_depth")
         wanted = caps.max_results if limit is None else min(limit, caps.max_results)
         seeds = [s for s in dict.fromkeys(starts) if s in self._ordinal]
-        reached: dict[str, tuple[int, str]] = {s: (0, s) for s in seeds}
+        walk = _Walk({s: (0, s, None, "") for s in seeds})
         queue = deque((s, 0) for s in seeds)
-        found: list[dict[str, Any]] = []
-        expansions = 0
         full = False
         try:
             while queue and not full:
@@ -577,25 +769,55 @@ class NetworkXAdapter:
                 node, level = queue.popleft()
                 if level >= max_depth:
                     continue
-                if expansions >= caps.max_expansions:
+                if walk.expansions >= caps.max_expansions:
                     caps_hit.append("max_expansions")
                     break
-                expansions += 1
-                origin = reached[node][1]
+                walk.expansions += 1
+                origin = walk.reached[node][1]
                 for nxt, attrs, way in self._steps(node, direction):
                     deadline.tick()
-                    if nxt in reached or (via is not None and not _edge_matches(attrs, via)):
+                    if nxt in walk.reached or (
+                        follow and not any(_edge_matches(attrs, f) for f in follow)
+                    ):
                         continue
-                    reached[nxt] = (level + 1, origin)
+                    walk.reached[nxt] = (level + 1, origin, node, way)
                     queue.append((nxt, level + 1))
-                    record = dict(self.graph.nodes[nxt])
-                    record["_depth"], record["_from"], record["_walked"] = level + 1, origin, way
-                    found.append(record)
-                    if len(found) > wanted:
+                    walk.order.append(nxt)
+                    if len(walk.order) > wanted:
                         full = True
                         if limit is None or limit > caps.max_results:
                             caps_hit.append("max_results")
                         break
         except BudgetSpent as spent:
             caps_hit.append(spent.cap)
-        return Found(found[:wanted], caps_hit, expansions, False)
+        del walk.order[wanted:]
+        walk.caps_hit = caps_hit
+        return walk
+
+
+@dataclass
+class _Walk:
+    """A breadth-first walk: per node reached its (depth, start, previous node, way walked)."""
+
+    reached: dict[str, tuple[int, str, str | None, str]]
+    order: list[str] = field(default_factory=list)
+    caps_hit: list[str] = field(default_factory=list)
+    expansions: int = 0
+
+    def path_to(self, node: str) -> tuple[list[str], list[str]]:
+        """The nodes from the walk's start to `node`, and the way each edge was walked."""
+        nodes, ways = [node], []
+        _, _, previous, way = self.reached[node]
+        while previous is not None:
+            nodes.append(previous)
+            ways.append(way)
+            _, _, previous, way = self.reached[previous]
+        return nodes[::-1], ways[::-1]
+
+
+def _sources_of(edges: list[dict[str, Any]]) -> list[str]:
+    sources: dict[str, None] = {}
+    for edge in edges:
+        for sid in edge.get("source_ids", []):
+            sources.setdefault(sid, None)
+    return list(sources)

@@ -275,3 +275,141 @@ class Neighbors(Command):
     limit: int | None
     into: str
     direction: Direction = "both"
+
+
+@dataclass(frozen=True)
+class GraphWalk(Command):
+    """Nodes reached from `start` within `depth` hops along edges of any `follow` relation
+    (every edge when empty), each with the path that first reached it."""
+
+    start: Endpoint
+    follow: tuple[str, ...]
+    depth: int | None
+    limit: int | None
+    into: str
+    direction: Direction = "both"
+
+
+@dataclass(frozen=True)
+class Subgraph(Command):
+    """The nodes within `depth` hops of `start` and every edge among them."""
+
+    start: Endpoint
+    via: str | None
+    depth: int | None
+    limit: int | None
+    into: str
+    direction: Direction = "both"
+
+
+@dataclass(frozen=True)
+class GraphConnect(Command):
+    """How two node sets connect: a shortest path for each connected pair."""
+
+    left: Endpoint
+    right: Endpoint
+    via: str | None
+    max_length: int | None
+    limit: int | None
+    into: str
+    direction: Direction = "both"
+
+
+@dataclass(frozen=True)
+class Join(Command):
+    """Pairs of rows of two variables whose fields are equal."""
+
+    left: VarRef
+    right: VarRef
+    left_field: Field
+    right_field: Field
+    into: str
+
+
+@dataclass(frozen=True)
+class Merge(Command):
+    """The rows of several variables as one list, one row per `on` value."""
+
+    sources: tuple[VarRef, ...]
+    on: Field
+    into: str
+
+
+@dataclass(frozen=True)
+class CompareSets(Command):
+    """Which `on` values two variables share and which only one has."""
+
+    left: VarRef
+    right: VarRef
+    on: Field
+    into: str
+
+
+@dataclass(frozen=True)
+class AddField(Command):
+    """Each row of `source` with one more field, computed from the row."""
+
+    source: VarRef
+    name: str
+    value: Operand | Condition
+    into: str
+
+
+@dataclass(frozen=True)
+class AddFieldByModel(Command):
+    """Each row of `source` with one more field, read from it by the model."""
+
+    source: VarRef
+    name: str
+    instruction: str
+    into: str
+
+
+@dataclass(frozen=True)
+class Classify(Command):
+    """Each row of `source` with a `class` the model gives it, one of `labels` if any."""
+
+    source: VarRef
+    labels: tuple[str, ...]
+    instruction: str | None
+    into: str
+
+
+@dataclass(frozen=True)
+class Show(Command):
+    """A preview of a variable into the record; assigns nothing."""
+
+    source: VarRef
+    fields: tuple[Field, ...]
+    names: tuple[str, ...]
+    limit: int | None
+
+
+@dataclass(frozen=True)
+class CreateNodes(Command):
+    """Overlay nodes made from rows: the row's `id_field` is the id."""
+
+    source: VarRef
+    id_field: Field
+    entity_type: str | None
+    into: str
+
+
+@dataclass(frozen=True)
+class CreateEdges(Command):
+    """Overlay edges made from rows naming their two ends."""
+
+    source: VarRef
+    source_field: Field
+    target_field: Field
+    relation: str
+    into: str
+
+
+@dataclass(frozen=True)
+class CreateGroups(Command):
+    """Overlay group nodes, one per `by` value, linked to their member nodes."""
+
+    source: VarRef
+    by: Field
+    into: str

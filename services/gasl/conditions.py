@@ -92,14 +92,15 @@ def _size(value: Any) -> Any:
         return MISSING
 
 
-def _operand(node: ast.Operand, item: Any) -> Any:
+def operand_value(node: ast.Operand, item: Any) -> Any:
+    """An operand's value for one item (MISSING for a field the item lacks)."""
     match node:
         case ast.Value(value):
             return value
         case ast.Field(path):
             return lookup(item, path)
         case ast.Len(inner):
-            return _size(_operand(inner, item))
+            return _size(operand_value(inner, item))
         case ast.Binding(name, _):
             raise BindingError(f"unbound variable ${{{name}}}")
     raise TypeError(f"not an operand: {node!r}")
@@ -175,12 +176,12 @@ def evaluate(condition: ast.Condition, item: Any) -> bool:
     """Does `item` satisfy `condition`? Bindings must already be bound (see `bind`)."""
     match condition:
         case ast.Compare(left, op, right):
-            return _compare(op, _operand(left, item), _operand(right, item))
+            return _compare(op, operand_value(left, item), operand_value(right, item))
         case ast.In(left, options, negated):
-            found = _member(_operand(left, item), _operand(options, item))
+            found = _member(operand_value(left, item), operand_value(options, item))
             return not found if negated else found
         case ast.TextMatch(left, op, right):
-            return _text(op, _operand(left, item), _operand(right, item))
+            return _text(op, operand_value(left, item), operand_value(right, item))
         case ast.And(items):
             return all(evaluate(i, item) for i in items)
         case ast.Or(items):

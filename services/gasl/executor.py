@@ -10,7 +10,9 @@ Plan flow:
 - a failure (error, binding_failure, schema_mismatch) stops the plan when stop_on_error,
   an `empty` result stops it unless continue_on_empty — except when the next command is an
   `ON <status> <var> THEN ...` guard for exactly that outcome: the guard is the handler;
-- only DECLARE and UPDATE change the state; the state is persisted when the plan ends.
+- only DECLARE and UPDATE change the state; the state is persisted when the plan ends;
+- CREATE_NODES/EDGES/GROUPS add to the job's overlay (services.gasl.overlay): later commands
+  see the graph with it, the registered graph never changes.
 
 Caps and time budgets belong to the executor, i.e. to one job: a plan's SET changes this
 executor's caps (kept in the job's state for its later plans), never the adapter, which
@@ -35,7 +37,7 @@ from postel.messages.gasl import (
     GaslRunResult,
     StateSummary,
 )
-from postel.services.gasl import ast
+from postel.services.gasl import ast, combine
 from postel.services.gasl.adapters import Caps, Found, GraphAdapter
 from postel.services.gasl.budget import (
     PLAN_BUDGET,
@@ -54,7 +56,15 @@ from postel.services.gasl.conditions import (
 )
 from postel.services.gasl.context import ContextStore, size_of
 from postel.services.gasl.errors import GaslError, GaslSyntaxError, PlanSyntaxError
-from postel.services.gasl.llm_steps import GaslModel, Limits, run_analyze, run_process
+from postel.services.gasl.llm_steps import (
+    GaslModel,
+    Limits,
+    run_add_field,
+    run_analyze,
+    run_classify,
+    run_process,
+)
+from postel.services.gasl.overlay import GROUP_TYPE, MEMBER_OF, Overlay, edge_of, node_of
 from postel.services.gasl.parser import parse
 from postel.services.gasl.state import StateStore
 from pydantic import ValidationError
@@ -77,8 +87,21 @@ _QUERIES = (
     ast.Count,
     ast.Aggregate,
     ast.Rank,
+    ast.GraphWalk,
+    ast.Subgraph,
+    ast.GraphConnect,
+    ast.Join,
+    ast.Merge,
+    ast.AddField,
+    ast.AddFieldByModel,
+    ast.Classify,
+    ast.CreateNodes,
+    ast.CreateEdges,
+    ast.CreateGroups,
 )
 MAX_PROVENANCE = 200
+SHOW_ROWS = 5  # what SHOW previews without LIMIT
+MAX_SHOW_ROWS = 50
 
 
 @dataclass
@@ -152,6 +175,8 @@ class GaslExecutor:
         self.stop = stop
         self.cancelled: set[str] = set()
         self.var_status: dict[str, str] = {}
+        self.overlay = Overlay.from_dict(self.state.overlay)
+        self._overlaid: tuple[tuple[int, int], GraphAdapter] | None = None
         self._plan_id = ""
         self._cancel_current = False
         self._clock = PlanClock(self.budget, stop=stop)
@@ -199,6 +224,7 @@ class GaslExecutor:
                 stopped = index < len(commands) - 1
                 break
         self.state.caps = self.caps.as_dict()
+        self.state.overlay = self.overlay.as_dict()
         self.state.persist()
         return GaslRunResult(
             plan_id=checked.plan_id,
@@ -356,6 +382,16 @@ class GaslExecutor:
             }
         )
 
+    @property
+    def graph(self) -> GraphAdapter:
+        """The adapter commands read: the shared graph, with the job's overlay once it has
+        one (built again only when the overlay changed)."""
+        if self.overlay.size == (0, 0):
+            return self.adapter
+        if self._overlaid is None or self._overlaid[0] != self.overlay.size:
+            self._overlaid = (self.overlay.size, self.adapter.overlaid(self.overlay))
+        return self._overlaid[1]
+
     # --- bindings
     def _resolve(self, name: str, path: tuple[str, ...]) -> Any:
         if self.context.exists(name):
@@ -381,13 +417,13 @@ class GaslExecutor:
         """Node ids of an endpoint, and the caps hit while finding them."""
         match endpoint:
             case ast.EndpointId(node_id):
-                if self.adapter.get_node(node_id) is None:
+                if self.graph.get_node(node_id) is None:
                     raise GaslError(f"no node has id {node_id!r} (ids are case-sensitive)")
                 return [node_id], []
             case ast.EndpointVar(ref):
                 return node_ids(self._value(ref)), []
             case ast.EndpointWhere(where):
-                found = self.adapter.find_nodes(
+                found = self.graph.find_nodes(
                     self._bind(where), None, caps=self.caps, deadline=self._deadline
                 )
                 return [str(n["id"]) for n in found.items], found.caps_hit
@@ -396,9 +432,9 @@ class GaslExecutor:
     def _found(self, found: Found, where: ast.Condition | None = None) -> _Outcome:
         detail: dict[str, Any] = {"examined": found.examined, "used_index": found.used_index}
         if not found.items and where is not None:
-            unknown = sorted(fields_of(where) - self.adapter.attribute_names())
+            unknown = sorted(fields_of(where) - self.graph.attribute_names())
             if unknown:
-                known = ", ".join(sorted(self.adapter.attribute_names()))
+                known = ", ".join(sorted(self.graph.attribute_names()))
                 detail["hint"] = f"no item has field(s) {', '.join(unknown)}; fields: {known}"
         return _Outcome(found.items, caps_hit=list(found.caps_hit), detail=detail)
 
@@ -410,15 +446,11 @@ class GaslExecutor:
                 return _Outcome(count=1, detail={"changed": changed, "version": self.state.version})
             case ast.FindItems("nodes", where, limit):
                 bound = None if where is None else self._bind(where)
-                found = self.adapter.find_nodes(
-                    bound, limit, caps=self.caps, deadline=self._deadline
-                )
+                found = self.graph.find_nodes(bound, limit, caps=self.caps, deadline=self._deadline)
                 return self._found(found, where)
             case ast.FindItems("edges", where, limit):
                 bound = None if where is None else self._bind(where)
-                found = self.adapter.find_edges(
-                    bound, limit, caps=self.caps, deadline=self._deadline
-                )
+                found = self.graph.find_edges(bound, limit, caps=self.caps, deadline=self._deadline)
                 return self._found(found, where)
             case ast.FindPaths():
                 return self._find_paths(command)
@@ -471,19 +503,190 @@ class GaslExecutor:
                 return _Outcome(rank(rows, by, descending, limit))
             case ast.Neighbors(start, via, depth, limit, _, direction):
                 starts, caps_hit = self._endpoint(start)
-                found = self.adapter.neighbors(
-                    starts,
-                    via,
-                    depth,
-                    limit,
-                    caps=self.caps,
-                    deadline=self._deadline,
-                    direction=direction,
-                )
-                outcome = self._found(found)
-                outcome.caps_hit = sorted({*caps_hit, *outcome.caps_hit})
+                found = self.graph.neighbors(starts, via, depth, limit, **self._walking(direction))
+                return self._reached(found, caps_hit)
+            case ast.GraphWalk(start, follow, depth, limit, _, direction):
+                starts, caps_hit = self._endpoint(start)
+                found = self.graph.walk(starts, follow, depth, limit, **self._walking(direction))
+                return self._reached(found, caps_hit)
+            case ast.Subgraph(start, via, depth, limit, _, direction):
+                starts, caps_hit = self._endpoint(start)
+                found = self.graph.subgraph(starts, via, depth, limit, **self._walking(direction))
+                outcome = self._reached(found, caps_hit)
+                outcome.count = found.items[0]["node_count"] if found.items else 0
                 return outcome
+            case ast.GraphConnect(left, right, via, max_length, limit, _, direction):
+                lefts, left_caps = self._endpoint(left)
+                rights, right_caps = self._endpoint(right)
+                found = self.graph.connect(
+                    lefts, rights, via, max_length, limit, **self._walking(direction)
+                )
+                outcome = self._reached(found, [*left_caps, *right_caps])
+                outcome.detail.update({"lefts": len(lefts), "rights": len(rights)})
+                return outcome
+            case ast.Join(left, right, left_field, right_field):
+                rows = combine.join(
+                    self._rows(left),
+                    self._rows(right),
+                    left_field.path,
+                    right_field.path,
+                    left.name,
+                    right.name,
+                )
+                return _Outcome(rows)
+            case ast.Merge(sources, on):
+                rows, folded = combine.merge([self._rows(ref) for ref in sources], on.path)
+                return _Outcome(rows, detail={"folded": folded})
+            case ast.CompareSets(left, right, on):
+                compared = combine.compare(self._rows(left), self._rows(right), on.path)
+                return _Outcome(compared, count=1)
+            case ast.AddField(source, name, value):
+                bound = self._bind_value(value)
+                rows = _each(self._rows(source), self._deadline)
+                return _Outcome(
+                    [{**combine.row_of(r), name: combine.computed(r, bound)} for r in rows]
+                )
+            case ast.AddFieldByModel(source, name, instruction):
+                model = self._require_model("ADD_FIELD ... USING")
+                items, meta = await run_add_field(
+                    model,
+                    self._rows(source),
+                    name,
+                    instruction,
+                    self.limits,
+                    self._model_deadline(),
+                )
+                return self._asked(items, meta)
+            case ast.Classify(source, labels, instruction):
+                model = self._require_model("CLASSIFY")
+                items, meta = await run_classify(
+                    model,
+                    self._rows(source),
+                    labels,
+                    instruction,
+                    self.limits,
+                    self._model_deadline(),
+                )
+                return self._asked(items, meta)
+            case ast.Show(source, fields, names, limit):
+                return self._show(source, fields, names, limit)
+            case ast.CreateNodes(source, id_field, entity_type):
+                nodes = [node_of(row, id_field.path, entity_type) for row in self._rows(source)]
+                return self._create_nodes([n for n in nodes if n is not None], len(nodes))
+            case ast.CreateEdges(source, source_field, target_field, relation):
+                return self._create_edges(source, source_field, target_field, relation)
+            case ast.CreateGroups(source, by):
+                return self._create_groups(source, by)
         raise GaslError(f"cannot run {type(command).__name__} here")
+
+    def _walking(self, direction: ast.Direction) -> dict[str, Any]:
+        return {"caps": self.caps, "deadline": self._deadline, "direction": direction}
+
+    def _reached(self, found: Found, endpoint_caps: list[str]) -> _Outcome:
+        outcome = self._found(found)
+        outcome.caps_hit = sorted({*endpoint_caps, *outcome.caps_hit})
+        return outcome
+
+    def _asked(self, items: list[dict[str, Any]], meta: dict[str, Any]) -> _Outcome:
+        """A model step's rows; `partial` when the model saw only some of them."""
+        detail: dict[str, Any] = {"llm": meta}
+        if meta["input_items"] < meta["input_total"]:
+            detail["left_out"] = meta["input_total"] - meta["input_items"]
+        return _Outcome(items, caps_hit=_excerpt_cut(meta, self.limits), detail=detail)
+
+    def _bind_value(self, value: ast.Operand | ast.Condition) -> ast.Operand | ast.Condition:
+        if isinstance(value, ast.Binding):
+            return ast.Value(as_value(self._resolve(value.name, value.path)))
+        if isinstance(value, ast.Field | ast.Value | ast.Len):
+            return value
+        return self._bind(value)
+
+    def _show(
+        self,
+        source: ast.VarRef,
+        fields: tuple[ast.Field, ...],
+        names: tuple[str, ...],
+        limit: int | None,
+    ) -> _Outcome:
+        rows = self._rows(source)
+        shown = min(limit or SHOW_ROWS, MAX_SHOW_ROWS)
+        preview = rows[:shown]
+        if fields:
+            preview = [_project(combine.row_of(row), fields, names) for row in preview]
+        detail: dict[str, Any] = {"shown": len(preview), "total": len(rows)}
+        if limit is not None and limit > MAX_SHOW_ROWS:
+            detail["hint"] = f"SHOW previews at most {MAX_SHOW_ROWS} rows"
+        return _Outcome(preview, count=len(rows), detail=detail)
+
+    def _has_node(self, node_id: str) -> bool:
+        return self.graph.get_node(node_id) is not None
+
+    def _create_nodes(self, nodes: list[dict[str, Any]], rows: int) -> _Outcome:
+        created: list[dict[str, Any]] = []
+        existing: list[str] = []
+        for node in nodes:
+            if self._has_node(node["id"]) or any(n["id"] == node["id"] for n in created):
+                existing.append(node["id"])
+            else:
+                created.append(node)
+        self.overlay.nodes.extend(created)
+        detail: dict[str, Any] = {"created": len(created), "without_id": rows - len(nodes)}
+        if existing:
+            detail["existing"] = len(existing)
+            detail["hint"] = f"ids already in the graph are not created again: {existing[:5]}"
+        return _Outcome(created, detail=detail)
+
+    def _create_edges(
+        self, source: ast.VarRef, source_field: ast.Field, target_field: ast.Field, relation: str
+    ) -> _Outcome:
+        created: list[dict[str, Any]] = []
+        missing: list[str] = []
+        for row in _each(self._rows(source), self._deadline):
+            ends = [combine.keys_of(row, f.path) for f in (source_field, target_field)]
+            if not all(len(e) == 1 for e in ends):
+                missing.append(str(combine.row_of(row).get("id", "?")))
+                continue
+            u, v = (str(e[0]) for e in ends)
+            absent = [n for n in (u, v) if not self._has_node(n)]
+            if absent:
+                missing.extend(absent)
+                continue
+            created.append(edge_of(u, v, relation, row))
+        self.overlay.edges.extend(created)
+        detail: dict[str, Any] = {"created": len(created)}
+        if missing:
+            detail["skipped"] = len(missing)
+            detail["hint"] = (
+                "an edge needs one existing node id at each end "
+                f"(SOURCE {source_field.name}, TARGET {target_field.name}); not found: "
+                f"{sorted(set(missing))[:5]}"
+            )
+        return _Outcome(created, detail=detail)
+
+    def _create_groups(self, source: ast.VarRef, by: ast.Field) -> _Outcome:
+        members: dict[Any, list[str]] = {}
+        for row in _each(self._rows(source), self._deadline):
+            for key in combine.keys_of(row, by.path):
+                members.setdefault(key, []).extend(node_ids(row))
+        groups = [
+            {
+                "id": f"group:{by.name}={key}",
+                "entity_type": GROUP_TYPE,
+                "key": key,
+                "members": list(dict.fromkeys(ids)),
+                "size": len(set(ids)),
+            }
+            for key, ids in members.items()
+        ]
+        nodes = [n for g in groups if (n := node_of(g, ("id",), GROUP_TYPE)) is not None]
+        outcome = self._create_nodes(nodes, len(groups))
+        for group in outcome.value:
+            self.overlay.edges.extend(
+                edge_of(member, group["id"], MEMBER_OF, None)
+                for member in group["members"]
+                if self._has_node(member)
+            )
+        return outcome
 
     def _matching(self, source: ast.VarRef, where: ast.Condition) -> list[Any]:
         """The rows of `source` meeting `where` (SELECT ... WHERE, COUNT ... WHERE)."""
@@ -521,7 +724,7 @@ class GaslExecutor:
         starts, start_caps = self._endpoint(command.start)
         ends, end_caps = self._endpoint(command.end)
         where = None if command.where is None else self._bind(command.where)
-        found = self.adapter.find_paths(
+        found = self.graph.find_paths(
             starts,
             ends,
             where,

@@ -1,4 +1,5 @@
-"""PROCESS and ANALYZE: the two steps that ask a model, with bounded input and typed output.
+"""The steps that ask a model (PROCESS, ANALYZE, ADD_FIELD ... USING, CLASSIFY), with bounded
+input and typed output.
 
 The executor stays free of any LLM client: it is handed something that satisfies
 `GaslModel` (an async `complete_json`). The shared LLM layer provides one in production;
@@ -40,6 +41,28 @@ class ProcessOutput(BaseModel):
     items: list[dict[str, Any]] = Field(
         description="derived items; keep `source_ids` of the inputs they come from"
     )
+
+
+class ItemValue(BaseModel):
+    index: int = Field(description="the `index` of the DATA item")
+    value: Any = Field(description="the value read from that item")
+
+
+class FieldOutput(BaseModel):
+    """What ADD_FIELD ... USING must return: one value per DATA item."""
+
+    values: list[ItemValue]
+
+
+class ItemClass(BaseModel):
+    index: int = Field(description="the `index` of the DATA item")
+    label: str = Field(description="the item's class")
+
+
+class ClassifyOutput(BaseModel):
+    """What CLASSIFY must return: one class per DATA item."""
+
+    classes: list[ItemClass]
 
 
 class AnalyzeOutput(BaseModel):
@@ -105,8 +128,9 @@ async def _ask(
     fields: dict[str, Any],
     output: type[BaseModel],
     deadline: Deadline,
+    schema: dict[str, Any] | None = None,
 ) -> tuple[BaseModel, dict[str, Any]]:
-    schema = output.model_json_schema()
+    schema = schema or output.model_json_schema()
     values = {"schema": json.dumps(schema), **fields}
     parts = {title: layout.format(**values) for title, layout in STEP_PARTS[kind].items()}
     try:
@@ -180,3 +204,75 @@ async def run_analyze(
     }
     parsed, meta = await _ask(model, "analyze", fields, AnalyzeOutput, deadline or Deadline.never())
     return parsed.model_dump(), {**meta, "input_items": part.shown, "input_total": part.total}
+
+
+def _indexed(rows: list[Any]) -> list[dict[str, Any]]:
+    return [{"index": i, "item": row} for i, row in enumerate(rows)]
+
+
+async def run_add_field(
+    model: GaslModel,
+    rows: list[Any],
+    name: str,
+    instruction: str,
+    limits: Limits,
+    deadline: Deadline | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The rows the model was shown, each with field `name` set to the value it read from
+    the row (None where it gave none)."""
+    part = excerpt(_indexed(rows), limits)
+    fields = {
+        "instruction": f"For every DATA item, give the value of a new field `{name}`: "
+        f"{instruction}. Answer with each item's `index`.",
+        "shown": part.shown,
+        "total": part.total,
+        "truncated": part.truncated,
+        "excerpt": part.text,
+    }
+    parsed, meta = await _ask(model, "process", fields, FieldOutput, deadline or Deadline.never())
+    assert isinstance(parsed, FieldOutput)
+    values = {v.index: v.value for v in parsed.values}
+    out = [{**_as_row(rows[i]), name: values.get(i)} for i in range(part.shown)]
+    return out, {**meta, "input_items": part.shown, "input_total": part.total}
+
+
+async def run_classify(
+    model: GaslModel,
+    rows: list[Any],
+    labels: tuple[str, ...],
+    instruction: str | None,
+    limits: Limits,
+    deadline: Deadline | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The rows the model was shown, each with `class` set to the label it chose (one of
+    `labels` when they are given; None where it gave none)."""
+    part = excerpt(_indexed(rows), limits)
+    choice = f" Use exactly one of these labels: {', '.join(labels)}." if labels else ""
+    fields = {
+        "instruction": f"Give every DATA item a class{f' ({instruction})' if instruction else ''}."
+        f"{choice} Answer with each item's `index` and its `label`.",
+        "shown": part.shown,
+        "total": part.total,
+        "truncated": part.truncated,
+        "excerpt": part.text,
+    }
+    schema = ClassifyOutput.model_json_schema()
+    if labels:
+        schema["$defs"]["ItemClass"]["properties"]["label"]["enum"] = list(labels)
+    parsed, meta = await _ask(
+        model, "process", fields, ClassifyOutput, deadline or Deadline.never(), schema
+    )
+    assert isinstance(parsed, ClassifyOutput)
+    chosen = {c.index: c.label for c in parsed.classes}
+    strays = sorted({label for label in chosen.values() if labels and label not in labels})
+    if strays:
+        raise StepFailure(
+            f"model output does not match the schema: labels {strays} are not among {list(labels)}",
+            "schema_mismatch",
+        )
+    out = [{**_as_row(rows[i]), "class": chosen.get(i)} for i in range(part.shown)]
+    return out, {**meta, "input_items": part.shown, "input_total": part.total}
+
+
+def _as_row(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {"value": value}

@@ -46,18 +46,40 @@ USAGE: dict[str, str] = {
     "RANK": "RANK <var> BY <field> [ASC|DESC] [LIMIT <n>] AS <name>",
     "NEIGHBORS": 'NEIGHBORS <endpoint> [DIRECTION out|in|both] [VIA "<keyword>"] [DEPTH <n>] '
     "[LIMIT <n>] AS <name>",
+    "GRAPHWALK": "GRAPHWALK FROM <endpoint> [DIRECTION out|in|both] "
+    '[FOLLOW "<keyword>", "<keyword>"] [DEPTH <n>] [LIMIT <n>] AS <name>',
+    "SUBGRAPH": 'SUBGRAPH FROM <endpoint> [DIRECTION out|in|both] [VIA "<keyword>"] '
+    "[DEPTH <n>] [LIMIT <n>] AS <name>",
+    "GRAPHCONNECT": "GRAPHCONNECT <endpoint> AND <endpoint> [DIRECTION out|in|both] "
+    '[VIA "<keyword>"] [MAX_LENGTH <n>] [LIMIT <n>] AS <name>',
+    "JOIN": "JOIN <var> WITH <var> ON <field> [= <field>] AS <name>",
+    "MERGE": "MERGE <var>, <var> [ON <field>] AS <name>",
+    "COMPARE": "COMPARE <var> WITH <var> [ON <field>] AS <name>",
+    "ADD_FIELD": "ADD_FIELD <var> FIELD <name> = <value or condition> AS <name>, or "
+    'ADD_FIELD <var> FIELD <name> USING "<instruction>" AS <name>',
+    "CLASSIFY": 'CLASSIFY <var> [INTO "<label>", "<label>"] [USING "<instruction>"] AS <name>',
+    "SHOW": "SHOW <var> [FIELDS <field>, <name>=<field>] [LIMIT <n>]",
+    "CREATE_NODES": 'CREATE_NODES FROM <var> [ID <field>] [TYPE "<type>"] AS <name>',
+    "CREATE_EDGES": "CREATE_EDGES FROM <var> SOURCE <field> TARGET <field> "
+    '[RELATION "<keyword>"] AS <name>',
+    "CREATE_GROUPS": "CREATE_GROUPS FROM <var> BY <field> AS <name>",
 }
 
 # Verbs models write from other graph languages, and the command that does the nearest thing.
 EQUIVALENTS: dict[str, str] = {
-    "GRAPHWALK": "NEIGHBORS",
-    "SUBGRAPH": "NEIGHBORS",
-    "GRAPHCONNECT": "FIND",
-    "CLASSIFY": "PROCESS",
-    "ADD_FIELD": "PROCESS",
-    "SHOW": "SELECT",
-    "MERGE": "UPDATE",
-    "COMPARE": "ANALYZE",
+    "GRAPHPATTERN": "FIND",
+    "MATCH": "FIND",
+    "TRAVERSE": "GRAPHWALK",
+    "EXPAND": "NEIGHBORS",
+    "FILTER": "SELECT",
+    "GROUP": "AGGREGATE",
+    "SORT": "RANK",
+    "UNION": "MERGE",
+    "CREATE_NODE": "CREATE_NODES",
+    "CREATE_EDGE": "CREATE_EDGES",
+    "CREATE_GROUP": "CREATE_GROUPS",
+    "PRINT": "SHOW",
+    "DISPLAY": "SHOW",
 }
 
 # Words after which a new command starts inside one line.
@@ -310,6 +332,133 @@ class _ToAst(Transformer[Token, Any]):
             _direction(direction),
             text=self._text(meta),
         )
+
+    def find_paths_where(self, meta: Any, items: list[Any]) -> ast.FindPaths:
+        # the condition picks both ends: paths joining any two nodes that meet it
+        where, max_length, limit, into = items
+        ends = ast.EndpointWhere(where)
+        return ast.FindPaths(
+            ends, ends, None, _int(max_length), _int(limit), str(into), text=self._text(meta)
+        )
+
+    def strings(self, meta: Any, items: list[Token]) -> tuple[str, ...]:
+        return tuple(_unquote(str(t)) for t in items)
+
+    def graphwalk(self, meta: Any, items: list[Any]) -> ast.GraphWalk:
+        start, direction, follow, depth, limit, into = items
+        return ast.GraphWalk(
+            start,
+            follow or (),
+            _int(depth),
+            _int(limit),
+            str(into),
+            _direction(direction),
+            text=self._text(meta),
+        )
+
+    def subgraph(self, meta: Any, items: list[Any]) -> ast.Subgraph:
+        start, direction, via, depth, limit, into = items
+        return ast.Subgraph(
+            start,
+            None if via is None else _unquote(str(via)),
+            _int(depth),
+            _int(limit),
+            str(into),
+            _direction(direction),
+            text=self._text(meta),
+        )
+
+    def graphconnect(self, meta: Any, items: list[Any]) -> ast.GraphConnect:
+        left, right, direction, via, max_length, limit, into = items
+        return ast.GraphConnect(
+            left,
+            right,
+            None if via is None else _unquote(str(via)),
+            _int(max_length),
+            _int(limit),
+            str(into),
+            _direction(direction),
+            text=self._text(meta),
+        )
+
+    def join(self, meta: Any, items: list[Any]) -> ast.Join:
+        left, right, left_field, op, right_field, into = items
+        if op is not None and str(op) not in ("=", "=="):
+            raise _SemanticError(op, "JOIN pairs rows on equal fields: ON <field> = <field>")
+        return ast.Join(
+            left, right, left_field, right_field or left_field, str(into), text=self._text(meta)
+        )
+
+    def merge(self, meta: Any, items: list[Any]) -> ast.Merge:
+        *sources, on, into = items
+        return ast.Merge(tuple(sources), on or ast.Field(("id",)), str(into), text=self._text(meta))
+
+    def compare_sets(self, meta: Any, items: list[Any]) -> ast.CompareSets:
+        left, right, on, into = items
+        return ast.CompareSets(
+            left, right, on or ast.Field(("id",)), str(into), text=self._text(meta)
+        )
+
+    def field_value(self, meta: Any, items: list[Any]) -> Any:
+        return items[0]
+
+    def add_field(self, meta: Any, items: list[Any]) -> ast.AddField:
+        source, name, op, value, into = items
+        if str(op) not in ("=", "=="):
+            raise _SemanticError(op, "ADD_FIELD assigns with `=`: ADD_FIELD x FIELD n = ... AS y")
+        return ast.AddField(source, str(name), value, str(into), text=self._text(meta))
+
+    def add_field_model(self, meta: Any, items: list[Any]) -> ast.AddFieldByModel:
+        source, name, instruction, into = items
+        return ast.AddFieldByModel(
+            source, str(name), _unquote(str(instruction)), str(into), text=self._text(meta)
+        )
+
+    def classify(self, meta: Any, items: list[Any]) -> ast.Classify:
+        source, labels, instruction, into = items
+        return ast.Classify(
+            source,
+            labels or (),
+            None if instruction is None else _unquote(str(instruction)),
+            str(into),
+            text=self._text(meta),
+        )
+
+    def show_fields(self, meta: Any, items: list[Any]) -> list[tuple[str | None, ast.Field]]:
+        return list(items)
+
+    def show(self, meta: Any, items: list[Any]) -> ast.Show:
+        source, chosen, limit = items
+        chosen = chosen or []
+        fields = tuple(field for _, field in chosen)
+        renamed = any(name is not None for name, _ in chosen)
+        names = tuple(name or field.name for name, field in chosen) if renamed else ()
+        return ast.Show(source, fields, names, _int(limit), text=self._text(meta))
+
+    def create_nodes(self, meta: Any, items: list[Any]) -> ast.CreateNodes:
+        source, id_field, entity_type, into = items
+        return ast.CreateNodes(
+            source,
+            id_field or ast.Field(("id",)),
+            None if entity_type is None else _unquote(str(entity_type)),
+            str(into),
+            text=self._text(meta),
+        )
+
+    def create_edges(self, meta: Any, items: list[Any]) -> ast.CreateEdges:
+        source, source_field, target_field, relation, into = items
+        return ast.CreateEdges(
+            source,
+            source_field,
+            target_field,
+            "derived" if relation is None else _unquote(str(relation)),
+            str(into),
+            text=self._text(meta),
+        )
+
+    def create_groups(self, meta: Any, items: list[Any]) -> ast.CreateGroups:
+        source, by, into = items
+        return ast.CreateGroups(source, by, str(into), text=self._text(meta))
 
 
 class _SemanticError(GaslError):

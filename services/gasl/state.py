@@ -4,8 +4,8 @@ Every change makes a new immutable snapshot (copy-on-write: only the dicts along
 key are copied, the rest is shared), numbered by version and hashed by content. The store
 also keeps the execution history and a replay artifact: the plans in order, with the caps
 they started under, enough to re-run the session and arrive at the same state. It carries
-the job's caps too (`caps`, as SET left them), so they hold for the job's later plans and for
-no other job.
+the job's caps too (`caps`, as SET left them) and its overlay (`overlay`, what CREATE_*
+added), so they hold for the job's later plans and for no other job.
 
 Layout of a declared key (what a plan's commands read and write):
   LIST    {"_meta": {"type": "LIST", "description": ...}, "items": [...]}
@@ -140,6 +140,8 @@ class StateStore:
         self.replay: dict[str, Any] = doc.get("replay", {"seed": 0, "plans": []})
         # Empty until a plan ran: the executor then starts from the default caps.
         self.caps: dict[str, int] = dict(doc.get("caps", {}))
+        # What the job's CREATE_* commands added to its view of the graph (services.gasl.overlay).
+        self.overlay: dict[str, Any] = dict(doc.get("overlay", {}))
         self._version = int(doc.get("state_version", 0))
         self._root: dict[str, Any] = doc.get("variables", {})
         self.snapshots: list[Snapshot] = [Snapshot(self._version, self._root)]
@@ -365,6 +367,7 @@ class StateStore:
             "history": self.history,
             "replay": self.replay,
             "caps": self.caps,
+            "overlay": self.overlay,
         }
 
     def persist(self) -> None:

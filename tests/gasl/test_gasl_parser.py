@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -247,8 +250,11 @@ def test_random_text_raises_only_syntax_errors(text: str) -> None:
         ("TRY FIND nodes AS a CATCH ANY COUNT a b AS n END", "Usage: COUNT <var> [WHERE"),
         ("ON EMPTY a THEN NEIGHBORS a DEPTH x AS n", "usage: NEIGHBORS <endpoint>"),
         # an unknown verb is pointed at the nearest command
-        ("GRAPHWALK from x AS y", "the nearest is NEIGHBORS: NEIGHBORS <endpoint>"),
-        ("CLASSIFY people AS kinds", "the nearest is PROCESS"),
+        ("TRAVERSE from x AS y", "the nearest is GRAPHWALK: GRAPHWALK FROM <endpoint>"),
+        ("GRAPHPATTERN (a)-[r]->(b) AS y", "the nearest is FIND"),
+        # a new verb's hint quotes its own usage
+        ("JOIN a b AS c", "usage: JOIN <var> WITH <var> ON <field>"),
+        ("CLASSIFY people INTO positive AS kinds", "text goes in double quotes. Usage: CLASSIFY"),
         ("FINDE nodes AS x", "the nearest is FIND"),
     ],
 )
@@ -256,3 +262,12 @@ def test_hints_point_at_the_real_mistake(text: str, hint: str) -> None:
     with pytest.raises(GaslSyntaxError) as info:
         parse(text)
     assert hint in info.value.hint
+
+
+def test_every_example_in_the_command_reference_parses() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs/GASL.md").read_text(encoding="utf-8")
+    reference = text[text.index("## Commands") : text.index("## Time budgets")]
+    blocks = re.findall(r"```\n(.*?)```", reference, re.DOTALL)
+    assert len(blocks) > 20
+    for block in blocks:
+        assert parse(block), block

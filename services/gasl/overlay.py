@@ -1,0 +1,89 @@
+"""The job-local overlay: nodes, edges and groups a plan creates (CREATE_NODES, CREATE_EDGES,
+CREATE_GROUPS). The registered graph is shared by every job and never changes; a job's later
+commands see the graph and its overlay together. The overlay is kept in the job's state
+document (like its caps), so it lasts for the job's later plans and rounds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+from postel.services.gasl.conditions import MISSING, lookup
+from postel.services.gasl.loaders import PARALLEL
+
+OVERLAY = "overlay"  # the attribute that marks an overlay item
+GROUP_TYPE = "GROUP"
+MEMBER_OF = "member_of"
+
+
+@dataclass
+class Overlay:
+    """What one job added to its view of the graph."""
+
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    edges: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> Overlay:
+        return cls(list(doc.get("nodes", [])), list(doc.get("edges", [])))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"nodes": self.nodes, "edges": self.edges}
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return len(self.nodes), len(self.edges)
+
+    def on(self, base: nx.Graph) -> nx.Graph:
+        """A copy of `base` with the overlay added (an edge between two nodes already linked
+        becomes one more relation of that edge)."""
+        graph = base.copy()
+        for node in self.nodes:
+            graph.add_node(node["id"], **node)
+        for edge in self.edges:
+            u, v = edge["source"], edge["target"]
+            if graph.has_edge(u, v):
+                attrs = graph.edges[u, v]
+                attrs[PARALLEL] = [*attrs.get(PARALLEL, []), dict(edge)]
+            else:
+                graph.add_edge(u, v, **edge)
+        return graph
+
+
+def node_of(row: Any, id_field: tuple[str, ...], entity_type: str | None) -> dict[str, Any] | None:
+    """The overlay node a row describes; None when it names no id."""
+    if isinstance(row, str | int) and not isinstance(row, bool):
+        row = {"id": str(row)}
+    if not isinstance(row, dict):
+        return None
+    node_id = lookup(row, id_field)
+    if node_id is MISSING or not isinstance(node_id, str | int) or isinstance(node_id, bool):
+        return None
+    node = {k: v for k, v in row.items() if not k.startswith("_") and k != "extraction"}
+    node["id"] = str(node_id)
+    node["entity_type"] = (entity_type or str(row.get("entity_type") or "DERIVED")).upper()
+    node["description"] = _texts(row.get("description"))
+    node["source_ids"] = _texts(row.get("source_ids"))
+    node[OVERLAY] = True
+    return node
+
+
+def edge_of(source: str, target: str, relation: str, row: Any) -> dict[str, Any]:
+    extra = row if isinstance(row, dict) else {}
+    return {
+        "source": source,
+        "target": target,
+        "weight": 1.0,
+        "keywords": [relation],
+        "description": _texts(extra.get("description")) or [relation],
+        "source_ids": _texts(extra.get("source_ids")),
+        OVERLAY: True,
+    }
+
+
+def _texts(value: Any) -> list[str]:
+    if value is None or value is MISSING:
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
