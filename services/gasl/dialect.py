@@ -4,9 +4,12 @@ Models trained on other graph-reasoning prompts write the same commands differen
 `FIND nodes with entity_type=COUNTRY AS c`, `PROCESS p with instruction: first names AS f`,
 `RANK x BY n order desc AS top`, `ON EMPTY x do ...`, `UPDATE k WITH x operation: append`,
 `COUNT x where ok = true AS n`, `COUNT x group by f AS n`, `REQUIRE x`, `TRY ... CATCH ...`
-without ANY or END. Each rule below turns one such form into the canonical command, and
-touches nothing else: a text that already parses is never rewritten, and a form that could
-mean two things (`SET x = 5`: a variable or a cap?) is left to fail with its hint.
+without ANY or END, `GRAPHWALK from x follow r depth 2`, `SUBGRAPH around x radius 1`,
+`CLASSIFY x with <instruction> AS y`, `ADD_FIELD x field: n = ... AS y`. A command with no
+`AS` (GRAPHWALK, SUBGRAPH) gets one named after its start variable, shown in its record.
+Each rule below turns one such form into the canonical command, and touches nothing else:
+a text that already parses is never rewritten, and a form that could mean two things
+(`SET x = 5`: a variable or a cap?) is left to fail with its hint.
 
 The parser tries the canonical grammar first and this only when that fails; a command read
 through a rule keeps what the model wrote (`Command.written`) beside its canonical text,
@@ -53,6 +56,25 @@ def _update_mode(match: re.Match[str]) -> str:
     mode = match.group("mode").lower()
     canonical = "REPLACE" if mode in ("replace", "set", "overwrite") else "MERGE"
     return f"{match.group('head')} {canonical}"
+
+
+def _quoted_list(words: str) -> str:
+    names = [
+        w.strip().strip("\"'") for w in re.split(r"\s*,\s*|\s+or\s+", words.strip(), flags=_FLAGS)
+    ]
+    return ", ".join(json.dumps(name) for name in names if name)
+
+
+def _graphwalk(match: re.Match[str]) -> str:
+    start, into = match.group("start"), match.group("into") or f"{match.group('start')}_walk"
+    follow = match.group("follow").strip()
+    relations = (
+        ""
+        if follow.lower() in ("any", "a", "an", "all", "*")
+        else f" FOLLOW {_quoted_list(follow)}"
+    )
+    depth = f" DEPTH {match.group('depth')}" if match.group("depth") else ""
+    return f"GRAPHWALK FROM {start}{relations}{depth} AS {into}"
 
 
 def _try_block(match: re.Match[str]) -> str:
@@ -125,6 +147,43 @@ RULES: list[tuple[str, re.Pattern[str], str | Callable[[re.Match[str]], str]]] =
             _FLAGS,
         ),
         r"ASSERT LEN ${\g<var>} \g<op> \g<n>",
+    ),
+    (
+        "GRAPHWALK from x follow r1, r2 depth n",
+        re.compile(
+            r"^\s*GRAPHWALK\s+from\s+(?P<start>[\w${}.]+)\s+follow\s+(?P<follow>.+?)"
+            r"(?:\s+depth\s+(?P<depth>\d+))?(?:\s+AS\s+(?P<into>\w+))?\s*$",
+            _FLAGS,
+        ),
+        _graphwalk,
+    ),
+    (
+        "SUBGRAPH around x radius n",
+        re.compile(
+            r"^\s*SUBGRAPH\s+around\s+(?P<start>[\w${}.]+)\s+radius\s+(?P<depth>\d+)"
+            r"(?:\s+AS\s+(?P<into>\w+))?\s*$",
+            _FLAGS,
+        ),
+        lambda m: (
+            f"SUBGRAPH FROM {m.group('start')} DEPTH {m.group('depth')} "
+            f"AS {m.group('into') or m.group('start') + '_subgraph'}"
+        ),
+    ),
+    (
+        "CLASSIFY x with <instruction>",
+        re.compile(
+            r"^(?P<head>\s*CLASSIFY\s+[\w.${}]+)\s+(?:with|using|by)\s+(?:instruction\s*:?\s*)?"
+            r"(?P<text>.+?)\s+AS\s+(?P<into>\w+)\s*$",
+            _FLAGS,
+        ),
+        _instruction,
+    ),
+    (
+        "ADD_FIELD x field: name = ...",
+        re.compile(
+            r"^(?P<head>\s*ADD_FIELD\s+[\w.${}]+)\s+field\s*:\s*(?P<rest>.+\s+AS\s+\w+\s*)$", _FLAGS
+        ),
+        r"\g<head> FIELD \g<rest>",
     ),
     (
         "TRY ... CATCH ... without ANY or END",
