@@ -20,7 +20,7 @@ from lark.exceptions import (
     VisitError,
 )
 from postel.services.gasl import ast, dialect
-from postel.services.gasl.errors import GaslError, GaslSyntaxError
+from postel.services.gasl.errors import GaslSyntaxError
 
 # How each command is written; the hint of a syntax error quotes the one being typed.
 USAGE: dict[str, str] = {
@@ -98,9 +98,11 @@ _DISPLAY: dict[str, str] = {
     "ITEM_KIND": "nodes|edges",
     "UPDATE_MODE": "MERGE|REPLACE",
     "ON_STATUS": "EMPTY|ERROR|PARTIAL|SCHEMA_MISMATCH",
-    "AGG_FN": "COUNT|SUM|AVG|MIN|MAX|COLLECT",
+    "AGG_COUNT": "COUNT",
+    "AGG_FN": "SUM|AVG|MIN|MAX|COLLECT",
     "ORDER": "ASC|DESC",
     "DIRECTION": "out|in|both",
+    "_EQ": "=",
     "_LPAR": "(",
     "_RPAR": ")",
     "_LBRACKET": "[",
@@ -276,9 +278,7 @@ class _ToAst(Transformer[Token, Any]):
         return ast.Try(body, catch, final or (), text=self._text(meta))
 
     def set_stmt(self, meta: Any, items: list[Any]) -> ast.SetCap:
-        key, op, value = items
-        if str(op) not in ("=", "=="):
-            raise _SemanticError(op, "SET assigns with `=`, e.g. SET adapter.caps.max_results=50")
+        key, value = items
         return ast.SetCap(key, value.value, text=self._text(meta))
 
     def cancel(self, meta: Any, items: list[Any]) -> ast.CancelPlan:
@@ -292,9 +292,7 @@ class _ToAst(Transformer[Token, Any]):
         return ast.SelectFields(source, fields, str(into), names, text=self._text(meta))
 
     def select_field(self, meta: Any, items: list[Any]) -> tuple[str | None, ast.Field]:
-        name, op, field = items
-        if op is not None and str(op) != "=":
-            raise _SemanticError(op, "rename a field with `=`, e.g. SELECT p FIELDS who=id AS r")
+        name, field = items
         return (None if name is None else str(name)), field
 
     def select_where(self, meta: Any, items: list[Any]) -> ast.SelectWhere:
@@ -307,14 +305,7 @@ class _ToAst(Transformer[Token, Any]):
 
     def aggregate(self, meta: Any, items: list[Any]) -> ast.Aggregate:
         source, by, fn, of, into = items
-        fn_name = str(fn).upper()
-        if fn_name != "COUNT" and of is None:
-            raise _SemanticError(
-                fn,
-                f"{fn_name} needs a value field: AGGREGATE <var> BY <field> WITH "
-                f"{fn_name} OF <field> AS <name>",
-            )
-        return ast.Aggregate(source, by, fn_name, of, str(into), text=self._text(meta))
+        return ast.Aggregate(source, by, str(fn).upper(), of, str(into), text=self._text(meta))
 
     def rank(self, meta: Any, items: list[Any]) -> ast.Rank:
         source, by, order, limit, into = items
@@ -382,12 +373,10 @@ class _ToAst(Transformer[Token, Any]):
         )
 
     def join(self, meta: Any, items: list[Any]) -> ast.Join:
-        left, right, left_field, op, right_field, into = items
-        if op is not None and str(op) not in ("=", "=="):
-            raise _SemanticError(op, "JOIN pairs rows on equal fields: ON <field> = <field>")
-        return ast.Join(
-            left, right, left_field, right_field or left_field, str(into), text=self._text(meta)
-        )
+        left, right, left_key, right_key, into = items
+        left_field = ast.Field(tuple(left_key.split(".")))
+        right_field = ast.Field(tuple((right_key or left_key).split(".")))
+        return ast.Join(left, right, left_field, right_field, str(into), text=self._text(meta))
 
     def merge(self, meta: Any, items: list[Any]) -> ast.Merge:
         *sources, on, into = items
@@ -403,9 +392,7 @@ class _ToAst(Transformer[Token, Any]):
         return items[0]
 
     def add_field(self, meta: Any, items: list[Any]) -> ast.AddField:
-        source, name, op, value, into = items
-        if str(op) not in ("=", "=="):
-            raise _SemanticError(op, "ADD_FIELD assigns with `=`: ADD_FIELD x FIELD n = ... AS y")
+        source, name, value, into = items
         return ast.AddField(source, str(name), value, str(into), text=self._text(meta))
 
     def add_field_model(self, meta: Any, items: list[Any]) -> ast.AddFieldByModel:
@@ -461,15 +448,6 @@ class _ToAst(Transformer[Token, Any]):
         return ast.CreateGroups(source, by, str(into), text=self._text(meta))
 
 
-class _SemanticError(GaslError):
-    """A command that parses but says something impossible; reported like a syntax error."""
-
-    def __init__(self, token: Token, hint: str) -> None:
-        super().__init__(hint)
-        self.token = token
-        self.hint = hint
-
-
 def _direction(token: Token | None) -> ast.Direction:
     return "both" if token is None else cast(ast.Direction, str(token).lower())
 
@@ -515,6 +493,8 @@ def _hint(source: str, error: UnexpectedInput, expected: list[str]) -> str:
         return f"{first} needs `AS <name>` at the end. Usage: {usage}"
     if expected == ["<string>"]:
         return f"text goes in double quotes. Usage: {usage}"
+    if expected == ["OF"]:
+        return f"this function needs a value field (OF <field>). Usage: {usage}"
     return f"usage: {usage}"
 
 
@@ -572,12 +552,7 @@ def _parse(source: str) -> list[ast.Command]:
         result: list[ast.Command] = _ToAst(source).transform(tree)
         return result
     except VisitError as wrapped:
-        inner = wrapped.orig_exc
-        if isinstance(inner, _SemanticError):
-            line = getattr(inner.token, "line", 1) or 1
-            column = getattr(inner.token, "column", 1) or 1
-            raise GaslSyntaxError(line, column, [], repr(str(inner.token)), inner.hint) from None
-        raise GaslSyntaxError(1, 1, [], "invalid value", str(inner)) from None
+        raise GaslSyntaxError(1, 1, [], "invalid value", str(wrapped.orig_exc)) from None
     except UnexpectedInput as error:
         expected = _expected(error)
         line = error.line if error.line and error.line > 0 else max(1, source.count("\n") + 1)

@@ -1,0 +1,85 @@
+"""The grammar an HDT round answer is decoded under when the model's endpoint can constrain
+decoding (a route's `plan_grammar`): the JSON object the `hdt_round` prompt asks for, whose
+plan commands are GASL statements by the grammar of services/gasl (generated from it, see
+services.gasl.gbnf). A constrained answer always reads as a round answer and every command
+in it parses; only a reply cut short by its token budget can still fail.
+
+The object has two shapes: `complete` with the answer, or a decision to go on with one to
+three actions of one to eight commands each, one statement per command string.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from postel.services.gasl.gbnf import Alt, Chars, Expr, Lit, Ref, Repeat, Rules, Seq, gasl_rules
+from postel.services.gasl.gbnf import render as render_rules
+
+MAX_ACTIONS = 3
+MAX_COMMANDS = 8
+# Free text in the answer's string fields: bounded, so a looping model still ends.
+MAX_TEXT_CHARS = 200
+
+
+def _key(name: str, value: Expr, last: bool = False) -> Seq:
+    return Seq((Lit(f'"{name}": '), value, Lit("" if last else ", ")))
+
+
+def _text(least: int) -> Seq:
+    unsafe = Chars((("\x00", "\x1f"), ('"', '"'), ("\\", "\\")), negated=True)
+    return Seq((Lit('"'), Repeat(unsafe, least, MAX_TEXT_CHARS), Lit('"')))
+
+
+@cache
+def round_answer_rules() -> Rules:
+    gasl, statement = gasl_rules(in_json_string=True)
+    text = Ref("text")
+    action = Seq(
+        (
+            Lit("{"),
+            _key("action", Ref("going-on")),
+            _key("confidence", Ref("confidence")),
+            Lit('"plan": {'),
+            _key("why", text),
+            Lit('"commands": ['),
+            Ref("command"),
+            Repeat(Seq((Lit(", "), Ref("command"))), 0, MAX_COMMANDS - 1),
+            Lit("]}}"),
+        )
+    )
+    going_on = Alt((Lit('"continue"'), Lit('"refine"'), Lit('"pivot"')))
+    complete = Seq(
+        (
+            _key("decision", Lit('"complete"')),
+            _key("hypothesis", text),
+            _key("answer", Ref("answer"), last=True),
+        )
+    )
+    go_on = Seq(
+        (
+            _key("decision", Ref("going-on")),
+            _key("hypothesis", text),
+            _key("answer", Lit("null")),
+            Lit('"next_actions": ['),
+            Ref("action"),
+            Repeat(Seq((Lit(", "), Ref("action"))), 0, MAX_ACTIONS - 1),
+            Lit("]"),
+        )
+    )
+    rules: Rules = {
+        "root": Seq((Lit("{"), _key("evaluation", text), Alt((complete, go_on)), Lit("}"))),
+        "going-on": going_on,
+        "action": action,
+        "command": Seq((Lit('"'), Ref(statement), Lit('"'))),
+        "text": _text(0),
+        "answer": _text(1),  # a complete decision must say what the answer is
+        "confidence": Seq(
+            (Alt((Lit("0"), Lit("1"))), Repeat(Seq((Lit("."), Chars((("0", "9"),)))), 0, 1))
+        ),
+    }
+    return {**rules, **gasl}
+
+
+def round_answer_gbnf() -> str:
+    """The GBNF text, `root` first."""
+    return render_rules(round_answer_rules())
