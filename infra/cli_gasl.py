@@ -7,6 +7,7 @@ infra/cli_support.py's: 1 a command failed, 2 bad input, 3 Redis unreachable, 4 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -259,10 +260,23 @@ def gasl_check(commands: tuple[str, ...]) -> None:
     help="GASL runs per question; the best time counts.",
 )
 @click.option("--no-cypher", is_flag=True, help="Skip the GrandCypher baseline.")
+@click.option(
+    "--plan-questions",
+    type=click.IntRange(0, 200),
+    default=20,
+    show_default=True,
+    help="Round plans the local model writes with and without the GASL grammar (twice as "
+    "many answers, some seconds each); 0 skips them.",
+)
 @click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
-def bench_gasl(nodes: int, path_nodes: int, repeat: int, no_cypher: bool, as_json: bool) -> None:
-    """GASL FIND (index and scan) and path queries against GrandCypher on generated graphs."""
+def bench_gasl(
+    nodes: int, path_nodes: int, repeat: int, no_cypher: bool, plan_questions: int, as_json: bool
+) -> None:
+    """GASL FIND (index and scan) and path queries against GrandCypher on generated graphs,
+    and how often the local model's round plans parse with and without the GASL grammar."""
     from postel.infra.bench.gasl import format_gasl_bench, run_gasl_bench
+    from postel.infra.bench.plan_parse import format_plan_parse_rates, plan_parse_rates
+    from postel.infra.local_model import LocalModelError
 
     if not no_cypher:
         try:
@@ -275,4 +289,11 @@ def bench_gasl(nodes: int, path_nodes: int, repeat: int, no_cypher: bool, as_jso
     figures = run_gasl_bench(
         nodes=nodes, path_nodes=path_nodes, repeat=repeat, cypher=not no_cypher
     )
-    click.echo(json.dumps(figures, indent=2) if as_json else format_gasl_bench(figures))
+    text = format_gasl_bench(figures)
+    if plan_questions:
+        try:
+            figures["plan_parse"] = asyncio.run(plan_parse_rates(plan_questions))
+        except LocalModelError as error:
+            cli_support.fail(f"{error}; or pass --plan-questions 0", cli_support.EXIT_INPUT)
+        text += "\n" + format_plan_parse_rates(figures["plan_parse"])
+    click.echo(json.dumps(figures, indent=2) if as_json else text)

@@ -119,6 +119,7 @@ class LocalModelServer:
             "base_url": self.base_url,
             "model": MODEL_ALIAS,
             "structured_output": "json_object",
+            "grammar": "gbnf",
         }
         return OpenAIConfig.model_validate(values | overrides)
 

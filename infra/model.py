@@ -105,6 +105,7 @@ async def open_model(settings: Settings, redis: Redis | None = None) -> Model:
             timeout=settings.llm_timeout_s,
             retry=retry,
             structured_output=settings.llm_structured_output,
+            grammar=settings.llm_grammar,
             cassette=settings.llm_cassette,
             record=settings.llm_record,
         ),

@@ -87,6 +87,11 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_model: str = "default"
     llm_structured_output: Literal["json_schema", "json_object", "none"] = "json_schema"
+    llm_grammar: Literal["gbnf", "guided_grammar", "none"] = Field(
+        default="none",
+        description="how the endpoint takes a grammar for constrained decoding (HDT round "
+        "plans): gbnf (llama.cpp), guided_grammar (vLLM), none; the local model uses gbnf",
+    )
     llm_timeout_s: float = Field(default=120.0, gt=0)
     llm_max_retries: int = Field(default=4, ge=0, le=20)
     llm_cassette: Path | None = None

@@ -12,6 +12,11 @@ translation decides:
 - Commands are written inside JSON strings (`in_json_string`): no character may need
   escaping, so the double-quote and backslash are left out of every token, string literals
   take single quotes, and statements are separated by `;` rather than a newline.
+- Every repetition the language leaves unbounded is bounded: within a token (a name's
+  letters, a string's characters) by TOKEN_REPEAT_MAX, of rules (MERGE's variables, a
+  condition's ANDs) by RULE_REPEAT_MAX. A small model decoding under the grammar otherwise
+  writes one name, or one list, until its token budget is spent; llama.cpp expands a bound
+  into nested rules, and bounds much larger than these crashed its server.
 - Left recursion (`condition: condition OR conjunction | conjunction`), which llama.cpp
   refuses, becomes repetition (`conjunction (OR conjunction)*`).
 """
@@ -73,6 +78,8 @@ EMPTY = Seq(())
 # Characters a token may not hold inside a JSON string (they would need escaping).
 _JSON_UNSAFE = frozenset('"\\') | frozenset(chr(c) for c in range(0x20))
 _WORD = re.compile(r"\w")
+TOKEN_REPEAT_MAX = 32
+RULE_REPEAT_MAX = 6
 
 
 def rule_name(name: str, terminal: bool) -> str:
@@ -123,7 +130,7 @@ def _expansions(tree: Any) -> Expr:
         return Repeat(_expansions(children[0]), 0, 1)
     if kind == "expr":
         item, op = _expansions(children[0]), str(children[1])
-        bounds = {"?": (0, 1), "*": (0, None), "+": (1, None)}
+        bounds = {"?": (0, 1), "*": (0, RULE_REPEAT_MAX), "+": (1, RULE_REPEAT_MAX)}
         if op not in bounds:
             raise ValueError(f"grammar.lark uses {op!r}, which gbnf.py does not translate")
         return Repeat(item, *bounds[op])
@@ -137,7 +144,7 @@ def _without_left_recursion(name: str, body: Expr) -> Expr:
         return body
     rest = [o for o in options if o not in recursive]
     tails = _alt([_seq(list(o.items[1:])) for o in recursive])
-    return _seq([_alt(rest), Repeat(tails, 0, None)])
+    return _seq([_alt(rest), Repeat(tails, 0, RULE_REPEAT_MAX)])
 
 
 def _token(tree: Any, unsafe: frozenset[str]) -> Expr:
@@ -180,7 +187,7 @@ def _regex(nodes: list[tuple[Any, Any]], upper: bool, unsafe: frozenset[str]) ->
         elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
             least, most, sub = arg
             item = _regex(list(sub), upper, unsafe)
-            bound = None if most is sre.MAXREPEAT else int(most)
+            bound = TOKEN_REPEAT_MAX if most is sre.MAXREPEAT else int(most)
             parts.append(Repeat(item, least, bound) if item is not None else _none_or_empty(least))
         elif op is sre.AT:
             continue  # word boundaries: the space after a word token keeps them

@@ -49,6 +49,7 @@ class JsonQuestion(Generic[T]):
     temperature: float
     schema: dict[str, Any] | None = None
     model: str | None = None
+    grammar: str | None = None  # GBNF, for endpoints that constrain decoding with one
 
 
 @dataclass
@@ -126,6 +127,7 @@ async def ask_json(llm: LLMClient, question: JsonQuestion[T], *, repairs: int = 
             temperature=question.temperature,
             json_schema=question.schema,
             model=question.model,
+            grammar=question.grammar,
         )
         response = await llm.complete(request)
         answer.responses.append(response)

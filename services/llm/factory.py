@@ -12,7 +12,7 @@ from postel.services.llm.openai import OpenAIClient, OpenAIConfig
 from postel.services.llm.recording import RecordingClient
 from postel.services.llm.retry import RetryPolicy
 from postel.services.llm.scripted import ScriptedClient
-from postel.services.llm.structured import StructuredOutput
+from postel.services.llm.structured import GrammarDialect, StructuredOutput
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 
@@ -27,6 +27,7 @@ class LLMSettings(BaseModel):
     connect_timeout: float = Field(default=5.0, gt=0)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     structured_output: StructuredOutput = "json_schema"
+    grammar: GrammarDialect = "none"
     cassette: Path | None = Field(default=None, description="scripted: the cassette to replay")
     record: Path | None = Field(default=None, description="openai: write a cassette of the run")
 
@@ -57,6 +58,7 @@ def build_llm_client(settings: LLMSettings, gate: CallGate | None = None) -> LLM
             connect_timeout=settings.connect_timeout,
             retry=settings.retry,
             structured_output=settings.structured_output,
+            grammar=settings.grammar,
         ),
         gate,
     )

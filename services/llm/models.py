@@ -29,6 +29,11 @@ class LLMRequest(BaseModel):
     json_schema: dict[str, Any] | None = Field(
         default=None, description="ask for JSON output matching this JSON Schema"
     )
+    grammar: str | None = Field(
+        default=None,
+        description="GBNF the answer must follow, sent to endpoints configured to take one "
+        "(services.llm.structured.GrammarDialect); others read the answer as usual",
+    )
     stop: list[str] = Field(default_factory=list)
     model: str | None = Field(default=None, description="overrides the provider's model")
 

@@ -25,7 +25,12 @@ from postel.services.llm.errors import (
 from postel.services.llm.gate import CallGate
 from postel.services.llm.models import LLMRequest, LLMResponse, Usage
 from postel.services.llm.retry import RetryPolicy, parse_retry_after
-from postel.services.llm.structured import StructuredOutput, response_format
+from postel.services.llm.structured import (
+    GrammarDialect,
+    StructuredOutput,
+    grammar_field,
+    response_format,
+)
 from postel.services.llm.tokens import count_tokens
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
@@ -49,6 +54,9 @@ class OpenAIConfig(BaseModel):
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     structured_output: StructuredOutput = Field(
         default="json_schema", description="response_format dialect; see services.llm.structured"
+    )
+    grammar: GrammarDialect = Field(
+        default="none", description="how a request's grammar is sent; see services.llm.structured"
     )
     strict_schema: bool = True
     schema_name: str = "response"
@@ -165,7 +173,10 @@ class OpenAIClient:
         }
         if request.stop:
             body["stop"] = request.stop
-        if request.json_schema is not None:
+        constrained = grammar_field(self._config.grammar, request.grammar or "")
+        if request.grammar and constrained:
+            body.update(constrained)
+        elif request.json_schema is not None:
             fmt = response_format(
                 self._config.structured_output,
                 request.json_schema,

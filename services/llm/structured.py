@@ -1,4 +1,5 @@
-"""The `response_format` field for structured (JSON) output, in the dialect an endpoint speaks.
+"""The `response_format` field for structured (JSON) output, and the grammar field for
+constrained decoding, in the dialect an endpoint speaks.
 
 Which dialect to configure per endpoint:
 
@@ -18,6 +19,21 @@ from __future__ import annotations
 from typing import Any, Literal
 
 StructuredOutput = Literal["json_schema", "json_object", "none"]
+
+# How an endpoint takes a grammar to constrain decoding with (a request's `grammar`):
+# - ``gbnf`` — llama.cpp's ``llama-server`` and llama-cpp-python's server (postel's local
+#   model): the GBNF text as the request's ``grammar`` field;
+# - ``guided_grammar`` — vLLM: the same text as ``guided_grammar``;
+# - ``none`` — endpoints that take no grammar (OpenAI's own API): nothing is sent.
+# A request sent with a grammar sends no response_format: the grammar already fixes the
+# JSON, and llama.cpp would put its JSON grammar in the grammar's place.
+GrammarDialect = Literal["gbnf", "guided_grammar", "none"]
+
+
+def grammar_field(dialect: GrammarDialect, grammar: str) -> dict[str, str]:
+    if dialect == "none":
+        return {}
+    return {"grammar" if dialect == "gbnf" else "guided_grammar": grammar}
 
 
 def response_format(

@@ -9,7 +9,7 @@ prompt.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from postel.messages.gasl import GaslPlan
@@ -19,6 +19,7 @@ from postel.services.llm import LLMClient
 from postel.services.llm.ask import ask_json
 from postel.services.planner.answers import planner_question
 from postel.services.planner.round_answer import Decision, read_round_answer
+from postel.services.planner.round_grammar import round_answer_gbnf
 from postel.services.planner.round_prompt import RoundInputs, round_messages
 from postel.services.prompts import Capability
 
@@ -73,6 +74,8 @@ async def decide_round(
     question = planner_question(
         lambda _: round_messages(capability, round_), read_round_answer, request, ANSWER_TOKENS
     )
+    # an endpoint that takes a grammar decodes the answer under it: every command parses
+    question = replace(question, grammar=round_answer_gbnf())
     # one call: an unusable answer is not repaired here but becomes a probe plan, and its
     # problem is shown in the next round's prompt
     asked = await ask_json(llm, question, repairs=0)

@@ -5,7 +5,7 @@ services.gasl.gbnf). A constrained answer always reads as a round answer and eve
 in it parses; only a reply cut short by its token budget can still fail.
 
 The object has two shapes: `complete` with the answer, or a decision to go on with one to
-three actions of one to eight commands each, one statement per command string.
+at most MAX_ACTIONS action of at most MAX_COMMANDS commands, one statement per command string.
 """
 
 from __future__ import annotations
@@ -15,14 +15,23 @@ from functools import cache
 from postel.services.gasl.gbnf import Alt, Chars, Expr, Lit, Ref, Repeat, Rules, Seq, gasl_rules
 from postel.services.gasl.gbnf import render as render_rules
 
-MAX_ACTIONS = 3
-MAX_COMMANDS = 8
+# the planner runs the most confident action only, and a small model's answer must fit its
+# token budget: one action of at most six commands
+MAX_ACTIONS = 1
+MAX_COMMANDS = 6
 # Free text in the answer's string fields: bounded, so a looping model still ends.
-MAX_TEXT_CHARS = 200
+MAX_TEXT_CHARS = 160
 
 
 def _key(name: str, value: Expr, last: bool = False) -> Seq:
     return Seq((Lit(f'"{name}": '), value, Lit("" if last else ", ")))
+
+
+def _listed(item: Expr, most: int) -> Expr:
+    """One to `most` items, comma-separated."""
+    if most == 1:
+        return item
+    return Seq((item, Repeat(Seq((Lit(", "), item)), 0, most - 1)))
 
 
 def _text(least: int) -> Seq:
@@ -42,8 +51,7 @@ def round_answer_rules() -> Rules:
             Lit('"plan": {'),
             _key("why", text),
             Lit('"commands": ['),
-            Ref("command"),
-            Repeat(Seq((Lit(", "), Ref("command"))), 0, MAX_COMMANDS - 1),
+            _listed(Ref("command"), MAX_COMMANDS),
             Lit("]}}"),
         )
     )
@@ -61,8 +69,7 @@ def round_answer_rules() -> Rules:
             _key("hypothesis", text),
             _key("answer", Lit("null")),
             Lit('"next_actions": ['),
-            Ref("action"),
-            Repeat(Seq((Lit(", "), Ref("action"))), 0, MAX_ACTIONS - 1),
+            _listed(Ref("action"), MAX_ACTIONS),
             Lit("]"),
         )
     )
@@ -80,6 +87,7 @@ def round_answer_rules() -> Rules:
     return {**rules, **gasl}
 
 
+@cache
 def round_answer_gbnf() -> str:
     """The GBNF text, `root` first."""
     return render_rules(round_answer_rules())

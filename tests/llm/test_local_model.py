@@ -81,3 +81,38 @@ async def test_missing_extra_names_the_install_command(monkeypatch: pytest.Monke
     monkeypatch.setattr(importlib.util, "find_spec", without_llama)
     with pytest.raises(LocalModelUnavailable, match=r"pip install 'postel\[local\]'"):
         await LocalModelServer().start()
+
+
+@pytest.mark.local_model
+@pytest.mark.slow
+@needs_local_extra
+async def test_a_round_plan_decoded_under_the_gasl_grammar_parses() -> None:
+    """The planner's own round question, sent to the local model with the grammar: the
+    answer reads as a round answer and every command of its plan parses."""
+    from postel.messages.job import JobRequest
+    from postel.services.gasl.adapters import NetworkXAdapter
+    from postel.services.gasl.loaders import DEMO_GRAPH
+    from postel.services.gasl.parser import parse
+    from postel.services.gasl.schema_summary import summarize_graph
+    from postel.services.planner.hdt import decide_round
+    from postel.services.planner.round_prompt import RoundInputs
+    from postel.services.prompts import Capability
+
+    question = "Which organizations is the CDC connected to?"
+    summary = summarize_graph(NetworkXAdapter.from_graphml(DEMO_GRAPH))
+    async with LocalModelServer(n_ctx=4096, startup_timeout=120) as server:
+        client = OpenAIClient(server.openai_config(timeout=300))
+        try:
+            decision = await decide_round(
+                client,
+                Capability("minimal"),
+                JobRequest(prompt=question),
+                RoundInputs(question, 0, 0, 5, graph_summary=summary),
+            )
+        finally:
+            await client.aclose()
+    assert decision.problem is None
+    if decision.plan is not None:
+        assert decision.plan.commands and all(parse(c) for c in decision.plan.commands)
+    else:
+        assert decision.decision == "complete" and decision.answer

@@ -272,6 +272,25 @@ async def test_structured_output_dialects(
     assert server.requests[0].get("response_format") == expected
 
 
+@pytest.mark.parametrize(
+    ("dialect", "field"),
+    [("gbnf", "grammar"), ("guided_grammar", "guided_grammar"), ("none", None)],
+)
+async def test_a_grammar_is_sent_in_the_endpoints_field_instead_of_a_response_format(
+    server: FakeServer, dialect: str, field: str | None
+) -> None:
+    server.replies = [completion('{"x": 1}')]
+    client = OpenAIClient(config(server, structured_output="json_object", grammar=dialect))
+    await client.complete(ask(json_schema=SCHEMA, grammar='root ::= "{}"'))
+    await client.aclose()
+    sent = server.requests[0]
+    if field is None:  # an endpoint that takes no grammar gets the schema as before
+        assert "grammar" not in sent and "guided_grammar" not in sent
+        assert sent["response_format"]["type"] == "json_object"
+    else:
+        assert sent[field] == 'root ::= "{}"' and "response_format" not in sent
+
+
 async def test_json_object_drops_open_items_llama_cpp_cannot_compile(server: FakeServer) -> None:
     schema = {
         "type": "object",
