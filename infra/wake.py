@@ -9,9 +9,11 @@ and replaces the timer, the start of a job and, for a job that commits, its fini
   and for submissions and redrives (infra/commit.py).
 - Sleeping: a worker with a free slot blocks on BLPOP of that list. One token wakes one
   worker, so N idle replicas are not all woken for one message.
-- Taking: woken, a worker takes ready jobs in ONE round trip (a Lua script): it reads the
-  ready part of the queue, sets arq's in-progress key on up to its free slots' worth of jobs
-  that no one holds, and reads each taken job's payload and counts its try, which is what
+- Taking: a worker sends its BLPOP and the take script in one pipeline, so Redis runs the
+  take the moment the BLPOP returns (woken, or timed out), with no round trip between. The
+  take is ONE Lua script: it reads the ready part of the queue, sets arq's in-progress key on
+  up to its free slots' worth of jobs that no one holds, and reads each taken job's payload
+  and counts its try, which is what
   arq's `start_jobs` and the start of its `run_job` do with a WATCH/MULTI exchange per job and
   a pipeline per job. A worker that loses the race for a job has spent one round trip, not one
   per job, and a taken job starts with no further round trip.
@@ -33,7 +35,9 @@ and replaces the timer, the start of a job and, for a job that commits, its fini
   ends otherwise (a retry, a failure, a duplicate run) is finished by arq as before.
 
 A job's try is counted when a worker takes it: a process that dies holding a job has spent
-one of the job's tries, whether it died before its handler started or during it.
+one of the job's tries, whether it died before its handler started or during it. A process
+that dies while its BLPOP is pending may still have its take run when a token arrives: the
+jobs it took wait out their lease like any job of a dead process.
 
 An idle worker thus sends two commands per fallback interval (a BLPOP that times out, then the
 take script). The in-progress key's first expiry is the lease (`POSTEL_LEASE_S`), not arq's
@@ -57,6 +61,7 @@ from arq.jobs import SerializationError, deserialize_job_raw
 from arq.utils import ms_to_datetime, timestamp_ms
 from postel.infra.outage import REDIS_UNAVAILABLE, RideOut
 from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError
 
 log = structlog.get_logger(__name__)
 
@@ -78,17 +83,20 @@ class TakenJob:
     job_try: int
 
 
-# KEYS: queue, wake list. ARGV: now (ms), free slots, how many queued jobs to look at, arq's
+# KEYS: queue, wake list. ARGV: free slots, how many queued jobs to look at, arq's
 # in-progress key prefix, in-progress expiry (ms), arq's job key prefix, arq's retry key
 # prefix, the retry key's expiry (s).
 # Returns {job id, score, payload ('' if the job key expired), try, ...} for the jobs taken, 1
 # if free ready jobs were left behind, and the score of the earliest job not yet due ('' if
 # none among those looked at). One read of the sorted set serves both: it is ordered by due
-# time.
+# time. Due means by Redis's clock, as the script may run long after it was sent (when its
+# BLPOP returns), rounded up to the millisecond: arq scores a job with its sender's clock,
+# rounded, so a job sent this millisecond is ready.
 _TAKE_JOBS = """
-local queued = redis.call('ZRANGE', KEYS[1], 0, ARGV[3] - 1, 'WITHSCORES')
-local now = tonumber(ARGV[1])
-local free = tonumber(ARGV[2])
+local queued = redis.call('ZRANGE', KEYS[1], 0, ARGV[2] - 1, 'WITHSCORES')
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.ceil(tonumber(clock[2]) / 1000)
+local free = tonumber(ARGV[1])
 local taken = {}
 local left_behind = 0
 local next_due = ''
@@ -97,19 +105,19 @@ for i = 1, #queued, 2 do
     next_due = queued[i + 1]
     break
   end
-  local in_progress = ARGV[4] .. queued[i]
+  local in_progress = ARGV[3] .. queued[i]
   if redis.call('EXISTS', in_progress) == 0 then
-    if #taken >= 2 * free then
+    if #taken >= 4 * free then
       left_behind = 1
       break
     end
-    redis.call('SET', in_progress, '1', 'PX', ARGV[5])
-    local tries = ARGV[7] .. queued[i]
+    redis.call('SET', in_progress, '1', 'PX', ARGV[4])
+    local tries = ARGV[6] .. queued[i]
     taken[#taken + 1] = queued[i]
     taken[#taken + 1] = queued[i + 1]
-    taken[#taken + 1] = redis.call('GET', ARGV[6] .. queued[i]) or ''
+    taken[#taken + 1] = redis.call('GET', ARGV[5] .. queued[i]) or ''
     taken[#taken + 1] = redis.call('INCR', tries)
-    redis.call('EXPIRE', tries, ARGV[8])
+    redis.call('EXPIRE', tries, ARGV[7])
   end
 end
 if left_behind == 1 and redis.call('LLEN', KEYS[2]) == 0 then
@@ -152,13 +160,18 @@ class PushWorker(Worker):
                 await reconnect.failed(exc)
         self.ctx["redis"] = self.pool
         self._take_script = self.pool.register_script(_TAKE_JOBS)
+        wait = False  # the first look at the queue does not wait
         while True:
             try:
-                await self._poll_iteration()
+                await self._wait_for_slot()
+                await self._take_jobs(wait=wait and not self._left_behind)
+                self._reap_finished()
+                await self.heart_beat()
                 reconnect.succeeded()
-                await self._wait_for_work()
+                wait = True
             except REDIS_UNAVAILABLE as exc:
                 # Back, the loop looks at the queue at once: wake-ups may have been lost.
+                wait = False
                 await reconnect.failed(exc)
 
     async def _connect(self) -> Any:
@@ -171,26 +184,28 @@ class PushWorker(Worker):
             expires_extra_ms=self.expires_extra_ms,
         )
 
-    async def _poll_iteration(self) -> None:
-        if self.job_counter < self.max_jobs:
-            await self._take_jobs()
-        self._reap_finished()
-        await self.heart_beat()
-
-    async def _take_jobs(self) -> None:
-        taken, left_behind, next_due = await self._take_script(
-            keys=[self.queue_name, self.wake_key],
-            args=[
-                timestamp_ms(),
-                self.max_jobs - self.job_counter,
-                self.queue_read_limit,
-                in_progress_key_prefix,
-                int(self.in_progress_timeout_s * 1000),
-                job_key_prefix,
-                retry_key_prefix,
-                RETRY_KEY_EXPIRY_S,
-            ],
-        )
+    async def _take_jobs(self, *, wait: bool) -> None:
+        """Take ready jobs; with `wait`, first sleep until woken (or the fallback, or the
+        earliest deferred job, is due). Waiting and taking go in one pipeline: Redis runs
+        the take script the moment the BLPOP returns, with no round trip between."""
+        keys = [self.queue_name, self.wake_key]
+        args = [
+            self.max_jobs - self.job_counter,
+            self.queue_read_limit,
+            in_progress_key_prefix,
+            int(self.in_progress_timeout_s * 1000),
+            job_key_prefix,
+            retry_key_prefix,
+            RETRY_KEY_EXPIRY_S,
+        ]
+        timeout = self.fallback_poll_s
+        if self._next_due_ms is not None:
+            timeout = min(timeout, (self._next_due_ms - timestamp_ms()) / 1000)
+        if not wait or timeout <= 0:
+            reply = await self._take_script(keys=keys, args=args)
+        else:
+            reply = await self._wait_and_take(timeout, keys, args)
+        taken, left_behind, next_due = reply
         self._left_behind = bool(left_behind)
         self._next_due_ms = int(float(next_due)) if next_due else None
         for raw_id, score, payload, job_try in zip(*[iter(taken)] * 4, strict=True):
@@ -200,6 +215,18 @@ class PushWorker(Worker):
             task = asyncio.create_task(self.run_taken(job))
             task.add_done_callback(lambda _: self._release_sem_dec_counter_on_complete())
             self.tasks[job.job_id] = task
+
+    async def _wait_and_take(self, timeout: float, keys: list[str], args: list[Any]) -> Any:
+        async with self.pool.pipeline(transaction=False) as pipe:
+            # BLPOP's timeout 0 means forever; a due time under 1 ms away is waited for 1 ms.
+            pipe.blpop([self.wake_key], timeout=max(timeout, 0.001))
+            pipe.evalsha(self._take_script.sha, len(keys), *keys, *args)
+            try:
+                _, reply = await pipe.execute()
+            except NoScriptError:
+                # Redis lost its script cache (a restart, SCRIPT FLUSH): load it and take
+                return await self._take_script(keys=keys, args=args)
+        return reply
 
     async def run_taken(self, job: TakenJob) -> None:
         """What arq's `run_job` does once it has read the job, from what the take script read:
@@ -284,15 +311,7 @@ class PushWorker(Worker):
             elif error is not None:
                 raise error
 
-    async def _wait_for_work(self) -> None:
+    async def _wait_for_slot(self) -> None:
         while self.job_counter >= self.max_jobs:
             self._slot_freed.clear()
             await self._slot_freed.wait()
-        if self._left_behind:
-            return
-        timeout = self.fallback_poll_s
-        if self._next_due_ms is not None:
-            timeout = min(timeout, (self._next_due_ms - timestamp_ms()) / 1000)
-        if timeout > 0:
-            # BLPOP's timeout 0 means forever; a due time under 1 ms away is waited for 1 ms.
-            await self.pool.blpop([self.wake_key], timeout=max(timeout, 0.001))

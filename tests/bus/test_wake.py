@@ -297,3 +297,37 @@ async def test_a_hop_commits_and_leaves_its_queue_in_one_script() -> None:
             assert await client.pool.zcard(keys.queue(worker)) == 0
         assert not await client.pool.keys("arq:job:*")
         assert not await client.pool.keys("arq:retry:*")
+
+
+class _CountedScript:
+    """The take script, counting the calls made with a round trip of their own."""
+
+    def __init__(self, script: Any) -> None:
+        self.script, self.sha, self.calls = script, script.sha, 0
+
+    async def __call__(self, **kwargs: Any) -> Any:
+        self.calls += 1
+        return await self.script(**kwargs)
+
+
+async def test_a_woken_worker_takes_in_its_waits_round_trip() -> None:
+    """After its first look at the queue, a worker's take rides in the pipeline of its BLPOP:
+    woken, it starts the job with no round trip of its own to take it."""
+    started: list[str] = []
+
+    async def record(ctx: dict[str, Any], job_id: str) -> None:
+        started.append(job_id)
+
+    async with private_redis() as url:
+        pool = await connect_arq(url)
+        try:
+            async with push_workers(url, record, fallback_poll_s=60) as [worker]:
+                counted = _CountedScript(worker._take_script)
+                worker._take_script = counted  # type: ignore[assignment]
+                for n in range(3):
+                    await enqueue_unannounced(pool, f"job-{n}")
+                    await wake(pool, "t")
+                    await until(lambda n=n: len(started) == n + 1, timeout=5)
+                assert counted.calls == 0
+        finally:
+            await pool.aclose()
