@@ -217,15 +217,27 @@ class PushWorker(Worker):
             self.tasks[job.job_id] = task
 
     async def _wait_and_take(self, timeout: float, keys: list[str], args: list[Any]) -> Any:
-        async with self.pool.pipeline(transaction=False) as pipe:
+        """BLPOP and the take script written together on one connection (a pipeline of two,
+        without a Pipeline object, whose cleanup a shutdown can cut short)."""
+        pool = self.pool.connection_pool
+        connection = await pool.get_connection()
+        try:
             # BLPOP's timeout 0 means forever; a due time under 1 ms away is waited for 1 ms.
-            pipe.blpop([self.wake_key], timeout=max(timeout, 0.001))
-            pipe.evalsha(self._take_script.sha, len(keys), *keys, *args)
+            blpop = ("BLPOP", self.wake_key, max(timeout, 0.001))
+            take = ("EVALSHA", self._take_script.sha, len(keys), *keys, *args)
+            await connection.send_packed_command(connection.pack_commands([blpop, take]))
+            await connection.read_response()
             try:
-                _, reply = await pipe.execute()
+                reply = await connection.read_response()
             except NoScriptError:
                 # Redis lost its script cache (a restart, SCRIPT FLUSH): load it and take
-                return await self._take_script(keys=keys, args=args)
+                reply = await self._take_script(keys=keys, args=args)
+        except BaseException:
+            # cut off (an outage, a shutdown) with replies unread: the connection is not reused
+            await connection.disconnect(nowait=True)
+            raise
+        finally:
+            await pool.release(connection)
         return reply
 
     async def run_taken(self, job: TakenJob) -> None:
@@ -267,11 +279,11 @@ class PushWorker(Worker):
         }
         timeout_s = self.job_timeout_s if function.timeout_s is None else function.timeout_s
         finish, incr_score, removed_by_itself = True, None, False
-        self.job_tasks[job_id] = task = asyncio.create_task(
-            function.coroutine(ctx, *args, **kwargs)
-        )
         try:
-            removed_by_itself = await asyncio.wait_for(task, timeout_s) is FINISHED_BY_JOB
+            # run in this task (arq starts one more and waits for it): a hop starts sooner
+            async with asyncio.timeout(timeout_s):
+                removed_by_itself = await function.coroutine(ctx, *args, **kwargs)
+            removed_by_itself = removed_by_itself is FINISHED_BY_JOB
             self.jobs_complete += 1
         except Retry as retry:
             finish = False
@@ -285,8 +297,6 @@ class PushWorker(Worker):
         except Exception:
             log.exception("the job failed", job_id=job_id)
             self.jobs_failed += 1
-        finally:
-            del self.job_tasks[job_id]
         if finish and removed_by_itself:
             return
         await asyncio.shield(self.finish_job(job_id, finish, None, None, False, incr_score, None))

@@ -154,6 +154,7 @@ def test_gasl_check() -> None:
 
 def test_bench_gasl_tiny_run() -> None:
     tiny = ["bench", "gasl", "--nodes", "2000", "--path-nodes", "500", "--repeat", "1"]
+    tiny += ["--plan-questions", "0"]
     result = run(*tiny, "--no-cypher")
     assert result.exit_code == 0, result.output
     assert "GASL bench: 2,000 nodes" in result.stdout
@@ -161,6 +162,20 @@ def test_bench_gasl_tiny_run() -> None:
 
     figures = json.loads(run(*tiny, "--no-cypher", "--json").stdout)
     assert figures["nodes"] == 2000 and len(figures["questions"]) == 4
+
+
+@pytest.mark.local_model
+@pytest.mark.slow
+def test_bench_gasl_asks_the_local_model_for_plans_with_and_without_the_grammar() -> None:
+    tiny = ["bench", "gasl", "--nodes", "1000", "--path-nodes", "300", "--repeat", "1"]
+    result = run(*tiny, "--no-cypher", "--plan-questions", "2", "--json")
+    assert result.exit_code == 0, result.output
+    rates = json.loads(result.stdout)["plan_parse"]
+    assert rates["questions"] == 2
+    for side in ("free", "grammar"):
+        assert 0 <= rates[side]["parsed"] <= 2 and rates[side]["seconds"] > 0
+    # under the grammar an answer fails only when its token budget cut it short
+    assert rates["grammar"]["parsed"] >= rates["free"]["parsed"]
 
 
 def test_gasl_run_shows_the_canonical_command_and_what_was_written() -> None:
