@@ -107,6 +107,21 @@ class Excerpt:
     def truncated(self) -> str:
         return "" if self.shown == self.total else ", truncated"
 
+    def layout(self, instruction: str, **extra: Any) -> dict[str, Any]:
+        """What a step's prompt parts (STEP_PARTS) are filled with."""
+        return {
+            "instruction": instruction,
+            **extra,
+            "shown": self.shown,
+            "total": self.total,
+            "truncated": self.truncated,
+            "excerpt": self.text,
+        }
+
+    def metered(self, meta: dict[str, Any]) -> dict[str, Any]:
+        """A call's metadata with how much of the data the model saw."""
+        return {**meta, "input_items": self.shown, "input_total": self.total}
+
 
 def excerpt(value: Any, limits: Limits) -> Excerpt:
     """JSON lines of the first items, each clipped, stopping at the character budget."""
@@ -164,13 +179,7 @@ async def run_process(
 
     The model must answer by `deadline`, else BudgetSpent names the budget it ran out of."""
     part = excerpt(data, limits)
-    fields = {
-        "instruction": instruction,
-        "shown": part.shown,
-        "total": part.total,
-        "truncated": part.truncated,
-        "excerpt": part.text,
-    }
+    fields = part.layout(instruction)
     parsed, meta = await _ask(model, "process", fields, ProcessOutput, deadline or Deadline.never())
     assert isinstance(parsed, ProcessOutput)
     extraction = {
@@ -180,7 +189,7 @@ async def run_process(
         "input_total": part.total,
     }
     items = [{**item, "extraction": extraction} for item in parsed.items]
-    return items, {**meta, "input_items": part.shown, "input_total": part.total}
+    return items, part.metered(meta)
 
 
 async def run_analyze(
@@ -194,16 +203,9 @@ async def run_analyze(
     """An answer about one state key, seen only through a bounded sample."""
     sample = list(data.items()) if isinstance(data, dict) else data
     part = excerpt(sample, limits)
-    fields = {
-        "instruction": instruction,
-        "key": key,
-        "shown": part.shown,
-        "total": part.total,
-        "truncated": part.truncated,
-        "excerpt": part.text,
-    }
+    fields = part.layout(instruction, key=key)
     parsed, meta = await _ask(model, "analyze", fields, AnalyzeOutput, deadline or Deadline.never())
-    return parsed.model_dump(), {**meta, "input_items": part.shown, "input_total": part.total}
+    return parsed.model_dump(), part.metered(meta)
 
 
 def _indexed(rows: list[Any]) -> list[dict[str, Any]]:
@@ -221,19 +223,15 @@ async def run_add_field(
     """The rows the model was shown, each with field `name` set to the value it read from
     the row (None where it gave none)."""
     part = excerpt(_indexed(rows), limits)
-    fields = {
-        "instruction": f"For every DATA item, give the value of a new field `{name}`: "
-        f"{instruction}. Answer with each item's `index`.",
-        "shown": part.shown,
-        "total": part.total,
-        "truncated": part.truncated,
-        "excerpt": part.text,
-    }
+    fields = part.layout(
+        f"For every DATA item, give the value of a new field `{name}`: {instruction}. "
+        "Answer with each item's `index`."
+    )
     parsed, meta = await _ask(model, "process", fields, FieldOutput, deadline or Deadline.never())
     assert isinstance(parsed, FieldOutput)
     values = {v.index: v.value for v in parsed.values}
     out = [{**_as_row(rows[i]), name: values.get(i)} for i in range(part.shown)]
-    return out, {**meta, "input_items": part.shown, "input_total": part.total}
+    return out, part.metered(meta)
 
 
 async def run_classify(
@@ -248,14 +246,10 @@ async def run_classify(
     `labels` when they are given; None where it gave none)."""
     part = excerpt(_indexed(rows), limits)
     choice = f" Use exactly one of these labels: {', '.join(labels)}." if labels else ""
-    fields = {
-        "instruction": f"Give every DATA item a class{f' ({instruction})' if instruction else ''}."
-        f"{choice} Answer with each item's `index` and its `label`.",
-        "shown": part.shown,
-        "total": part.total,
-        "truncated": part.truncated,
-        "excerpt": part.text,
-    }
+    fields = part.layout(
+        f"Give every DATA item a class{f' ({instruction})' if instruction else ''}.{choice} "
+        "Answer with each item's `index` and its `label`."
+    )
     schema = ClassifyOutput.model_json_schema()
     if labels:
         schema["$defs"]["ItemClass"]["properties"]["label"]["enum"] = list(labels)
@@ -271,7 +265,7 @@ async def run_classify(
             "schema_mismatch",
         )
     out = [{**_as_row(rows[i]), "class": chosen.get(i)} for i in range(part.shown)]
-    return out, {**meta, "input_items": part.shown, "input_total": part.total}
+    return out, part.metered(meta)
 
 
 def _as_row(value: Any) -> dict[str, Any]:
