@@ -622,40 +622,43 @@ class GaslExecutor:
         return self.graph.get_node(node_id) is not None
 
     def _create_nodes(self, nodes: list[dict[str, Any]], rows: int) -> _Outcome:
-        created: list[dict[str, Any]] = []
+        created: dict[str, dict[str, Any]] = {}
         existing: list[str] = []
         for node in nodes:
-            if self._has_node(node["id"]) or any(n["id"] == node["id"] for n in created):
+            if node["id"] in created or self._has_node(node["id"]):
                 existing.append(node["id"])
             else:
-                created.append(node)
-        self.overlay.nodes.extend(created)
+                created[node["id"]] = node
+        self.overlay.nodes.extend(created.values())
         detail: dict[str, Any] = {"created": len(created), "without_id": rows - len(nodes)}
         if existing:
             detail["existing"] = len(existing)
             detail["hint"] = f"ids already in the graph are not created again: {existing[:5]}"
-        return _Outcome(created, detail=detail)
+        return _Outcome(list(created.values()), detail=detail)
 
     def _create_edges(
         self, source: ast.VarRef, source_field: ast.Field, target_field: ast.Field, relation: str
     ) -> _Outcome:
         created: list[dict[str, Any]] = []
         missing: list[str] = []
+        skipped = 0
         for row in _each(self._rows(source), self._deadline):
             ends = [combine.keys_of(row, f.path) for f in (source_field, target_field)]
             if not all(len(e) == 1 for e in ends):
                 missing.append(str(combine.row_of(row).get("id", "?")))
+                skipped += 1
                 continue
             u, v = (str(e[0]) for e in ends)
             absent = [n for n in (u, v) if not self._has_node(n)]
             if absent:
                 missing.extend(absent)
+                skipped += 1
                 continue
             created.append(edge_of(u, v, relation, row))
         self.overlay.edges.extend(created)
         detail: dict[str, Any] = {"created": len(created)}
         if missing:
-            detail["skipped"] = len(missing)
+            detail["skipped"] = skipped
             detail["hint"] = (
                 "an edge needs one existing node id at each end "
                 f"(SOURCE {source_field.name}, TARGET {target_field.name}); not found: "
@@ -680,12 +683,14 @@ class GaslExecutor:
         ]
         nodes = [n for g in groups if (n := node_of(g, ("id",), GROUP_TYPE)) is not None]
         outcome = self._create_nodes(nodes, len(groups))
-        for group in outcome.value:
-            self.overlay.edges.extend(
-                edge_of(member, group["id"], MEMBER_OF, None)
-                for member in group["members"]
-                if self._has_node(member)
-            )
+        # the links are listed first: the overlay's adapter is rebuilt when the overlay grows
+        links = [
+            edge_of(member, group["id"], MEMBER_OF, None)
+            for group in outcome.value
+            for member in group["members"]
+            if self._has_node(member)
+        ]
+        self.overlay.edges.extend(links)
         return outcome
 
     def _matching(self, source: ast.VarRef, where: ast.Condition) -> list[Any]:

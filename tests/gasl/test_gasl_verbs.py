@@ -374,3 +374,10 @@ async def test_created_edges_need_existing_ends_and_are_walked(graph: nx.Graph) 
     made, linked = records[2], records[3]
     assert made.count == 1 and made.rows[0]["keywords"] == ["related_by_plan"]
     assert [row["id"] for row in linked.rows] == [b]
+    _, ghostly = await run(
+        executor,
+        'ADD_FIELD left FIELD partner = "NO SUCH NODE" AS ghosts',
+        "CREATE_EDGES FROM ghosts SOURCE id TARGET partner AS none",
+    )
+    assert ghostly.status == "empty" and ghostly.detail["skipped"] == 1
+    assert "NO SUCH NODE" in ghostly.detail["hint"]
