@@ -13,10 +13,10 @@ and replaces the timer, the start of a job and, for a job that commits, its fini
   take the moment the BLPOP returns (woken, or timed out), with no round trip between. The
   take is ONE Lua script: it reads the ready part of the queue, sets arq's in-progress key on
   up to its free slots' worth of jobs that no one holds, and reads each taken job's payload
-  and counts its try, which is what
-  arq's `start_jobs` and the start of its `run_job` do with a WATCH/MULTI exchange per job and
-  a pipeline per job. A worker that loses the race for a job has spent one round trip, not one
-  per job, and a taken job starts with no further round trip.
+  and counts its try, which is what arq's `start_jobs` and the start of its `run_job` do with
+  a WATCH/MULTI exchange per job and a pipeline per job. A worker that loses the race for a
+  job has spent one round trip, not one per job, and a taken job starts with no further round
+  trip.
 - A chain, not a stampede: if ready jobs are left behind (this worker is full) and no token
   is waiting, the script leaves one, which wakes the next idle replica; the full worker takes
   more as soon as one of its own slots frees.
@@ -282,8 +282,8 @@ class PushWorker(Worker):
         try:
             # run in this task (arq starts one more and waits for it): a hop starts sooner
             async with asyncio.timeout(timeout_s):
-                removed_by_itself = await function.coroutine(ctx, *args, **kwargs)
-            removed_by_itself = removed_by_itself is FINISHED_BY_JOB
+                result = await function.coroutine(ctx, *args, **kwargs)
+            removed_by_itself = result is FINISHED_BY_JOB
             self.jobs_complete += 1
         except Retry as retry:
             finish = False

@@ -82,6 +82,11 @@ TOKEN_REPEAT_MAX = 32
 RULE_REPEAT_MAX = 6
 
 
+def json_text_char() -> Chars:
+    """One character a JSON string holds as it is (no escape)."""
+    return Chars(_ranges(sorted(_JSON_UNSAFE)), negated=True)
+
+
 def rule_name(name: str, terminal: bool) -> str:
     """A GBNF rule name (letters, digits and dashes): `t-` a terminal, `k-` a terminal kept
     out of the tree (keywords, punctuation: `_DIRECTION` is not `DIRECTION`), `r-` a rule."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from postel.services.gasl.budget import Deadline
+from postel.services.gasl.combine import row_of
 from postel.services.gasl.context import shorten
 from postel.services.gasl.errors import BudgetSpent, StepFailure
 from pydantic import BaseModel, Field, ValidationError
@@ -208,8 +209,22 @@ async def run_analyze(
     return parsed.model_dump(), part.metered(meta)
 
 
-def _indexed(rows: list[Any]) -> list[dict[str, Any]]:
-    return [{"index": i, "item": row} for i, row in enumerate(rows)]
+async def _ask_per_row(
+    model: GaslModel,
+    rows: list[Any],
+    instruction: str,
+    output: type[BaseModel],
+    limits: Limits,
+    deadline: Deadline | None,
+    schema: dict[str, Any] | None = None,
+) -> tuple[Any, Excerpt, dict[str, Any]]:
+    """Ask about each row of an excerpt that numbers them (`index`), for the answers of
+    ADD_FIELD ... USING and CLASSIFY, which name the row each is for."""
+    part = excerpt([{"index": i, "item": row} for i, row in enumerate(rows)], limits)
+    parsed, meta = await _ask(
+        model, "process", part.layout(instruction), output, deadline or Deadline.never(), schema
+    )
+    return parsed, part, part.metered(meta)
 
 
 async def run_add_field(
@@ -222,16 +237,17 @@ async def run_add_field(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The rows the model was shown, each with field `name` set to the value it read from
     the row (None where it gave none)."""
-    part = excerpt(_indexed(rows), limits)
-    fields = part.layout(
+    parsed, part, meta = await _ask_per_row(
+        model,
+        rows,
         f"For every DATA item, give the value of a new field `{name}`: {instruction}. "
-        "Answer with each item's `index`."
+        "Answer with each item's `index`.",
+        FieldOutput,
+        limits,
+        deadline,
     )
-    parsed, meta = await _ask(model, "process", fields, FieldOutput, deadline or Deadline.never())
-    assert isinstance(parsed, FieldOutput)
     values = {v.index: v.value for v in parsed.values}
-    out = [{**_as_row(rows[i]), name: values.get(i)} for i in range(part.shown)]
-    return out, part.metered(meta)
+    return [{**row_of(rows[i]), name: values.get(i)} for i in range(part.shown)], meta
 
 
 async def run_classify(
@@ -244,19 +260,20 @@ async def run_classify(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The rows the model was shown, each with `class` set to the label it chose (one of
     `labels` when they are given; None where it gave none)."""
-    part = excerpt(_indexed(rows), limits)
     choice = f" Use exactly one of these labels: {', '.join(labels)}." if labels else ""
-    fields = part.layout(
-        f"Give every DATA item a class{f' ({instruction})' if instruction else ''}.{choice} "
-        "Answer with each item's `index` and its `label`."
-    )
     schema = ClassifyOutput.model_json_schema()
     if labels:
         schema["$defs"]["ItemClass"]["properties"]["label"]["enum"] = list(labels)
-    parsed, meta = await _ask(
-        model, "process", fields, ClassifyOutput, deadline or Deadline.never(), schema
+    parsed, part, meta = await _ask_per_row(
+        model,
+        rows,
+        f"Give every DATA item a class{f' ({instruction})' if instruction else ''}.{choice} "
+        "Answer with each item's `index` and its `label`.",
+        ClassifyOutput,
+        limits,
+        deadline,
+        schema,
     )
-    assert isinstance(parsed, ClassifyOutput)
     chosen = {c.index: c.label for c in parsed.classes}
     strays = sorted({label for label in chosen.values() if labels and label not in labels})
     if strays:
@@ -264,9 +281,4 @@ async def run_classify(
             f"model output does not match the schema: labels {strays} are not among {list(labels)}",
             "schema_mismatch",
         )
-    out = [{**_as_row(rows[i]), "class": chosen.get(i)} for i in range(part.shown)]
-    return out, part.metered(meta)
-
-
-def _as_row(value: Any) -> dict[str, Any]:
-    return dict(value) if isinstance(value, dict) else {"value": value}
+    return [{**row_of(rows[i]), "class": chosen.get(i)} for i in range(part.shown)], meta

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
+from postel.services.gasl.combine import row_of
 from postel.services.gasl.conditions import MISSING, lookup
 from postel.services.gasl.loaders import PARALLEL
 
@@ -54,10 +55,7 @@ class Overlay:
 
 def node_of(row: Any, id_field: tuple[str, ...], entity_type: str | None) -> dict[str, Any] | None:
     """The overlay node a row describes; None when it names no id."""
-    if isinstance(row, str | int) and not isinstance(row, bool):
-        row = {"id": str(row)}
-    if not isinstance(row, dict):
-        return None
+    row = row_of(row)
     node_id = lookup(row, id_field)
     if node_id is MISSING or not isinstance(node_id, str | int) or isinstance(node_id, bool):
         return None

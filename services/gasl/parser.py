@@ -226,7 +226,7 @@ class _ToAst(Transformer[Token, Any]):
     # --- commands
     def declare(self, meta: Any, items: list[Any]) -> ast.Declare:
         key, kind, description = items
-        text = None if description is None else _unquote(str(description))
+        text = _maybe_text(description)
         return ast.Declare(key, str(kind).upper(), text, text=self._text(meta))
 
     def find_items(self, meta: Any, items: list[Any]) -> ast.FindItems:
@@ -245,7 +245,7 @@ class _ToAst(Transformer[Token, Any]):
             _int(limit),
             str(into),
             _direction(direction),
-            None if via is None else _unquote(str(via)),
+            _maybe_text(via),
             text=self._text(meta),
         )
 
@@ -286,9 +286,7 @@ class _ToAst(Transformer[Token, Any]):
 
     def select_fields(self, meta: Any, items: list[Any]) -> ast.SelectFields:
         source, *chosen, into = items
-        fields = tuple(field for _, field in chosen)
-        renamed = any(name is not None for name, _ in chosen)
-        names = tuple(name or field.name for name, field in chosen) if renamed else ()
+        fields, names = _chosen_fields(chosen)
         return ast.SelectFields(source, fields, str(into), names, text=self._text(meta))
 
     def select_field(self, meta: Any, items: list[Any]) -> tuple[str | None, ast.Field]:
@@ -316,7 +314,7 @@ class _ToAst(Transformer[Token, Any]):
         start, direction, via, depth, limit, into = items
         return ast.Neighbors(
             start,
-            None if via is None else _unquote(str(via)),
+            _maybe_text(via),
             _int(depth),
             _int(limit),
             str(into),
@@ -351,7 +349,7 @@ class _ToAst(Transformer[Token, Any]):
         start, direction, via, depth, limit, into = items
         return ast.Subgraph(
             start,
-            None if via is None else _unquote(str(via)),
+            _maybe_text(via),
             _int(depth),
             _int(limit),
             str(into),
@@ -364,7 +362,7 @@ class _ToAst(Transformer[Token, Any]):
         return ast.GraphConnect(
             left,
             right,
-            None if via is None else _unquote(str(via)),
+            _maybe_text(via),
             _int(max_length),
             _int(limit),
             str(into),
@@ -380,13 +378,11 @@ class _ToAst(Transformer[Token, Any]):
 
     def merge(self, meta: Any, items: list[Any]) -> ast.Merge:
         *sources, on, into = items
-        return ast.Merge(tuple(sources), on or ast.Field(("id",)), str(into), text=self._text(meta))
+        return ast.Merge(tuple(sources), on or _ID, str(into), text=self._text(meta))
 
     def compare_sets(self, meta: Any, items: list[Any]) -> ast.CompareSets:
         left, right, on, into = items
-        return ast.CompareSets(
-            left, right, on or ast.Field(("id",)), str(into), text=self._text(meta)
-        )
+        return ast.CompareSets(left, right, on or _ID, str(into), text=self._text(meta))
 
     def field_value(self, meta: Any, items: list[Any]) -> Any:
         return items[0]
@@ -406,7 +402,7 @@ class _ToAst(Transformer[Token, Any]):
         return ast.Classify(
             source,
             labels or (),
-            None if instruction is None else _unquote(str(instruction)),
+            _maybe_text(instruction),
             str(into),
             text=self._text(meta),
         )
@@ -416,18 +412,15 @@ class _ToAst(Transformer[Token, Any]):
 
     def show(self, meta: Any, items: list[Any]) -> ast.Show:
         source, chosen, limit = items
-        chosen = chosen or []
-        fields = tuple(field for _, field in chosen)
-        renamed = any(name is not None for name, _ in chosen)
-        names = tuple(name or field.name for name, field in chosen) if renamed else ()
+        fields, names = _chosen_fields(chosen or [])
         return ast.Show(source, fields, names, _int(limit), text=self._text(meta))
 
     def create_nodes(self, meta: Any, items: list[Any]) -> ast.CreateNodes:
         source, id_field, entity_type, into = items
         return ast.CreateNodes(
             source,
-            id_field or ast.Field(("id",)),
-            None if entity_type is None else _unquote(str(entity_type)),
+            id_field or _ID,
+            _maybe_text(entity_type),
             str(into),
             text=self._text(meta),
         )
@@ -446,6 +439,24 @@ class _ToAst(Transformer[Token, Any]):
     def create_groups(self, meta: Any, items: list[Any]) -> ast.CreateGroups:
         source, by, into = items
         return ast.CreateGroups(source, by, str(into), text=self._text(meta))
+
+
+# What MERGE and COMPARE match on, and CREATE_NODES reads the id from, unless told otherwise.
+_ID = ast.Field(("id",))
+
+
+def _maybe_text(token: Token | None) -> str | None:
+    return None if token is None else _unquote(str(token))
+
+
+def _chosen_fields(
+    chosen: list[tuple[str | None, ast.Field]],
+) -> tuple[tuple[ast.Field, ...], tuple[str, ...]]:
+    """The fields of SELECT ... FIELDS or SHOW ... FIELDS, and the names they take in the rows
+    when any is renamed (`who=id`; none renamed: empty, each keeps its own)."""
+    fields = tuple(field for _, field in chosen)
+    renamed = any(name is not None for name, _ in chosen)
+    return fields, tuple(name or field.name for name, field in chosen) if renamed else ()
 
 
 def _direction(token: Token | None) -> ast.Direction:

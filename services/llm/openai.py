@@ -173,8 +173,8 @@ class OpenAIClient:
         }
         if request.stop:
             body["stop"] = request.stop
-        constrained = grammar_field(self._config.grammar, request.grammar or "")
-        if request.grammar and constrained:
+        constrained = grammar_field(self._config.grammar, request.grammar)
+        if constrained:
             body.update(constrained)
         elif request.json_schema is not None:
             fmt = response_format(

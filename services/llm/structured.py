@@ -30,8 +30,10 @@ StructuredOutput = Literal["json_schema", "json_object", "none"]
 GrammarDialect = Literal["gbnf", "guided_grammar", "none"]
 
 
-def grammar_field(dialect: GrammarDialect, grammar: str) -> dict[str, str]:
-    if dialect == "none":
+def grammar_field(dialect: GrammarDialect, grammar: str | None) -> dict[str, str]:
+    """The request field carrying `grammar` for this endpoint; none without a grammar, or for
+    an endpoint that takes none."""
+    if grammar is None or dialect == "none":
         return {}
     return {"grammar" if dialect == "gbnf" else "guided_grammar": grammar}
 

@@ -1,18 +1,29 @@
 """The grammar an HDT round answer is decoded under when the model's endpoint can constrain
-decoding (a route's `plan_grammar`): the JSON object the `hdt_round` prompt asks for, whose
-plan commands are GASL statements by the grammar of services/gasl (generated from it, see
+decoding (POSTEL_LLM_GRAMMAR): the JSON object the `hdt_round` prompt asks for, whose plan
+commands are GASL statements by the grammar of services/gasl (generated from it, see
 services.gasl.gbnf). A constrained answer always reads as a round answer and every command
 in it parses; only a reply cut short by its token budget can still fail.
 
-The object has two shapes: `complete` with the answer, or a decision to go on with one to
-at most MAX_ACTIONS action of at most MAX_COMMANDS commands, one statement per command string.
+The object has two shapes: `complete` with a non-empty answer, or a decision to go on with
+MAX_ACTIONS action(s) of one to MAX_COMMANDS commands, one statement per command string.
 """
 
 from __future__ import annotations
 
 from functools import cache
 
-from postel.services.gasl.gbnf import Alt, Chars, Expr, Lit, Ref, Repeat, Rules, Seq, gasl_rules
+from postel.services.gasl.gbnf import (
+    Alt,
+    Chars,
+    Expr,
+    Lit,
+    Ref,
+    Repeat,
+    Rules,
+    Seq,
+    gasl_rules,
+    json_text_char,
+)
 from postel.services.gasl.gbnf import render as render_rules
 
 # the planner runs the most confident action only, and a small model's answer must fit its
@@ -35,8 +46,7 @@ def _listed(item: Expr, most: int) -> Expr:
 
 
 def _text(least: int) -> Seq:
-    unsafe = Chars((("\x00", "\x1f"), ('"', '"'), ("\\", "\\")), negated=True)
-    return Seq((Lit('"'), Repeat(unsafe, least, MAX_TEXT_CHARS), Lit('"')))
+    return Seq((Lit('"'), Repeat(json_text_char(), least, MAX_TEXT_CHARS), Lit('"')))
 
 
 @cache
