@@ -257,7 +257,11 @@ class Actor:
                     return
 
     async def run(self, payload: Any, attempt: int, lease_key: str | None = None) -> bool:
-        """Handle one message; True if its commit removed its arq job from the queue."""
+        """Handle one message; True if its commit removed its arq job from the queue.
+
+        The message's wait (the hop latency) ends here, when a worker starts running it, and
+        its handling (`duration_ms`) starts here: decoding it is handling, not waiting."""
+        arrived = utc_now()
         started = time.perf_counter()
         message = await self._decode(payload, attempt)
         if message is None:
@@ -268,15 +272,21 @@ class Actor:
         )
         try:
             with hop_span(self.spec.name, message):
-                return await self._run(message, payload, attempt, lease_key, started)
+                return await self._run(message, payload, attempt, lease_key, started, arrived)
         finally:
             structlog.contextvars.unbind_contextvars("job_id", "message_id", "worker")
 
     async def _run(
-        self, message: Envelope, payload: Any, attempt: int, lease_key: str | None, started: float
+        self,
+        message: Envelope,
+        payload: Any,
+        attempt: int,
+        lease_key: str | None,
+        started: float,
+        arrived: datetime,
     ) -> bool:
         """Receive, check and handle the message, then commit its outcome."""
-        received = self._event(message, "received", wait_ms=_age_ms(message.created_at))
+        received = self._event(message, "received", wait_ms=_age_ms(message.created_at, arrived))
         seen = await self._receive(message, received, lease_key)
         if seen == "handled":
             log.info("message already handled; skipping the re-run")
@@ -582,5 +592,5 @@ def _failure_of(exc: Exception, limit: HopLimit) -> FailureStatus | None:
     return None
 
 
-def _age_ms(created_at: datetime) -> float:
-    return max((utc_now() - created_at).total_seconds() * 1000, 0.0)
+def _age_ms(created_at: datetime, now: datetime) -> float:
+    return max((now - created_at).total_seconds() * 1000, 0.0)

@@ -117,13 +117,9 @@ async def commit_once(
     """`committed` by this call; `duplicate` if the message was already committed; `refused`
     if job `job_id` had finished (only `dropped` ran)."""
     script = redis.register_script(_SCRIPT)
+    recorded, if_refused = json.dumps(commands), json.dumps(dropped or [])
+    # last, as each downstream message is stamped sent as it is serialised
     jobs = [QueuedJob(message).fields() for message in downstream or []]
-    args = [
-        ttl_s,
-        json.dumps(commands),
-        json.dumps(jobs),
-        WAKE_TOKENS_MAX,
-        json.dumps(dropped or []),
-    ]
+    args = [ttl_s, recorded, json.dumps(jobs), WAKE_TOKENS_MAX, if_refused]
     result = await script(keys=[done_key, keys.job(job_id)], args=args)
     return _RESULTS[int(result)]

@@ -12,8 +12,9 @@ numeric, so dashboards render them as columns:
 dead_lettered, dropped (a message of a finished job: not handled, or its outcome discarded),
 redriven (a dead letter sent back to its queue). `instance` names the process (host:pid)
 that handled the message, so a dashboard shows how replicas share a queue. `wait_ms` is how
-long the message waited between being created and being received (the hop latency);
-`duration_ms` is how long its handling took. The figures from `iteration` to `commands` are
+long the message waited between being sent (the commit that queued it) and a worker starting
+to run it (the hop latency); `duration_ms` is how long its handling took from there, decoding
+it included, so the two do not overlap. The figures from `iteration` to `commands` are
 what the hop's service reported (services/step.py says what each means) with its model
 calls' counts; those that do not apply are 0 or empty, and `error` is empty unless
 something failed.

@@ -215,6 +215,10 @@ class PushWorker(Worker):
             task = asyncio.create_task(self.run_taken(job))
             task.add_done_callback(lambda _: self._release_sem_dec_counter_on_complete())
             self.tasks[job.job_id] = task
+        if taken:
+            # the taken jobs start (up to their first round trip) before this loop goes on
+            # to write its next wait: a hop does not wait for the worker's own bookkeeping
+            await asyncio.sleep(0)
 
     async def _wait_and_take(self, timeout: float, keys: list[str], args: list[Any]) -> Any:
         """BLPOP and the take script written together on one connection (a pipeline of two,

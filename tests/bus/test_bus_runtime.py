@@ -9,9 +9,12 @@ import json
 import os
 import subprocess
 import sys
+import time
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from postel.infra import actor as actor_module
 from postel.infra import keys
 from postel.infra.actor import Actor, Outcome, Runtime, WorkerSpec
 from postel.infra.bench.relay import RELAY_WORKERS
@@ -20,7 +23,13 @@ from postel.infra.local_system import LocalSystem
 from postel.infra.presence import wait_for
 from postel.infra.settings import Settings
 from postel.infra.wire import connect_arq
-from postel.messages import GenerationRequested, JobRequest, JobSubmitted
+from postel.messages import (
+    Envelope,
+    GenerationRequested,
+    JobRequest,
+    JobSubmitted,
+    decode_message,
+)
 
 STAGES = ["intent", "planner", "gasl", "generator", "validator"]
 
@@ -457,3 +466,31 @@ async def test_a_hops_wait_runs_from_the_commit_that_sent_it(
     planner_received = next(e for e in events if e.worker == "planner" and e.status == "received")
     assert intent_done.duration_ms >= 500
     assert planner_received.wait_ms < 400
+
+
+async def test_a_hops_wait_ends_when_its_run_starts_decoding_is_handling(
+    redis_url: str, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wait and the handling of a hop do not overlap: decoding the message (here slowed
+    to 0.3 s) counts in the hop's duration_ms, not in its wait_ms."""
+
+    def slow_decode(raw: Any) -> Envelope:
+        time.sleep(0.3)
+        return decode_message(raw)
+
+    monkeypatch.setattr(actor_module, "decode_message", slow_decode)
+    pool = await connect_arq(redis_url)
+    try:
+        runtime = Runtime.create(pool, settings)
+        actor = Actor(RELAY_WORKERS[0], runtime)
+        payload = JobSubmitted(
+            job_id="slow", message_id="slow:submitted", request=JobRequest(prompt="x")
+        ).model_dump(mode="json")
+        await actor.run(payload, attempt=1)
+        events = await runtime.events.read("slow")
+    finally:
+        await pool.aclose()
+    received = next(e for e in events if e.status == "received")
+    completed = next(e for e in events if e.status == "completed")
+    assert received.wait_ms < 250
+    assert completed.duration_ms >= 300

@@ -331,3 +331,31 @@ async def test_a_woken_worker_takes_in_its_waits_round_trip() -> None:
                 assert counted.calls == 0
         finally:
             await pool.aclose()
+
+
+async def test_a_taken_job_starts_before_its_worker_waits_again() -> None:
+    """A woken worker lets the jobs it took start before it writes its next wait: a hop does
+    not wait for the worker's own bookkeeping."""
+    started: list[str] = []
+    started_by_next_wait: list[int] = []
+
+    async def record(ctx: dict[str, Any], job_id: str) -> None:
+        started.append(job_id)
+
+    async with private_redis() as url:
+        pool = await connect_arq(url)
+        try:
+            async with push_workers(url, record, fallback_poll_s=60) as [worker]:
+                wait_and_take = worker._wait_and_take
+
+                async def watched(*args: Any) -> Any:
+                    started_by_next_wait.append(len(started))
+                    return await wait_and_take(*args)
+
+                worker._wait_and_take = watched  # type: ignore[method-assign]
+                await enqueue_unannounced(pool, "job-0")
+                await wake(pool, "t")
+                await until(lambda: bool(started_by_next_wait), timeout=5)
+                assert started_by_next_wait[0] == 1
+        finally:
+            await pool.aclose()
