@@ -43,6 +43,7 @@ def test_bench_bus_measures_every_side_at_rest_and_in_flight() -> None:
     }
     recording = figures["recording"]
     assert recording["hops_per_s_recorded"] > 0 and recording["hops_per_s_unrecorded"] > 0
+    assert recording["batch_spread_pct"] >= 0
 
 
 def test_bench_bus_refuses_a_bad_process_list() -> None:
