@@ -398,6 +398,28 @@ async def test_a_pivot_starts_from_the_state_before_the_failed_hypothesis(
     assert "round 1 (continue) [abandoned" in model.prompts[-1]
 
 
+async def test_a_pivot_also_leaves_behind_what_the_abandoned_round_created(
+    adapter: NetworkXAdapter,
+) -> None:
+    """Nodes a round made with CREATE_* are part of the state it left: a pivot back to an
+    earlier round does not see the abandoned round's groups, a later continue does."""
+    groups = 'FIND nodes WHERE entity_type = "GROUP" AS groups'
+    model = Model(
+        answer("continue", (0.9, ["DECLARE seen AS LIST"])),
+        answer(
+            "continue", (0.9, [PEOPLE, "CREATE_GROUPS FROM people BY entity_type AS g", groups])
+        ),
+        answer("pivot", (0.9, [groups])),
+        answer("continue", (0.9, [PEOPLE, "CREATE_GROUPS FROM people BY entity_type AS g"])),
+        answer("complete", result=0),
+    )
+    rounds = MemoryRounds()
+    _, made, pivoted, again = await rounds_until_done(adapter, model, rounds)
+    assert made.records[-1].count == 1, "the creating round sees its group"
+    assert pivoted.base_round == 0 and pivoted.records[-1].status == "empty"
+    assert again.base_round == 2 and again.records[-1].count == 1
+
+
 async def test_a_pivot_after_a_pivot_goes_back_to_where_that_one_started(
     adapter: NetworkXAdapter,
 ) -> None:
