@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -243,23 +245,32 @@ async def test_no_pickle_the_stored_arq_job_is_json(
     assert not raw.startswith(b"\x80"), "a pickle stream starts with 0x80"
 
 
+@asynccontextmanager
+async def intent_actor(redis_url: str, settings: Settings) -> AsyncIterator[Actor]:
+    """The relay intent stage's actor, run directly (no worker)."""
+    pool = await connect_arq(redis_url)
+    try:
+        yield Actor(RELAY_WORKERS[0], Runtime.create(pool, settings))
+    finally:
+        await pool.aclose()
+
+
+def submitted(job_id: str) -> dict[str, Any]:
+    """A job's first message as it lies on the queue."""
+    return JobSubmitted(
+        job_id=job_id, message_id=f"{job_id}:submitted", request=JobRequest(prompt="x")
+    ).model_dump(mode="json")
+
+
 async def test_a_handler_run_twice_commits_once(
     redis_url: str, settings: Settings, redis_client: aioredis.Redis
 ) -> None:
-    pool = await connect_arq(redis_url)
-    try:
-        runtime = Runtime.create(pool, settings)
-        actor = Actor(RELAY_WORKERS[0], runtime)
-        payload = JobSubmitted(
-            job_id="twice", message_id="twice:submitted", request=JobRequest(prompt="x")
-        ).model_dump(mode="json")
-        await actor.run(payload, attempt=1)
-        await actor.run(payload, attempt=2)
-        statuses = [f[b"status"] for _id, f in await redis_client.xrange(keys.job_events("twice"))]
-        assert statuses.count(b"completed") == 1
-        assert await redis_client.zcard(keys.queue("planner")) == 1
-    finally:
-        await pool.aclose()
+    async with intent_actor(redis_url, settings) as actor:
+        await actor.run(submitted("twice"), attempt=1)
+        await actor.run(submitted("twice"), attempt=2)
+    statuses = [f[b"status"] for _id, f in await redis_client.xrange(keys.job_events("twice"))]
+    assert statuses.count(b"completed") == 1
+    assert await redis_client.zcard(keys.queue("planner")) == 1
 
 
 def flaky_spec(failures: int) -> WorkerSpec:
@@ -479,17 +490,9 @@ async def test_a_hops_wait_ends_when_its_run_starts_decoding_is_handling(
         return decode_message(raw)
 
     monkeypatch.setattr(actor_module, "decode_message", slow_decode)
-    pool = await connect_arq(redis_url)
-    try:
-        runtime = Runtime.create(pool, settings)
-        actor = Actor(RELAY_WORKERS[0], runtime)
-        payload = JobSubmitted(
-            job_id="slow", message_id="slow:submitted", request=JobRequest(prompt="x")
-        ).model_dump(mode="json")
-        await actor.run(payload, attempt=1)
-        events = await runtime.events.read("slow")
-    finally:
-        await pool.aclose()
+    async with intent_actor(redis_url, settings) as actor:
+        await actor.run(submitted("slow"), attempt=1)
+        events = await actor.runtime.events.read("slow")
     received = next(e for e in events if e.status == "received")
     completed = next(e for e in events if e.status == "completed")
     assert received.wait_ms < 250

@@ -310,52 +310,50 @@ class _CountedScript:
         return await self.script(**kwargs)
 
 
-async def test_a_woken_worker_takes_in_its_waits_round_trip() -> None:
-    """After its first look at the queue, a worker's take rides in the pipeline of its BLPOP:
-    woken, it starts the job with no round trip of its own to take it."""
+@asynccontextmanager
+async def one_worker_noting_starts() -> AsyncIterator[tuple[ArqRedis, PushWorker, list[str]]]:
+    """A pool to enqueue with and one worker (on a private Redis, 60 s fallback) whose job
+    notes its id as it starts."""
     started: list[str] = []
 
-    async def record(ctx: dict[str, Any], job_id: str) -> None:
+    async def note(ctx: dict[str, Any], job_id: str) -> None:
         started.append(job_id)
 
     async with private_redis() as url:
         pool = await connect_arq(url)
         try:
-            async with push_workers(url, record, fallback_poll_s=60) as [worker]:
-                counted = _CountedScript(worker._take_script)
-                worker._take_script = counted  # type: ignore[assignment]
-                for n in range(3):
-                    await enqueue_unannounced(pool, f"job-{n}")
-                    await wake(pool, "t")
-                    await until(lambda n=n: len(started) == n + 1, timeout=5)
-                assert counted.calls == 0
+            async with push_workers(url, note, fallback_poll_s=60) as [worker]:
+                yield pool, worker, started
         finally:
             await pool.aclose()
+
+
+async def test_a_woken_worker_takes_in_its_waits_round_trip() -> None:
+    """After its first look at the queue, a worker's take rides in the pipeline of its BLPOP:
+    woken, it starts the job with no round trip of its own to take it."""
+    async with one_worker_noting_starts() as (pool, worker, started):
+        counted = _CountedScript(worker._take_script)
+        worker._take_script = counted  # type: ignore[assignment]
+        for n in range(3):
+            await enqueue_unannounced(pool, f"job-{n}")
+            await wake(pool, "t")
+            await until(lambda n=n: len(started) == n + 1, timeout=5)
+        assert counted.calls == 0
 
 
 async def test_a_taken_job_starts_before_its_worker_waits_again() -> None:
     """A woken worker lets the jobs it took start before it writes its next wait: a hop does
     not wait for the worker's own bookkeeping."""
-    started: list[str] = []
     started_by_next_wait: list[int] = []
+    async with one_worker_noting_starts() as (pool, worker, started):
+        wait_and_take = worker._wait_and_take
 
-    async def record(ctx: dict[str, Any], job_id: str) -> None:
-        started.append(job_id)
+        async def watched(*args: Any) -> Any:
+            started_by_next_wait.append(len(started))
+            return await wait_and_take(*args)
 
-    async with private_redis() as url:
-        pool = await connect_arq(url)
-        try:
-            async with push_workers(url, record, fallback_poll_s=60) as [worker]:
-                wait_and_take = worker._wait_and_take
-
-                async def watched(*args: Any) -> Any:
-                    started_by_next_wait.append(len(started))
-                    return await wait_and_take(*args)
-
-                worker._wait_and_take = watched  # type: ignore[method-assign]
-                await enqueue_unannounced(pool, "job-0")
-                await wake(pool, "t")
-                await until(lambda: bool(started_by_next_wait), timeout=5)
-                assert started_by_next_wait[0] == 1
-        finally:
-            await pool.aclose()
+        worker._wait_and_take = watched  # type: ignore[method-assign]
+        await enqueue_unannounced(pool, "job-0")
+        await wake(pool, "t")
+        await until(lambda: bool(started_by_next_wait), timeout=5)
+        assert started_by_next_wait[0] == 1
