@@ -30,10 +30,9 @@ def build_prompt(
     template.check()
     style = STYLES[capability]
     sections = [template.role or DEFAULT_ROLE]
+    lists = {**template.guidelines, **(template.references if style.references else {})}
     sections += [
-        style.section(title.upper(), style.items(rules))
-        for title, rules in template.guidelines.items()
-        if rules
+        style.section(title.upper(), style.items(rules)) for title, rules in lists.items() if rules
     ]
     sections.append(_instructions(template, style))
     sections.append(_output_format(template, style))

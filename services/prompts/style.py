@@ -15,6 +15,9 @@ class Style:
     # Small models copy a worked example instead of doing the task (SmolLM2-135M returned
     # the intent example verbatim for 3 of 3 other requests), so Minimal shows none.
     max_examples: int | None
+    # A template's reference lists (GASL's rarer commands): only the 3,000-token round
+    # budget of capable models has room for them besides the round's data.
+    references: bool
 
     def section(self, title: str, lines: list[str]) -> str:
         return "\n".join([self.header.format(title=title), *lines])
@@ -26,7 +29,13 @@ class Style:
 
 
 STYLES: dict[Capability, Style] = {
-    Capability.MINIMAL: Style(header="[{title}]", bullet="", numbered=False, max_examples=0),
-    Capability.LIMITED: Style(header="==={title}===", bullet="- ", numbered=False, max_examples=2),
-    Capability.STANDARD: Style(header="## {title}", bullet="- ", numbered=True, max_examples=None),
+    Capability.MINIMAL: Style(
+        header="[{title}]", bullet="", numbered=False, max_examples=0, references=False
+    ),
+    Capability.LIMITED: Style(
+        header="==={title}===", bullet="- ", numbered=False, max_examples=2, references=False
+    ),
+    Capability.STANDARD: Style(
+        header="## {title}", bullet="- ", numbered=True, max_examples=None, references=True
+    ),
 }

@@ -1,9 +1,10 @@
 """A prompt template: the fixed parts of a prompt, kept as data.
 
 Parts, in the order they are rendered: ROLE (who the model is), GUIDELINES (titled lists of
-rules), INSTRUCTIONS (what to do, plus one line per output field), OUTPUT FORMAT (how to
-answer, plus the expected shape of each field), EXAMPLES, then the data of one call (context
-blocks and the USER TEXT). SYSTEM replaces the default system message."""
+rules), REFERENCES (titled lists too, left out for small models), INSTRUCTIONS (what to do,
+plus one line per output field), OUTPUT FORMAT (how to answer, plus the expected shape of
+each field), EXAMPLES, then the data of one call (context blocks and the USER TEXT). SYSTEM
+replaces the default system message."""
 
 from __future__ import annotations
 
@@ -38,6 +39,11 @@ class PromptTemplate(BaseModel):
     role: str | None = None
     guidelines: dict[str, list[str]] = Field(
         default_factory=dict, description="section title -> rules; a plain list is GUIDELINES"
+    )
+    references: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="section title -> longer reference lists, after the guidelines; only "
+        "capabilities with room for them get them",
     )
     instructions: str | None = None
     fields: list[OutputField] = Field(default_factory=list)

@@ -258,6 +258,23 @@ GASL_CHEAT_SHEET = [
     'ON EMPTY people THEN FIND nodes WHERE id CONTAINS "LEE" AS people',
     "Operators: = != > >= < <= IN CONTAINS STARTS_WITH AND OR NOT",
 ]
+# For models with room for it: the rest of GASL (docs/GASL.md, "Commands").
+GASL_MORE_COMMANDS = [
+    'GRAPHWALK FROM "ROBIN LEE" DIRECTION both FOLLOW "author", "funded_by" DEPTH 2 AS reach',
+    "SUBGRAPH FROM ${people} DEPTH 1 LIMIT 200 AS around",
+    'GRAPHCONNECT ${people} AND (entity_type = "ORGANIZATION") MAX_LENGTH 3 AS links',
+    "JOIN people WITH reports ON source_ids = id AS pairs",
+    "MERGE near_a, near_b ON id AS either",
+    "COMPARE near_a WITH near_b AS overlap",
+    "ADD_FIELD people FIELD reports = LEN source_ids AS counted",
+    'ADD_FIELD people FIELD role USING "the person\'s job, one or two words" AS roles',
+    'CLASSIFY reports INTO "surveillance", "trial" USING "the kind of study" AS kinds',
+    'PROCESS people USING "pair people who co-wrote a report" AS pairs',
+    "SHOW people FIELDS who=id, entity_type LIMIT 10",
+    'CREATE_NODES FROM findings ID name TYPE "FINDING" AS made',
+    'CREATE_EDGES FROM pairs SOURCE id TARGET partner RELATION "cited_with" AS linked',
+    "CREATE_GROUPS FROM people BY entity_type AS groups",
+]
 
 HDT_ROUND = TEMPLATES.register(
     PromptTemplate(
@@ -275,6 +292,7 @@ HDT_ROUND = TEMPLATES.register(
                 "answer. No rounds left: complete.",
             ],
         },
+        references={"MORE GASL": GASL_MORE_COMMANDS},
         instructions="Judge the LAST RESULTS and choose the next step for the QUESTION.",
         output_format=(
             "Answer with one JSON object and nothing else:\n"

@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 from postel.messages.gasl import ExecutionRecord, GaslPlan
 from postel.messages.pipeline import RoundNote
+from postel.services.gasl.parser import parse_one
 from postel.services.llm.ask import AnswerError
 from postel.services.llm.tokens import count_tokens
 from postel.services.planner import read_round_answer
 from postel.services.planner.round_prompt import BUDGETS, RoundInputs, round_messages
 from postel.services.prompts import Capability
+from postel.services.prompts.templates import GASL_CHEAT_SHEET, GASL_MORE_COMMANDS
 
 
 def test_a_bare_complete_line_is_the_answer() -> None:
@@ -117,3 +119,24 @@ def test_the_round_prompt_fits_its_budget_and_keeps_the_newest() -> None:
         assert count_tokens(text) <= BUDGETS[capability]
         assert "round 19:" in text and "round 0:" not in text
         assert "TYPE 0 100" in text and "no JSON" in text and "plan 21 of at most 25" in text
+
+
+def test_every_command_the_round_prompt_teaches_parses() -> None:
+    """The cheat sheet and the rest of GASL shown to capable models are real GASL."""
+    taught = [line for line in GASL_CHEAT_SHEET if not line.startswith("Operators:")]
+    for line in [*taught, *GASL_MORE_COMMANDS]:
+        parse_one(line)
+
+
+def test_only_capable_models_are_shown_the_rest_of_gasl() -> None:
+    """The whole command list goes to models with a 3,000-token round budget; the 2,048-token
+    local model gets the short cheat sheet alone."""
+    round_ = RoundInputs(question="Who?", task_index=0, round_number=0, max_rounds=3)
+    shown = {
+        capability: "\n".join(m.content for m in round_messages(capability, round_))
+        for capability in Capability
+    }
+    assert "MORE GASL" in shown[Capability.STANDARD]
+    assert all(line in shown[Capability.STANDARD] for line in GASL_MORE_COMMANDS)
+    for capability in (Capability.MINIMAL, Capability.LIMITED):
+        assert "GRAPHWALK" not in shown[capability] and "FIND nodes" in shown[capability]
