@@ -1,7 +1,7 @@
 """A prompt template: the fixed parts of a prompt, kept as data.
 
 Parts, in the order they are rendered: ROLE (who the model is), GUIDELINES (titled lists of
-rules), REFERENCES (titled lists too, left out for small models), INSTRUCTIONS (what to do,
+rules), REFERENCES (titled lists too, for capable models only), INSTRUCTIONS (what to do,
 plus one line per output field), OUTPUT FORMAT (how to answer, plus the expected shape of
 each field), EXAMPLES, then the data of one call (context blocks and the USER TEXT). SYSTEM
 replaces the default system message."""
