@@ -514,6 +514,7 @@ class Actor:
             commands,
             downstream,
             job_id=message.job_id,
+            message_ttl_s=self.runtime.settings.job_ttl_s,
             dropped=dropped_commands,
         )
 

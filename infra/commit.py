@@ -4,7 +4,7 @@ handling, atomically.
 One Lua script sets `postel:done:<message_id>` if absent and, only then (unless the job has
 finished, below):
 - puts each downstream message on its queue the way arq's own `enqueue_job` does (the job
-  under `arq:job:<id>` with arq's expiry, its id in the queue's sorted set), skipping an id
+  under `arq:job:<id>`, its id in the queue's sorted set), skipping an id
   arq already holds or has a result for — so a message is never forked — and wakes one worker
   of that queue (a token on its wake-up list, infra/wake.py);
 - runs the given record commands (event XADDs, the job record, the results stream).
@@ -17,6 +17,10 @@ dead-lettered message) commits nothing: the script sets its done marker and runs
 `dropped` commands (an event saying the outcome was discarded), enqueues nothing and writes
 no record, so a handler that was running when its job was cancelled cannot revive it.
 
+A queued message lives as long as its job's record (POSTEL_JOB_TTL_S, 7 days by default),
+not arq's one day: a queue whose workers are all down over a weekend loses nothing, and a
+message outlives the record it would update by no more than the time it waited.
+
 One record command is postel's own: `MARK_RUNNING key stage at` sets the job record to
 running at `stage` unless the job already finished (a dead-lettered message may have failed
 it meanwhile).
@@ -28,7 +32,7 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
-from arq.constants import expires_extra_ms, job_key_prefix, result_key_prefix
+from arq.constants import job_key_prefix, result_key_prefix
 from arq.jobs import serialize_job
 from postel.infra import keys
 from postel.infra.events import Command
@@ -81,6 +85,7 @@ class QueuedJob:
     """A downstream message as arq stores it."""
 
     message: Envelope
+    lives_s: int
 
     def fields(self) -> list[str | int]:
         assert self.message.destination is not None
@@ -98,7 +103,7 @@ class QueuedJob:
             keys.queue(self.message.destination),
             job_id,
             now,
-            expires_extra_ms,
+            self.lives_s * 1000,
             payload.decode(),
             keys.wake(self.message.destination),
         ]
@@ -112,14 +117,16 @@ async def commit_once(
     downstream: list[Envelope] | None = None,
     *,
     job_id: str,
+    message_ttl_s: int,
     dropped: list[Command] | None = None,
 ) -> CommitResult:
     """`committed` by this call; `duplicate` if the message was already committed; `refused`
-    if job `job_id` had finished (only `dropped` ran)."""
+    if job `job_id` had finished (only `dropped` ran). Downstream messages stay queued for
+    up to `message_ttl_s`, their job record's lifetime."""
     script = redis.register_script(_SCRIPT)
     recorded, if_refused = json.dumps(commands), json.dumps(dropped or [])
     # last, as each downstream message is stamped sent as it is serialised
-    jobs = [QueuedJob(message).fields() for message in downstream or []]
+    jobs = [QueuedJob(message, message_ttl_s).fields() for message in downstream or []]
     args = [ttl_s, recorded, json.dumps(jobs), WAKE_TOKENS_MAX, if_refused]
     result = await script(keys=[done_key, keys.job(job_id)], args=args)
     return _RESULTS[int(result)]

@@ -172,7 +172,9 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
         except ValidationError as exc:
             raise RedriveRefused(letter.id, f"cannot build the new message: {exc}") from exc
         assert message.destination is not None  # _decoded refused terminal types
-        job_key, result_key, queue, arq_id, score, ttl, payload, wake = QueuedJob(message).fields()
+        job_key, result_key, queue, arq_id, score, ttl, payload, wake = QueuedJob(
+            message, events.job_ttl_s
+        ).fields()
         event = Event(
             job_id=message.job_id,
             message_id=message.message_id,

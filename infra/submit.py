@@ -97,7 +97,13 @@ async def start_job(
         *events.commands(event),
     ]
     created = await commit_once(
-        pool, keys.submission(first.job_id), jobs.ttl_s, commands, [first], job_id=first.job_id
+        pool,
+        keys.submission(first.job_id),
+        jobs.ttl_s,
+        commands,
+        [first],
+        job_id=first.job_id,
+        message_ttl_s=jobs.ttl_s,
     )
     if created == "committed":
         return True

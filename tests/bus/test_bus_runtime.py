@@ -404,14 +404,22 @@ async def test_a_late_commit_upstream_does_not_reopen_a_finished_job(
         await run_commands(pool, jobs.created_commands("raced", JobRequest(prompt="x"), "-"))
         finished = [JobStore.finished_command("raced", result=1)]
         assert (
-            await commit_once(pool, keys.done("raced:last"), 60, finished, job_id="raced")
+            await commit_once(
+                pool, keys.done("raced:last"), 60, finished, job_id="raced", message_ttl_s=60
+            )
             == "committed"
         )
         # the upstream stage commits after its downstream already finished the job
         late = [JobStore.running_command("raced", "validator")]
         dropped = [["SET", "raced:dropped", "1"]]
         result = await commit_once(
-            pool, keys.done("raced:earlier"), 60, late, job_id="raced", dropped=dropped
+            pool,
+            keys.done("raced:earlier"),
+            60,
+            late,
+            job_id="raced",
+            message_ttl_s=60,
+            dropped=dropped,
         )
         assert result == "refused"
         assert await redis_client.exists(keys.done("raced:earlier"), "raced:dropped") == 2
@@ -419,12 +427,12 @@ async def test_a_late_commit_upstream_does_not_reopen_a_finished_job(
         assert (record.status, record.result) == ("completed", 1)
         await run_commands(pool, jobs.created_commands("fresh", JobRequest(prompt="x"), "-"))
         running = [JobStore.running_command("fresh", "gasl")]
-        assert await commit_once(pool, keys.done("fresh:a"), 60, running, job_id="fresh") == (
-            "committed"
-        )
-        assert await commit_once(pool, keys.done("fresh:a"), 60, running, job_id="fresh") == (
-            "duplicate"
-        )
+        assert await commit_once(
+            pool, keys.done("fresh:a"), 60, running, job_id="fresh", message_ttl_s=60
+        ) == ("committed")
+        assert await commit_once(
+            pool, keys.done("fresh:a"), 60, running, job_id="fresh", message_ttl_s=60
+        ) == ("duplicate")
         assert (await jobs.get("fresh")).stage == "gasl"
     finally:
         await pool.aclose()
@@ -497,3 +505,19 @@ async def test_a_hops_wait_ends_when_its_run_starts_decoding_is_handling(
     completed = next(e for e in events if e.status == "completed")
     assert received.wait_ms < 250
     assert completed.duration_ms >= 300
+
+
+async def test_a_queued_message_lives_as_long_as_its_job_record(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    """A message waits on its queue as long as its job's record lives, not arq's one day: a
+    queue whose workers are all down over a weekend loses nothing."""
+    days = 3
+    lasting = settings.model_copy(update={"job_ttl_s": days * 24 * 3600})
+    async with intent_actor(redis_url, lasting) as actor:
+        await actor.run(submitted("lasting"), attempt=1)
+    async with Client(redis_url, lasting) as client:
+        await client.submit("x", job_id="waiting")
+    for queued in ("arq:job:lasting:intent", "arq:job:waiting:submitted"):
+        lives_ms = await redis_client.pttl(queued)
+        assert (days - 0.01) * 24 * 3600 * 1000 < lives_ms <= days * 24 * 3600 * 1000, queued
