@@ -84,7 +84,9 @@ def is_last_task(progress: JobProgress) -> bool:
 
 
 def render_call_context(ctx: CallContext, *, max_argument_chars: int = MAX_ARGUMENT_CHARS) -> str:
-    """Compact text for prompts; empty parts are left out."""
+    """Compact text for prompts; empty parts are left out. Only labels start a line: a
+    value's own line breaks (a prompt, an argument, a comment) are indented under its label,
+    so no value can pose as another label (a prompt holding "desired type: ...")."""
     out = [f"request: {ctx.arguments.get('prompt', '')}"]
     others = {k: v for k, v in ctx.arguments.items() if k != "prompt"}
     if others:
@@ -101,7 +103,15 @@ def render_call_context(ctx: CallContext, *, max_argument_chars: int = MAX_ARGUM
     if ctx.inferred_details:
         inferred = ", ".join(f"{k}={_flat(v)}" for k, v in ctx.inferred_details.items())
         out.append(f"inferred: {inferred}")
-    return "\n".join(out)
+    return "\n".join(line for entry in out for line in _under_its_label(entry))
+
+
+def _under_its_label(entry: str) -> list[str]:
+    """An entry's lines: its first as written, the rest (any kind of line break) indented
+    deeper than the entry itself and any sub-item."""
+    first, *rest = entry.splitlines() or [""]
+    indent = " " * (len(first) - len(first.lstrip(" ")) + 4)
+    return [first, *(indent + line for line in rest)]
 
 
 def _render_code_site(site: CodeSiteContext | None) -> list[str]:
