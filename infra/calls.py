@@ -74,6 +74,16 @@ async def read_calls(redis: Redis, job_id: str) -> list[RecordedCall]:
     return [RecordedCall.model_validate_json(entry) for entry in raw]
 
 
+async def last_calls(redis: Redis, job_id: str, count: int) -> tuple[int, list[RecordedCall]]:
+    """How many calls the job made, and the last `count` of them (one round trip)."""
+    key = keys.job_calls(job_id)
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.llen(key)
+        pipe.lrange(key, -count, -1)
+        total, raw = await pipe.execute()
+    return int(total), [RecordedCall.model_validate_json(entry) for entry in raw]
+
+
 def _may_exceed(chars: int) -> bool:
     """A text of `chars` characters may be over the limit (UTF-8 takes at most 4 bytes each);
     most are far under it and are not encoded to be measured."""

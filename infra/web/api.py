@@ -20,6 +20,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
 from fastapi.responses import StreamingResponse
 from postel.infra import keys
+from postel.infra.calls import RecordedCall, read_calls
 from postel.infra.cancel import JobAlreadyFinished, cancel_job
 from postel.infra.client import TERMINAL_TYPES
 from postel.infra.deadletter import (
@@ -141,6 +142,14 @@ async def job(job_id: str, state: State) -> JobRecord:
 async def job_events(job_id: str, state: State) -> list[Event]:
     await job(job_id, state)
     return await state.events.read(job_id)
+
+
+@router.get("/jobs/{job_id}/calls", response_model=list[RecordedCall], tags=["jobs"])
+async def job_calls(job_id: str, state: State) -> list[RecordedCall]:
+    """Every model call the job made, as the model received it and what it answered (empty
+    when recording is off: POSTEL_RECORD_CALLS=false)."""
+    await job(job_id, state)
+    return await read_calls(state.pool, job_id)
 
 
 @router.get("/jobs/{job_id}/rounds", response_model=list[GaslRound], tags=["jobs"])

@@ -79,6 +79,16 @@ def _clock(value: datetime | None) -> str:
     return value.astimezone().strftime("%Y-%m-%d %H:%M:%S") if value else ""
 
 
+TEXT_SHOWN = 8_000
+"""Characters of one prompt or answer a job's page shows; the API has the whole text."""
+
+
+def _clip(text: str) -> str:
+    if len(text) <= TEXT_SHOWN:
+        return text
+    return f"{text[:TEXT_SHOWN]}\n… {len(text) - TEXT_SHOWN:,} more characters (the API has them)"
+
+
 def _took(started: datetime, ended: datetime | None) -> str:
     return _ms(((ended or utc_now()) - started).total_seconds() * 1000)
 
@@ -89,7 +99,7 @@ TEMPLATES = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-TEMPLATES.filters.update(ms=_ms, ago=_ago, clock=_clock)
+TEMPLATES.filters.update(ms=_ms, ago=_ago, clock=_clock, clip=_clip)
 TEMPLATES.globals.update(took=_took, statuses=JOB_STATUSES, stages=STAGES, kinds=WORKER_NAMES)
 
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, get_args
 
 from postel.infra import keys
+from postel.infra.calls import RecordedCall, last_calls
 from postel.infra.events import HANDLED, Event, EventLog
 from postel.infra.jobs import JobRecord, JobStatus, JobStore
 from postel.infra.presence import TTL_S, live_workers
@@ -49,6 +50,8 @@ _SUMMARY_FIELDS = (
 ROWS_SHOWN = 5
 SOURCES_SHOWN = 12
 HOPS_SHOWN = 400
+CALLS_SHOWN = 30
+"""A job's page shows its last CALLS_SHOWN model calls; the API has them all."""
 
 
 class JobSummary(BaseModel):
@@ -277,6 +280,8 @@ class JobStory:
     span_ms: float
     document: list[dict[str, Any]] | None
     result_json: str
+    calls: list[RecordedCall]
+    call_count: int
 
 
 def _fold(events: list[Event]) -> list[Hop]:
@@ -399,6 +404,7 @@ async def job_story(redis: Redis, jobs: JobStore, events: EventLog, job_id: str)
     history = await events.read(job_id)
     stored = await GaslStateStore(redis, jobs.ttl_s).rounds(job_id)
     hops = _fold(history)
+    call_count, calls = await last_calls(redis, job_id, CALLS_SHOWN)
     start = record.created_at
     # to the last event: a message dropped after the job finished ends later than the job
     stamps = [t for t in (record.finished_at, event_time(history[-1]) if history else None) if t]
@@ -426,6 +432,8 @@ async def job_story(redis: Redis, jobs: JobStore, events: EventLog, job_id: str)
         span_ms=span_ms,
         document=_document(record.result),
         result_json=json.dumps(record.result, indent=2, ensure_ascii=False),
+        calls=calls,
+        call_count=call_count,
     )
 
 

@@ -17,13 +17,20 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 from postel.infra import keys
+from postel.infra.calls import record_commands
 from postel.infra.client import Client
 from postel.infra.deadletter import dead_letter, list_dead
+from postel.infra.events import run_commands
 from postel.infra.local_system import LocalSystem
 from postel.infra.settings import QueueSettings, Settings
+from postel.infra.web.pages import TEXT_SHOWN
+from postel.infra.web.queries import CALLS_SHOWN
 from postel.infra.web.server import WebError, WebServer
 from postel.messages.limits import MAX_PAYLOAD_BYTES
 from postel.services.gasl.loaders import DEMO_GRAPH
+from postel.services.llm import ChatMessage, LLMRequest, LLMResponse
+from postel.services.llm.call_log import LoggedCall
+from postel.services.llm.models import Usage
 from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "bus"))
@@ -191,7 +198,12 @@ async def test_bodies_are_bounded_and_ids_checked(api: httpx.AsyncClient) -> Non
 
 
 async def test_a_missing_job_is_404_everywhere(api: httpx.AsyncClient) -> None:
-    for path in ("/api/jobs/nope", "/api/jobs/nope/events", "/api/jobs/nope/rounds"):
+    for path in (
+        "/api/jobs/nope",
+        "/api/jobs/nope/events",
+        "/api/jobs/nope/rounds",
+        "/api/jobs/nope/calls",
+    ):
         response = await api.get(path)
         assert response.status_code == 404 and "no job 'nope'" in response.json()["detail"]
     assert (await api.get("/api/jobs/nope/events/stream")).status_code == 404
@@ -351,3 +363,41 @@ async def test_a_job_whose_record_expired_is_skipped_and_the_others_keep_their_f
             ("new", "prompt of new"),
             ("old", "prompt of old"),
         ], params
+
+
+async def test_a_jobs_model_calls_are_on_its_page_escaped_clipped_and_all_in_the_api(
+    redis_url: str, settings: Settings, api: httpx.AsyncClient
+) -> None:
+    """The page shows the last CALLS_SHOWN calls, each prompt and answer escaped (a model's
+    words are hostile input) and clipped to TEXT_SHOWN characters; the API returns them all
+    in full."""
+    hostile = "<script>alert('calls')</script>"
+    long_prompt = "a" * (TEXT_SHOWN + 500)
+    calls = [
+        LoggedCall(
+            "generator",
+            "talk:gen:0",
+            n,
+            LLMRequest(messages=[ChatMessage(role="user", content=long_prompt)], max_tokens=9),
+            LLMResponse(
+                text=f"{hostile} answer {n}",
+                finish_reason="stop",
+                usage=Usage(prompt_tokens=3, completion_tokens=4),
+                model="m",
+                latency_ms=12.5,
+            ),
+        )
+        for n in range(CALLS_SHOWN + 5)
+    ]
+    async with Client(redis_url, settings) as client:
+        await client.submit("x", job_id="talk")
+        await run_commands(client.pool, record_commands(calls, "talk", 3600))
+    listed = await api.get("/api/jobs/talk/calls")
+    assert listed.status_code == 200 and len(listed.json()) == CALLS_SHOWN + 5
+    assert listed.json()[0]["request"]["messages"][0]["content"] == long_prompt
+    page = (await api.get("/jobs/talk")).text
+    assert f"Model calls · {CALLS_SHOWN + 5} (the last {CALLS_SHOWN} shown)" in page
+    assert page.count('<tr class="call"') == CALLS_SHOWN
+    assert f"answer {CALLS_SHOWN + 4}" in page and "answer 4<" not in page
+    assert hostile not in page and "&lt;script&gt;alert(" in page
+    assert "a" * (TEXT_SHOWN + 1) not in page and "500 more characters" in page

@@ -126,6 +126,18 @@ async def test_a_job_appears_completes_live_and_its_page_tells_its_story(
     await expect(verdicts.locator(".pill")).to_have_text(["repair", "accepted"])
     await expect(verdicts.nth(0)).to_contain_text("at least 3 sections")
     await expect(page.locator("#result h1")).to_have_text("Who writes together in the MMWR reports")
+    calls = page.locator("#calls tr.call")
+    llm_calls = int(await page.locator("#llm-calls").inner_text())
+    await expect(calls).to_have_count(llm_calls)
+    stages = await calls.evaluate_all("rows => rows.map(r => r.dataset.stage)")
+    assert {"intent", "planner", "generator"} <= set(stages)
+    await page.locator("#calls details summary").first.click()
+    await expect(page.locator("#calls details pre.answer").first).to_contain_text(
+        "detectedLanguage"
+    )
+    # in one step: the live part may be swapped between a locator's lookup and its action
+    await page.evaluate("document.getElementById('calls').scrollIntoView()")
+    await page.screenshot(path=str(screenshots / "calls.png"))
     await page.evaluate("window.scrollTo(0, 0)")
     await page.screenshot(path=str(screenshots / "job.png"))
     await page.screenshot(path=str(screenshots / "job-full.png"), full_page=True)
