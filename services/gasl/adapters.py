@@ -323,7 +323,8 @@ class _Table:
         self, where: ast.Condition | None, limit: int | None, cap: int, deadline: Deadline
     ) -> _Selection:
         """Records matching `where`, at most `limit` and `cap` of them, found by the deadline."""
-        wanted = cap if limit is None else min(limit, cap)
+        bound = _Bound.of(limit, cap, "max_results")
+        wanted = bound.count
         hits: list[int] = []
         examined = 0
         planned: list[int] | None = None
@@ -345,11 +346,8 @@ class _Table:
                     break
         except BudgetSpent as spent:
             return _Selection(hits[:wanted], [spent.cap], examined, planned is not None)
-        more = len(hits) > wanted
-        cap_hit = more and (limit is None or limit > cap)
-        return _Selection(
-            hits[:wanted], ["max_results"] if cap_hit else [], examined, planned is not None
-        )
+        cut = bound.cut() if len(hits) > wanted else []
+        return _Selection(hits[:wanted], cut, examined, planned is not None)
 
 
 def _fold(value: Any) -> Any:
@@ -526,12 +524,11 @@ class NetworkXAdapter:
         via: str | None = None,
     ) -> Found:
         deadline = deadline or Deadline.never()
-        caps_hit: list[str] = []
-        length = caps.max_path_length if max_length is None else max_length
-        if length > caps.max_path_length:
-            length = caps.max_path_length
-            caps_hit.append("max_path_length")
-        wanted = caps.max_paths if limit is None else min(limit, caps.max_paths)
+        length, caps_hit = _held(
+            max_length, caps.max_path_length, caps.max_path_length, "max_path_length"
+        )
+        bound = _Bound.of(limit, caps.max_paths, "max_paths")
+        wanted = bound.count
         start_ids = [s for s in dict.fromkeys(starts) if s in self._ordinal]
         end_set = {e for e in ends if e in self._ordinal}
         start_set = set(start_ids)
@@ -571,7 +568,7 @@ class NetworkXAdapter:
                     ):
                         paths.append(([*path, nxt], [*walked, way]))
                         if len(paths) > wanted:
-                            stopped = "max_paths" if limit is None or limit > wanted else "limit"
+                            stopped = "max_paths" if bound.by_cap else "limit"
                             break
                     deeper = len(path) < length and (passes is None or passes(self._ordinal[nxt]))
                     if deeper:
@@ -604,13 +601,7 @@ class NetworkXAdapter:
         walk = self._breadth_first(
             starts, () if via is None else (via,), depth, 1, limit, caps, deadline, direction
         )
-        found = []
-        for node in walk.order:
-            level, origin, _, way = walk.reached[node]
-            record = dict(self.graph.nodes[node])
-            record["_depth"], record["_from"], record["_walked"] = level, origin, way
-            found.append(record)
-        return Found(found, walk.caps_hit, walk.expansions, False)
+        return Found(walk.rows(self.graph, paths=False), walk.caps_hit, walk.expansions, False)
 
     def walk(
         self,
@@ -627,14 +618,7 @@ class NetworkXAdapter:
         `depth` hops (default 2), each with the path that reached it first (`_path`, the
         ways its edges were walked in `_walked`)."""
         walk = self._breadth_first(starts, follow, depth, 2, limit, caps, deadline, direction)
-        found = []
-        for node in walk.order:
-            path, ways = walk.path_to(node)
-            record = dict(self.graph.nodes[node])
-            record["_depth"], record["_from"] = len(path) - 1, path[0]
-            record["_path"], record["_walked"] = path, ways
-            found.append(record)
-        return Found(found, walk.caps_hit, walk.expansions, False)
+        return Found(walk.rows(self.graph, paths=True), walk.caps_hit, walk.expansions, False)
 
     def subgraph(
         self,
@@ -651,17 +635,16 @@ class NetworkXAdapter:
         `limit` nodes in all, and every edge among them (only those naming `via`, if given)."""
         deadline = deadline or Deadline.never()
         seeds = [s for s in dict.fromkeys(starts) if s in self._ordinal]
-        wanted = caps.max_results if limit is None else min(limit, caps.max_results)
+        bound = _Bound.of(limit, caps.max_results, "max_results")
         room = None if limit is None else max(limit - len(seeds), 0)
         walk = self._breadth_first(
             seeds, () if via is None else (via,), depth, 1, room, caps, deadline, direction
         )
         caps_hit = list(walk.caps_hit)
         members = [*seeds, *walk.order]
-        if len(members) > wanted:
-            members = members[:wanted]
-            if limit is None or limit > caps.max_results:
-                caps_hit = sorted({*caps_hit, "max_results"})
+        if len(members) > bound.count:
+            members = members[: bound.count]
+            caps_hit = sorted({*caps_hit, *bound.cut()})
         inside = set(members)
         edges: list[dict[str, Any]] = []
         try:
@@ -704,12 +687,10 @@ class NetworkXAdapter:
         """A shortest path (at most `max_length` edges) from each left node to each right
         node it reaches, shortest first; a pair walked either way is reported once."""
         deadline = deadline or Deadline.never()
-        caps_hit: list[str] = []
-        length = caps.max_path_length if max_length is None else max_length
-        if length > caps.max_path_length:
-            length = caps.max_path_length
-            caps_hit.append("max_path_length")
-        wanted = caps.max_paths if limit is None else min(limit, caps.max_paths)
+        length, caps_hit = _held(
+            max_length, caps.max_path_length, caps.max_path_length, "max_path_length"
+        )
+        bound = _Bound.of(limit, caps.max_paths, "max_paths")
         targets = {r for r in rights if r in self._ordinal}
         either_way = direction == "both" or not self.graph.is_directed()
         follow = () if via is None else (via,)
@@ -734,9 +715,9 @@ class NetworkXAdapter:
             if set(walk.caps_hit) - {"max_results"}:
                 break  # out of expansions or time: no further walk would get far
         ranked = sorted(pairs.values(), key=lambda found: len(found[0]))
-        if len(ranked) > wanted and (limit is None or limit > caps.max_paths):
-            caps_hit = sorted({*caps_hit, "max_paths"})
-        items = [self._path_record(p, w) for p, w in ranked[:wanted]]
+        if len(ranked) > bound.count:
+            caps_hit = sorted({*caps_hit, *bound.cut()})
+        items = [self._path_record(p, w) for p, w in ranked[: bound.count]]
         return Found(items, caps_hit, expansions, False)
 
     def _breadth_first(
@@ -753,12 +734,9 @@ class NetworkXAdapter:
         """Nodes reached from `starts` (not counting them) within the depth, first reached
         first, along edges that name one of `follow` (any edge when empty)."""
         deadline = deadline or Deadline.never()
-        caps_hit: list[str] = []
-        max_depth = default_depth if depth is None else depth
-        if max_depth > caps.max_depth:
-            max_depth = caps.max_depth
-            caps_hit.append("max_depth")
-        wanted = caps.max_results if limit is None else min(limit, caps.max_results)
+        max_depth, caps_hit = _held(depth, default_depth, caps.max_depth, "max_depth")
+        bound = _Bound.of(limit, caps.max_results, "max_results")
+        wanted = bound.count
         seeds = [s for s in dict.fromkeys(starts) if s in self._ordinal]
         walk = _Walk({s: (0, s, None, "") for s in seeds})
         queue = deque((s, 0) for s in seeds)
@@ -785,8 +763,7 @@ class NetworkXAdapter:
                     walk.order.append(nxt)
                     if len(walk.order) > wanted:
                         full = True
-                        if limit is None or limit > caps.max_results:
-                            caps_hit.append("max_results")
+                        caps_hit.extend(bound.cut())
                         break
         except BudgetSpent as spent:
             caps_hit.append(spent.cap)
@@ -804,6 +781,19 @@ class _Walk:
     caps_hit: list[str] = field(default_factory=list)
     expansions: int = 0
 
+    def rows(self, graph: nx.Graph, *, paths: bool) -> list[dict[str, Any]]:
+        """Each node reached, first reached first: its attributes with `_depth`, `_from` (the
+        start it was reached from) and `_walked` (the way its last edge was walked); with
+        `paths`, `_path` (the nodes from the start) and `_walked` for each of its edges."""
+        rows = []
+        for node in self.order:
+            depth, origin, _, way = self.reached[node]
+            row = {**graph.nodes[node], "_depth": depth, "_from": origin, "_walked": way}
+            if paths:
+                row["_path"], row["_walked"] = self.path_to(node)
+            rows.append(row)
+        return rows
+
     def path_to(self, node: str) -> tuple[list[str], list[str]]:
         """The nodes from the walk's start to `node`, and the way each edge was walked."""
         nodes, ways = [node], []
@@ -813,6 +803,31 @@ class _Walk:
             ways.append(way)
             _, _, previous, way = self.reached[previous]
         return nodes[::-1], ways[::-1]
+
+
+@dataclass(frozen=True)
+class _Bound:
+    """How many results a command may return: its LIMIT held to a cap. A result cut to that
+    count was cut by the cap (named in caps_hit) unless the LIMIT asked for no more."""
+
+    count: int
+    cap: str
+    by_cap: bool
+
+    @classmethod
+    def of(cls, limit: int | None, cap: int, name: str) -> _Bound:
+        return cls(cap if limit is None else min(limit, cap), name, limit is None or limit > cap)
+
+    def cut(self) -> list[str]:
+        """The caps hit by cutting a result to `count`."""
+        return [self.cap] if self.by_cap else []
+
+
+def _held(requested: int | None, default: int, cap: int, name: str) -> tuple[int, list[str]]:
+    """A depth or path length as requested (else `default`) but at most `cap`, and the cap's
+    name in a list when it held the request back."""
+    value = default if requested is None else requested
+    return (cap, [name]) if value > cap else (value, [])
 
 
 def _sources_of(edges: list[dict[str, Any]]) -> list[str]:
