@@ -268,13 +268,21 @@ class Rank(Command):
 
 
 @dataclass(frozen=True)
-class Neighbors(Command):
+class _Around(Command):
+    """What a command about the nodes around `start` takes: within `depth` hops, along edges
+    naming `via` (any edge when None), at most `limit` nodes."""
+
     start: Endpoint
     via: str | None
     depth: int | None
     limit: int | None
     into: str
     direction: Direction = "both"
+
+
+@dataclass(frozen=True)
+class Neighbors(_Around):
+    """The nodes within `depth` hops of `start`, each with how it was reached."""
 
 
 @dataclass(frozen=True)
@@ -291,15 +299,8 @@ class GraphWalk(Command):
 
 
 @dataclass(frozen=True)
-class Subgraph(Command):
+class Subgraph(_Around):
     """The nodes within `depth` hops of `start` and every edge among them."""
-
-    start: Endpoint
-    via: str | None
-    depth: int | None
-    limit: int | None
-    into: str
-    direction: Direction = "both"
 
 
 @dataclass(frozen=True)

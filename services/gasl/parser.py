@@ -311,16 +311,7 @@ class _ToAst(Transformer[Token, Any]):
         return ast.Rank(source, by, descending, _int(limit), str(into), text=self._text(meta))
 
     def neighbors(self, meta: Any, items: list[Any]) -> ast.Neighbors:
-        start, direction, via, depth, limit, into = items
-        return ast.Neighbors(
-            start,
-            _maybe_text(via),
-            _int(depth),
-            _int(limit),
-            str(into),
-            _direction(direction),
-            text=self._text(meta),
-        )
+        return ast.Neighbors(*_around(items), text=self._text(meta))
 
     def find_paths_where(self, meta: Any, items: list[Any]) -> ast.FindPaths:
         # the condition picks both ends: paths joining any two nodes that meet it
@@ -346,16 +337,7 @@ class _ToAst(Transformer[Token, Any]):
         )
 
     def subgraph(self, meta: Any, items: list[Any]) -> ast.Subgraph:
-        start, direction, via, depth, limit, into = items
-        return ast.Subgraph(
-            start,
-            _maybe_text(via),
-            _int(depth),
-            _int(limit),
-            str(into),
-            _direction(direction),
-            text=self._text(meta),
-        )
+        return ast.Subgraph(*_around(items), text=self._text(meta))
 
     def graphconnect(self, meta: Any, items: list[Any]) -> ast.GraphConnect:
         left, right, direction, via, max_length, limit, into = items
@@ -431,7 +413,7 @@ class _ToAst(Transformer[Token, Any]):
             source,
             source_field,
             target_field,
-            "derived" if relation is None else _unquote(str(relation)),
+            _maybe_text(relation) or "derived",
             str(into),
             text=self._text(meta),
         )
@@ -443,6 +425,12 @@ class _ToAst(Transformer[Token, Any]):
 
 # What MERGE and COMPARE match on, and CREATE_NODES reads the id from, unless told otherwise.
 _ID = ast.Field(("id",))
+
+
+def _around(items: list[Any]) -> tuple[Any, ...]:
+    """NEIGHBORS' and SUBGRAPH's parts in their AST order (ast._Around)."""
+    start, direction, via, depth, limit, into = items
+    return start, _maybe_text(via), _int(depth), _int(limit), str(into), _direction(direction)
 
 
 def _maybe_text(token: Token | None) -> str | None:
