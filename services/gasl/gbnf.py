@@ -68,7 +68,7 @@ class Alt:
 class Repeat:
     item: Expr
     least: int
-    most: int | None  # None: unbounded
+    most: int  # every repetition is bounded (see the module's note)
 
 
 Expr = Lit | Chars | Ref | Seq | Alt | Repeat
@@ -193,7 +193,10 @@ def _regex(nodes: list[tuple[Any, Any]], upper: bool, unsafe: frozenset[str]) ->
             least, most, sub = arg
             item = _regex(list(sub), upper, unsafe)
             bound = TOKEN_REPEAT_MAX if most is sre.MAXREPEAT else int(most)
-            parts.append(Repeat(item, least, bound) if item is not None else _none_or_empty(least))
+            if item is not None:
+                parts.append(Repeat(item, least, bound))
+            else:  # a repetition of what cannot be written: only none of it can
+                parts.append(EMPTY if least == 0 else None)
         elif op is sre.AT:
             continue  # word boundaries: the space after a word token keeps them
         else:
@@ -201,10 +204,6 @@ def _regex(nodes: list[tuple[Any, Any]], upper: bool, unsafe: frozenset[str]) ->
     if any(p is None for p in parts):
         return None
     return _seq([p for p in parts if p is not None])
-
-
-def _none_or_empty(least: int) -> Expr | None:
-    return EMPTY if least == 0 else None
 
 
 def _char_class(items: list[tuple[Any, Any]], unsafe: frozenset[str]) -> Expr | None:
@@ -339,13 +338,7 @@ def _render(expr: Expr) -> str:
             return " | ".join(_render(o) for o in options)
         case Repeat(item, least, most):
             inner = _group(item, repeated=True)
-            if (least, most) == (0, 1):
-                return f"{inner}?"
-            if (least, most) == (0, None):
-                return f"{inner}*"
-            if (least, most) == (1, None):
-                return f"{inner}+"
-            return f"{inner}{{{least},{'' if most is None else most}}}"
+            return f"{inner}?" if (least, most) == (0, 1) else f"{inner}{{{least},{most}}}"
     raise TypeError(expr)
 
 

@@ -18,27 +18,28 @@ from postel.services.planner.round_grammar import round_answer_gbnf, round_answe
 _ALPHABET = "abcxyzQRS019 _-.,:()é"
 
 
+def _least_depth(expr: Expr, heights: dict[str, float], per_rule: int) -> float:
+    """How deep `expr` must expand at least, a rule counting its height plus `per_rule`."""
+    match expr:
+        case Ref(name):
+            return heights[name] + per_rule
+        case Seq(items):
+            return max((_least_depth(i, heights, per_rule) for i in items), default=0)
+        case Alt(options):
+            return min(_least_depth(o, heights, per_rule) for o in options)
+        case Repeat(item, least, _):
+            return 0 if least == 0 else _least_depth(item, heights, per_rule)
+    return 0
+
+
 def _heights(rules: Rules) -> dict[str, float]:
     """How deep each rule must expand at least before it is all characters."""
     heights = dict.fromkeys(rules, math.inf)
-
-    def height(expr: Expr) -> float:
-        match expr:
-            case Ref(name):
-                return heights[name] + 1
-            case Seq(items):
-                return max((height(i) for i in items), default=0)
-            case Alt(options):
-                return min(height(o) for o in options)
-            case Repeat(item, least, _):
-                return 0 if least == 0 else height(item)
-        return 0
-
     changed = True
     while changed:
         changed = False
         for name, body in rules.items():
-            new = height(body)
+            new = _least_depth(body, heights, 1)
             if new < heights[name]:
                 heights[name], changed = new, True
     return heights
@@ -48,16 +49,7 @@ def sample(rules: Rules, start: str, rng: random.Random) -> str:
     heights = _heights(rules)
 
     def cost(expr: Expr) -> float:
-        match expr:
-            case Ref(name):
-                return heights[name]
-            case Seq(items):
-                return max((cost(i) for i in items), default=0)
-            case Alt(options):
-                return min(cost(o) for o in options)
-            case Repeat(item, least, _):
-                return 0 if least == 0 else cost(item)
-        return 0
+        return _least_depth(expr, heights, 0)
 
     def draw(expr: Expr, depth: int) -> str:
         deep = depth > 12
@@ -81,7 +73,7 @@ def sample(rules: Rules, start: str, rng: random.Random) -> str:
                 return draw(rng.choice(options), depth)
             case Repeat(item, least, most):
                 top = least if deep else least + 2
-                n = rng.randint(least, top if most is None else min(most, top))
+                n = rng.randint(least, min(most, top))
                 return "".join(draw(item, depth) for _ in range(n))
         raise TypeError(expr)
 
