@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+from postel.services.llm.structured import GrammarDialect, StructuredOutput
 from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -86,8 +87,8 @@ class Settings(BaseSettings):
     llm_base_url: str | None = None
     llm_api_key: SecretStr | None = None
     llm_model: str = "default"
-    llm_structured_output: Literal["json_schema", "json_object", "none"] = "json_schema"
-    llm_grammar: Literal["gbnf", "guided_grammar", "none"] = Field(
+    llm_structured_output: StructuredOutput = "json_schema"
+    llm_grammar: GrammarDialect = Field(
         default="none",
         description="how the endpoint takes a grammar for constrained decoding (HDT round "
         "plans): gbnf (llama.cpp), guided_grammar (vLLM), none; the local model uses gbnf",

@@ -84,7 +84,7 @@ async def plan_parse_rates(questions: int = len(QUESTIONS)) -> dict[str, Any]:
                 parsed, problems, started = 0, [], time.perf_counter()
                 for question in asked:
                     inputs = RoundInputs(question, 0, 0, 5, graph_summary=summary)
-                    messages = round_messages(Capability("minimal"), inputs)
+                    messages = round_messages(Capability.MINIMAL, inputs)
                     ok, problem = answer_parses(await _ask(client, messages, used))
                     parsed += ok
                     if problem:

@@ -667,17 +667,17 @@ class GaslExecutor:
         return _Outcome(created, detail=detail)
 
     def _create_groups(self, source: ast.VarRef, by: ast.Field) -> _Outcome:
-        members: dict[Any, list[str]] = {}
+        members: dict[Any, dict[str, None]] = {}
         for row in _each(self._rows(source), self._deadline):
             for key in combine.keys_of(row, by.path):
-                members.setdefault(key, []).extend(node_ids(row))
+                members.setdefault(key, {}).update(dict.fromkeys(node_ids(row)))
         groups = [
             {
                 "id": f"group:{by.name}={key}",
                 "entity_type": GROUP_TYPE,
                 "key": key,
-                "members": list(dict.fromkeys(ids)),
-                "size": len(set(ids)),
+                "members": list(ids),
+                "size": len(ids),
             }
             for key, ids in members.items()
         ]

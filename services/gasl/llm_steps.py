@@ -183,12 +183,7 @@ async def run_process(
     fields = part.layout(instruction)
     parsed, meta = await _ask(model, "process", fields, ProcessOutput, deadline or Deadline.never())
     assert isinstance(parsed, ProcessOutput)
-    extraction = {
-        "instruction": instruction,
-        "model": meta.get("model"),
-        "input_items": part.shown,
-        "input_total": part.total,
-    }
+    extraction = part.metered({"instruction": instruction, "model": meta.get("model")})
     items = [{**item, "extraction": extraction} for item in parsed.items]
     return items, part.metered(meta)
 
