@@ -34,7 +34,7 @@ MAX_TYPE_DEPTH = 16
 """Nesting of a desired type: `list[list[int]]` is depth 3."""
 
 MAX_RECORDED_CALL_BYTES = 262_144
-"""A model call recorded with its job (infra/calls.py) keeps at most this much of its prompt
+"""A model call recorded with its job (infra/store/calls.py) keeps at most this much of its prompt
 and of its answer; a longer one is recorded cut, and marked `truncated`."""
 
 MAX_INLINE_RESULT_BYTES = 65_536

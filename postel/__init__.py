@@ -13,17 +13,17 @@ import importlib
 from typing import Any
 
 _PUBLIC = {
-    "Client": "postel.infra.client",
-    "JobFailedError": "postel.infra.client",
-    "JobAlreadyFinished": "postel.infra.cancel",
-    "JobConflict": "postel.infra.submit",
+    "Client": "postel.infra.client.client",
+    "JobFailedError": "postel.infra.client.client",
+    "JobAlreadyFinished": "postel.infra.store.cancel",
+    "JobConflict": "postel.infra.store.submit",
     "PostelError": "postel.messages.errors",
     "GaslError": "postel.services.gasl.errors",
     "LLMError": "postel.services.llm.errors",
     "CoercionError": "postel.services.validation.errors",
     "LimitExceeded": "postel.messages.errors",
-    "areason": "postel.infra.reason",
-    "reason": "postel.infra.reason",
+    "areason": "postel.infra.client.reason",
+    "reason": "postel.infra.client.reason",
 }
 
 __all__ = sorted(_PUBLIC)

@@ -1,5 +1,5 @@
 """`python -m postel` is the `postel` command."""
 
-from postel.infra.cli import main
+from postel.infra.cli.main import main
 
 main()

@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 import redis
 import redis.asyncio as aioredis
-from postel.infra.bench.relay import RELAY_WORKERS
-from postel.infra.local_system import LocalSystem
-from postel.infra.redis_server import EmbeddedRedis, free_port
-from postel.infra.settings import Settings
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.settings import Settings
+from postel.infra.store.redis_server import EmbeddedRedis, free_port
+
+from postel.testing.relay import RELAY_WORKERS
 
 BACKENDS = ["embedded"] + (["system"] if os.environ.get("POSTEL_TEST_REDIS_URL") else [])
 

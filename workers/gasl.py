@@ -6,10 +6,10 @@ record naming the budget well before the run would be cut off."""
 
 from __future__ import annotations
 
-from postel.infra.actor import Outcome, Runtime, WorkerSpec
-from postel.infra.graphs import GraphRegistry
-from postel.infra.model import ensure_model, model_of
-from postel.infra.stores import GaslStateStore
+from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.model import ensure_model, model_of
+from postel.infra.store.graphs import GraphRegistry
+from postel.infra.store.stores import GaslStateStore
 from postel.messages import Envelope, GaslPlanRequested, utc_now
 from postel.services.gasl import stage
 from postel.services.gasl.budget import TimeBudget

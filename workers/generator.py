@@ -3,9 +3,9 @@ itself as `generation.continued` until its JSON parses completely (the AI loop).
 
 from __future__ import annotations
 
-from postel.infra.actor import Outcome, Runtime, WorkerSpec
-from postel.infra.model import ensure_model, model_of
-from postel.infra.stores import RedisLoopStore
+from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.model import ensure_model, model_of
+from postel.infra.store.stores import RedisLoopStore
 from postel.messages import Envelope, GenerationContinued, GenerationRequested, ValidationFailed
 from postel.services.generation import stage
 

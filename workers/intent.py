@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from postel.infra.actor import Outcome, Runtime, WorkerSpec
-from postel.infra.model import ensure_model, model_of
+from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.model import ensure_model, model_of
 from postel.messages import Envelope, JobSubmitted
 from postel.services.ipv import infer
 from postel.services.step import ModelDeps

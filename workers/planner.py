@@ -3,9 +3,9 @@ to the generator or the validator (services.planner)."""
 
 from __future__ import annotations
 
-from postel.infra.actor import Outcome, Runtime, WorkerSpec
-from postel.infra.graphs import GraphRegistry
-from postel.infra.model import ensure_model, model_of
+from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.model import ensure_model, model_of
+from postel.infra.store.graphs import GraphRegistry
 from postel.messages import Envelope, GaslPlanExecuted, IntentAnalyzed, TaskPlanned
 from postel.services import planner
 

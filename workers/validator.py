@@ -3,7 +3,7 @@ the next task, or send a bounded repair request back to the generator."""
 
 from __future__ import annotations
 
-from postel.infra.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
 from postel.messages import Envelope, GenerationCompleted, ValidationRequested
 from postel.services.validation import stage
 

@@ -3,7 +3,7 @@
 Four sides cross five queues, each stage in its own worker processes (1, 2 and 4 processes per
 stage by default), 10 jobs at once per process, JSON serializer everywhere
 (infra/bench/bus_worker.py):
-- postel: the relay workers (infra/bench/relay.py) woken by pushes (infra/wake.py);
+- postel: the relay workers (postel/testing/relay.py) woken by pushes (infra/runtime/wake.py);
 - postel, poll 5 ms (before): the same relay workers on arq's Worker polling every 5 ms, as
   postel ran before;
 - bare arq, poll 5 ms, and bare arq at its defaults (poll 0.5 s): a no-op function per stage
@@ -33,11 +33,11 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from postel.infra.bench.bus_worker import STAGES, bare_done, bare_queue
-from postel.infra.client import Client
-from postel.infra.connect import redis_client
-from postel.infra.redis_server import configured_or_scratch
-from postel.infra.settings import Settings
-from postel.infra.wire import connect_arq
+from postel.infra.client.client import Client
+from postel.infra.runtime.settings import Settings
+from postel.infra.runtime.wire import connect_arq
+from postel.infra.store.connect import redis_client
+from postel.infra.store.redis_server import configured_or_scratch
 
 TARGET_P50_MS = 1.0
 TARGET_P99_MS = 5.0
@@ -276,7 +276,7 @@ async def _recording_cost(
     url: str, settings: Settings, processes: int, run: str, jobs: int
 ) -> dict[str, Any]:
     """Hops/s of relay stages that each ask a scripted model once, with the job's calls
-    recorded (infra/calls.py) and without; and how much one side's batches vary (their
+    recorded (infra/store/calls.py) and without; and how much one side's batches vary (their
     standard deviation, % of their mean): a cost within that spread is not measured."""
     batches: dict[str, list[float]] = {side.key: [] for side in RECORDING_SIDES}
     for _ in range(RECORDING_ROUNDS):

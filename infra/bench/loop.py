@@ -16,7 +16,6 @@ import math
 import time
 from typing import Any
 
-from postel.infra.bench.oracle import Oracle, serialise
 from postel.messages.document import SectionsDocument
 from postel.services.generation.loop import LoopState, continuation_prompt, step
 from postel.services.generation.summary import summary_lines
@@ -24,6 +23,8 @@ from postel.services.llm.tokens import count_tokens
 from postel.services.prompts.templates import SECTIONS_OUTPUT_FORMAT
 from pydantic import BaseModel
 from pydantic_core import from_json
+
+from postel.testing.oracle import Oracle, serialise
 
 BASE_PROMPT_TOKENS = 400  # role, guidelines and request: the same on every call
 

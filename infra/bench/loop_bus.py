@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from postel.infra import keys
 from postel.infra.bench.loop import (
     IterationFigures,
     naive_parse_ms,
@@ -21,15 +20,15 @@ from postel.infra.bench.loop import (
     scaled,
     summarise_run,
 )
-from postel.infra.bench.oracle import Oracle
-from postel.infra.client import Client
-from postel.infra.events import HANDLED
-from postel.infra.local_system import LocalSystem
-from postel.infra.model import RESOURCE, Model
-from postel.infra.redis_server import configured_or_scratch
-from postel.infra.runner import load_worker
-from postel.infra.settings import Settings
-from postel.infra.submit import start_job
+from postel.infra.client.client import Client
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.model import RESOURCE, Model
+from postel.infra.runtime.runner import load_worker
+from postel.infra.runtime.settings import Settings
+from postel.infra.store import keys
+from postel.infra.store.events import HANDLED
+from postel.infra.store.redis_server import configured_or_scratch
+from postel.infra.store.submit import start_job
 from postel.messages import (
     GenerationRequested,
     Intent,
@@ -44,6 +43,8 @@ from postel.services.generation.summary import summary_lines
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.llm.tokens import truncate_to_tokens
 from postel.services.prompts import Capability
+
+from postel.testing.oracle import Oracle
 
 TASK_ID = "bench"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from postel.infra.local_model import LocalModelServer
+from postel.infra.runtime.local_model import LocalModelServer
 from postel.services.gasl.adapters import NetworkXAdapter
 from postel.services.gasl.errors import GaslSyntaxError
 from postel.services.gasl.loaders import DEMO_GRAPH

@@ -19,29 +19,35 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
 from fastapi.responses import StreamingResponse
-from postel.infra import keys
-from postel.infra.calls import RecordedCall, read_calls
-from postel.infra.cancel import JobAlreadyFinished, cancel_job
-from postel.infra.client import TERMINAL_TYPES
-from postel.infra.deadletter import (
+from postel.infra.client.client import TERMINAL_TYPES
+from postel.infra.store import keys
+from postel.infra.store.calls import RecordedCall, read_calls
+from postel.infra.store.cancel import JobAlreadyFinished, cancel_job
+from postel.infra.store.deadletter import (
     DeadLetter,
     DeadLetterNotFound,
     DeadPage,
     get_dead,
     list_dead,
 )
-from postel.infra.events import Event
-from postel.infra.graphs import (
+from postel.infra.store.events import Event
+from postel.infra.store.graphs import (
     GraphFileError,
     GraphInfo,
     GraphNotFound,
     GraphRegistry,
     InvalidGraphName,
 )
-from postel.infra.jobs import JobNotFound, JobRecord
-from postel.infra.redrive import Redriven, RedriveRefused, RedriveReport, redrive, redrive_matching
-from postel.infra.stores import GaslRound, GaslStateStore
-from postel.infra.submit import JobConflict, submit_job
+from postel.infra.store.jobs import JobNotFound, JobRecord
+from postel.infra.store.redrive import (
+    Redriven,
+    RedriveRefused,
+    RedriveReport,
+    redrive,
+    redrive_matching,
+)
+from postel.infra.store.stores import GaslRound, GaslStateStore
+from postel.infra.store.submit import JobConflict, submit_job
 from postel.infra.web.queries import (
     JobsPage,
     QueuesView,

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from arq.connections import ArqRedis
 from fastapi import Request
-from postel.infra.events import EventLog
-from postel.infra.jobs import JobStore
-from postel.infra.settings import Settings
+from postel.infra.runtime.settings import Settings
+from postel.infra.store.events import EventLog
+from postel.infra.store.jobs import JobStore
 
 
 @dataclass

@@ -29,7 +29,7 @@ from postel.services.step import HopFigures, Step, command_lines
 
 
 class RoundStore(Protocol):
-    """Where a job's GASL state lives between rounds, one copy per round (infra/stores.py)."""
+    """Where a job's GASL state lives between rounds, one copy per round (infra/store/stores.py)."""
 
     async def state_after(
         self, job_id: str, task_index: int, round_: int

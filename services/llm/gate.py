@@ -6,7 +6,7 @@ LLMRateLimited if that wait would outlast the hop's time budget); after the atte
 returns the permit with the tokens the call really used (`release`); a 429 with Retry-After
 pauses the whole route (`pause`), for every process that shares it. Waiting is not a failure
 and costs no try; the time waited is reported with the answer (`budget_wait_ms`).
-The runtime implements the gate on Redis (infra/budgets.py); without one, nothing waits.
+The runtime implements the gate on Redis (infra/store/budgets.py); without one, nothing waits.
 """
 
 from __future__ import annotations

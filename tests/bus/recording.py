@@ -8,9 +8,10 @@ import asyncio
 import dataclasses
 from dataclasses import dataclass, field
 
-from postel.infra.actor import Outcome, Runtime, WorkerSpec
-from postel.infra.bench.relay import RELAY_WORKERS
+from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
 from postel.messages import Envelope
+
+from postel.testing.relay import RELAY_WORKERS
 
 
 @dataclass

@@ -16,13 +16,14 @@ import asyncio
 import dataclasses
 import signal
 
-from postel.infra.actor import Outcome, Runtime, WorkerSpec
-from postel.infra.bench.relay import RELAY_WORKERS
-from postel.infra.logging import configure_logging
-from postel.infra.runner import run_workers
-from postel.infra.settings import Settings
-from postel.infra.wake import PushWorker, TakenJob
+from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.logging import configure_logging
+from postel.infra.runtime.runner import run_workers
+from postel.infra.runtime.settings import Settings
+from postel.infra.runtime.wake import PushWorker, TakenJob
 from postel.messages import Envelope
+
+from postel.testing.relay import RELAY_WORKERS
 
 
 def slowed(spec: WorkerSpec, seconds: float) -> WorkerSpec:

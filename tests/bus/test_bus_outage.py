@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
-from postel.infra import keys
-from postel.infra.client import Client
-from postel.infra.presence import BEAT_S, live_workers, wait_for
-from postel.infra.redis_server import free_port, port_is_open, redis_server_binary
-from postel.infra.settings import Settings
+from postel.infra.client.client import Client
+from postel.infra.runtime.settings import Settings
+from postel.infra.store import keys
+from postel.infra.store.presence import BEAT_S, live_workers, wait_for
+from postel.infra.store.redis_server import free_port, port_is_open, redis_server_binary
 
 STAGES = ["intent", "planner", "gasl", "generator", "validator"]
 
@@ -127,9 +127,10 @@ async def test_workers_ride_out_a_redis_outage(
 async def test_a_worker_process_exits_once_redis_is_gone_longer_than_the_give_up_time(
     tmp_path: Path, settings: Settings
 ) -> None:
-    from postel.infra.bench.relay import RELAY_WORKERS
-    from postel.infra.runner import run_workers
+    from postel.infra.runtime.runner import run_workers
     from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from postel.testing.relay import RELAY_WORKERS
 
     server = CrashableRedis(tmp_path / "redis")
     await server.start()
@@ -179,9 +180,10 @@ async def lease_renewal_across_an_outage(
 ) -> bool:
     """Hold a 1 s lease, kill Redis for `outage_s`, restart it: does the lease key still
     exist 3 s later?"""
-    from postel.infra.actor import Actor, Runtime
-    from postel.infra.bench.relay import RELAY_WORKERS
-    from postel.infra.wire import connect_arq
+    from postel.infra.runtime.actor import Actor, Runtime
+    from postel.infra.runtime.wire import connect_arq
+
+    from postel.testing.relay import RELAY_WORKERS
 
     server = CrashableRedis(tmp_path / "redis")
     await server.start()

@@ -11,16 +11,17 @@ import sys
 import time
 from pathlib import Path
 
-from postel.infra.bench.relay import RELAY_WORKERS
-from postel.infra.client import Client
-from postel.infra.events import EventLog
-from postel.infra.jobs import JobStore
-from postel.infra.local_system import LocalSystem
-from postel.infra.redis_server import EmbeddedRedis, free_port
-from postel.infra.settings import Settings
-from postel.infra.submit import submit_job
-from postel.infra.wire import connect_arq
+from postel.infra.client.client import Client
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.settings import Settings
+from postel.infra.runtime.wire import connect_arq
+from postel.infra.store.events import EventLog
+from postel.infra.store.jobs import JobStore
+from postel.infra.store.redis_server import EmbeddedRedis, free_port
+from postel.infra.store.submit import submit_job
 from postel.messages import JobRequest
+
+from postel.testing.relay import RELAY_WORKERS
 
 
 def start_planner(url: str, slow: float, *options: str) -> subprocess.Popen[bytes]:
@@ -151,8 +152,8 @@ async def test_a_worker_that_cannot_start_stops_the_embedded_redis_too(
     import dataclasses
 
     import pytest
-    from postel.infra.actor import Runtime
-    from postel.infra.redis_server import port_is_open
+    from postel.infra.runtime.actor import Runtime
+    from postel.infra.store.redis_server import port_is_open
 
     async def no_model(runtime: Runtime) -> None:
         raise RuntimeError("no model to call")

@@ -16,15 +16,14 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from postel.infra import actor as actor_module
-from postel.infra import keys
-from postel.infra.actor import Actor, Outcome, Runtime, WorkerSpec
-from postel.infra.bench.relay import RELAY_WORKERS
-from postel.infra.client import Client, JobFailedError
-from postel.infra.local_system import LocalSystem
-from postel.infra.presence import wait_for
-from postel.infra.settings import Settings
-from postel.infra.wire import connect_arq
+from postel.infra.client.client import Client, JobFailedError
+from postel.infra.runtime import actor as actor_module
+from postel.infra.runtime.actor import Actor, Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.settings import Settings
+from postel.infra.runtime.wire import connect_arq
+from postel.infra.store import keys
+from postel.infra.store.presence import wait_for
 from postel.messages import (
     Envelope,
     GenerationRequested,
@@ -32,6 +31,8 @@ from postel.messages import (
     JobSubmitted,
     decode_message,
 )
+
+from postel.testing.relay import RELAY_WORKERS
 
 STAGES = ["intent", "planner", "gasl", "generator", "validator"]
 
@@ -394,9 +395,9 @@ async def test_a_job_past_its_deadline_fails_as_deadline_exceeded(
 async def test_a_late_commit_upstream_does_not_reopen_a_finished_job(
     redis_url: str, settings: Settings, redis_client: aioredis.Redis
 ) -> None:
-    from postel.infra.commit import commit_once
-    from postel.infra.events import run_commands
-    from postel.infra.jobs import JobStore
+    from postel.infra.store.commit import commit_once
+    from postel.infra.store.events import run_commands
+    from postel.infra.store.jobs import JobStore
 
     pool = await connect_arq(redis_url)
     try:
@@ -441,7 +442,7 @@ async def test_a_late_commit_upstream_does_not_reopen_a_finished_job(
 async def test_live_worker_processes_are_listed_and_withdrawn(
     redis_url: str, settings: Settings
 ) -> None:
-    from postel.infra.presence import live_workers
+    from postel.infra.store.presence import live_workers
 
     async with Client(redis_url, settings) as client:
         async with LocalSystem(settings, redis_url=redis_url, specs=RELAY_WORKERS):

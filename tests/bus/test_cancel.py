@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
-from postel.infra import keys
-from postel.infra.cancel import JobAlreadyFinished
-from postel.infra.client import Client, JobFailedError
-from postel.infra.jobs import JobNotFound
-from postel.infra.local_system import LocalSystem
-from postel.infra.settings import Settings
+from postel.infra.client.client import Client, JobFailedError
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.settings import Settings
+from postel.infra.store import keys
+from postel.infra.store.cancel import JobAlreadyFinished
+from postel.infra.store.jobs import JobNotFound
 
 sys.path.insert(0, str(Path(__file__).parent))
 from recording import Recorder

@@ -27,19 +27,20 @@ from postel.infra.bench.chaos import (
     plan_jobs,
     run_chaos,
 )
-from postel.infra.cli import main
-from postel.infra.client import Client
-from postel.infra.events import Event, run_commands
-from postel.infra.fake_model import FAULTS, FakeModel, marker, parse_mix
-from postel.infra.graphs import GraphRegistry
-from postel.infra.jobs import JobStore
-from postel.infra.local_system import LocalSystem
-from postel.infra.model import RESOURCE, Model
-from postel.infra.runner import load_worker
-from postel.infra.settings import WORKER_NAMES, Settings
+from postel.infra.cli.main import main
+from postel.infra.client.client import Client
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.model import RESOURCE, Model
+from postel.infra.runtime.runner import load_worker
+from postel.infra.runtime.settings import WORKER_NAMES, Settings
+from postel.infra.store.events import Event, run_commands
+from postel.infra.store.graphs import GraphRegistry
+from postel.infra.store.jobs import JobStore
 from postel.messages import JobRequest
 from postel.services.llm import ScriptedClient
 from postel.services.prompts import Capability
+
+from postel.testing.fake_model import FAULTS, FakeModel, marker, parse_mix
 
 EVERY_FAULT = ",".join(f"{fault}=0.05" for fault in FAULTS if fault != "ok")
 

@@ -10,17 +10,18 @@ from datetime import timedelta
 
 import pytest
 import redis.asyncio as aioredis
-from postel.infra import keys
-from postel.infra.actor import HopLimit, Outcome, Runtime, WorkerSpec
-from postel.infra.bench.relay import RELAY_WORKERS
-from postel.infra.client import Client, JobFailedError
-from postel.infra.fake_model import FakeModel
-from postel.infra.local_system import LocalSystem
-from postel.infra.runner import load_worker
-from postel.infra.settings import QueueSettings, Settings
+from postel.infra.client.client import Client, JobFailedError
+from postel.infra.runtime.actor import HopLimit, Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.runner import load_worker
+from postel.infra.runtime.settings import QueueSettings, Settings
+from postel.infra.store import keys
 from postel.messages import JobOptions, JobRequest, JobSubmitted, utc_now
 from postel.services.llm import LLMServerError
 from postel.services.llm.budget import remaining_budget
+
+from postel.testing.fake_model import FakeModel
+from postel.testing.relay import RELAY_WORKERS
 
 pytestmark = pytest.mark.slow
 
@@ -221,7 +222,7 @@ async def test_following_a_job_that_never_ends_times_out(
 ) -> None:
     """`postel demo` and `postel reason` follow events through run_job: its timeout covers the
     following too, not only the final wait."""
-    from postel.infra.session import run_job
+    from postel.infra.client.session import run_job
 
     specs = [intent_doing(asyncio.Event().wait), *RELAY_WORKERS[1:]]
     async with (

@@ -9,15 +9,16 @@ import json
 
 import pytest
 import redis.asyncio as aioredis
-from postel.infra import keys
-from postel.infra.actor import Outcome, Runtime, WorkerSpec
-from postel.infra.bench.relay import RELAY_WORKERS
-from postel.infra.client import Client, JobFailedError
-from postel.infra.ingress import IngressConsumer
-from postel.infra.local_system import LocalSystem
-from postel.infra.settings import Settings
-from postel.infra.wire import connect_arq
+from postel.infra.client.client import Client, JobFailedError
+from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.settings import Settings
+from postel.infra.runtime.wire import connect_arq
+from postel.infra.store import keys
+from postel.infra.store.ingress import IngressConsumer
 from postel.messages import GenerationCompleted, JobCompleted
+
+from postel.testing.relay import RELAY_WORKERS
 
 pytestmark = pytest.mark.slow
 

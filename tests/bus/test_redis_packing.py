@@ -1,10 +1,10 @@
-"""Commands are packed by hiredis (infra/redis_packing.py), byte for byte as redis-py's own
+"""Commands are packed by hiredis (infra/store/redis_packing.py), byte for byte as redis-py's own
 packer would, with redis-py's errors for what Redis cannot take."""
 
 from __future__ import annotations
 
 import pytest
-from postel.infra import redis_packing
+from postel.infra.store import redis_packing
 from redis.asyncio.connection import AbstractConnection, Connection
 from redis.exceptions import DataError
 

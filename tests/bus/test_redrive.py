@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
-from postel.infra import keys
-from postel.infra.client import Client
-from postel.infra.deadletter import DeadLetterNotFound, dead_letter, list_dead
-from postel.infra.local_system import LocalSystem
-from postel.infra.redrive import RedriveRefused, redrive, redrive_matching
-from postel.infra.settings import QueueSettings, Settings
+from postel.infra.client.client import Client
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.settings import QueueSettings, Settings
+from postel.infra.store import keys
+from postel.infra.store.deadletter import DeadLetterNotFound, dead_letter, list_dead
+from postel.infra.store.redrive import RedriveRefused, redrive, redrive_matching
 from postel.messages import JobRequest, JobSubmitted
 
 sys.path.insert(0, str(Path(__file__).parent))

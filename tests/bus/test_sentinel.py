@@ -1,6 +1,7 @@
-"""Redis Sentinel (infra/connect.py): with a primary, a replica and three Sentinels on loopback,
-jobs keep running through a failover. The primary is SIGKILLed mid-run; the Sentinels promote
-the replica; workers, ingress and the client reach the new primary by themselves."""
+"""Redis Sentinel (infra/store/connect.py): with a primary, a replica and three Sentinels on
+loopback, jobs keep running through a failover. The primary is SIGKILLed mid-run; the
+Sentinels promote the replica; workers, ingress and the client reach the new primary by
+themselves."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ from pathlib import Path
 
 import pytest
 import redis
-from postel.infra.bench.relay import RELAY_WORKERS
-from postel.infra.client import Client
-from postel.infra.connect import RedisURLError, arq_settings, redis_client
-from postel.infra.local_system import LocalSystem
-from postel.infra.redis_server import free_port
-from postel.infra.settings import Settings
+from postel.infra.client.client import Client
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.settings import Settings
+from postel.infra.store.connect import RedisURLError, arq_settings, redis_client
+from postel.infra.store.redis_server import free_port
+
+from postel.testing.relay import RELAY_WORKERS
 
 MASTER = "postel-primary"
 

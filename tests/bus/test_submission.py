@@ -15,11 +15,11 @@ import textwrap
 
 import pytest
 import redis.asyncio as aioredis
-from postel.infra import keys
-from postel.infra.client import Client
-from postel.infra.local_system import LocalSystem
-from postel.infra.settings import Settings
-from postel.infra.submit import JobConflict
+from postel.infra.client.client import Client
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.settings import Settings
+from postel.infra.store import keys
+from postel.infra.store.submit import JobConflict
 
 pytestmark = pytest.mark.slow
 
@@ -84,8 +84,8 @@ async def test_an_ingress_entry_conflicting_with_a_job_is_dead_lettered(
 SUBMITTER = textwrap.dedent(
     """
     import asyncio, sys
-    from postel.infra.client import Client
-    from postel.infra.settings import Settings
+    from postel.infra.client.client import Client
+    from postel.infra.runtime.settings import Settings
 
     async def main() -> None:
         async with Client(sys.argv[1], Settings()) as client:

@@ -1,4 +1,4 @@
-"""OpenTelemetry traces (infra/tracing.py): one trace per job, linked hop to hop through the
+"""OpenTelemetry traces (infra/runtime/tracing.py): one trace per job, linked hop to hop through the
 trace context each message carries, with a GenAI span per model call under its hop; nothing
 at all when tracing is off."""
 
@@ -15,12 +15,12 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from postel.infra import tracing
-from postel.infra.client import Client
-from postel.infra.local_system import LocalSystem
-from postel.infra.model import RESOURCE, Model
-from postel.infra.settings import Settings
-from postel.infra.tracing import disable_tracing, enable_tracing
+from postel.infra.client.client import Client
+from postel.infra.runtime import tracing
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.model import RESOURCE, Model
+from postel.infra.runtime.settings import Settings
+from postel.infra.runtime.tracing import disable_tracing, enable_tracing
 from postel.services.llm import ScriptedClient
 from postel.services.prompts import Capability
 

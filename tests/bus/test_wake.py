@@ -1,4 +1,4 @@
-"""Push, not poll (infra/wake.py): idle workers sleep until a wake-up, one wake-up wakes one
+"""Push, not poll (infra/runtime/wake.py): idle workers sleep until a wake-up, one wake-up wakes one
 worker, a worker that leaves jobs behind wakes the next, and deferred or unannounced work is
 picked up by the fallback look at the queue."""
 
@@ -18,14 +18,15 @@ import redis.asyncio as aioredis
 from arq import Retry
 from arq.connections import ArqRedis, RedisSettings
 from arq.worker import func
-from postel.infra import keys
-from postel.infra.bench.relay import RELAY_WORKERS
-from postel.infra.client import Client
-from postel.infra.local_system import LocalSystem
-from postel.infra.redis_server import EmbeddedRedis, free_port
-from postel.infra.settings import WORKER_NAMES, Settings
-from postel.infra.wake import WAKE_TOKENS_MAX, PushWorker
-from postel.infra.wire import connect_arq, dumps
+from postel.infra.client.client import Client
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.settings import WORKER_NAMES, Settings
+from postel.infra.runtime.wake import WAKE_TOKENS_MAX, PushWorker
+from postel.infra.runtime.wire import connect_arq, dumps
+from postel.infra.store import keys
+from postel.infra.store.redis_server import EmbeddedRedis, free_port
+
+from postel.testing.relay import RELAY_WORKERS
 
 JobFunction = Callable[..., Coroutine[Any, Any, Any]]
 

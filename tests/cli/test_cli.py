@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from postel.infra.redis_server import free_port
+from postel.infra.store.redis_server import free_port
 
 CASSETTE = Path(__file__).parents[1] / "pipeline" / "cassettes" / "invoice_total.json"
 
@@ -149,7 +149,7 @@ def test_help_is_available(tmp_path: Path, command: list[str]) -> None:
 
 def test_every_command_is_in_the_readmes_command_reference() -> None:
     import click
-    from postel.infra.cli import main
+    from postel.infra.cli.main import main
 
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     reference = readme[readme.index("### Command reference") : readme.index("Exit codes:")]

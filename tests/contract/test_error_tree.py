@@ -9,7 +9,7 @@ import pkgutil
 
 import click
 from click.testing import CliRunner
-from postel.infra import cli_support
+from postel.infra.cli import support as cli_support
 from postel.messages.errors import PostelError
 from postel.messages.gasl import FAILED_STATUSES
 from postel.services.gasl import errors as gasl_errors

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from postel.infra.settings import WORKER_NAMES
+from postel.infra.runtime.settings import WORKER_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 

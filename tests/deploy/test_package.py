@@ -66,6 +66,11 @@ def test_every_source_package_is_listed_for_installation() -> None:
         for layer in LAYERS
         for init in (ROOT / layer).rglob("__init__.py")
     }
+    # modules that live under postel/ itself (postel.testing)
+    found |= {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for init in (ROOT / "postel").glob("*/__init__.py")
+    }
     assert listed == found
 
 

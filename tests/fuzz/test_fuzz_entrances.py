@@ -19,13 +19,14 @@ from fuzz_support import FUZZ_EXAMPLES, fuzz_settings
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
-from postel.infra import keys
-from postel.infra.actor import Actor, Runtime
-from postel.infra.bench.relay import RELAY_WORKERS
-from postel.infra.ingress import IngressConsumer
-from postel.infra.settings import Settings
-from postel.infra.wire import connect_arq, dumps, loads
+from postel.infra.runtime.actor import Actor, Runtime
+from postel.infra.runtime.settings import Settings
+from postel.infra.runtime.wire import connect_arq, dumps, loads
+from postel.infra.store import keys
+from postel.infra.store.ingress import IngressConsumer
 from postel.messages import JobRequest, JobSubmitted
+
+from postel.testing.relay import RELAY_WORKERS
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from postel.infra.bench.gasl import format_gasl_bench, run_gasl_bench
-from postel.infra.gasl_run import (
+from postel.infra.cli.gasl_run import (
     STATE_FILE,
     check_commands,
     format_records_table,

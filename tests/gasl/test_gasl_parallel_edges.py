@@ -9,7 +9,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 import redis.asyncio as aioredis
-from postel.infra.graphs import GraphRegistry
+from postel.infra.store.graphs import GraphRegistry
 from postel.messages.gasl import GaslPlan
 from postel.services.gasl.adapters import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor

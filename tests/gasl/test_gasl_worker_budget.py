@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import networkx as nx
-from postel.infra.client import Client
-from postel.infra.graphs import GraphRegistry
-from postel.infra.local_system import LocalSystem
-from postel.infra.model import RESOURCE, Model
-from postel.infra.settings import QueueSettings, Settings
+from postel.infra.client.client import Client
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.model import RESOURCE, Model
+from postel.infra.runtime.settings import QueueSettings, Settings
+from postel.infra.store.graphs import GraphRegistry
 from postel.messages import JobOptions
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability

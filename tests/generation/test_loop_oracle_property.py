@@ -24,9 +24,10 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from postel.infra.bench.oracle import Oracle, serialise
 from postel.services.generation.loop import LoopState, continuation_prompt, step
 from postel.services.llm.tokens import count_tokens
+
+from postel.testing.oracle import Oracle, serialise
 
 SPECIAL = ['"', "\\", "\n", "\t", "/", "\x01", "\x1f", "\x7f", "é", "ß", "中", "文"]
 SPECIAL += ["😀", "👍🏽", "🇩🇪", "\u2028", "\ufeff", " ", " "]

@@ -3,9 +3,10 @@ import math
 import random
 
 import pytest
-from postel.infra.bench.oracle import Oracle, serialise
 from postel.services.generation.loop import LoopState, continuation_prompt, step
 from postel.services.llm.tokens import count_tokens
+
+from postel.testing.oracle import Oracle, serialise
 
 CUT = (
     '{"sections": [{"id": "p", "content_type": "paragraph", "elements": [{"text": "a"}, {"text": "b'

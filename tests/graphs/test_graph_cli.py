@@ -8,9 +8,9 @@ from pathlib import Path
 import networkx as nx
 import pytest
 from click.testing import CliRunner, Result
-from postel.infra.cli import main
-from postel.infra.redis_server import free_port
-from postel.infra.settings import Settings
+from postel.infra.cli.main import main
+from postel.infra.runtime.settings import Settings
+from postel.infra.store.redis_server import free_port
 from postel.services.gasl.loaders import DEMO_GRAPH
 
 PEOPLE = 'FIND nodes WHERE entity_type = "PERSON" LIMIT 3 AS p'

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
-from postel.infra import graphs, keys
-from postel.infra.graphs import (
+from postel.infra.store import graphs, keys
+from postel.infra.store.graphs import (
     AdapterCache,
     GraphFileError,
     GraphNotFound,

@@ -14,7 +14,7 @@ from postel.messages.types import TypeSpec
 from postel.services.ipv import infer_desired_type, read_code_site
 
 # Each module gets this stand-in for the client's reason(): it reads its caller's frame,
-# exactly as infra/client.py will.
+# exactly as infra/client/client.py will.
 CLIENT = """\
 import sys
 from postel.services.ipv import read_code_site

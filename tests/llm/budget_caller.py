@@ -12,7 +12,7 @@ import json
 import sys
 import time
 
-from postel.infra.budgets import RedisCallGate
+from postel.infra.store.budgets import RedisCallGate
 from postel.services.llm import ChatMessage, LLMRequest, OpenAIClient, OpenAIConfig
 from postel.services.llm.budget import call_budget
 from postel.services.llm.retry import RetryPolicy

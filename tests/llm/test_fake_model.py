@@ -1,4 +1,4 @@
-"""The fake OpenAI-compatible endpoint (infra/fake_model.py): each fault, seen through
+"""The fake OpenAI-compatible endpoint (postel/testing/fake_model.py): each fault, seen through
 postel's real OpenAIClient over real HTTP, and its control API."""
 
 from __future__ import annotations
@@ -11,14 +11,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from postel.infra.fake_model import (
-    FakeModel,
-    FakeModelError,
-    FaultPlan,
-    marker,
-    parse_mix,
-)
-from postel.infra.redis_server import port_is_open
+from postel.infra.store.redis_server import port_is_open
 from postel.services.llm import (
     ChatMessage,
     LLMRateLimited,
@@ -31,6 +24,14 @@ from postel.services.llm import (
 )
 from postel.services.llm.errors import LLMBadResponse, LLMConnectionError, LLMError
 from postel.services.llm.gate import Permit
+
+from postel.testing.fake_model import (
+    FakeModel,
+    FakeModelError,
+    FaultPlan,
+    marker,
+    parse_mix,
+)
 
 ANSWER = '{"value": 42, "note": "the answer to everything asked here"}'
 

@@ -7,7 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from postel.infra.local_model import LocalModelError, LocalModelServer, LocalModelUnavailable
+from postel.infra.runtime.local_model import (
+    LocalModelError,
+    LocalModelServer,
+    LocalModelUnavailable,
+)
 from postel.services.llm import ChatMessage, LLMRequest, OpenAIClient
 
 HAVE_LOCAL_EXTRA = all(

@@ -1,4 +1,4 @@
-"""Shared model budgets (infra/budgets.py): worker processes sharing a route never send the
+"""Shared model budgets (infra/store/budgets.py): worker processes sharing a route never send the
 endpoint more than its requests/min (plus the documented burst) and no job fails for waiting;
 a 429 with Retry-After seen by one process pauses the others. Real processes, counting
 endpoints on loopback, the route's buckets in Redis."""
@@ -14,13 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
-from postel.infra.client import Client
-from postel.infra.fake_model import FakeModel
-from postel.infra.local_system import LocalSystem
-from postel.infra.presence import wait_for
-from postel.infra.runner import load_worker
-from postel.infra.settings import Settings
+from postel.infra.client.client import Client
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.runner import load_worker
+from postel.infra.runtime.settings import Settings
+from postel.infra.store.presence import wait_for
 from postel.services.llm import LLMRequest
+
+from postel.testing.fake_model import FakeModel
 
 CALLER = Path(__file__).parent / "budget_caller.py"
 START_DELAY_S = 4.0  # the processes' imports, before they all call at once

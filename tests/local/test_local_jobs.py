@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import get_args
 
 import pytest
-from postel.infra.client import Client
-from postel.infra.local_system import LocalSystem
-from postel.infra.redis_server import free_port
-from postel.infra.settings import Settings
+from postel.infra.client.client import Client
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.settings import Settings
+from postel.infra.store.redis_server import free_port
 from postel.messages import FailureStatus
 
 pytestmark = [

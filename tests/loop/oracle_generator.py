@@ -15,13 +15,14 @@ import json
 import signal
 from pathlib import Path
 
-from postel.infra.bench.oracle import Oracle
-from postel.infra.logging import configure_logging
-from postel.infra.model import RESOURCE, Model
-from postel.infra.runner import load_worker, run_workers
-from postel.infra.settings import Settings
+from postel.infra.runtime.logging import configure_logging
+from postel.infra.runtime.model import RESOURCE, Model
+from postel.infra.runtime.runner import load_worker, run_workers
+from postel.infra.runtime.settings import Settings
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability
+
+from postel.testing.oracle import Oracle
 
 
 async def main() -> None:

@@ -17,19 +17,18 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from postel.infra import keys
-from postel.infra.actor import Actor, Runtime
 from postel.infra.bench.loop import sample_document
 from postel.infra.bench.loop_bus import run_loop_bus_bench
-from postel.infra.bench.oracle import Oracle, serialise
-from postel.infra.client import Client, JobFailedError
-from postel.infra.events import run_commands
-from postel.infra.local_system import LocalSystem
-from postel.infra.model import RESOURCE, Model
-from postel.infra.runner import load_worker
-from postel.infra.settings import Settings
-from postel.infra.submit import start_job
-from postel.infra.wire import connect_arq
+from postel.infra.client.client import Client, JobFailedError
+from postel.infra.runtime.actor import Actor, Runtime
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.model import RESOURCE, Model
+from postel.infra.runtime.runner import load_worker
+from postel.infra.runtime.settings import Settings
+from postel.infra.runtime.wire import connect_arq
+from postel.infra.store import keys
+from postel.infra.store.events import run_commands
+from postel.infra.store.submit import start_job
 from postel.messages import (
     GenerationContinued,
     GenerationRequested,
@@ -43,6 +42,8 @@ from postel.messages import (
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.llm.tokens import count_tokens
 from postel.services.prompts import Capability
+
+from postel.testing.oracle import Oracle, serialise
 
 DOCUMENT = sample_document(4)
 MAX_TOKENS = 300

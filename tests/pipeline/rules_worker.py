@@ -12,10 +12,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from postel.infra.logging import configure_logging
-from postel.infra.model import RESOURCE, Model
-from postel.infra.runner import run_workers
-from postel.infra.settings import Settings
+from postel.infra.runtime.logging import configure_logging
+from postel.infra.runtime.model import RESOURCE, Model
+from postel.infra.runtime.runner import run_workers
+from postel.infra.runtime.settings import Settings
 from postel.services.llm import ScriptedClient
 from postel.services.prompts import Capability
 from rule_model import respond

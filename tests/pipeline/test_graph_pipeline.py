@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from postel.infra.cli import format_event
-from postel.infra.client import Client
-from postel.infra.demo import evidence_lines
-from postel.infra.graphs import GraphRegistry
-from postel.infra.local_system import LocalSystem
-from postel.infra.model import RESOURCE, Model
-from postel.infra.settings import Settings
-from postel.infra.stores import GaslStateStore
+from postel.infra.cli.demo import evidence_lines
+from postel.infra.cli.main import format_event
+from postel.infra.client.client import Client
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.model import RESOURCE, Model
+from postel.infra.runtime.settings import Settings
+from postel.infra.store.graphs import GraphRegistry
+from postel.infra.store.stores import GaslStateStore
 from postel.messages import JobOptions
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.prompts import Capability

@@ -8,13 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from postel.infra.client import Client
-from postel.infra.graphs import GraphRegistry
-from postel.infra.local_system import LocalSystem
-from postel.infra.model import RESOURCE, Model
-from postel.infra.presence import wait_for
-from postel.infra.runner import load_worker
-from postel.infra.settings import Settings
+from postel.infra.client.client import Client
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.model import RESOURCE, Model
+from postel.infra.runtime.runner import load_worker
+from postel.infra.runtime.settings import Settings
+from postel.infra.store.graphs import GraphRegistry
+from postel.infra.store.presence import wait_for
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import ScriptedClient
 from postel.services.prompts import Capability

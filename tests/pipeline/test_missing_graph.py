@@ -6,21 +6,22 @@ from __future__ import annotations
 
 import pytest
 import redis.asyncio as aioredis
-from postel.infra import keys
-from postel.infra.actor import Outcome, Runtime, WorkerSpec
-from postel.infra.bench.relay import RELAY_WORKERS
-from postel.infra.client import Client, JobFailedError
-from postel.infra.deadletter import list_dead
-from postel.infra.graphs import GraphRegistry
-from postel.infra.local_system import LocalSystem
-from postel.infra.model import RESOURCE, Model
-from postel.infra.redrive import redrive_matching
-from postel.infra.settings import Settings
+from postel.infra.client.client import Client, JobFailedError
+from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.model import RESOURCE, Model
+from postel.infra.runtime.settings import Settings
+from postel.infra.store import keys
+from postel.infra.store.deadletter import list_dead
+from postel.infra.store.graphs import GraphRegistry
+from postel.infra.store.redrive import redrive_matching
 from postel.messages import Envelope, GaslPlanExecuted, IntentAnalyzed, JobCompleted, ids
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import ScriptedClient
 from postel.services.prompts import Capability
 from postel.workers import gasl
+
+from postel.testing.relay import RELAY_WORKERS
 
 RELAY = {spec.name: spec for spec in RELAY_WORKERS}
 
@@ -60,7 +61,7 @@ async def test_a_graph_missing_at_the_gasl_worker_fails_the_job_and_can_be_redri
 
 
 def test_the_workers_do_not_each_handle_a_missing_graph() -> None:
-    # the policy lives in the runtime (infra/actor.py); a worker only asks for the graph
+    # the policy lives in the runtime (infra/runtime/actor.py); a worker only asks for the graph
     for module in ("gasl", "planner"):
         text = (DEMO_GRAPH.parents[3] / "workers" / f"{module}.py").read_text()
         assert "JobFailed" not in text and "except" not in text

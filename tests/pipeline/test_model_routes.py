@@ -7,14 +7,15 @@ import json
 from collections.abc import Callable
 
 import pytest
-from postel.infra.client import Client
-from postel.infra.fake_model import FakeModel
-from postel.infra.local_system import LocalSystem
-from postel.infra.model import _route_key
-from postel.infra.settings import Settings
+from postel.infra.client.client import Client
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.model import _route_key
+from postel.infra.runtime.settings import Settings
 from postel.messages import JobOptions
 from postel.services.llm import LLMRequest
 from pydantic import SecretStr
+
+from postel.testing.fake_model import FakeModel
 
 INTENT = {
     "detectedLanguage": "en",

@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from postel.infra.client import Client, JobFailedError
-from postel.infra.local_system import LocalSystem
-from postel.infra.model import RESOURCE, Model
-from postel.infra.reason import areason
-from postel.infra.settings import Settings
+from postel.infra.client.client import Client, JobFailedError
+from postel.infra.client.reason import areason
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.model import RESOURCE, Model
+from postel.infra.runtime.settings import Settings
 from postel.services.llm import ScriptedClient
 from postel.services.prompts import Capability
 

@@ -1,4 +1,4 @@
-"""Replay (infra/replay.py): every model call recorded with its job, the job exported to one
+"""Replay (infra/client/replay.py): every model call recorded with its job, the job exported to one
 file and re-run offline to the same result, with zero calls to any model endpoint; a changed
 prompt is reported at the stage that asked it, with the diff."""
 
@@ -16,23 +16,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from postel.infra import keys
 from postel.infra.bench.loop import sample_document
-from postel.infra.bench.oracle import Oracle
-from postel.infra.calls import read_calls
-from postel.infra.client import Client
-from postel.infra.fake_model import FakeModel
-from postel.infra.graphs import GraphRegistry
-from postel.infra.local_system import LocalSystem
-from postel.infra.model import RESOURCE, Model
-from postel.infra.replay import JobExport, export_job, replay_gasl_rounds, replay_job
-from postel.infra.runner import load_worker
-from postel.infra.settings import Settings
+from postel.infra.client.client import Client
+from postel.infra.client.replay import JobExport, export_job, replay_gasl_rounds, replay_job
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.model import RESOURCE, Model
+from postel.infra.runtime.runner import load_worker
+from postel.infra.runtime.settings import Settings
+from postel.infra.store import keys
+from postel.infra.store.calls import read_calls
+from postel.infra.store.graphs import GraphRegistry
 from postel.messages import JobOptions
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability, templates
 from pydantic import SecretStr
+
+from postel.testing.fake_model import FakeModel
+from postel.testing.oracle import Oracle
 
 CASSETTES = Path(__file__).parent.parent / "pipeline" / "cassettes"
 INVOICE = "ACME Tools — Invoice 2026-118\n2 x hammer $40.00\nTOTAL DUE: $165.50"
@@ -299,7 +300,7 @@ async def test_a_call_cut_by_sigkill_and_made_again_is_recorded_once(
 
 
 def test_a_call_over_the_size_cap_is_recorded_cut_and_marked() -> None:
-    from postel.infra.calls import RecordedCall
+    from postel.infra.store.calls import RecordedCall
     from postel.messages.limits import MAX_RECORDED_CALL_BYTES
     from postel.services.llm import ChatMessage, LLMResponse, Usage
     from postel.services.llm.call_log import LoggedCall

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from postel.infra.client import Client
-from postel.infra.graphs import GraphRegistry
-from postel.infra.local_system import LocalSystem
-from postel.infra.model import RESOURCE, Model
-from postel.infra.settings import Settings
+from postel.infra.client.client import Client
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.model import RESOURCE, Model
+from postel.infra.runtime.settings import Settings
+from postel.infra.store.graphs import GraphRegistry
 from postel.infra.web.server import WebServer
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import LLMRequest, ScriptedClient

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from postel.infra.bench.oracle import Oracle, serialise
 from postel.services.generation.continuation import read_resume_offset
 from postel.services.llm import LLMRequest
+
+from postel.testing.oracle import Oracle, serialise
 
 QUESTION = "Which authors in these reports collaborate most, and on what topics?"
 MAX_TOKENS = 400

@@ -16,13 +16,13 @@ from typing import Any
 import httpx
 import pytest
 import redis.asyncio as aioredis
-from postel.infra import keys
-from postel.infra.calls import record_commands
-from postel.infra.client import Client
-from postel.infra.deadletter import dead_letter, list_dead
-from postel.infra.events import run_commands
-from postel.infra.local_system import LocalSystem
-from postel.infra.settings import QueueSettings, Settings
+from postel.infra.client.client import Client
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.settings import QueueSettings, Settings
+from postel.infra.store import keys
+from postel.infra.store.calls import record_commands
+from postel.infra.store.deadletter import dead_letter, list_dead
+from postel.infra.store.events import run_commands
 from postel.infra.web.pages import TEXT_SHOWN
 from postel.infra.web.queries import CALLS_SHOWN
 from postel.infra.web.server import WebError, WebServer

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
-from postel.infra.local_system import LocalSystem
-from postel.infra.settings import QueueSettings, Settings
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.settings import QueueSettings, Settings
 from postel.infra.web.server import WebServer
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "bus"))

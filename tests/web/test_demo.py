@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 
-from postel.infra.demo import evidence_lines, run_demo
-from postel.infra.local_system import LocalSystem
-from postel.infra.redis_server import free_port
-from postel.infra.settings import Settings
+from postel.infra.cli.demo import evidence_lines, run_demo
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.settings import Settings
+from postel.infra.store.redis_server import free_port
 
 
 async def test_the_demo_shows_its_page_its_rounds_and_the_evidence(

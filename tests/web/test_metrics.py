@@ -1,4 +1,4 @@
-"""Prometheus metrics (infra/metrics.py): after real jobs, `/metrics` parsed with the
+"""Prometheus metrics (infra/runtime/metrics.py): after real jobs, `/metrics` parsed with the
 Prometheus client's own parser shows every series with the values the run implies, a second
 scrape counts only what is new, and a lone worker serves the same on --metrics-port."""
 
@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import httpx
-from postel.infra.client import Client
-from postel.infra.local_system import LocalSystem
-from postel.infra.model import RESOURCE, Model
-from postel.infra.redis_server import free_port
-from postel.infra.settings import Settings
+from postel.infra.client.client import Client
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.model import RESOURCE, Model
+from postel.infra.runtime.settings import Settings
+from postel.infra.store.redis_server import free_port
 from postel.infra.web.server import WebServer
 from postel.services.llm import ScriptedClient
 from postel.services.prompts import Capability

@@ -3,7 +3,7 @@ and what a model wrote under a command read from another spelling."""
 
 from __future__ import annotations
 
-from postel.infra.stores import GaslRound
+from postel.infra.store.stores import GaslRound
 from postel.infra.web.queries import _rounds
 from postel.messages.gasl import ExecutionRecord, GaslPlan
 

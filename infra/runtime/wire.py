@@ -1,0 +1,73 @@
+"""JSON on the wire for arq: no pickle, ever (an untrusted payload must never run code).
+
+arq stores each job as one serialized dict {t, f, a, k, et}; postel's handler takes a single
+argument, the message as a JSON-compatible dict.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from arq.connections import ArqRedis, create_pool
+from postel.infra.store import keys
+from postel.infra.store.connect import arq_settings
+from postel.messages.limits import MAX_MESSAGE_BYTES, check_json_text
+
+ARQ_FUNCTION = "handle"
+"""The one function name every postel job is enqueued under."""
+
+
+def dumps(value: dict[str, Any]) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def loads(raw: bytes) -> dict[str, Any]:
+    """Decode an arq job. Anything that is not exactly postel's job shape (over the size or
+    depth limit, not JSON, a wrong field type, another function) still reaches the handler,
+    as its raw text, so the handler dead-letters it: arq itself would drop such a job with a
+    log line, or fail on it outside any handler and stop the worker."""
+    try:
+        check_json_text(raw, what="queued message", max_bytes=MAX_MESSAGE_BYTES)
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        value = None
+    if _is_postel_job(value):
+        return value
+    return {
+        "t": 1,
+        "f": ARQ_FUNCTION,
+        "a": [raw.decode(errors="replace")],
+        "k": {},
+        "et": int(time.time() * 1000),
+    }
+
+
+def _is_postel_job(value: Any) -> bool:
+    def whole(number: Any) -> bool:
+        return isinstance(number, int) and not isinstance(number, bool)
+
+    return (
+        isinstance(value, dict)
+        and value.get("f") == ARQ_FUNCTION
+        and isinstance(value.get("a"), list)
+        and len(value["a"]) == 1
+        and isinstance(value.get("k"), dict)
+        and whole(value.get("et"))
+        and (value.get("t") is None or whole(value["t"]))
+    )
+
+
+async def connect_arq(url: str) -> ArqRedis:
+    """An arq pool speaking JSON, for enqueuing and for the workers."""
+    settings = arq_settings(url)
+    # Fail fast with a clear error rather than arq's five one-second retries.
+    settings.conn_retries = 1
+    settings.conn_retry_delay = 0
+    return await create_pool(
+        settings,
+        job_serializer=dumps,
+        job_deserializer=loads,
+        default_queue_name=keys.queue("intent"),
+    )

@@ -1,0 +1,78 @@
+"""Cancelling a job: its record becomes `failed` with failure `cancelled`, in one Lua script
+that first checks the job has not finished, together with the terminal `job.failed` event
+and the results-stream entry (so followers and waiters see the end at once).
+
+From then on no message of the job is handled: a message taken from a queue is dropped
+(`dropped` event), and a handler that was running has its commit refused
+(infra/store/commit.py). Cancelling a finished job (completed, failed or already cancelled)
+raises JobAlreadyFinished; the CLI exits with 6, the HTTP API answers 409.
+"""
+
+from __future__ import annotations
+
+import json
+
+from postel.infra.store import keys
+from postel.infra.store.events import Event, EventLog
+from postel.infra.store.jobs import JobNotFound, JobStore, publish_command
+from postel.messages import JobFailed
+from postel.messages.errors import PostelError
+from redis.asyncio import Redis
+
+_SCRIPT = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then
+  return {0, ''}
+end
+if status == 'completed' or status == 'failed' then
+  return {2, status .. ':' .. (redis.call('HGET', KEYS[1], 'failure') or '')}
+end
+for _, command in ipairs(cjson.decode(ARGV[1])) do
+  redis.call(unpack(command))
+end
+return {1, ''}
+"""
+
+
+class JobAlreadyFinished(PostelError):
+    """The job has finished (completed, failed or cancelled): there is nothing to cancel."""
+
+    def __init__(self, job_id: str, status: str, failure: str) -> None:
+        self.job_id = job_id
+        self.status = status
+        self.failure = failure
+        how = f"{status} ({failure})" if failure else status
+        super().__init__(f"job {job_id} has already finished: {how}; nothing to cancel")
+
+
+async def cancel_job(
+    redis: Redis, events: EventLog, job_id: str, *, by: str, reason: str = ""
+) -> None:
+    """Cancel a queued or running job; `by` names who asked (cli, web, client)."""
+    error = f"cancelled by {by}" + (f": {reason}" if reason else "")
+    final = JobFailed(
+        job_id=job_id, message_id=f"{job_id}:cancelled", status="cancelled", error=error
+    )
+    event = Event(
+        job_id=job_id,
+        message_id=final.message_id,
+        type=final.type,
+        worker=by,
+        stage="done",
+        status="failed",
+        error=error,
+    )
+    commands = [
+        JobStore.finished_command(job_id, error=error, failure="cancelled"),
+        *events.commands(event),
+        publish_command(final, events.maxlen),
+    ]
+    script = redis.register_script(_SCRIPT)
+    outcome, detail = await script(keys=[keys.job(job_id)], args=[json.dumps(commands)])
+    if outcome == 0:
+        raise JobNotFound(f"no job {job_id!r}")
+    if outcome == 2:
+        status, _, failure = (detail.decode() if isinstance(detail, bytes) else detail).partition(
+            ":"
+        )
+        raise JobAlreadyFinished(job_id, status, failure)

@@ -1,0 +1,172 @@
+"""The dead-letter stream: messages postel could not handle, kept with the error and the raw
+payload so nothing is lost and an operator can send them back (infra/store/redrive.py).
+
+Each entry of `postel:dead` has the fields source (`worker:<name>` or `ingress`), error,
+raw (the payload as received), job_id, message_id, attempt and at. Listing reads the stream
+newest first in pages; a filter by worker or error text reads at most SCAN_LIMIT entries per
+page, so a page costs the same however long the stream is.
+The stream keeps the newest DEAD_LETTER_MAXLEN entries; a payload over the payload limit keeps
+only an excerpt.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from postel.infra.store import keys
+from postel.messages import utc_now
+from postel.messages.errors import PostelError
+from postel.messages.limits import MAX_PAYLOAD_BYTES
+from pydantic import BaseModel, ValidationError
+from redis.asyncio import Redis
+from redis.exceptions import ResponseError
+
+DEAD_LETTER_MAXLEN = 10_000
+EXCERPT_CHARS = 4096
+SCAN_LIMIT = 5_000
+
+
+class DeadLetter(BaseModel):
+    id: str
+    source: str
+    error: str
+    raw: str
+    job_id: str = ""
+    message_id: str = ""
+    attempt: int = 0
+    at: datetime | None = None
+
+    @property
+    def worker(self) -> str:
+        """The worker kind that gave up on it, or `ingress`."""
+        return self.source.removeprefix("worker:")
+
+    @classmethod
+    def from_entry(cls, entry_id: bytes | str, fields: dict[Any, Any]) -> DeadLetter:
+        data = {_text(k): _text(v) for k, v in fields.items()}
+        return cls.model_validate({**data, "id": _text(entry_id)})
+
+
+class DeadPage(BaseModel):
+    """Dead letters newest first; `next` is the cursor of the following page (None at the
+    end), `total` the stream's length."""
+
+    items: list[DeadLetter]
+    next: str | None
+    total: int
+
+
+class DeadLetterNotFound(PostelError, LookupError):
+    def __init__(self, entry_id: str) -> None:
+        super().__init__(f"no dead letter {entry_id!r} (already redriven, or trimmed)")
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+def raw_text(payload: Any) -> str:
+    """The payload as text: whole when it is within the payload limit (so it can be
+    redriven), else a marked excerpt of its head (it was refused for its size anyway)."""
+    if isinstance(payload, bytes):
+        text = payload.decode(errors="replace")
+    elif isinstance(payload, str):
+        text = payload
+    else:
+        try:
+            text = json.dumps(payload, ensure_ascii=False, default=str)
+        except (ValueError, RecursionError):
+            text = repr(payload)[: EXCERPT_CHARS + 1]
+    if len(text) > MAX_PAYLOAD_BYTES:
+        return f"{text[:EXCERPT_CHARS]}... [cut: {len(text)} characters in all]"
+    return text
+
+
+async def dead_letter(
+    redis: Redis,
+    *,
+    source: str,
+    error: str,
+    payload: Any,
+    job_id: str = "",
+    message_id: str = "",
+    attempt: int = 0,
+) -> str:
+    fields = {
+        "source": source,
+        "error": error,
+        "raw": raw_text(payload),
+        "job_id": job_id,
+        "message_id": message_id,
+        "attempt": str(attempt),
+        "at": utc_now().isoformat(),
+    }
+    entry_id = await redis.xadd(
+        keys.DEAD_LETTER, fields, maxlen=DEAD_LETTER_MAXLEN, approximate=True
+    )
+    return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+
+
+def summarise_validation(exc: ValidationError) -> str:
+    """The first few errors of a validation, each with the field it names."""
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in error["loc"]) or "message"
+        parts.append(f"{where}: {error['msg']}")
+    more = f" (+{exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+    return "; ".join(parts) + more
+
+
+def matches(letter: DeadLetter, worker: str | None, error: str | None) -> bool:
+    """The filter of `postel dead` and the dashboard: worker kind (or `ingress`), and text
+    the error contains (case-insensitive)."""
+    if worker and letter.worker != worker:
+        return False
+    return not error or error.lower() in letter.error.lower()
+
+
+async def get_dead(redis: Redis, entry_id: str) -> DeadLetter:
+    try:
+        entries = await redis.xrange(keys.DEAD_LETTER, min=entry_id, max=entry_id)
+    except ResponseError as exc:  # not a stream id (`<ms>-<seq>`)
+        raise DeadLetterNotFound(entry_id) from exc
+    if not entries:
+        raise DeadLetterNotFound(entry_id)
+    return DeadLetter.from_entry(*entries[0])
+
+
+async def list_dead(
+    redis: Redis,
+    *,
+    before: str | None = None,
+    limit: int = 50,
+    worker: str | None = None,
+    error: str | None = None,
+) -> DeadPage:
+    """One page of dead letters, newest first, older than the cursor `before`."""
+    found: list[DeadLetter] = []
+    scanned = 0
+    cursor = f"({before}" if before else "+"
+    exhausted = False
+    size = 200 if worker or error else limit
+    while len(found) < limit and scanned < SCAN_LIMIT:
+        batch = await redis.xrevrange(keys.DEAD_LETTER, max=cursor, min="-", count=size)
+        if not batch:
+            exhausted = True
+            break
+        for entry_id, fields in batch:
+            scanned += 1
+            letter = DeadLetter.from_entry(entry_id, fields)
+            cursor = f"({letter.id}"
+            if matches(letter, worker, error):
+                found.append(letter)
+                if len(found) == limit:
+                    break
+        if len(batch) < size and len(found) < limit:
+            exhausted = True
+            break
+    total = await redis.xlen(keys.DEAD_LETTER)
+    following = None if exhausted else cursor[1:]
+    return DeadPage(items=found, next=following, total=total)

@@ -1,0 +1,184 @@
+"""The event log: one stream entry per hop transition, in a capped global stream and a
+per-job stream.
+
+Entries are flat string fields with stable names, one type per field, numbers purely
+numeric, so dashboards render them as columns:
+
+  job_id, message_id, type, worker, instance, stage, status, attempt, duration_ms, wait_ms,
+  error, iteration, round, repair, llm_calls, prompt_tokens, completion_tokens,
+  finish_reason, sections, elements, decision, rationale, commands
+
+`status` is one of: submitted, received, completed, continued, retried, failed,
+dead_lettered, dropped (a message of a finished job: not handled, or its outcome discarded),
+redriven (a dead letter sent back to its queue). `instance` names the process (host:pid)
+that handled the message, so a dashboard shows how replicas share a queue. `wait_ms` is how
+long the message waited between being sent (the commit that queued it) and a worker starting
+to run it (the hop latency); `duration_ms` is how long its handling took from there, decoding
+it included, so the two do not overlap. The figures from `iteration` to `commands` are
+what the hop's service reported (services/step.py says what each means) with its model
+calls' counts; those that do not apply are 0 or empty, and `error` is empty unless
+something failed.
+
+Recording a handled message (`completed`, `continued`) also adds the hop's model calls and
+tokens to the job record's sums and counts it for the process that handled it
+(`postel:tally:handled`, `postel:tally:last`: what the dashboard's workers page shows).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+from postel.infra.store import keys
+from postel.messages import utc_now
+from postel.services.llm.metered import Meter
+from postel.services.step import HopFigures
+from pydantic import BaseModel, Field
+from redis.asyncio import Redis
+
+INSTANCE = f"{socket.gethostname()}:{os.getpid()}"
+
+EventStatus = Literal[
+    "submitted",
+    "received",
+    "completed",
+    "continued",
+    "retried",
+    "failed",
+    "dead_lettered",
+    "dropped",
+    "redriven",
+]
+HANDLED: frozenset[str] = frozenset({"completed", "continued"})
+
+
+class Metrics(HopFigures):
+    """A hop's figures with its model calls' counts; each is an event field of the same name."""
+
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    budget_wait_ms: float = 0.0
+
+    @classmethod
+    def of(cls, figures: HopFigures, meter: Meter | None = None) -> Metrics:
+        """A service's figures with the counts of the model calls `meter` saw."""
+        reported = figures.model_dump(include=set(HopFigures.model_fields))
+        if meter is None:
+            return cls(**reported)
+        return cls(
+            llm_calls=meter.calls,
+            prompt_tokens=meter.prompt_tokens,
+            completion_tokens=meter.completion_tokens,
+            budget_wait_ms=round(meter.budget_wait_ms, 3),
+            **reported,
+        )
+
+
+class _Hop(BaseModel):
+    job_id: str
+    message_id: str
+    type: str
+    worker: str
+    instance: str = INSTANCE
+    stage: str
+    status: EventStatus
+    attempt: int = 1
+    duration_ms: float = 0.0
+    wait_ms: float = 0.0
+    error: str = ""
+
+
+class Event(Metrics, _Hop):
+    """One entry: the hop's fields first, then its figures (pydantic orders fields from the
+    last base to the first)."""
+
+    id: str | None = Field(default=None, description="the stream entry id, when read back")
+
+    def fields(self) -> dict[str, str]:
+        data = self.model_dump(exclude={"id"})
+        data["duration_ms"] = f"{self.duration_ms:.3f}"
+        data["wait_ms"] = f"{self.wait_ms:.3f}"
+        return {name: str(value) for name, value in data.items()}
+
+    @classmethod
+    def from_entry(cls, entry_id: bytes | str, fields: dict[Any, Any]) -> Event:
+        # inline rather than _text per field: a job's page reads up to 2,000 entries
+        decoded = {
+            (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+            for k, v in fields.items()
+        }
+        decoded["id"] = _text(entry_id)
+        return cls.model_validate(decoded)
+
+
+Command = list[str]
+
+
+async def run_commands(redis: Redis, commands: list[Command]) -> None:
+    async with redis.pipeline(transaction=False) as pipe:
+        for command in commands:
+            pipe.execute_command(*command)
+        await pipe.execute()
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class EventLog:
+    def __init__(self, redis: Redis, maxlen: int, job_maxlen: int, job_ttl_s: int) -> None:
+        self.redis = redis
+        self.maxlen = maxlen
+        self.job_maxlen = job_maxlen
+        self.job_ttl_s = job_ttl_s
+
+    def commands(self, event: Event) -> list[Command]:
+        """The Redis commands that record `event`: the caller runs them in a pipeline or
+        inside the commit script, so an event lands together with what it reports."""
+        flat = [item for pair in event.fields().items() for item in pair]
+        job_stream = keys.job_events(event.job_id)
+        commands = [
+            ["XADD", keys.EVENTS, "MAXLEN", "~", str(self.maxlen), "*", *flat],
+            ["XADD", job_stream, "MAXLEN", "~", str(self.job_maxlen), "*", *flat],
+            ["EXPIRE", job_stream, str(self.job_ttl_s)],
+        ]
+        if event.status in HANDLED:
+            commands.extend(self._tallies(event))
+        return commands
+
+    def _tallies(self, event: Event) -> list[Command]:
+        handler = f"{event.instance}/{event.worker}"
+        ttl = str(self.job_ttl_s)
+        tallies = [
+            ["HINCRBY", keys.TALLY_HANDLED, handler, "1"],
+            ["HSET", keys.TALLY_LAST, handler, utc_now().isoformat()],
+            ["EXPIRE", keys.TALLY_HANDLED, ttl],
+            ["EXPIRE", keys.TALLY_LAST, ttl],
+        ]
+        job = keys.job(event.job_id)
+        for name in ("llm_calls", "prompt_tokens", "completion_tokens"):
+            if value := getattr(event, name):
+                tallies.append(["HINCRBY", job, name, str(value)])
+        return tallies
+
+    async def record(self, event: Event) -> None:
+        await run_commands(self.redis, self.commands(event))
+
+    async def read(self, job_id: str, after: str = "-") -> list[Event]:
+        start = after if after == "-" else f"({after}"
+        entries = await self.redis.xrange(keys.job_events(job_id), min=start)
+        return [Event.from_entry(entry_id, fields) for entry_id, fields in entries]
+
+    async def follow(self, job_id: str, block_ms: int = 1000) -> AsyncIterator[Event]:
+        """Every event of the job, past and future, until the caller stops iterating."""
+        last = "0-0"
+        stream = keys.job_events(job_id)
+        while True:
+            batches = await self.redis.xread({stream: last}, block=block_ms, count=100)
+            for _stream, entries in batches:
+                for entry_id, fields in entries:
+                    last = _text(entry_id)
+                    yield Event.from_entry(entry_id, fields)

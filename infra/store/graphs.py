@@ -1,0 +1,284 @@
+"""The graph registry: GraphML files stored in Redis by name, loadable by any worker.
+
+`postel graph add NAME FILE` (or `GraphRegistry.add`) parses the file, then stores it
+gzip-compressed with its metadata in one hash, `postel:graphs:<name>`, and the name in the
+set `postel:graphs`. Re-adding a name replaces the graph and increments its version.
+
+A worker on any machine calls `await registry.adapter(name)`: the parsed adapter is cached
+in the process and reused while the stored version is unchanged, so the steady-state cost
+is one HMGET of two small fields per call; a re-added graph is reloaded on the next call.
+
+The Redis client must return bytes (decode_responses=False, as arq's pool does): the
+stored graph is gzip data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import gzip
+import hashlib
+import io
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import networkx as nx
+import redis.asyncio as aioredis
+import structlog
+from postel.infra.store import keys
+from postel.messages.errors import GraphNotFound, PostelError
+from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.loaders import normalise_graph, relation_count
+from postel.services.gasl.schema_summary import summarize_graph
+from pydantic import BaseModel
+
+log = structlog.get_logger(__name__)
+
+GraphFormat = Literal["nano-graphrag", "LightRAG", "GraphML"]
+
+NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,100}")
+_META_FIELDS = (
+    "version",
+    "sha256",
+    "nodes",
+    "edges",
+    "directed",
+    "format",
+    "source",
+    "size_bytes",
+    "stored_bytes",
+    "added_at",
+)
+
+
+class InvalidGraphName(PostelError, ValueError):
+    pass
+
+
+class GraphFileError(PostelError, ValueError):
+    """The file cannot be read or is not a usable GraphML graph; nothing was stored."""
+
+
+class GraphInfo(BaseModel):
+    name: str
+    version: int
+    sha256: str
+    nodes: int
+    edges: int
+    directed: bool
+    format: GraphFormat
+    source: str
+    size_bytes: int
+    stored_bytes: int
+    added_at: datetime
+
+
+@dataclass
+class ParsedGraph:
+    graph: nx.Graph
+    format: GraphFormat
+
+
+# (version, sha256) of a stored graph.
+Stamp = tuple[int, str]
+
+
+@dataclass
+class AdapterCache:
+    """Parsed graphs of one process, keyed by (Redis server, name), one version each."""
+
+    entries: dict[tuple[str, str], tuple[Stamp, NetworkXAdapter]] = field(default_factory=dict)
+    # Loads under way, so concurrent jobs on a cold worker parse a big graph once, not N times.
+    loading: dict[tuple[str, str, int, str], asyncio.Task[tuple[Stamp, NetworkXAdapter]]] = field(
+        default_factory=dict
+    )
+
+
+# One cache per process by default: workers may build a registry per job and still share it.
+SHARED_CACHE = AdapterCache()
+
+
+def validate_name(name: str) -> str:
+    if not NAME_PATTERN.fullmatch(name):
+        raise InvalidGraphName(
+            f"invalid graph name {name!r}: use 1-100 letters, digits, '.', '_' or '-'"
+        )
+    return name
+
+
+def detect_format(raw: nx.Graph) -> GraphFormat:
+    """LightRAG writes an `entity_id` per node; nano-graphrag quotes its node ids."""
+    nodes = raw.nodes(data=True)
+    if any("entity_id" in attrs for _, attrs in nodes):
+        return "LightRAG"
+    if any(str(node).startswith('"') and str(node).endswith('"') for node, _ in nodes):
+        return "nano-graphrag"
+    return "GraphML"
+
+
+def parse_graphml(data: bytes) -> ParsedGraph:
+    """Parse GraphML bytes into the shared attribute model (blocking: run it in a thread)."""
+    raw = nx.read_graphml(io.BytesIO(data))
+    return ParsedGraph(normalise_graph(raw), detect_format(raw))
+
+
+def _server_id(redis: aioredis.Redis) -> str:
+    kwargs = redis.connection_pool.connection_kwargs
+    if "path" in kwargs:
+        return f"unix:{kwargs['path']}/{kwargs.get('db', 0)}"
+    return f"{kwargs.get('host')}:{kwargs.get('port')}/{kwargs.get('db', 0)}"
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class GraphRegistry:
+    """Named graphs in Redis. `cache` defaults to the process-wide one."""
+
+    def __init__(self, redis: aioredis.Redis, cache: AdapterCache | None = None) -> None:
+        if redis.connection_pool.connection_kwargs.get("decode_responses"):
+            raise ValueError("GraphRegistry needs a Redis client with decode_responses=False")
+        self.redis = redis
+        self.cache = SHARED_CACHE if cache is None else cache
+        self._server = _server_id(redis)
+
+    async def add(self, name: str, path: str | Path) -> GraphInfo:
+        """Parse the file (refusing a bad one), then store it as the next version of `name`."""
+        validate_name(name)
+        path = Path(path)
+        try:
+            data = await asyncio.to_thread(path.read_bytes)
+        except OSError as exc:
+            raise GraphFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        return await self.add_bytes(name, data, source=path.name, label=str(path))
+
+    async def add_bytes(
+        self, name: str, data: bytes, *, source: str, label: str | None = None
+    ) -> GraphInfo:
+        """Store GraphML bytes (an upload) as the next version of `name`; `source` is kept as
+        the file's name, `label` names the input in errors."""
+        validate_name(name)
+        label = label or source
+        try:
+            parsed = await asyncio.to_thread(parse_graphml, data)
+        except Exception as exc:  # any parser failure means the file is unusable
+            raise GraphFileError(f"{label} is not a readable GraphML graph: {exc}") from exc
+        graph = parsed.graph
+        if graph.number_of_nodes() == 0:
+            raise GraphFileError(f"{label} is GraphML but holds no nodes")
+        stored = await asyncio.to_thread(gzip.compress, data, 6)
+        meta: dict[str, Any] = {
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "nodes": graph.number_of_nodes(),
+            "edges": relation_count(graph),
+            "directed": int(graph.is_directed()),
+            "format": parsed.format,
+            "source": source,
+            "size_bytes": len(data),
+            "stored_bytes": len(stored),
+            "added_at": datetime.now(UTC).isoformat(),
+        }
+        # One transaction: a reader never sees a new version number with the old data.
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hincrby(keys.graph(name), "version", 1)
+            pipe.hset(keys.graph(name), mapping={**meta, "data": stored})
+            pipe.sadd(keys.GRAPHS, name)
+            version, *_ = await pipe.execute()
+        info = self._info(name, {**meta, "version": version})
+        log.info(
+            "graph.added",
+            graph=name,
+            version=info.version,
+            nodes=info.nodes,
+            edges=info.edges,
+            format=info.format,
+            stored_bytes=info.stored_bytes,
+        )
+        return info
+
+    async def names(self) -> builtins.list[str]:
+        return sorted(_text(n) for n in await self.redis.smembers(keys.GRAPHS))
+
+    async def list(self) -> builtins.list[GraphInfo]:
+        names = await self.names()
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.hmget(keys.graph(name), _META_FIELDS)
+            rows = await pipe.execute()
+        return [
+            self._info(name, dict(zip(_META_FIELDS, row, strict=True)))
+            for name, row in zip(names, rows, strict=True)
+            if row[0] is not None
+        ]
+
+    async def info(self, name: str) -> GraphInfo:
+        row = await self.redis.hmget(keys.graph(name), _META_FIELDS)
+        if row[0] is None:
+            raise GraphNotFound(name, await self.names())
+        return self._info(name, dict(zip(_META_FIELDS, row, strict=True)))
+
+    async def adapter(self, name: str | None) -> NetworkXAdapter:
+        """The graph as a GASL adapter, parsed once per process and version; GraphNotFound
+        when it is not registered, or `name` is None (a job that names no graph)."""
+        if name is None:
+            raise GraphNotFound(None)
+        # The hash travels with the version: after a flush, a re-added graph restarts at
+        # version 1, and only the hash tells it from the graph cached before.
+        raw_version, raw_sha = await self.redis.hmget(keys.graph(name), ["version", "sha256"])
+        if raw_version is None or raw_sha is None:
+            raise GraphNotFound(name, await self.names())
+        stamp = (int(raw_version), _text(raw_sha))
+        cached = self.cache.entries.get((self._server, name))
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        loading_key = (self._server, name, *stamp)
+        task = self.cache.loading.get(loading_key)
+        # A task belongs to its event loop; one left by another loop cannot be awaited here.
+        if task is None or task.get_loop() is not asyncio.get_running_loop():
+            task = asyncio.ensure_future(self._load(name))
+            self.cache.loading[loading_key] = task
+            task.add_done_callback(lambda _: self.cache.loading.pop(loading_key, None))
+        # Shielded: one cancelled caller must not cancel the load the others wait on.
+        loaded_stamp, adapter = await asyncio.shield(task)
+        self.cache.entries[(self._server, name)] = (loaded_stamp, adapter)
+        return adapter
+
+    async def summary(self, name: str | None) -> dict[str, Any]:
+        """The graph's schema summary for planning prompts (entity types, attributes,
+        relation keywords), computed once per loaded version."""
+        adapter = await self.adapter(name)
+        # One pass over a big graph takes seconds: keep it off the event loop.
+        return await asyncio.to_thread(summarize_graph, adapter)
+
+    async def _load(self, name: str) -> tuple[Stamp, NetworkXAdapter]:
+        # Stamp and data in one read, so the cache entry names the version it holds.
+        raw_version, raw_sha, stored = await self.redis.hmget(
+            keys.graph(name), ["version", "sha256", "data"]
+        )
+        if raw_version is None or raw_sha is None or stored is None:
+            raise GraphNotFound(name, await self.names())
+        started = time.perf_counter()
+        adapter = await asyncio.to_thread(_adapter_from_stored, stored)
+        log.info(
+            "graph.loaded",
+            graph=name,
+            version=int(raw_version),
+            nodes=adapter.graph.number_of_nodes(),
+            load_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        return (int(raw_version), _text(raw_sha)), adapter
+
+    @staticmethod
+    def _info(name: str, meta: dict[str, Any]) -> GraphInfo:
+        values = {k: _text(v) if isinstance(v, bytes) else v for k, v in meta.items()}
+        values["directed"] = bool(int(values["directed"]))
+        return GraphInfo.model_validate({"name": name, **values})
+
+
+def _adapter_from_stored(stored: bytes) -> NetworkXAdapter:
+    return NetworkXAdapter.from_graph(parse_graphml(gzip.decompress(stored)).graph)

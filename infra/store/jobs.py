@@ -1,0 +1,152 @@
+"""The job record: status, stage, timestamps, and the result or error, readable by job_id.
+
+A Redis hash under `postel:job:<id>`. `status` is queued, running, completed or failed;
+`failure` is the documented FailureStatus of a failed job. `llm_calls`, `prompt_tokens` and
+`completion_tokens` sum the committed hops' model use (infra/store/events.py adds them). Every job
+id is also in the sorted set `postel:jobs` by creation time, so a dashboard pages through
+the newest jobs without scanning the keyspace.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from postel.infra.store import keys
+from postel.infra.store.events import Command
+from postel.messages import Envelope, JobFailed, JobRequest, utc_now
+from postel.messages.errors import PostelError
+from postel.messages.limits import MAX_INLINE_RESULT_BYTES
+from pydantic import BaseModel
+from redis.asyncio import Redis
+
+JobStatus = Literal["queued", "running", "completed", "failed"]
+
+
+TITLE_CHARS = 120
+
+
+def title_of(request: JobRequest) -> str:
+    """The prompt's first line, cut short: what a list of jobs shows without reading the
+    whole request."""
+    first = request.prompt.strip().splitlines()[0] if request.prompt.strip() else ""
+    return first if len(first) <= TITLE_CHARS else first[: TITLE_CHARS - 1] + "…"
+
+
+class JobRecord(BaseModel):
+    job_id: str
+    status: JobStatus
+    stage: str
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None = None
+    title: str = ""
+    request: JobRequest | None = None
+    result: Any = None
+    error: str | None = None
+    request_sha256: str | None = None
+    failure: str | None = None
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("completed", "failed")
+
+
+class JobNotFound(PostelError, LookupError):
+    pass
+
+
+class JobStore:
+    def __init__(self, redis: Redis, ttl_s: int) -> None:
+        self.redis = redis
+        self.ttl_s = ttl_s
+
+    def created_commands(self, job_id: str, request: JobRequest, fingerprint: str) -> list[Command]:
+        """The commands that write a new record whole, with its expiry, and index it by
+        creation time (run inside the submission's commit, so a record is never half-written)."""
+        now = utc_now()
+        created_ms = int(now.timestamp() * 1000)
+        key = keys.job(job_id)
+        fields = {
+            "job_id": job_id,
+            "status": "queued",
+            "stage": "intent",
+            "created_at": now.isoformat(),
+            "updated_at": now.isoformat(),
+            "request": request.model_dump_json(),
+            "request_sha256": fingerprint,
+            "title": title_of(request),
+        }
+        return [
+            ["HSET", key, *(item for pair in fields.items() for item in pair)],
+            ["EXPIRE", key, str(self.ttl_s)],
+            ["ZADD", keys.JOBS, str(created_ms), job_id],
+            ["ZREMRANGEBYSCORE", keys.JOBS, "-inf", f"({created_ms - self.ttl_s * 1000}"],
+        ]
+
+    async def fingerprint(self, job_id: str) -> str | None:
+        value = await self.redis.hget(keys.job(job_id), "request_sha256")
+        return value.decode() if isinstance(value, bytes) else value
+
+    @staticmethod
+    def running_command(job_id: str, stage: str) -> list[str]:
+        """For the commit script: running at `stage`, unless the job already finished."""
+        return ["MARK_RUNNING", keys.job(job_id), stage, utc_now().isoformat()]
+
+    @staticmethod
+    def finished_command(
+        job_id: str,
+        *,
+        result: Any = None,
+        error: str | None = None,
+        failure: str | None = None,
+    ) -> list[str]:
+        now = utc_now().isoformat()
+        fields: dict[str, str] = {
+            "status": "failed" if failure else "completed",
+            "stage": "done",
+            "updated_at": now,
+            "finished_at": now,
+            "result": json.dumps(result),
+        }
+        if error is not None:
+            fields["error"] = error
+        if failure is not None:
+            fields["failure"] = failure
+        return ["HSET", keys.job(job_id), *(item for pair in fields.items() for item in pair)]
+
+    async def get(self, job_id: str) -> JobRecord:
+        raw = await self.redis.hgetall(keys.job(job_id))
+        if not raw or b"status" not in raw:
+            raise JobNotFound(f"no job {job_id!r}")
+        data = {k.decode(): v.decode() for k, v in raw.items()}
+        data["request"] = (
+            JobRequest.model_validate_json(data["request"]) if "request" in data else None
+        )
+        data["result"] = json.loads(data["result"]) if "result" in data else None
+        return JobRecord.model_validate(data)
+
+
+def publish_command(final: Envelope, maxlen: int) -> Command:
+    """Publish a job's terminal message on the results stream (Client.wait_all reads it). A
+    message over MAX_INLINE_RESULT_BYTES is not copied there: the result is stored once, in
+    the job record, and the entry says `in: record`."""
+    body = final.model_dump_json()
+    inline = ["message", body] if len(body) <= MAX_INLINE_RESULT_BYTES else ["in", "record"]
+    return [
+        "XADD",
+        keys.RESULTS,
+        "MAXLEN",
+        "~",
+        str(maxlen),
+        "*",
+        "job_id",
+        final.job_id,
+        "status",
+        "failed" if isinstance(final, JobFailed) else "completed",
+        *inline,
+    ]

@@ -1,0 +1,87 @@
+"""Which worker processes are alive: each process keeps a short-lived key describing itself,
+refreshed while it runs and deleted when it stops, and its name in the set `postel:workers`
+(`postel workers` and the dashboard list them)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+from datetime import datetime
+
+from postel.infra.runtime.outage import REDIS_UNAVAILABLE, RideOut
+from postel.infra.store import keys
+from postel.infra.store.events import INSTANCE
+from postel.messages import utc_now
+from pydantic import BaseModel
+from redis.asyncio import Redis
+
+BEAT_S = 5.0
+TTL_S = 15
+
+
+class Presence(BaseModel):
+    instance: str = INSTANCE
+    host: str = socket.gethostname()
+    pid: int = os.getpid()
+    workers: list[str]
+    ingress: bool = False
+    started_at: datetime
+
+
+def announcement(workers: list[str], ingress: bool) -> Presence:
+    return Presence(workers=workers, ingress=ingress, started_at=utc_now())
+
+
+async def announce(redis: Redis, presence: Presence) -> None:
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.set(keys.worker(presence.instance), presence.model_dump_json(), ex=TTL_S)
+        pipe.sadd(keys.WORKERS, presence.instance)
+        await pipe.execute()
+
+
+async def keep_announcing(redis: Redis, presence: Presence) -> None:
+    """Refresh until cancelled; a process that dies disappears within TTL_S. While Redis is
+    unreachable, retry with backoff (the process is listed again as soon as it is back)."""
+    reconnect = RideOut("presence")
+    with contextlib.suppress(asyncio.CancelledError):
+        while True:
+            await asyncio.sleep(BEAT_S)
+            while True:
+                try:
+                    await announce(redis, presence)
+                except REDIS_UNAVAILABLE as exc:
+                    await reconnect.failed(exc)
+                else:
+                    reconnect.succeeded()
+                    break
+
+
+async def withdraw(redis: Redis, presence: Presence) -> None:
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.delete(keys.worker(presence.instance))
+        pipe.srem(keys.WORKERS, presence.instance)
+        await pipe.execute()
+
+
+async def live_workers(redis: Redis) -> list[Presence]:
+    """The processes whose presence has not expired, read through the set of announced
+    instances (not a keyspace scan); instances that died without withdrawing leave it."""
+    instances = sorted(_text(i) for i in await redis.smembers(keys.WORKERS))
+    values = await redis.mget([keys.worker(i) for i in instances]) if instances else []
+    gone = [i for i, value in zip(instances, values, strict=True) if value is None]
+    if gone:
+        await redis.srem(keys.WORKERS, *gone)
+    return [Presence.model_validate_json(value) for value in values if value]
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+async def wait_for(redis: Redis, worker: str, processes: int, timeout: float = 30.0) -> None:
+    """Until `processes` live processes run worker kind `worker` (TimeoutError otherwise)."""
+    async with asyncio.timeout(timeout):
+        while sum(worker in p.workers for p in await live_workers(redis)) < processes:
+            await asyncio.sleep(0.05)

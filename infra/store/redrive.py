@@ -1,0 +1,245 @@
+"""Redrive: send a dead letter back as a new attempt (`postel dead redrive`, the API, the
+dashboard).
+
+A message a worker gave up on (source `worker:<name>`) is decoded from its raw payload and
+put back on the queue of its type (so a message that reached the wrong queue goes to the
+right one) as a new message:
+
+- id `<original id>:redrive<n>` (n counts redrives of that message): the original id is
+  spent, since postel's done marker and arq's job and result keys still hold it, and a
+  reused id would be dropped as a duplicate; the new id is refused too if either holds it;
+- causation_id the dead message's id, attempt 1 (its tries start again), created now, the
+  job's deadline unchanged;
+- its job, failed by the dead letter, is reopened: running at the message's stage, the
+  failure cleared. A job that completed, was cancelled, or is still running is not
+  reopened (a second message would fork it): the dead letter stays.
+
+Enqueueing, reopening the job, the `redriven` event and deleting the dead letter happen in
+one Lua script, so a crash leaves either the dead letter or the redriven message, never
+neither, never both.
+
+An ingress entry that was refused (source `ingress`) is submitted again as a job, with its
+own `job_id` or `redriven-<dead letter id>`; the dead letter is deleted after the
+submission, and a redrive that crashed in between finds the job submitted and only deletes
+it. A payload that still cannot be decoded (or a request still invalid) stays dead and the
+redrive raises RedriveRefused with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from arq.connections import ArqRedis
+from postel.infra.runtime.wake import WAKE_TOKENS_MAX
+from postel.infra.store import keys
+from postel.infra.store.commit import QueuedJob
+from postel.infra.store.deadletter import DeadLetter, get_dead, list_dead
+from postel.infra.store.events import Event, EventLog
+from postel.infra.store.graphs import GraphNotFound
+from postel.infra.store.jobs import JobStore
+from postel.infra.store.submit import JobConflict, submit_job
+from postel.messages import Envelope, JobRequest, decode_message, utc_now
+from postel.messages.errors import PostelError
+from postel.messages.limits import check_json_text
+from pydantic import BaseModel, ValidationError
+
+_REDRIVE_SUFFIX = re.compile(r"^(?P<base>.*):redrive(?P<n>\d+)$")
+_ID_ATTEMPTS = 5
+
+_SCRIPT = """
+if #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) == 0 then
+  return {0, 'gone'}
+end
+local status = redis.call('HGET', KEYS[2], 'status')
+if not status then
+  return {2, 'its job record is gone (expired, or never created)'}
+end
+if status ~= 'failed' then
+  return {2, 'its job is ' .. status .. '; only a failed job is reopened'}
+end
+if redis.call('HGET', KEYS[2], 'failure') == 'cancelled' then
+  return {2, 'its job was cancelled'}
+end
+if redis.call('EXISTS', KEYS[3], KEYS[4], KEYS[5]) > 0 then
+  return {3, 'taken'}
+end
+redis.call('PSETEX', KEYS[3], ARGV[4], ARGV[2])
+redis.call('ZADD', KEYS[6], ARGV[3], ARGV[7])
+redis.call('LPUSH', KEYS[7], '1')
+redis.call('LTRIM', KEYS[7], 0, ARGV[9] - 1)
+redis.call('HSET', KEYS[2], 'status', 'running', 'stage', ARGV[5], 'updated_at', ARGV[6])
+redis.call('HDEL', KEYS[2], 'finished_at', 'error', 'failure', 'result')
+redis.call('XDEL', KEYS[1], ARGV[1])
+for _, command in ipairs(cjson.decode(ARGV[8])) do
+  redis.call(unpack(command))
+end
+return {1, ''}
+"""
+
+
+class Redriven(BaseModel):
+    """A dead letter sent back: the job it belongs to, the new message's id and its queue."""
+
+    dead_letter: str
+    job_id: str
+    message_id: str
+    worker: str
+
+
+class RedriveRefused(PostelError):
+    """The dead letter stays dead; the message says why."""
+
+    def __init__(self, entry_id: str, reason: str) -> None:
+        self.entry_id = entry_id
+        self.reason = reason
+        super().__init__(f"dead letter {entry_id} stays dead: {reason}")
+
+
+class RedriveReport(BaseModel):
+    redriven: list[Redriven]
+    refused: dict[str, str]
+
+
+async def redrive(pool: ArqRedis, events: EventLog, entry_id: str, *, by: str) -> Redriven:
+    """Redrive one dead letter (DeadLetterNotFound, RedriveRefused)."""
+    letter = await get_dead(pool, entry_id)
+    if letter.source == "ingress":
+        return await _resubmit(pool, events, letter, by)
+    if letter.source.startswith("worker:"):
+        return await _requeue(pool, events, letter, by)
+    raise RedriveRefused(letter.id, f"unknown source {letter.source!r}")
+
+
+async def redrive_matching(
+    pool: ArqRedis,
+    events: EventLog,
+    *,
+    by: str,
+    worker: str | None = None,
+    error: str | None = None,
+) -> RedriveReport:
+    """Redrive every dead letter of `worker` (or `ingress`) whose error contains `error`
+    (all of them without a filter); the ones refused stay, with their reasons."""
+    report = RedriveReport(redriven=[], refused={})
+    before: str | None = None
+    while True:
+        page = await list_dead(pool, before=before, limit=200, worker=worker, error=error)
+        for letter in page.items:
+            try:
+                report.redriven.append(await redrive(pool, events, letter.id, by=by))
+            except RedriveRefused as refused:
+                report.refused[letter.id] = refused.reason
+        if page.next is None:
+            return report
+        before = page.next
+
+
+def _decoded(letter: DeadLetter) -> Envelope:
+    try:
+        check_json_text(letter.raw)
+        payload: Any = json.loads(letter.raw)
+        if not isinstance(payload, dict):
+            raise ValueError("the payload is not a JSON object")
+        message = decode_message(payload)
+    except (ValueError, ValidationError) as exc:
+        raise RedriveRefused(letter.id, f"the payload still cannot be decoded: {exc}") from exc
+    if message.destination is None:
+        raise RedriveRefused(letter.id, f"{message.type} is terminal: there is no queue for it")
+    return message
+
+
+def _next_id(message_id: str, skip: int) -> str:
+    found = _REDRIVE_SUFFIX.match(message_id)
+    base, n = (found["base"], int(found["n"])) if found else (message_id, 0)
+    return f"{base}:redrive{n + 1 + skip}"
+
+
+async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str) -> Redriven:
+    dead = _decoded(letter)
+    script = pool.register_script(_SCRIPT)
+    for skip in range(_ID_ATTEMPTS):
+        data = dead.model_dump(mode="json")
+        data.update(
+            message_id=_next_id(dead.message_id, skip),
+            causation_id=dead.message_id,
+            attempt=1,
+            created_at=utc_now().isoformat(),
+        )
+        try:
+            message = decode_message(data)
+        except ValidationError as exc:
+            raise RedriveRefused(letter.id, f"cannot build the new message: {exc}") from exc
+        assert message.destination is not None  # _decoded refused terminal types
+        job_key, result_key, queue, arq_id, score, ttl, payload, wake = QueuedJob(
+            message, events.job_ttl_s
+        ).fields()
+        event = Event(
+            job_id=message.job_id,
+            message_id=message.message_id,
+            type=message.type,
+            worker=by,
+            stage=message.destination,
+            status="redriven",
+            rationale=f"dead letter {letter.id}: {letter.error}",
+        )
+        code, detail = await script(
+            keys=[
+                keys.DEAD_LETTER,
+                keys.job(message.job_id),
+                job_key,
+                result_key,
+                keys.done(message.message_id),
+                queue,
+                wake,
+            ],
+            args=[
+                letter.id,
+                payload,
+                score,
+                ttl,
+                message.destination,
+                utc_now().isoformat(),
+                arq_id,
+                json.dumps(events.commands(event)),
+                WAKE_TOKENS_MAX,
+            ],
+        )
+        reason = detail.decode() if isinstance(detail, bytes) else str(detail)
+        if code == 1:
+            return Redriven(
+                dead_letter=letter.id,
+                job_id=message.job_id,
+                message_id=message.message_id,
+                worker=message.destination,
+            )
+        if code == 0:
+            raise RedriveRefused(letter.id, "it was redriven meanwhile")
+        if code == 2:
+            raise RedriveRefused(letter.id, reason)
+    raise RedriveRefused(letter.id, f"no free message id after {_ID_ATTEMPTS} tries")
+
+
+async def _resubmit(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str) -> Redriven:
+    try:
+        check_json_text(letter.raw)
+        fields = json.loads(letter.raw)
+        if not isinstance(fields, dict) or not isinstance(fields.get("job"), str):
+            raise ValueError("the entry has no field `job` holding the job request")
+        check_json_text(fields["job"], what="field `job`")
+        request = JobRequest.model_validate_json(fields["job"])
+    except (ValueError, ValidationError) as exc:
+        raise RedriveRefused(letter.id, f"the entry is still invalid: {exc}") from exc
+    job_id = fields.get("job_id") or f"redriven-{letter.id.replace('-', '_')}"
+    jobs = JobStore(pool, events.job_ttl_s)
+    try:
+        # Idempotent: an earlier redrive that submitted and stopped before deleting the dead
+        # letter makes this a no-op.
+        await submit_job(pool, events, jobs, request, job_id, source=by)
+    except (JobConflict, GraphNotFound, ValueError, ValidationError) as exc:
+        raise RedriveRefused(letter.id, str(exc)) from exc
+    await pool.xdel(keys.DEAD_LETTER, letter.id)
+    return Redriven(
+        dead_letter=letter.id, job_id=job_id, message_id=f"{job_id}:submitted", worker="intent"
+    )

@@ -1,0 +1,114 @@
+"""Submitting a job: the job record, the first message on the intent queue and the
+`submitted` event, written in one atomic step (the commit script of infra/store/commit.py).
+
+Submission is idempotent by job id. The same id with the same request is a no-op that
+returns the existing job (a producer may retry after a crash or a timeout without running
+the job twice); the same id with a different request raises JobConflict. A crash at any
+point leaves either nothing (the retry submits) or the whole job (the retry is a no-op).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+
+from arq.connections import ArqRedis
+from postel.infra.runtime.tracing import submit_span, with_trace
+from postel.infra.store import keys
+from postel.infra.store.commit import commit_once
+from postel.infra.store.events import Event, EventLog
+from postel.infra.store.graphs import GraphNotFound, GraphRegistry
+from postel.infra.store.jobs import JobStore
+from postel.messages import CarriesJob, Envelope, JobRequest, JobSubmitted, new_job_id, utc_now
+from postel.messages.errors import PostelError
+
+INGRESS_ID_PREFIX = "ingress-"
+"""Ids of ingress entries that name no job_id; reserved, so no producer can take one."""
+
+
+class JobConflict(PostelError, ValueError):
+    """The job id is taken by a job with a different request."""
+
+
+class Submission:
+    """A job's first message and everything written with it."""
+
+    def __init__(self, first: Envelope) -> None:
+        if not isinstance(first, JobSubmitted | CarriesJob):
+            raise TypeError(f"{first.type} carries no job request to record")
+        self.first = first
+        self.request: JobRequest = first.request
+
+    @property
+    def fingerprint(self) -> str:
+        return request_fingerprint(self.request)
+
+
+def request_fingerprint(request: JobRequest) -> str:
+    """What makes two submissions of one job id the same job."""
+    return hashlib.sha256(request.model_dump_json().encode()).hexdigest()
+
+
+async def submit_job(
+    pool: ArqRedis,
+    events: EventLog,
+    jobs: JobStore,
+    request: JobRequest,
+    job_id: str | None = None,
+    *,
+    source: str = "client",
+) -> str:
+    """Submit a job and return its id (see the module's note on idempotence). A job about a
+    graph that is not registered is refused (GraphNotFound) before anything is written."""
+    if job_id is not None and job_id.startswith(INGRESS_ID_PREFIX) and source != "ingress":
+        raise ValueError(f"job ids starting with {INGRESS_ID_PREFIX!r} are reserved for ingress")
+    if request.graph is not None and not await pool.sismember(keys.GRAPHS, request.graph):
+        raise GraphNotFound(request.graph, await GraphRegistry(pool).names())
+    job_id = job_id or new_job_id()
+    deadline_s = request.options.deadline_s
+    with submit_span(job_id):
+        message = JobSubmitted(
+            job_id=job_id,
+            message_id=f"{job_id}:submitted",
+            request=request,
+            deadline=utc_now() + timedelta(seconds=deadline_s) if deadline_s else None,
+        )
+        await start_job(pool, events, jobs, with_trace(message), source=source)
+    return job_id
+
+
+async def start_job(
+    pool: ArqRedis, events: EventLog, jobs: JobStore, first: Envelope, *, source: str
+) -> bool:
+    """Write the job record, enqueue the job's first message (usually job.submitted; a
+    benchmark may start a job at a later stage) and record `submitted`, atomically. True if
+    this call created the job, False if the same job was already there."""
+    submission = Submission(first)
+    event = Event(
+        job_id=first.job_id,
+        message_id=first.message_id,
+        type=first.type,
+        worker=source,
+        stage="submit",
+        status="submitted",
+    )
+    commands = [
+        *jobs.created_commands(first.job_id, submission.request, submission.fingerprint),
+        *events.commands(event),
+    ]
+    created = await commit_once(
+        pool,
+        keys.submission(first.job_id),
+        jobs.ttl_s,
+        commands,
+        [first],
+        job_id=first.job_id,
+        message_ttl_s=jobs.ttl_s,
+    )
+    if created == "committed":
+        return True
+    if await jobs.fingerprint(first.job_id) != submission.fingerprint:
+        raise JobConflict(
+            f"job {first.job_id!r} already exists with a different request; choose another job id"
+        )
+    return False

@@ -1,0 +1,4 @@
+"""Test doubles that ship with postel, for its own tests, its benchmarks and users' tests:
+a fake OpenAI-compatible endpoint with switchable faults (fake_model.py), the relay stages
+that route without service work (relay.py) and the oracle model of the continuation contract
+(oracle.py). Nothing in the runtime imports them."""
