@@ -15,8 +15,8 @@ from typing import Any
 _PUBLIC = {
     "Client": "postel.infra.client.client",
     "JobFailedError": "postel.infra.client.client",
-    "JobAlreadyFinished": "postel.infra.store.cancel",
-    "JobConflict": "postel.infra.store.submit",
+    "JobAlreadyFinished": "postel.infra.runtime.cancel",
+    "JobConflict": "postel.infra.runtime.submit",
     "PostelError": "postel.messages.errors",
     "GaslError": "postel.services.gasl.errors",
     "LLMError": "postel.services.llm.errors",

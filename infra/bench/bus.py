@@ -35,9 +35,9 @@ import redis.asyncio as aioredis
 from postel.infra.bench.bus_worker import STAGES, bare_done, bare_queue
 from postel.infra.client.client import Client
 from postel.infra.runtime.settings import Settings
-from postel.infra.runtime.wire import connect_arq
 from postel.infra.store.connect import redis_client
 from postel.infra.store.redis_server import configured_or_scratch
+from postel.infra.store.wire import connect_arq
 
 TARGET_P50_MS = 1.0
 TARGET_P99_MS = 5.0

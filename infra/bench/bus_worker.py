@@ -32,9 +32,9 @@ from postel.infra.runtime.actor import Actor, Outcome, Runtime, WorkerSpec
 from postel.infra.runtime.logging import configure_logging
 from postel.infra.runtime.runner import KEEP_RESULT_S, run_workers
 from postel.infra.runtime.settings import Settings
-from postel.infra.runtime.wire import ARQ_FUNCTION, connect_arq, dumps, loads
 from postel.infra.store import keys
 from postel.infra.store.events import Metrics
+from postel.infra.store.wire import ARQ_FUNCTION, connect_arq, dumps, loads
 from postel.messages import Envelope
 from postel.services.llm import ChatMessage, LLMRequest, MeteredClient, ScriptedClient
 

@@ -25,10 +25,10 @@ from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.model import RESOURCE, Model
 from postel.infra.runtime.runner import load_worker
 from postel.infra.runtime.settings import Settings
+from postel.infra.runtime.submit import start_job
 from postel.infra.store import keys
 from postel.infra.store.events import HANDLED
 from postel.infra.store.redis_server import configured_or_scratch
-from postel.infra.store.submit import start_job
 from postel.messages import (
     GenerationRequested,
     Intent,

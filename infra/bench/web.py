@@ -18,12 +18,12 @@ from typing import Any
 
 import httpx
 from postel.infra.runtime.settings import WORKER_NAMES, Settings
-from postel.infra.runtime.wire import connect_arq
 from postel.infra.store import keys
 from postel.infra.store.deadletter import DEAD_LETTER_MAXLEN
 from postel.infra.store.events import Event, EventLog, run_commands
 from postel.infra.store.jobs import JobStore
 from postel.infra.store.redis_server import configured_or_scratch
+from postel.infra.store.wire import connect_arq
 from postel.infra.web.server import WebServer
 from postel.messages import JobRequest, utc_now
 from redis.asyncio import Redis

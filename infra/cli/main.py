@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import click
-from postel.infra.bench.chaos import bench_chaos
 from postel.infra.cli.gasl import bench_gasl, gasl, graph
 from postel.infra.cli.support import (
     EXIT_FAILED,
@@ -486,7 +486,7 @@ async def _aiter(items: list[Event]) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per process.")
 def workers(as_json: bool) -> None:
     """List the live worker processes (each refreshes its presence every few seconds)."""
-    from postel.infra.store.presence import live_workers
+    from postel.infra.runtime.presence import live_workers
 
     current = settings()
 
@@ -574,7 +574,7 @@ def dead_show(entry_id: str) -> None:
 def dead_redrive(entry_id: str | None, every: bool, worker: str | None, error: str | None) -> None:
     """Send a dead letter back as a new attempt (its tries reset, its job reopened); with
     --all, every one the filters match. Exit 6 if one stays dead (the reason is printed)."""
-    from postel.infra.store.redrive import redrive, redrive_matching
+    from postel.infra.runtime.redrive import redrive, redrive_matching
 
     if (entry_id is None) == (not every):
         fail("give one dead letter id, or --all (with --worker/--error to narrow it)", EXIT_INPUT)
@@ -612,7 +612,26 @@ def schema(directory: Path) -> None:
         click.echo(str(path))
 
 
-@main.group()
+class _BenchGroup(click.Group):
+    """`postel bench`: commands defined with their benchmark are imported only when named,
+    so no other command pays for loading the benchmarks."""
+
+    defined_elsewhere: ClassVar[dict[str, tuple[str, str]]] = {
+        "chaos": ("postel.infra.bench.chaos", "bench_chaos")
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.defined_elsewhere])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.defined_elsewhere:
+            return super().get_command(ctx, cmd_name)
+        module, name = self.defined_elsewhere[cmd_name]
+        command: click.Command = getattr(importlib.import_module(module), name)
+        return command
+
+
+@main.group(cls=_BenchGroup)
 def bench() -> None:
     """Benchmarks that print figures against a baseline measured in the same run."""
 
@@ -763,7 +782,6 @@ def model_serve(host: str, port: int) -> None:
 main.add_command(graph)
 main.add_command(gasl)
 bench.add_command(bench_gasl, "gasl")
-bench.add_command(bench_chaos, "chaos")
 
 
 if __name__ == "__main__":

@@ -21,15 +21,15 @@ from typing import Any, TypeVar
 
 import click
 from postel.infra.client.client import JobFailedError
+from postel.infra.runtime.cancel import JobAlreadyFinished
 from postel.infra.runtime.local_model import LocalModelError
 from postel.infra.runtime.logging import configure_logging
+from postel.infra.runtime.redrive import RedriveRefused
 from postel.infra.runtime.settings import Settings
-from postel.infra.store.cancel import JobAlreadyFinished
+from postel.infra.runtime.submit import JobConflict
 from postel.infra.store.deadletter import DeadLetterNotFound
 from postel.infra.store.graphs import GraphNotFound
 from postel.infra.store.jobs import JobNotFound
-from postel.infra.store.redrive import RedriveRefused
-from postel.infra.store.submit import JobConflict
 from postel.messages.errors import LimitExceeded, PostelError
 from pydantic import ValidationError
 from redis.exceptions import ConnectionError as RedisConnectionError

@@ -16,14 +16,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from arq.connections import ArqRedis
+from postel.infra.runtime.cancel import cancel_job
 from postel.infra.runtime.settings import Settings
+from postel.infra.runtime.submit import submit_job
 from postel.infra.runtime.tracing import configure_from_environment
-from postel.infra.runtime.wire import connect_arq
 from postel.infra.store import keys
-from postel.infra.store.cancel import cancel_job
 from postel.infra.store.events import Event, EventLog
 from postel.infra.store.jobs import JobNotFound, JobRecord, JobStore
-from postel.infra.store.submit import submit_job
+from postel.infra.store.wire import connect_arq
 from postel.messages import AmbientContext, CodeSiteContext, JobOptions, JobRequest, TypeSpec
 from postel.messages.errors import PostelError
 

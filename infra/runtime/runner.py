@@ -17,15 +17,15 @@ import structlog
 from arq.connections import ArqRedis
 from arq.worker import func
 from postel.infra.runtime.actor import Actor, Runtime, WorkerSpec
+from postel.infra.runtime.ingress import run_ingress
 from postel.infra.runtime.outage import REDIS_UNAVAILABLE, RideOut
+from postel.infra.runtime.presence import announce, announcement, keep_announcing, withdraw
 from postel.infra.runtime.settings import WORKER_NAMES, Settings
 from postel.infra.runtime.tracing import configure_from_environment
 from postel.infra.runtime.wake import PushWorker
-from postel.infra.runtime.wire import ARQ_FUNCTION, connect_arq, dumps, loads
 from postel.infra.store import keys
 from postel.infra.store.connect import arq_settings, redact
-from postel.infra.store.ingress import run_ingress
-from postel.infra.store.presence import announce, announcement, keep_announcing, withdraw
+from postel.infra.store.wire import ARQ_FUNCTION, connect_arq, dumps, loads
 
 log = structlog.get_logger(__name__)
 

@@ -26,7 +26,7 @@ and replaces the timer, the start of a job and, for a job that commits, its fini
   that died, or by a connection cut before the reply arrived) are thus delayed by at most the
   fallback interval. A token pushed while no worker listens (all busy, or reconnecting) waits
   in the list.
-- Bound: a queue's list keeps at most WAKE_TOKENS_MAX tokens, so a burst wakes at most that
+- Bound: a queue's list keeps at most keys.WAKE_TOKENS_MAX tokens, so a burst wakes at most that
   many idle replicas at once (the chain wakes the rest) and, after a burst, at most that many
   look at the queue and find nothing.
 
@@ -65,7 +65,6 @@ from redis.exceptions import NoScriptError
 
 log = structlog.get_logger(__name__)
 
-WAKE_TOKENS_MAX = 64
 FINISHED_BY_JOB = True
 """What a job function returns when it removed its own job from the queue (postel's commit
 does, in the same script): the worker then skips arq's finish, a round trip."""

@@ -34,10 +34,9 @@ from typing import Literal
 
 from arq.constants import job_key_prefix, result_key_prefix
 from arq.jobs import serialize_job
-from postel.infra.runtime.wake import WAKE_TOKENS_MAX
-from postel.infra.runtime.wire import ARQ_FUNCTION, dumps
 from postel.infra.store import keys
 from postel.infra.store.events import Command
+from postel.infra.store.wire import ARQ_FUNCTION, dumps
 from postel.messages import Envelope
 from postel.messages.envelope import utc_now
 from redis.asyncio import Redis
@@ -127,6 +126,6 @@ async def commit_once(
     recorded, if_refused = json.dumps(commands), json.dumps(dropped or [])
     # last, as each downstream message is stamped sent as it is serialised
     jobs = [QueuedJob(message, message_ttl_s).fields() for message in downstream or []]
-    args = [ttl_s, recorded, json.dumps(jobs), WAKE_TOKENS_MAX, if_refused]
+    args = [ttl_s, recorded, json.dumps(jobs), keys.WAKE_TOKENS_MAX, if_refused]
     result = await script(keys=[done_key, keys.job(job_id)], args=args)
     return _RESULTS[int(result)]

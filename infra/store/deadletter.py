@@ -1,5 +1,5 @@
 """The dead-letter stream: messages postel could not handle, kept with the error and the raw
-payload so nothing is lost and an operator can send them back (infra/store/redrive.py).
+payload so nothing is lost and an operator can send them back (infra/runtime/redrive.py).
 
 Each entry of `postel:dead` has the fields source (`worker:<name>` or `ingress`), error,
 raw (the payload as received), job_id, message_id, attempt and at. Listing reads the stream

@@ -16,7 +16,7 @@ JOBS = f"{PREFIX}:jobs"
 (entries older than the job TTL are trimmed when a job is created)."""
 
 WORKERS = f"{PREFIX}:workers"
-"""The instances that announced a presence (infra/store/presence.py)."""
+"""The instances that announced a presence (infra/runtime/presence.py)."""
 
 TALLY_HANDLED = f"{PREFIX}:tally:handled"
 """Messages handled per `<instance>/<worker>` (infra/store/events.py)."""
@@ -32,6 +32,10 @@ def queue(worker: str) -> str:
 def wake(worker: str) -> str:
     """The worker kind's wake-up list: one token per queued message (infra/runtime/wake.py)."""
     return f"{PREFIX}:wake:{worker}"
+
+
+WAKE_TOKENS_MAX = 64
+"""A wake-up list keeps at most this many tokens: a burst wakes at most that many workers."""
 
 
 def job(job_id: str) -> str:
@@ -93,7 +97,7 @@ def gasl_rounds(job_id: str) -> str:
 
 
 def worker(instance: str) -> str:
-    """A live worker process's presence (infra/store/presence.py)."""
+    """A live worker process's presence (infra/runtime/presence.py)."""
     return f"{PREFIX}:workers:{instance}"
 
 

@@ -20,9 +20,17 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
 from fastapi.responses import StreamingResponse
 from postel.infra.client.client import TERMINAL_TYPES
+from postel.infra.runtime.cancel import JobAlreadyFinished, cancel_job
+from postel.infra.runtime.redrive import (
+    Redriven,
+    RedriveRefused,
+    RedriveReport,
+    redrive,
+    redrive_matching,
+)
+from postel.infra.runtime.submit import JobConflict, submit_job
 from postel.infra.store import keys
 from postel.infra.store.calls import RecordedCall, read_calls
-from postel.infra.store.cancel import JobAlreadyFinished, cancel_job
 from postel.infra.store.deadletter import (
     DeadLetter,
     DeadLetterNotFound,
@@ -39,15 +47,7 @@ from postel.infra.store.graphs import (
     InvalidGraphName,
 )
 from postel.infra.store.jobs import JobNotFound, JobRecord
-from postel.infra.store.redrive import (
-    Redriven,
-    RedriveRefused,
-    RedriveReport,
-    redrive,
-    redrive_matching,
-)
 from postel.infra.store.stores import GaslRound, GaslStateStore
-from postel.infra.store.submit import JobConflict, submit_job
 from postel.infra.web.queries import (
     JobsPage,
     QueuesView,

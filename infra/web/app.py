@@ -8,9 +8,9 @@ import time
 from arq.connections import ArqRedis
 from fastapi import FastAPI, Response
 from fastapi.staticfiles import StaticFiles
-from postel.infra.runtime.metrics import SystemMetrics
 from postel.infra.runtime.settings import Settings
 from postel.infra.web import api, pages
+from postel.infra.web.metrics import SystemMetrics
 from postel.infra.web.security import Guard
 from postel.infra.web.state import WebState
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -73,7 +73,7 @@ def create_app(
 
     @app.get("/metrics", include_in_schema=False)
     async def prometheus_metrics() -> Response:
-        """The whole system's metrics for Prometheus (infra/runtime/metrics.py)."""
+        """The whole system's metrics for Prometheus (infra/web/metrics.py)."""
         return await metrics.scrape()
 
     app.include_router(api.router)

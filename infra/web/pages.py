@@ -16,13 +16,13 @@ from urllib.parse import parse_qsl, urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from postel.infra.runtime.cancel import JobAlreadyFinished, cancel_job
+from postel.infra.runtime.redrive import RedriveRefused, redrive, redrive_matching
 from postel.infra.runtime.settings import WORKER_NAMES
 from postel.infra.store import keys
-from postel.infra.store.cancel import JobAlreadyFinished, cancel_job
 from postel.infra.store.deadletter import DeadLetterNotFound, list_dead
 from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.jobs import JobNotFound
-from postel.infra.store.redrive import RedriveRefused, redrive, redrive_matching
 from postel.infra.web.queries import (
     JOB_STATUSES,
     STAGES,

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, get_args
 
+from postel.infra.runtime.presence import TTL_S, live_workers
 from postel.infra.runtime.settings import WORKER_NAMES
 from postel.infra.store import keys
 from postel.infra.store.calls import RecordedCall, last_calls
 from postel.infra.store.events import HANDLED, Event, EventLog
 from postel.infra.store.jobs import JobRecord, JobStatus, JobStore
-from postel.infra.store.presence import TTL_S, live_workers
 from postel.infra.store.stores import GaslRound, GaslStateStore
 from postel.messages import ExecutionRecord, utc_now
 from postel.services.planner.render import dumps

@@ -16,11 +16,11 @@ from collections.abc import Generator
 
 import structlog
 import uvicorn
-from postel.infra.runtime.metrics import SystemMetrics
 from postel.infra.runtime.settings import Settings
-from postel.infra.runtime.wire import connect_arq
 from postel.infra.store.connect import redis_client
+from postel.infra.store.wire import connect_arq
 from postel.infra.web.app import create_app
+from postel.infra.web.metrics import SystemMetrics
 from postel.infra.web.state import WebState
 from postel.messages.errors import PostelError
 from redis.asyncio import Redis

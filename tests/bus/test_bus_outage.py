@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 from postel.infra.client.client import Client
+from postel.infra.runtime.presence import BEAT_S, live_workers, wait_for
 from postel.infra.runtime.settings import Settings
 from postel.infra.store import keys
-from postel.infra.store.presence import BEAT_S, live_workers, wait_for
 from postel.infra.store.redis_server import free_port, port_is_open, redis_server_binary
 
 STAGES = ["intent", "planner", "gasl", "generator", "validator"]
@@ -181,7 +181,7 @@ async def lease_renewal_across_an_outage(
     """Hold a 1 s lease, kill Redis for `outage_s`, restart it: does the lease key still
     exist 3 s later?"""
     from postel.infra.runtime.actor import Actor, Runtime
-    from postel.infra.runtime.wire import connect_arq
+    from postel.infra.store.wire import connect_arq
 
     from postel.testing.relay import RELAY_WORKERS
 

@@ -14,11 +14,11 @@ from pathlib import Path
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
-from postel.infra.runtime.wire import connect_arq
+from postel.infra.runtime.submit import submit_job
 from postel.infra.store.events import EventLog
 from postel.infra.store.jobs import JobStore
 from postel.infra.store.redis_server import EmbeddedRedis, free_port
-from postel.infra.store.submit import submit_job
+from postel.infra.store.wire import connect_arq
 from postel.messages import JobRequest
 
 from postel.testing.relay import RELAY_WORKERS

@@ -20,10 +20,10 @@ from postel.infra.client.client import Client, JobFailedError
 from postel.infra.runtime import actor as actor_module
 from postel.infra.runtime.actor import Actor, Outcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.presence import wait_for
 from postel.infra.runtime.settings import Settings
-from postel.infra.runtime.wire import connect_arq
 from postel.infra.store import keys
-from postel.infra.store.presence import wait_for
+from postel.infra.store.wire import connect_arq
 from postel.messages import (
     Envelope,
     GenerationRequested,
@@ -442,7 +442,7 @@ async def test_a_late_commit_upstream_does_not_reopen_a_finished_job(
 async def test_live_worker_processes_are_listed_and_withdrawn(
     redis_url: str, settings: Settings
 ) -> None:
-    from postel.infra.store.presence import live_workers
+    from postel.infra.runtime.presence import live_workers
 
     async with Client(redis_url, settings) as client:
         async with LocalSystem(settings, redis_url=redis_url, specs=RELAY_WORKERS):

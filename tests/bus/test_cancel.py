@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 from postel.infra.client.client import Client, JobFailedError
+from postel.infra.runtime.cancel import JobAlreadyFinished
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
 from postel.infra.store import keys
-from postel.infra.store.cancel import JobAlreadyFinished
 from postel.infra.store.jobs import JobNotFound
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -11,11 +11,11 @@ import pytest
 import redis.asyncio as aioredis
 from postel.infra.client.client import Client, JobFailedError
 from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.ingress import IngressConsumer
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
-from postel.infra.runtime.wire import connect_arq
 from postel.infra.store import keys
-from postel.infra.store.ingress import IngressConsumer
+from postel.infra.store.wire import connect_arq
 from postel.messages import GenerationCompleted, JobCompleted
 
 from postel.testing.relay import RELAY_WORKERS

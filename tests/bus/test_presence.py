@@ -4,8 +4,8 @@ withdrawing disappears when its key expires, and leaves the set."""
 from __future__ import annotations
 
 import redis.asyncio as aioredis
+from postel.infra.runtime.presence import Presence, announce, live_workers, withdraw
 from postel.infra.store import keys
-from postel.infra.store.presence import Presence, announce, live_workers, withdraw
 from postel.messages import utc_now
 
 

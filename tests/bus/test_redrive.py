@@ -15,10 +15,10 @@ import pytest
 import redis.asyncio as aioredis
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.redrive import RedriveRefused, redrive, redrive_matching
 from postel.infra.runtime.settings import QueueSettings, Settings
 from postel.infra.store import keys
 from postel.infra.store.deadletter import DeadLetterNotFound, dead_letter, list_dead
-from postel.infra.store.redrive import RedriveRefused, redrive, redrive_matching
 from postel.messages import JobRequest, JobSubmitted
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -18,8 +18,8 @@ import redis.asyncio as aioredis
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
+from postel.infra.runtime.submit import JobConflict
 from postel.infra.store import keys
-from postel.infra.store.submit import JobConflict
 
 pytestmark = pytest.mark.slow
 

@@ -21,10 +21,10 @@ from arq.worker import func
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import WORKER_NAMES, Settings
-from postel.infra.runtime.wake import WAKE_TOKENS_MAX, PushWorker
-from postel.infra.runtime.wire import connect_arq, dumps
+from postel.infra.runtime.wake import PushWorker
 from postel.infra.store import keys
 from postel.infra.store.redis_server import EmbeddedRedis, free_port
+from postel.infra.store.wire import connect_arq, dumps
 
 from postel.testing.relay import RELAY_WORKERS
 
@@ -101,7 +101,7 @@ async def enqueue_unannounced(pool: ArqRedis, job_id: str) -> None:
 async def wake(redis: aioredis.Redis, worker: str) -> None:
     """What a commit does to wake a worker: one token on the queue's wake-up list."""
     await redis.lpush(keys.wake(worker), "1")
-    await redis.ltrim(keys.wake(worker), 0, WAKE_TOKENS_MAX - 1)
+    await redis.ltrim(keys.wake(worker), 0, keys.WAKE_TOKENS_MAX - 1)
 
 
 async def until(condition: Callable[[], bool], timeout: float) -> None:
@@ -168,9 +168,9 @@ async def test_an_idle_worker_sleeps_until_woken(redis_url: str) -> None:
 async def test_the_wake_up_list_is_bounded(redis_url: str) -> None:
     pool = await connect_arq(redis_url)
     try:
-        for _ in range(WAKE_TOKENS_MAX + 10):
+        for _ in range(keys.WAKE_TOKENS_MAX + 10):
             await wake(pool, "t")
-        assert await pool.llen(keys.wake("t")) == WAKE_TOKENS_MAX
+        assert await pool.llen(keys.wake("t")) == keys.WAKE_TOKENS_MAX
     finally:
         await pool.aclose()
 

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from postel.infra.runtime.actor import Actor, Runtime
+from postel.infra.runtime.ingress import IngressConsumer
 from postel.infra.runtime.settings import Settings
-from postel.infra.runtime.wire import connect_arq, dumps, loads
 from postel.infra.store import keys
-from postel.infra.store.ingress import IngressConsumer
+from postel.infra.store.wire import connect_arq, dumps, loads
 from postel.messages import JobRequest, JobSubmitted
 
 from postel.testing.relay import RELAY_WORKERS

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.presence import wait_for
 from postel.infra.runtime.runner import load_worker
 from postel.infra.runtime.settings import Settings
-from postel.infra.store.presence import wait_for
 from postel.services.llm import LLMRequest
 
 from postel.testing.fake_model import FakeModel

@@ -11,10 +11,10 @@ from pathlib import Path
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.model import RESOURCE, Model
+from postel.infra.runtime.presence import wait_for
 from postel.infra.runtime.runner import load_worker
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.graphs import GraphRegistry
-from postel.infra.store.presence import wait_for
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import ScriptedClient
 from postel.services.prompts import Capability

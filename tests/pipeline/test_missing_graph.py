@@ -10,11 +10,11 @@ from postel.infra.client.client import Client, JobFailedError
 from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.model import RESOURCE, Model
+from postel.infra.runtime.redrive import redrive_matching
 from postel.infra.runtime.settings import Settings
 from postel.infra.store import keys
 from postel.infra.store.deadletter import list_dead
 from postel.infra.store.graphs import GraphRegistry
-from postel.infra.store.redrive import redrive_matching
 from postel.messages import Envelope, GaslPlanExecuted, IntentAnalyzed, JobCompleted, ids
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import ScriptedClient

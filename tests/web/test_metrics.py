@@ -1,4 +1,4 @@
-"""Prometheus metrics (infra/runtime/metrics.py): after real jobs, `/metrics` parsed with the
+"""Prometheus metrics (infra/web/metrics.py): after real jobs, `/metrics` parsed with the
 Prometheus client's own parser shows every series with the values the run implies, a second
 scrape counts only what is new, and a lone worker serves the same on --metrics-port."""
 

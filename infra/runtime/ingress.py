@@ -22,10 +22,10 @@ from typing import Any
 import structlog
 from postel.infra.runtime.actor import Runtime
 from postel.infra.runtime.outage import REDIS_UNAVAILABLE, RideOut
+from postel.infra.runtime.submit import INGRESS_ID_PREFIX, JobConflict, submit_job
 from postel.infra.store import keys
 from postel.infra.store.deadletter import dead_letter, summarise_validation
 from postel.infra.store.graphs import GraphNotFound
-from postel.infra.store.submit import INGRESS_ID_PREFIX, JobConflict, submit_job
 from postel.messages import JobRequest
 from postel.messages.limits import check_json_text
 from pydantic import ValidationError

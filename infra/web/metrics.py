@@ -22,10 +22,10 @@ import asyncio
 from collections.abc import Iterator
 from typing import Any
 
+from postel.infra.runtime.presence import live_workers
 from postel.infra.runtime.settings import WORKER_NAMES
 from postel.infra.store import keys
 from postel.infra.store.events import HANDLED, Event
-from postel.infra.store.presence import live_workers
 from postel.infra.web.queries import queues_view
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily

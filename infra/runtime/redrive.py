@@ -32,14 +32,13 @@ import re
 from typing import Any
 
 from arq.connections import ArqRedis
-from postel.infra.runtime.wake import WAKE_TOKENS_MAX
+from postel.infra.runtime.submit import JobConflict, submit_job
 from postel.infra.store import keys
 from postel.infra.store.commit import QueuedJob
 from postel.infra.store.deadletter import DeadLetter, get_dead, list_dead
 from postel.infra.store.events import Event, EventLog
 from postel.infra.store.graphs import GraphNotFound
 from postel.infra.store.jobs import JobStore
-from postel.infra.store.submit import JobConflict, submit_job
 from postel.messages import Envelope, JobRequest, decode_message, utc_now
 from postel.messages.errors import PostelError
 from postel.messages.limits import check_json_text
@@ -203,7 +202,7 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
                 utc_now().isoformat(),
                 arq_id,
                 json.dumps(events.commands(event)),
-                WAKE_TOKENS_MAX,
+                keys.WAKE_TOKENS_MAX,
             ],
         )
         reason = detail.decode() if isinstance(detail, bytes) else str(detail)
