@@ -11,6 +11,7 @@ import sys
 import pytest
 
 
+@pytest.mark.bench
 @pytest.mark.slow
 def test_bench_bus_measures_every_side_at_rest_and_in_flight() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}

@@ -45,6 +45,7 @@ from postel.testing.fake_model import FAULTS, FakeModel, marker, parse_mix
 EVERY_FAULT = ",".join(f"{fault}=0.05" for fault in FAULTS if fault != "ok")
 
 
+@pytest.mark.bench
 @pytest.mark.slow
 @pytest.mark.timeout(420)
 async def test_small_drill_loses_nothing_and_duplicates_nothing(settings: Settings) -> None:

@@ -43,15 +43,28 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return next(out.glob("postel-*.whl"))
 
 
+def _dependency_dirs() -> list[str]:
+    """Where the running interpreter finds postel's dependencies: its own site-packages, and
+    the base interpreter's when it runs in a virtualenv that sees them. Only the folders are
+    passed on, not their .pth files, so the source tree's editable install stays behind."""
+    return [entry for entry in sys.path if Path(entry).name in {"site-packages", "dist-packages"}]
+
+
 @pytest.fixture(scope="module")
 def venv_python(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A fresh virtual environment with the wheel installed. It sees this interpreter's
-    packages for postel's dependencies, but not the project's source tree."""
+    """A fresh virtual environment with the wheel installed. It sees the packages this
+    interpreter sees for postel's dependencies (whether the tests run in a virtualenv or
+    not), but not the project's source tree."""
     env_dir = tmp_path_factory.mktemp("venv")
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", str(env_dir)], check=True
-    )
+    subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True)
     python = env_dir / "bin" / "python"
+    site_dir = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (Path(site_dir) / "postel_test_dependencies.pth").write_text("\n".join(_dependency_dirs()))
     subprocess.run(
         [str(python), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(wheel)],
         check=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from postel.infra.bench.gasl import format_gasl_bench, run_gasl_bench
 from postel.infra.cli.gasl_run import (
     STATE_FILE,
@@ -46,6 +47,7 @@ def test_check_commands() -> None:
     assert isinstance(results[1], GaslSyntaxError) and "AS" in results[1].expected
 
 
+@pytest.mark.bench
 def test_bench_small_run() -> None:
     figures = run_gasl_bench(nodes=3000, path_nodes=1000, repeat=1)
     names = [q["question"] for q in figures["questions"]]

@@ -152,6 +152,7 @@ def test_gasl_check() -> None:
     assert "hint: COUNT needs" in bad.stdout
 
 
+@pytest.mark.bench
 def test_bench_gasl_tiny_run() -> None:
     tiny = ["bench", "gasl", "--nodes", "2000", "--path-nodes", "500", "--repeat", "1"]
     tiny += ["--plan-questions", "0"]
@@ -164,6 +165,7 @@ def test_bench_gasl_tiny_run() -> None:
     assert figures["nodes"] == 2000 and len(figures["questions"]) == 4
 
 
+@pytest.mark.bench
 @pytest.mark.local_model
 @pytest.mark.slow
 def test_bench_gasl_asks_the_local_model_for_plans_with_and_without_the_grammar() -> None:

@@ -325,6 +325,7 @@ def four_hundred_word_paragraph() -> dict[str, Any]:
     }
 
 
+@pytest.mark.bench
 async def test_bench_loop_on_a_400_word_paragraph_at_200_tokens(
     redis_url: str, settings: Settings
 ) -> None:

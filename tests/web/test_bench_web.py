@@ -9,7 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.bench
 def test_bench_web_prints_every_page(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
     env.update(POSTEL_LOG_LEVEL="WARNING", POSTEL_STATE_DIR=str(tmp_path))
