@@ -282,6 +282,9 @@ async def test_runaway_models_end_in_their_documented_status(
         with pytest.raises(JobFailedError) as failure:
             await client.result("runaway", timeout=60)
     assert failure.value.status == status
+    if status == "loop_detected":
+        assert failure.value.error.startswith("the model is stuck at iteration ")
+        assert failure.value.error.endswith(("(no_progress)", "(repeated_output)"))
     assert counter["n"] <= 5, "stopped within the iteration cap"
     assert isinstance(failure.value.partial, dict) and "sections" in failure.value.partial
 
