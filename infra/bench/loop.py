@@ -175,6 +175,60 @@ def sample_document(sections: int = 12) -> dict[str, Any]:
     return {"sections": result}
 
 
+REPETITIVE_TITLE = 'café é αβγ Ελληνικά 中文 ✓ "quoted" & <tags>'
+
+
+def repetitive_document(parts: int = 12, code_lines: int = 9) -> dict[str, Any]:
+    """A deterministic document whose answers look alike: `parts` + 1 headings and
+    paragraphs with non-ASCII, quotes and angle brackets; `parts` bullet lists, tables of
+    numbers and python code blocks of near-identical lines with escaped backslashes inside
+    strings (many of them identical, so cut answers repeat each other). The shipped bench
+    document, infra/bench/loop_document.json, is this with its defaults: 7,048 tokens."""
+    line = "    return x * {k} + \"{{}}\".format('\\\\n')"
+    sections: list[dict[str, Any]] = []
+    for part in range(parts + 1):
+        sections += [
+            {
+                "id": f"h{part}",
+                "content_type": "heading",
+                "elements": [{"level": 2, "text": f"Part {part}: {REPETITIVE_TITLE}"}],
+            },
+            {
+                "id": f"p{part}",
+                "content_type": "paragraph",
+                "elements": [{"text": f"Part {part} of the {REPETITIVE_TITLE} notes. " * 2}],
+            },
+        ]
+        if part == parts:
+            break
+        code = "def f(x):\n" + "".join(
+            line.format(k=3 if n % 4 else 3 + part % 2) + "\n" for n in range(code_lines)
+        )
+        sections += [
+            {
+                "id": f"b{part}",
+                "content_type": "bullet_list",
+                "elements": [{"items": [f"item ✓ {REPETITIVE_TITLE}" for _ in range(5)]}],
+            },
+            {
+                "id": f"t{part}",
+                "content_type": "table",
+                "elements": [
+                    {
+                        "headers": ["n", "x", "x * 1.5"],
+                        "rows": [[str(row), str(part), f"{part * 1.5:.2f}"] for row in range(6)],
+                    }
+                ],
+            },
+            {
+                "id": f"c{part}",
+                "content_type": "code_block",
+                "elements": [{"language": "python", "code": code}],
+            },
+        ]
+    return {"sections": sections}
+
+
 def format_loop_bench(report: dict[str, Any]) -> str:
     if "factors" in report:
         lines = [f"scale study (max_tokens={report['max_tokens']})"]

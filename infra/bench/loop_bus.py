@@ -1,7 +1,7 @@
 """`postel bench loop`: the AI loop over the real bus, with an oracle model.
 
 The generator and validator workers run on an embedded Redis (or POSTEL_REDIS_URL); the
-model is `infra.bench.oracle`: it knows the target document and answers each prompt
+model is `postel.testing.oracle`: it knows the target document and answers each prompt
 as a perfect model would, reading where to resume from the prompt text alone. A
 `generation.requested` for a `document` is enqueued; each iteration is a
 `generation.continued` message. Figures come from the job's events (prompt and completion

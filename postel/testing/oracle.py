@@ -7,8 +7,9 @@ target in one fixed serialisation (compact JSON; non-ASCII kept, or with `ascii_
 non-ASCII character as a `\\uXXXX` escape, surrogate pairs included). It knows nothing of the
 loop but the target: where to resume is read from the prompt text alone (the resume point),
 and the end of the text the prompt shows as delivered must be the target's text just before
-it, which shows the continuation text carries the cut-off part exactly as written. A prompt
-without a resume point is a first call.
+it (as `continuation.shown_json` writes it), which shows the continuation text carries the
+cut-off part exactly as written and unchanged by the prompt builder. A prompt without a
+resume point is a first call.
 
 Since every answer goes on from the exact character where the last one was cut, and the
 token estimate reads a text the same from any token boundary, the answers together are the
@@ -23,7 +24,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from postel.messages.errors import PostelError
-from postel.services.generation.continuation import read_resume_offset, read_text_so_far
+from postel.services.generation.continuation import (
+    read_resume_offset,
+    read_text_so_far,
+    shown_json,
+)
 from postel.services.llm.tokens import count_tokens, truncate_to_tokens
 
 
@@ -58,10 +63,12 @@ class Oracle:
         shown = read_text_so_far(prompt)
         if shown is None:
             raise OracleError("the prompt shows no text as delivered")
-        if not self.text[:offset].endswith(shown):
+        # Shown, a character takes at least its own length: the window holds the whole end.
+        expected = shown_json(self.text[max(0, offset - len(shown)) : offset])
+        if not expected.endswith(shown):
             raise OracleError(
                 f"the text shown as delivered is not the target's text before {offset}: "
-                f"{shown[-40:]!r} vs {self.text[max(0, offset - 40) : offset]!r}"
+                f"{shown[-40:]!r} vs {expected[-40:]!r}"
             )
         return self.text[offset:]
 

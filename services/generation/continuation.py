@@ -7,12 +7,20 @@ the generator places into the prompt builder's parts: `instructions` (a constant
 answer format and the continuation contract of `merge`) and `user_text` (the context).
 Apart from the capped summary the text has a fixed bound: the element before is clipped,
 and the end of the text is at most `stream.TAIL_CHARS` characters. The resume point is one
-line in a fixed format, so a program (the oracle model) can read it as well as an LLM."""
+line in a fixed format, so a program (the oracle model) can read it as well as an LLM.
+
+The text travels inside a delimited data block, whose builder swaps runs of angle brackets
+and drops invisible format characters (`prompts.delimit`): the end of the text would reach
+the model changed wherever the document holds them. It is shown through `shown_json`
+instead, which writes those characters as their JSON escapes: the same JSON text, which the
+builder leaves as it is."""
 
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
+from functools import lru_cache
 from typing import Any
 
 from postel.services.generation.merge import describe_cut, open_section
@@ -31,6 +39,35 @@ CUT_OPEN, CUT_CLOSE = "<<CUT_OFF", "CUT_OFF>>"
 _RESUME = re.compile(r"^Resume point: character (?P<offset>\d+) of the JSON text$", re.MULTILINE)
 
 
+_ASCII_ESCAPED = str.maketrans({"<": "\\u003c", ">": "\\u003e"})
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+@lru_cache(maxsize=4096)  # bounded: a document may hold every code point
+def _shown_char(char: str) -> str:
+    hidden = unicodedata.category(char) == "Cf"
+    bracket = unicodedata.normalize("NFKC", char) in ("<", ">")
+    return _escape(char) if hidden or bracket else char
+
+
+def shown_json(text: str) -> str:
+    """JSON text with each angle bracket (in any compatibility form) and each invisible
+    format character written as its `\\u` escape. In JSON text these occur only inside
+    strings and never as part of an escape, so the result is the same JSON; and since each
+    character is written on its own, the end of a text shows as the end of the whole text
+    shown."""
+    if text.isascii():
+        return text.translate(_ASCII_ESCAPED)
+    return "".join(map(_shown_char, text))
+
+
 def read_resume_offset(text: str) -> int | None:
     """How many characters of the JSON text were delivered, from a continuation text."""
     found = _RESUME.search(text)
@@ -38,9 +75,9 @@ def read_resume_offset(text: str) -> int | None:
 
 
 def read_text_so_far(text: str) -> str | None:
-    """The end of the JSON text shown in a continuation text. JSON holds no raw newline
-    inside its strings and no marker outside them, so a marker alone on its own line cannot
-    come from the document itself."""
+    """The end of the JSON text shown in a continuation text, as `shown_json` writes it.
+    JSON holds no raw newline inside its strings and no marker outside them, so a marker
+    alone on its own line cannot come from the document itself."""
     start = text.rfind(CUT_OPEN + "\n")
     end = text.rfind("\n" + CUT_CLOSE)
     return text[start + len(CUT_OPEN) + 1 : end] if 0 <= start < end else None
@@ -94,7 +131,7 @@ def _clipped_json(element: dict[str, Any]) -> str:
     text, was_cut = truncate_to_tokens(
         json.dumps(element, ensure_ascii=False), ELEMENT_BEFORE_MAX_TOKENS
     )
-    return text + " …(clipped)" if was_cut else text
+    return shown_json(text) + " …(clipped)" if was_cut else shown_json(text)
 
 
 def render_continuation(context: ContinuationContext) -> ContinuationText:
@@ -119,9 +156,10 @@ def render_continuation(context: ContinuationContext) -> ContinuationText:
         ]
     parts += [
         f"The JSON text so far ends like this, exactly as written (its last "
-        f"{len(context.text_so_far)} characters):",
+        f"{len(context.text_so_far)} characters; angle brackets and invisible format "
+        "characters are shown as their \\u escapes, the same JSON):",
         CUT_OPEN,
-        context.text_so_far,
+        shown_json(context.text_so_far),
         CUT_CLOSE,
         "Continue the JSON text with the character right after the last one shown, and go "
         "on until the document is complete.",

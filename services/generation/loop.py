@@ -3,21 +3,30 @@
 "Complete JSON = stop, cut-off JSON = continue", with guards. The answers join as one JSON
 text (the contract is in `merge`): each continuation goes on from the character where the
 last answer was cut, inside a string if that is where the cut fell, so an element of any
-length is written over as many answers as it needs. Decisions, in the order they are
-checked:
-  loop_detected  reason "repeated_output": the answer is byte-identical (after trimming) to
-                 the answer just before it, or it and the answer before it repeat an earlier
-                 pair of consecutive answers; it is not read. Content that repeats itself
-                 over two whole answers (a run of identical rows longer than two answers)
-                 reads the same way: the one known false alarm.
+length is written over as many answers as it needs.
+
+Progress is judged by the resume point, never by how the text looks: an answer progresses
+when reading it moves the resume point (`JsonStream.offset`) past at least one character of
+JSON that is not whitespace, or, for a restart (a new `{"sections":` document instead of a
+continuation, which sends delivered content again), when it adds an element. A document
+whose lines, rows or answers repeat each other (a code block of identical lines, where two
+cut answers can be byte for byte the same) progresses like any other. Decisions, in the
+order they are checked:
   complete       the document's JSON closed and finish_reason is not "length"; the
                  document goes to the validator.
-  loop_detected  reason "no_progress": the answer added no character to the document (no
-                 JSON, only whitespace, or a syntax error at its first character). A restart
-                 (a new `{"sections":` document instead of a continuation) counts by the
-                 elements it adds, since it sends delivered content again.
+  loop_detected  reason "repeated_output": the model ended the answer itself
+                 (finish_reason not "length") with the document still open, and the answer
+                 is the text of the answer before it again (after trimming). A model that
+                 follows the contract ends an answer only when cut at max_tokens or with
+                 the document closed, so this is a model sending its answer again, never
+                 a document repeating itself; the answer is not applied.
+  loop_detected  reason "no_progress": the answer does not move the resume point (no JSON,
+                 only whitespace, or a syntax error at its first character; a restart that
+                 adds no element).
   iteration_cap  the cap is reached with the JSON still open: the job fails with the
-                 delivered document attached.
+                 delivered document attached. This is also how a model that keeps writing
+                 valid JSON that repeats itself ends: its answers cannot be told from a
+                 document that repeats itself.
   continue       cut off and progressing: the generator re-enqueues itself with
                  `continuation_prompt(state)`.
 
@@ -27,8 +36,6 @@ is a pydantic model: `state.model_dump_json()` / `LoopState.model_validate_json(
 
 from __future__ import annotations
 
-import hashlib
-import itertools
 import time
 from typing import Any, Literal
 
@@ -73,8 +80,7 @@ class LoopState(BaseModel):
     sections: list[dict[str, Any]] = Field(default_factory=list)  # delivered, closed
     stream: JsonStream = Field(default_factory=JsonStream)  # the open part of the document
     restarted: bool = False  # a restart happened: sections merge by id from then on
-    last_raw_response: str | None = None
-    fingerprints: list[str] = Field(default_factory=list)
+    last_raw_response: str | None = None  # the answer before: the repeat check's reference
     history: list[IterationMetrics] = Field(default_factory=list)
 
     @property
@@ -97,18 +103,12 @@ class StepResult(BaseModel):
     replayed: bool = False  # this iteration had been applied before; nothing changed
 
 
-def fingerprint(response_text: str) -> str:
-    return hashlib.sha256(response_text.strip().encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _repeats(fingerprints: list[str], seen: str) -> bool:
-    """The answer repeats the one before it, or with it an earlier consecutive pair."""
-    if not fingerprints:
-        return False
-    if fingerprints[-1] == seen:
-        return True
-    pair = (fingerprints[-1], seen)
-    return any(earlier == pair for earlier in itertools.pairwise(fingerprints))
+def _sent_again(state: LoopState, response_text: str, finish_reason: str | None) -> bool:
+    """The model ended this answer itself, and it is the answer before it again."""
+    before = state.last_raw_response
+    return (
+        finish_reason != "length" and before is not None and before.strip() == response_text.strip()
+    )
 
 
 def _element_count(sections: list[dict[str, Any]]) -> int:
@@ -174,25 +174,23 @@ def step(
     if state.finished:
         raise ValueError(f"the loop already ended ({state.history[-1].decision})")
 
-    seen = fingerprint(response_text)
     elements_before = _element_count(state.delivered_sections())
     decision: Decision
     reason: Reason
-    if _repeats(state.fingerprints, seen):
+    read = _read(state, response_text)
+    delivered = _element_count(read.state.delivered_sections())
+    progressed = delivered > elements_before if read.restarted else read.new_characters > 0
+    if read.state.stream.done and finish_reason != "length":
+        decision, reason = "complete", "parsed_complete"
+    elif _sent_again(state, response_text, finish_reason):
         read = _Read(state=state, new_characters=0, restarted=False, error=None, parse_ms=0.0)
         decision, reason = "loop_detected", "repeated_output"
+    elif not progressed:
+        decision, reason = "loop_detected", "no_progress"
+    elif number >= max_iterations:
+        decision, reason = "iteration_cap", "cap_reached"
     else:
-        read = _read(state, response_text)
-        delivered = _element_count(read.state.delivered_sections())
-        progressed = delivered > elements_before if read.restarted else read.new_characters > 0
-        if read.state.stream.done and finish_reason != "length":
-            decision, reason = "complete", "parsed_complete"
-        elif not progressed:
-            decision, reason = "loop_detected", "no_progress"
-        elif number >= max_iterations:
-            decision, reason = "iteration_cap", "cap_reached"
-        else:
-            decision, reason = "continue", "cut_off"
+        decision, reason = "continue", "cut_off"
     sections = read.state.delivered_sections()
     elements = _element_count(sections)
     metrics = IterationMetrics(
@@ -213,7 +211,6 @@ def step(
         update={
             "iteration": number,
             "last_raw_response": response_text,
-            "fingerprints": [*state.fingerprints, seen],
             "history": [*state.history, metrics],
         }
     )

@@ -173,9 +173,14 @@ def _after_step(
             repair=repair,
         )
         return Step([done], figures)
+    stuck = {
+        "no_progress": "its answer did not move the resume point (no_progress)",
+        "repeated_output": "it ended its answer with the document open and sent the one "
+        "before again (repeated_output)",
+    }
     why = {
-        "loop_detected": f"the model made no progress ({result.metrics.reason}) at iteration "
-        f"{iteration}",
+        "loop_detected": f"the model is stuck at iteration {iteration}: "
+        f"{stuck.get(result.metrics.reason, result.metrics.reason)}",
         "iteration_cap": f"the document was still cut off after {iteration} iterations "
         "(the profile's max_iterations)",
     }[result.decision]

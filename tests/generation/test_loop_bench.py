@@ -1,10 +1,17 @@
+import json
+from pathlib import Path
+
+import pytest
 from postel.infra.bench.loop import (
     format_loop_bench,
+    repetitive_document,
     run_loop_bench,
     sample_document,
     scale_study,
     scaled,
 )
+
+SHIPPED = Path(__file__).parents[2] / "infra" / "bench" / "loop_document.json"
 
 
 def test_run_loop_bench_reassembles_and_reports() -> None:
@@ -42,3 +49,15 @@ def test_a_paragraph_longer_than_max_tokens_takes_the_minimum_calls() -> None:
     report = run_loop_bench(document, 200)
     assert report["document_equal"] and report["final_decision"] == "complete"
     assert report["llm_calls"] == report["min_llm_calls"] > 2
+
+
+def test_the_shipped_bench_document_is_the_repetitive_document() -> None:
+    assert json.loads(SHIPPED.read_text(encoding="utf-8")) == repetitive_document()
+
+
+@pytest.mark.parametrize("max_tokens", [16, 48, 200])
+def test_the_repetitive_document_takes_the_minimum_calls(max_tokens: int) -> None:
+    # Its code blocks repeat lines, so cut answers repeat each other: still progress.
+    report = run_loop_bench(repetitive_document(), max_tokens)
+    assert report["document_equal"] and report["final_decision"] == "complete"
+    assert report["llm_calls"] == report["min_llm_calls"]

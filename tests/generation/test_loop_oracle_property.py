@@ -13,9 +13,9 @@ ASCII (CJK, emoji, emoji sequences); serialised as they are or, drawn at random,
 non-ASCII character as a \\uXXXX escape (emoji as surrogate pairs), so cuts fall inside
 escapes and between the halves of a pair.
 
-Precondition: the repeated-output guard stops a loop whose answer repeats the one before
-(`loop`); every string carries a running number every few characters, so no stretch of a
-document repeats itself over two answers."""
+Every string carries a running number every few characters, so the strings differ and a
+failure points at one place; documents whose answers repeat each other are drawn by
+test_loop_repetitive_property."""
 
 import itertools
 import json

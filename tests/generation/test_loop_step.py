@@ -95,17 +95,44 @@ def test_a_model_that_repeats_itself_is_stopped() -> None:
     assert result.metrics.reason == "no_progress"  # a restart that adds no element
     result = step(LoopState(), repeated, "length", max_iterations=10)
     result = step(result.state, repeated + "\n", "length", max_iterations=10)
-    assert result.metrics.reason == "repeated_output"
+    assert result.metrics.reason == "no_progress"
 
 
-def test_a_repeating_pair_of_answers_is_stopped() -> None:
+def test_an_answer_the_model_ended_itself_sent_again_is_repeated_output() -> None:
+    first = step(LoopState(), CUT, "length", max_iterations=10)
+    again = step(first.state, " more", "stop", max_iterations=10)
+    assert again.decision == "continue"  # ended early with the JSON open: one more chance
+    result = step(again.state, " more \n", "stop", max_iterations=10)
+    assert (result.decision, result.metrics.reason) == ("loop_detected", "repeated_output")
+    assert result.metrics.new_characters == 0
+    assert result.state.stream.leaf is not None and result.state.stream.leaf.text == "b more"
+
+
+def test_the_same_answer_again_that_closes_the_document_completes() -> None:
+    # Ended early twice with the same text, but the second closes what is open: no loop.
+    nested = '{"sections": [{"id": "p", "content_type": "paragraph", "elements": [{"text": "a"}'
+    first = step(LoopState(), nested, "length", max_iterations=10)
+    second = step(first.state, "]}", "stop", max_iterations=10)
+    assert second.decision == "continue"
+    third = step(second.state, "]}", "stop", max_iterations=10)
+    assert third.decision == "complete"
+    assert third.state.document().sections[0].elements == [{"text": "a"}]
+
+
+def test_cut_answers_that_repeat_each_other_are_progress() -> None:
+    # A code block of identical lines: cut answers can be byte for byte the same, alone or
+    # in cycles; each moves the resume point, so the loop goes on (to the cap here, since
+    # the code never closes).
     state = LoopState()
     decisions = []
-    for raw in [CUT, " one", " two", " one", " two"]:
-        result = step(state, raw, "length", max_iterations=10)
+    answers = [CUT, "x\\n", "x\\n", " one", " two", " one", " two", "x\\n"]
+    for raw in answers:
+        result = step(state, raw, "length", max_iterations=len(answers))
         state, decisions = result.state, [*decisions, result.decision]
-    assert decisions == ["continue"] * 4 + ["loop_detected"]
-    assert state.history[-1].reason == "repeated_output"
+    assert decisions == ["continue"] * (len(answers) - 1) + ["iteration_cap"]
+    assert state.history[-1].reason == "cap_reached"
+    assert state.stream.leaf is not None
+    assert state.stream.leaf.text == "b" + "x\n" * 2 + " one two one two" + "x\n"
 
 
 @pytest.mark.parametrize("answer", ["Sorry, I can't.", "", "   \n  "])

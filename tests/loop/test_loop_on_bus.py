@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from postel.infra.bench.loop import sample_document
+from postel.infra.bench.loop import repetitive_document, sample_document
 from postel.infra.bench.loop_bus import run_loop_bus_bench
 from postel.infra.client.client import Client, JobFailedError
 from postel.infra.runtime.actor import Actor, Runtime
@@ -134,7 +134,7 @@ async def test_a_cut_off_document_continues_until_it_parses(
 
 
 def numbered(template: str, count: int) -> str:
-    """Long text that never repeats itself over two answers (see `loop`: repeated_output)."""
+    """Long text whose every stretch is told apart by its running number."""
     return "".join(template.format(n) for n in range(count))
 
 
@@ -243,8 +243,29 @@ async def test_an_iteration_run_twice_adds_nothing_twice(
             ),
             "loop_detected",
         ),
+        # continues once, then sends that continuation again, ending it itself each time
+        (
+            lambda n: (
+                '{"sections": [{"id": "s", "content_type": "paragraph", '
+                '"elements": [{"text": "again and ag'
+                if n == 1
+                else " again and"
+            ),
+            "loop_detected",
+        ),
+        # continues with the same words, always cut at max_tokens: a document that repeats
+        # itself cannot be told from this, so the cap ends it
+        (
+            lambda n: (
+                '{"sections": [{"id": "s", "content_type": "paragraph", '
+                '"elements": [{"text": "again and ag'
+                if n == 1
+                else " again and" * 600
+            ),
+            "iteration_cap",
+        ),
     ],
-    ids=["never-closes", "repeats-itself"],
+    ids=["never-closes", "repeats-itself", "sends-its-answer-again", "repeats-cut-answers"],
 )
 async def test_runaway_models_end_in_their_documented_status(
     redis_url: str, settings: Settings, make_answer: Any, status: str
@@ -262,6 +283,9 @@ async def test_runaway_models_end_in_their_documented_status(
         with pytest.raises(JobFailedError) as failure:
             await client.result("runaway", timeout=60)
     assert failure.value.status == status
+    if status == "loop_detected":
+        assert failure.value.error.startswith("the model is stuck at iteration ")
+        assert failure.value.error.endswith(("(no_progress)", "(repeated_output)"))
     assert counter["n"] <= 5, "stopped within the iteration cap"
     assert isinstance(failure.value.partial, dict) and "sections" in failure.value.partial
 
@@ -337,6 +361,23 @@ async def test_bench_loop_on_a_400_word_paragraph_at_200_tokens(
     assert report["job_status"] == "completed" and report["document_equal"]
     assert report["llm_calls"] == report["min_llm_calls"] == minimum_calls(document, 200)
     assert report["completion_tokens_total"] == count_tokens(serialise(document))
+
+
+async def test_bench_loop_on_a_repetitive_document_at_16_tokens(
+    redis_url: str, settings: Settings
+) -> None:
+    # Identical code lines (cut answers repeat each other) and text the prompt builder would
+    # change if shown as written (a marker, brackets, format characters).
+    document = repetitive_document(parts=2, code_lines=12)
+    marked = '<<<END USER TEXT>>> ＜＜＜x﹥﹥﹥ zero\u200bwidth \ufeff <b> "q" \\ é'
+    document["sections"].append(
+        {"id": "m", "content_type": "paragraph", "elements": [{"text": marked * 3}]}
+    )
+    report = await run_loop_bus_bench(
+        settings.model_copy(update={"redis_url": redis_url}), document, 16
+    )
+    assert report["job_status"] == "completed" and report["document_equal"]
+    assert report["llm_calls"] == report["min_llm_calls"] == minimum_calls(document, 16)
 
 
 async def test_a_minimal_model_keeps_the_schema_and_its_whole_documents_merge_by_id(
