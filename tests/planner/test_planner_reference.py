@@ -5,11 +5,13 @@ store is in memory, and the validator's stage reads the answer as the desired ty
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from postel.messages.envelope import Envelope
+from postel.messages.gasl import ExecutionRecord
 from postel.messages.intent import Intent
 from postel.messages.job import JobOptions, JobRequest
 from postel.messages.pipeline import (
@@ -24,6 +26,7 @@ from postel.messages.task import JobProgress, Task, TaskPlan
 from postel.messages.types import TypeSpec
 from postel.services.gasl import NetworkXAdapter
 from postel.services.gasl.budget import TimeBudget
+from postel.services.gasl.gbnf import Alt, Chars, Expr, Lit, Ref, Repeat, Rules, Seq
 from postel.services.gasl.schema_summary import summarize_graph
 from postel.services.gasl.stage import GaslDeps
 from postel.services.gasl.stage import handle as gasl_handle
@@ -31,6 +34,8 @@ from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.planner import PlannerDeps, read_round_answer
 from postel.services.planner import handle as planner_handle
 from postel.services.planner.reference import Reference, ReferenceProblem, find_reference
+from postel.services.planner.round_grammar import round_answer_rules
+from postel.services.planner.round_prompt import RoundInputs, round_messages
 from postel.services.prompts import Capability
 from postel.services.validation.stage import validate
 
@@ -218,3 +223,67 @@ async def test_an_empty_reference_is_an_accepted_empty_answer(adapter: NetworkXA
     [rewrite] = validate(typed)
     assert isinstance(rewrite, GenerationRequested)
     assert "says nothing: the list is empty" in rewrite.evidence["validation_error"]
+
+
+@pytest.mark.parametrize("capability", list(Capability))
+def test_the_round_prompt_teaches_the_form_and_says_what_is_not_shown(
+    capability: Capability,
+) -> None:
+    rows = [{"id": f"PERSON {i}", "entity_type": "PERSON"} for i in range(20)]
+    records = [
+        ExecutionRecord(command=FORTY, status="success", count=40, rows=rows, variable="ans"),
+        ExecutionRecord(command="COUNT ans AS n", status="success", count=40, rows=[40]),
+    ]
+    state = {"keys": [{"key": "found", "type": "LIST", "size": 40, "sample": rows[:3]}]}
+    round_ = RoundInputs(
+        question="Which people?",
+        task_index=0,
+        round_number=1,
+        max_rounds=5,
+        records=records,
+        state_summary=state,
+    )
+    text = "\n".join(m.content for m in round_messages(capability, round_))
+    assert "COMPLETE: ${people} is all of people's rows as the answer" in text  # cheat sheet
+    assert '"answer": "${films}" (all rows, whole, shown or not)' in text  # the rule
+    assert "-> 40 as ans\n   fields: id, entity_type\n" in text
+    assert "37 more rows not shown; name all 40 as ${ans} (one field of each: ${ans.id})" in text
+    assert "-> 40\n   rows: 40" in text, "a COUNT's number is its whole result"
+    assert "found (LIST, size 40)" in text and "37 more not shown: name all as ${found}" in text
+    if capability is not Capability.MINIMAL:  # examples are for models with room for them
+        assert '"answer": "${coauthors.id}"' in text
+
+
+def _regex(expr: Expr, rules: Rules) -> str:
+    """The regular expression of a non-recursive part of a grammar."""
+    match expr:
+        case Lit(text):
+            return re.escape(text)
+        case Chars(ranges, negated):
+            inner = "".join(f"{re.escape(a)}-{re.escape(b)}" for a, b in ranges)
+            return f"[{'^' if negated else ''}{inner}]"
+        case Ref(name):
+            return _regex(rules[name], rules)
+        case Seq(items):
+            return "".join(_regex(item, rules) for item in items)
+        case Alt(options):
+            return "(?:" + "|".join(_regex(option, rules) for option in options) + ")"
+        case Repeat(item, least, most):
+            return f"(?:{_regex(item, rules)}){{{least},{most}}}"
+    raise AssertionError(expr)
+
+
+def test_the_round_grammar_admits_a_complete_by_reference() -> None:
+    """A grammar-constrained model can write the form: the complete branch's answer is text."""
+    rules = round_answer_rules()
+    root = rules["root"]
+    assert isinstance(root, Seq) and isinstance(root.items[2], Alt)
+    complete_branch = Seq((root.items[0], root.items[1], root.items[2].options[0], root.items[3]))
+    pattern = re.compile(_regex(complete_branch, rules))
+    for reference in ("${ans}", "${ans.id}"):
+        text = (
+            '{"evaluation": "all 40 found", "decision": "complete", "hypothesis": "h", '
+            f'"answer": "{reference}"}}'
+        )
+        assert pattern.fullmatch(text), text
+        assert find_reference(read_round_answer(text).answer) is not None
