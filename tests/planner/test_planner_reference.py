@@ -287,3 +287,15 @@ def test_the_round_grammar_admits_a_complete_by_reference() -> None:
         )
         assert pattern.fullmatch(text), text
         assert find_reference(read_round_answer(text).answer) is not None
+
+
+async def test_rows_that_cannot_be_the_type_go_to_the_writer_by_name(
+    adapter: NetworkXAdapter,
+) -> None:
+    handed = (await run(adapter, Model(plan(FORTY), "COMPLETE: ${ans}"), "list[int]"))[-1]
+    assert isinstance(handed, ValidationRequested)
+    [rewrite] = validate(handed)
+    assert isinstance(rewrite, GenerationRequested)
+    assert "the value of ${ans} (40 items), given in the evidence" in rewrite.instructions
+    assert "PERSON" not in rewrite.instructions, "the rows stay in the evidence"
+    assert rewrite.evidence["answer"] == handed.output
