@@ -137,7 +137,8 @@ def test_references_are_read_from_every_form_of_complete() -> None:
     assert read_round_answer('{"decision": "COMPLETE: ${ans}"}').answer == "${ans}"
     assert find_reference("${ans}") == Reference("ans")
     assert find_reference("the people are ${ ans.id }.") == Reference("ans", ("id",))
-    assert find_reference("371 people") is None and find_reference(["${ans}"]) is None
+    assert find_reference(["${ans}"]) == Reference("ans")
+    assert find_reference("371 people") is None and find_reference(["${a}", "${b}"]) is None
     with pytest.raises(ReferenceProblem, match="names 2 values"):
         find_reference("${a} and ${b}")
 
