@@ -230,7 +230,7 @@ async def test_an_empty_reference_is_an_accepted_empty_answer(adapter: NetworkXA
 def test_the_round_prompt_teaches_the_form_and_says_what_is_not_shown(
     capability: Capability,
 ) -> None:
-    rows = [{"id": f"PERSON {i}", "entity_type": "PERSON"} for i in range(20)]
+    rows = [{"entity_type": "PERSON", "id": f"PERSON {i}"} for i in range(20)]
     records = [
         ExecutionRecord(command=FORTY, status="success", count=40, rows=rows, variable="ans"),
         ExecutionRecord(command="COUNT ans AS n", status="success", count=40, rows=[40]),
@@ -247,7 +247,7 @@ def test_the_round_prompt_teaches_the_form_and_says_what_is_not_shown(
     text = "\n".join(m.content for m in round_messages(capability, round_))
     assert "COMPLETE: ${people} is all of people's rows as the answer" in text  # cheat sheet
     assert '"answer": "${films}" (all rows, whole, shown or not)' in text  # the rule
-    assert "-> 40 as ans\n   fields: id, entity_type\n" in text
+    assert "-> 40 as ans\n   fields: entity_type, id\n" in text
     assert "37 more rows not shown; name all 40 as ${ans} (one field of each: ${ans.id})" in text
     assert "-> 40\n   rows: 40" in text, "a COUNT's number is its whole result"
     assert "found (LIST, size 40)" in text and "37 more not shown: name all as ${found}" in text
