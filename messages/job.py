@@ -59,6 +59,11 @@ class JobOptions(BaseModel):
     max_rounds: int | None = Field(default=None, ge=1, le=100)
     max_repairs: int | None = Field(default=None, ge=0, le=10)
     deadline_s: float | None = Field(default=None, gt=0, le=MAX_DEADLINE_S, allow_inf_nan=False)
+    allow_empty: bool = Field(
+        default=False,
+        description='an empty list, text or object is a valid answer ("none found"); '
+        "otherwise it passes only when the evidence is empty too. A document needs text.",
+    )
 
 
 class JobRequest(BaseModel):

@@ -37,6 +37,11 @@ MAX_RECORDED_CALL_BYTES = 262_144
 """A model call recorded with its job (infra/store/calls.py) keeps at most this much of its prompt
 and of its answer; a longer one is recorded cut, and marked `truncated`."""
 
+MAX_REFERENCE_BYTES = 2 * 1_048_576
+"""A value the planner makes the answer by reference (`COMPLETE: ${var}`), as JSON: it
+travels whole in the messages after it (twice in one: as the answer and in the progress), so
+within MAX_MESSAGE_BYTES."""
+
 MAX_INLINE_RESULT_BYTES = 65_536
 """A terminal message larger than this is not copied into the `postel:results` stream: the
 entry says `in: record`, and the result is read from the job record."""

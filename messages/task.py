@@ -34,6 +34,11 @@ class TaskOutcome(BaseModel):
 
     task_id: str
     answer: Any = None
+    reference: str | None = Field(
+        default=None,
+        description="the state value the answer is, whole, when the planner completed by "
+        "reference (`${ans}`, `${ans.id}`); None when the model wrote the answer itself",
+    )
     incomplete: bool = False
     evidence: dict[str, Any] = Field(default_factory=dict)
     provenance: list[str] = Field(default_factory=list)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
 from postel.infra.runtime.model import ensure_model, model_of
 from postel.infra.store.graphs import GraphRegistry
+from postel.infra.store.stores import GaslStateStore
 from postel.messages import Envelope, GaslPlanExecuted, IntentAnalyzed, TaskPlanned
 from postel.services import planner
 
@@ -17,7 +18,9 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     summary = None if graph is None else await GraphRegistry(runtime.redis).summary(graph)
     model = model_of(runtime, "planner")
     llm = model.metered(message.request.options.model)
-    step = await planner.handle(message, planner.PlannerDeps(llm, model.capability, summary))
+    rounds = GaslStateStore(runtime.redis, runtime.settings.job_ttl_s)
+    deps = planner.PlannerDeps(llm, model.capability, summary, rounds.reader(message.job_id))
+    step = await planner.handle(message, deps)
     return Outcome.of(step, llm.meter)
 
 

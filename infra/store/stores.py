@@ -2,7 +2,8 @@
 
 - the generator's loop: its anchor message and one LoopState per (task, repair);
 - the GASL state document of each HDT round (one copy per round, so a re-run round starts
-  from the state its first run started from);
+  from the state its first run started from), with the variables its plan assigned, which
+  the planner reads for an answer by reference;
 - each HDT round's full execution records (rows and provenance included), which the events
   only summarise: the dashboard's job page and `postel demo` show them.
 """
@@ -15,6 +16,7 @@ from typing import Any
 from postel.infra.store import keys
 from postel.messages import ExecutionRecord, GaslPlan, GaslPlanExecuted, GenerationRequested
 from postel.services.generation.loop import LoopState
+from postel.services.planner.reference import RoundReader
 from pydantic import BaseModel, Field
 from redis.asyncio import Redis
 
@@ -67,6 +69,15 @@ class GaslStateStore:
             return None
         raw = await self.redis.get(keys.gasl_state(job_id, task_index, round_))
         return json.loads(raw) if raw else None
+
+    def reader(self, job_id: str) -> RoundReader:
+        """One job's `state_after`, as the planner reads a round's state and variables for an
+        answer by reference (`COMPLETE: ${var}`)."""
+
+        async def read(task_index: int, round_: int) -> dict[str, Any] | None:
+            return await self.state_after(job_id, task_index, round_)
+
+        return read
 
     async def after_round(
         self, job_id: str, task_index: int, round_: int, state: dict[str, Any]

@@ -56,6 +56,11 @@ class ContextStore:
     def exists(self, name: str) -> bool:
         return name in self._values
 
+    def values(self) -> dict[str, Any]:
+        """Every variable, whole: the round store keeps them, so the planner's
+        `COMPLETE: ${var}` can make one the answer after the round."""
+        return dict(self._values)
+
     def summary(self, max_items: int = 3) -> dict[str, Any]:
         """Per variable: its size and a short sample, for prompts and logs."""
         return {

@@ -2,7 +2,8 @@
 state, and answer the planner with the execution records and the state summary.
 
 The state document is handed in and out (the worker keeps it in Redis, one copy per round),
-so a round that runs twice starts from the same state and applies its UPDATEs once. The
+so a round that runs twice starts from the same state and applies its UPDATEs once; the
+saved document also holds the round's own `AS` variables, whole (ROUND_VARIABLES). The
 job's caps travel in that document too, never on the adapter, which the process shares.
 
 Graph work is CPU-bound: the round runs in a worker thread (with an event loop of its own
@@ -14,6 +15,7 @@ model on the caller's loop, which owns the model's HTTP client.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -26,6 +28,10 @@ from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.llm_steps import GaslModel
 from postel.services.gasl.state import MemoryStateBackend, StateStore
 from postel.services.step import HopFigures, Step, command_lines
+
+ROUND_VARIABLES = "round_variables"
+"""The key of a round's saved state document that holds the variables its plan assigned
+with `AS`, whole (a `COMPLETE: ${var}` reads them; the StateStore ignores the key)."""
 
 
 class RoundStore(Protocol):
@@ -139,4 +145,6 @@ def _run_round(
         error=errors[0].error if errors else None,
     )
     saved = backend.load() or {}
+    # the next round starts from the state alone: the variables are kept for this round only
+    saved[ROUND_VARIABLES] = json.loads(json.dumps(executor.context.values(), default=str))
     return RoundResult(executed, saved, len(errors))

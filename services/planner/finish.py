@@ -53,7 +53,12 @@ def _collect_sources(value: Any, found: dict[str, None], under_source_key: bool 
 
 
 def graph_outcome(
-    task: Task, message: GaslPlanExecuted, answer: Any, *, incomplete: bool
+    task: Task,
+    message: GaslPlanExecuted,
+    answer: Any,
+    *,
+    incomplete: bool,
+    reference: str | None = None,
 ) -> TaskOutcome:
     """A graph task's outcome: the state summary as evidence, plus the last plan's results
     (values such as a COUNT live in context variables, not in the state)."""
@@ -70,6 +75,7 @@ def graph_outcome(
     return TaskOutcome(
         task_id=task.id,
         answer=answer,
+        reference=reference,
         incomplete=incomplete,
         evidence={**message.state_summary, "last_results": last_results},
         provenance=provenance_of(message.records, message.state_summary),
@@ -85,6 +91,8 @@ def evidence_of(progress: JobProgress) -> dict[str, Any]:
                 "task_id": outcome.task_id,
                 "objective": objectives.get(outcome.task_id, ""),
                 "answer": outcome.answer,
+                # the answer is that state value, whole: the model did not type it
+                **({"reference": outcome.reference} if outcome.reference else {}),
                 "incomplete": outcome.incomplete,
                 "findings": outcome.evidence,
                 "sources": outcome.provenance,
@@ -142,6 +150,11 @@ def _write_up(task: Task, request: JobRequest, outcome: TaskOutcome) -> str:
         verdict = (
             "The graph analysis reached its round limit before it concluded: write the best "
             "result the findings support and say plainly what could not be established."
+        )
+    elif outcome.reference:
+        verdict = (
+            f"The analysis's answer is the value of {outcome.reference} it found, given whole "
+            "in the evidence (the task's answer): write the final result from all of it."
         )
     else:
         verdict = "Write the final result from the analysis's answer and its findings."

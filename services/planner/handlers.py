@@ -15,7 +15,7 @@ that names no graph raises GraphNotFound (the runtime's one missing-graph policy
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import structlog
@@ -43,6 +43,13 @@ from postel.services.planner.hdt import (
     probe_plan,
     question_of,
 )
+from postel.services.planner.reference import (
+    ReferenceProblem,
+    RoundReader,
+    find_reference,
+    resolve,
+    rounds_to_search,
+)
 from postel.services.planner.render import outcome_digest
 from postel.services.planner.round_prompt import RoundInputs
 from postel.services.planner.task_plan import plan_tasks
@@ -58,11 +65,14 @@ StepDecision = Literal["", "continue", "refine", "pivot", "complete", "capped"]
 
 @dataclass(frozen=True)
 class PlannerDeps:
-    """The planner's model, and the job graph's schema summary (None without a graph)."""
+    """The planner's model, the job graph's schema summary (None without a graph) and how to
+    read the state a round left, for answers by reference (None: `COMPLETE: ${var}` is
+    refused as unreadable)."""
 
     llm: LLMClient
     capability: Capability
     graph_summary: dict[str, Any] | None = None
+    read_round: RoundReader | None = None
 
 
 async def handle(
@@ -72,7 +82,10 @@ async def handle(
     worth a log line (a default plan, an unusable answer, the round cap) is logged."""
     notes: list[str] = []
     handler: Handler = HANDLERS[type(message)]
-    step = await handler(message, deps.llm, deps.capability, deps.graph_summary, notes=notes)
+    reads = {"read_round": deps.read_round} if isinstance(message, GaslPlanExecuted) else {}
+    step = await handler(
+        message, deps.llm, deps.capability, deps.graph_summary, notes=notes, **reads
+    )
     for note in notes:
         log.info("planner decision", note=note)
     return step
@@ -150,9 +163,12 @@ async def on_gasl_executed(
     graph_summary: dict[str, Any] | None = None,
     *,
     notes: list[str] | None = None,
+    read_round: RoundReader | None = None,
 ) -> Step:
     """Evaluate round `msg.round` and propose the next plan in one call; COMPLETE or the round
-    cap ends the task (services.planner.finish says what follows)."""
+    cap ends the task (services.planner.finish says what follows). A COMPLETE by reference
+    (`${var}`) is read through `read_round`; one that names nothing goes on as a refine whose
+    next prompt shows why."""
     task = msg.progress.task
     if task is None or task.kind != "graph_analysis":
         return _failed(msg, "gasl.plan_executed for a job that is not on a graph task")
@@ -178,13 +194,18 @@ async def on_gasl_executed(
         history[-1] = history[-1].model_copy(update={"outcome": judged})
     judgement = decision.evaluation or decision.hypothesis
     if decision.decision == "complete":
-        answered = judgement or f"answer: {decision.answer}"
-        return _step(
-            _finish(msg, task, decision.answer, incomplete=False), "complete", answered, executed
-        )
+        try:
+            answer, reference = await _answer_of(decision.answer, msg, read_round)
+        except ReferenceProblem as problem:
+            decision = replace(decision, decision="refine", problem=f"{UNUSABLE}: {problem}")
+        else:
+            answered = judgement or f"answer: {reference or decision.answer}"
+            finished = _finish(msg, task, answer, incomplete=False, reference=reference)
+            return _step(finished, "complete", answered, executed)
     if executed + 1 >= max_rounds:
         _note(notes, f"task {task.id}: round cap {max_rounds} reached without COMPLETE")
-        capped = f"round cap {max_rounds} reached without COMPLETE; {judgement}".rstrip("; ")
+        why = decision.problem or judgement
+        capped = f"round cap {max_rounds} reached without COMPLETE; {why}".rstrip("; ")
         return _step(_finish(msg, task, None, incomplete=True), "capped", capped, executed)
     plan, hypothesis = _next_plan(decision, index, executed + 1, graph_summary, notes)
     taken = _taken(decision, hypothesis)
@@ -255,8 +276,27 @@ def _with_outcome(msg: GaslPlanExecuted, digest: str) -> list[RoundNote]:
     return history
 
 
-def _finish(msg: GaslPlanExecuted, task: Task, answer: Any, *, incomplete: bool) -> list[Envelope]:
-    outcome = graph_outcome(task, msg, answer, incomplete=incomplete)
+async def _answer_of(
+    written: Any, msg: GaslPlanExecuted, read_round: RoundReader | None
+) -> tuple[Any, str | None]:
+    """The task's answer and, when the model named a state value, that reference."""
+    reference = find_reference(written)
+    if reference is None:
+        return written, None
+    rounds = rounds_to_search(msg)
+    value = await resolve(reference, read_round, msg.progress.task_index, rounds)
+    return value, reference.text
+
+
+def _finish(
+    msg: GaslPlanExecuted,
+    task: Task,
+    answer: Any,
+    *,
+    incomplete: bool,
+    reference: str | None = None,
+) -> list[Envelope]:
+    outcome = graph_outcome(task, msg, answer, incomplete=incomplete, reference=reference)
     progress = msg.progress.model_copy(update={"outcomes": [*msg.progress.outcomes, outcome]})
     return after_task(msg, msg.request, progress)
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from postel.messages.gasl import ExecutionRecord
 from postel.messages.pipeline import RoundNote
+from postel.services.planner.reference import fields_of
+from postel.services.validation.rows import NAME_FIELDS
 
 _TEXT_CHARS = 60
 _ROWS_SHOWN = 3
@@ -96,6 +98,9 @@ def state_text(state_summary: dict[str, Any]) -> str:
         head = f"{row.get('key')} ({row.get('type')}, size {row.get('size', 0)})"
         sample = row.get("sample")
         lines.append(f"{head}: {dumps(sample)}" if sample else head)
+        more = int(row.get("size") or 0) - len(sample or [])
+        if more > 0:
+            lines.append(f"   … {more} more not shown: name all as ${{{row.get('key')}}}")
     return "\n".join(lines)
 
 
@@ -131,10 +136,30 @@ def records_text(records: Sequence[ExecutionRecord], error: str | None = None) -
         if record.error:
             lines.append(f"   error: {record.error}")
         if record.rows:
-            rows = [dumps(row) for row in record.rows[:_ROWS_SHOWN]]
-            more = len(record.rows) - _ROWS_SHOWN
-            lines.append("   rows: " + "; ".join(rows) + (f"; … {more} more" if more > 0 else ""))
+            lines.extend(_rows_text(record))
     return "\n".join(lines) or "(no plan has run yet)"
+
+
+def _rows_text(record: ExecutionRecord) -> list[str]:
+    """A record's sample: its fields, how many rows are not shown and how to name them all
+    (`${var}`) rather than copy them, then its first rows (last, so a cut to fit the prompt
+    takes rows, not the count)."""
+    lines = []
+    fields = fields_of(record.rows)
+    if fields:
+        lines.append("   fields: " + ", ".join(fields))
+    shown = record.rows[:_ROWS_SHOWN]
+    # one plain value (a COUNT's number) is the whole result, whatever its count says
+    whole = len(record.rows) == 1 and not isinstance(record.rows[0], dict | list)
+    total = len(record.rows) if whole else max(record.count, len(record.rows))
+    if total > len(shown):
+        named = f"; name all {total} as ${{{record.variable}}}" if record.variable else ""
+        if named and fields:
+            field = next((name for name in NAME_FIELDS if name in fields), fields[0])
+            named += f" (one field of each: ${{{record.variable}.{field}}})"
+        lines.append(f"   {total - len(shown)} more rows not shown{named}")
+    lines.append("   rows: " + "; ".join(dumps(row) for row in shown))
+    return lines
 
 
 def outcome_digest(records: Sequence[ExecutionRecord], error: str | None = None) -> str:

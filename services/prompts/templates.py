@@ -257,6 +257,7 @@ GASL_CHEAT_SHEET = [
     'ANALYZE found USING "question" AS verdict',
     'ON EMPTY people THEN FIND nodes WHERE id CONTAINS "LEE" AS people',
     "Operators: = != > >= < <= IN CONTAINS STARTS_WITH AND OR NOT",
+    "COMPLETE: ${people} is all of people's rows as the answer; ${people.id} one field of each",
 ]
 # For models with room for it: the rest of GASL (docs/GASL.md, "Commands").
 GASL_MORE_COMMANDS = [
@@ -288,8 +289,10 @@ HDT_ROUND = TEMPLATES.register(
                 "One command per string. Use the types and attributes listed under GRAPH.",
                 "LAST RESULTS: fix an error as its message says; pivot after empty; refine "
                 "after partial.",
-                "complete when the evidence answers the QUESTION, with the answer itself in "
-                "answer. No rounds left: complete.",
+                "complete when the evidence answers the QUESTION. When the answer is rows a "
+                'variable or state key holds, name it, never copy rows: "answer": "${films}" '
+                '(all rows, whole, shown or not) or "${films.id}" (one field of each row). '
+                "No rounds left: complete.",
             ],
         },
         references={"MORE GASL": GASL_MORE_COMMANDS},
@@ -308,7 +311,17 @@ HDT_ROUND = TEMPLATES.register(
                 '"next_actions": [{"action": "continue", "confidence": 0.9, "plan": {"why": '
                 '"count people", "commands": ["FIND nodes WHERE entity_type = \\"PERSON\\" AS '
                 'people", "COUNT people AS n"]}}]}',
-            )
+            ),
+            Example(
+                user_text="QUESTION: Which people wrote with Robin Lee?\nLAST RESULTS:\n"
+                "1. [success] NEIGHBORS ${lee} DEPTH 1 AS coauthors -> 34 as coauthors\n"
+                "   fields: id, entity_type\n"
+                "   33 more rows not shown; name all 34 as ${coauthors}\n"
+                '   rows: {"id": "BRIANA MORELAND", "entity_type": "PERSON"}',
+                answer='{"evaluation": "The 34 neighbours are the co-authors.", "decision": '
+                '"complete", "hypothesis": "Co-authors are Lee\'s neighbours.", "answer": '
+                '"${coauthors.id}"}',
+            ),
         ],
     )
 )

@@ -2,6 +2,7 @@
 
 Public API:
     coerce(raw, spec, *, locale=None) -> value          raises CoercionError
+    says_nothing(value, spec) -> reason | None          an answer with nothing in it
     check_quality(value, spec, intent=None, *, strict=False) -> [problem]
     describe_type(spec) -> str                          for prompts and repair requests
     check_schema(schema)                                raises UnsupportedSchemaError
@@ -10,7 +11,7 @@ Public API:
 from postel.services.validation.coerce import coerce
 from postel.services.validation.describe import describe_type
 from postel.services.validation.errors import CoercionError, UnsupportedSchemaError
-from postel.services.validation.quality import check_quality
+from postel.services.validation.quality import check_quality, says_nothing
 from postel.services.validation.schema import check_schema
 
 __all__ = [
@@ -20,4 +21,5 @@ __all__ = [
     "check_schema",
     "coerce",
     "describe_type",
+    "says_nothing",
 ]

@@ -1,9 +1,17 @@
-"""`check_quality`: problems with a coerced value beyond its type (IPV VALIDATE, second half).
+"""`says_nothing` and `check_quality`: problems with a coerced value beyond its type (IPV
+VALIDATE, second half).
 
-Deliberately modest; two families of checks, each deterministic:
-- Emptiness, when the intent requires completeness (completeness_threshold > 0, which is the
-  default when there is no intent) or the profile is strict: empty text, list or object; a
-  document without sections, with a section without elements, or with no text anywhere.
+`says_nothing` is the one check no profile relaxes: an answer with nothing in it (empty or
+blank text, an empty list or object, a document without sections or without a word in any
+element's content) gives the success criteria nothing to be checked against, so it is
+refused like a value of the wrong type. The validator accepts an empty list, text or object
+only where the request allows none (`options.allow_empty`) or the evidence is empty too (the
+answer is an empty state value the planner named); a document without text never.
+
+`check_quality` is deliberately modest; two families of checks, each deterministic:
+- Emptiness of parts, when the intent requires completeness (completeness_threshold > 0,
+  which is the default when there is no intent) or the profile is strict: a section without
+  elements in a document that says something elsewhere.
 - Counting success criteria, the machine-checkable kind: "at least 3 items", "no more than
   100 words", "exactly five sections", "at most 2 paragraphs" ... Counted units: words
   and characters (of text or of a document's text), sections (of a document), and anything
@@ -56,24 +64,51 @@ def check_quality(
     return problems
 
 
-def _emptiness(value: Any, spec: TypeSpec) -> list[str]:
+def says_nothing(value: Any, spec: TypeSpec) -> str | None:
+    """Why `value` (coerced to `spec`) holds nothing to check, or None when it holds
+    something. A document's words count only in its elements' content (text, code, items,
+    headers, rows): a code block's language or a heading's level says nothing."""
     if spec.kind == "document":
         sections = value.get("sections", [])
         if not sections:
-            return ["the document has no sections"]
-        problems = [
-            f"section {section.get('id') or index} ({section['content_type']}) has no content"
-            for index, section in enumerate(sections)
-            if not section.get("elements")
-        ]
-        if not problems and not any(_has_words(s.get("elements")) for s in sections):
-            problems.append("the document has sections but no text in any of them")
-        return problems
+            return "the document has no sections"
+        if not any(_has_words(_content(s.get("elements", []))) for s in sections):
+            return "the document has sections but no text in any of them"
+        return None
+    if value is None:
+        return "there is no answer"
     if isinstance(value, str) and not value.strip():
-        return ["the answer is empty"]
+        return "the answer is empty"
     if isinstance(value, list | dict) and not value:
-        return [f"the {'list' if isinstance(value, list) else 'object'} is empty"]
-    return []
+        return f"the {'list' if isinstance(value, list) else 'object'} is empty"
+    return None
+
+
+def _emptiness(value: Any, spec: TypeSpec) -> list[str]:
+    if spec.kind != "document" or says_nothing(value, spec):
+        return []  # a value with nothing in it is refused before quality is judged
+    return [
+        f"section {section.get('id') or index} ({section['content_type']}) has no content"
+        for index, section in enumerate(value.get("sections", []))
+        if not _has_words(_content(section.get("elements", [])))
+    ]
+
+
+_CONTENT_KEYS = ("text", "code", "items", "headers", "rows")
+
+
+def _content(elements: list[Any]) -> list[Any]:
+    """What the document's elements say: their content fields (messages.document's
+    shapes), or the whole element when it has none of them (an element kept as the model
+    wrote it)."""
+    said: list[Any] = []
+    for element in elements:
+        if isinstance(element, dict):
+            fields = [element[key] for key in _CONTENT_KEYS if key in element]
+            said.extend(fields if fields else [element])
+        else:
+            said.append(element)
+    return said
 
 
 def _has_words(value: Any) -> bool:

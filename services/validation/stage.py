@@ -1,7 +1,10 @@
 """IPV VALIDATE: the validator worker's service.
 
-The last task's output is coerced to the job's desired type and checked for quality (the
-intent's success criteria, completeness). On success the job completes; an earlier task's
+The last task's output is coerced to the job's desired type (an answer by reference, a
+state value the planner named, is read as rows first: services.validation.rows), refused
+when it says nothing (unless the request allows none or the evidence is empty too:
+services.validation.quality.says_nothing), and checked for quality (the intent's success
+criteria, completeness). On success the job completes; an earlier task's
 output becomes its outcome and the plan moves on to the next task. On failure a bounded
 repair request goes back to the generator (`validation.failed`, up to the profile's
 max_repairs); an answer the planner sent straight here (`validation.requested`) is handed to
@@ -34,7 +37,13 @@ from postel.services.step import HopFigures, Step
 from postel.services.validation.coerce import coerce
 from postel.services.validation.describe import describe_type
 from postel.services.validation.errors import CoercionError, UnsupportedSchemaError
-from postel.services.validation.quality import check_quality
+from postel.services.validation.quality import check_quality, says_nothing
+from postel.services.validation.rows import from_state
+
+_EMPTY_RULE = (
+    "an empty answer passes only where the request allows none (options.allow_empty) or the "
+    "evidence is empty too; a document needs text"
+)
 
 
 async def handle(message: GenerationCompleted | ValidationRequested, deps: None = None) -> Step:
@@ -64,17 +73,27 @@ def validate(message: GenerationCompleted | ValidationRequested) -> list[Envelop
     last = is_last_task(progress)
     spec = desired_type_for(request, progress)
     profile = effective_settings(request)
+    by_reference = _by_reference(message)
+    output = message.output
+    if by_reference is not None and isinstance(message, ValidationRequested):
+        output = from_state(output, spec)  # rows GASL found, read as the type asks
     try:
-        value = _coerce(message.output, spec, request.ambient.locale)
-        problems = check_quality(
-            value, spec, progress.task_intent(), strict=profile.strictness == "strict"
-        )
-        if problems and profile.quality_blocks:
-            raise CoercionError("; ".join(problems))
+        value = _coerce(output, spec, request.ambient.locale)
     except UnsupportedSchemaError as exc:
         return [message.derive(JobFailed, ids.FAILED, status="invalid_request", error=str(exc))]
     except CoercionError as exc:
-        return [_after_failure(message, str(exc), spec, profile.max_repairs)]
+        failure = f"the output is not {describe_type(spec)}: {exc}"
+        return [_after_failure(message, failure, spec, profile.max_repairs)]
+    empty = says_nothing(value, spec)
+    if empty and not _may_be_empty(spec, request.options.allow_empty, by_reference):
+        failure = f"the output says nothing: {empty}; {_EMPTY_RULE}"
+        return [_after_failure(message, failure, spec, profile.max_repairs)]
+    problems = check_quality(
+        value, spec, progress.task_intent(), strict=profile.strictness == "strict"
+    )
+    if problems and profile.quality_blocks:
+        failure = f"the output is not {describe_type(spec)}: {'; '.join(problems)}"
+        return [_after_failure(message, failure, spec, profile.max_repairs)]
     outcome = TaskOutcome(task_id=message.task_id, answer=value)
     outcomes = [*progress.outcomes, outcome]
     if not last:
@@ -88,6 +107,24 @@ def validate(message: GenerationCompleted | ValidationRequested) -> list[Envelop
         ]
     results = {o.task_id: o.answer for o in outcomes}
     return [message.derive(JobCompleted, ids.COMPLETED, result=value, task_results=results)]
+
+
+def _by_reference(message: GenerationCompleted | ValidationRequested) -> TaskOutcome | None:
+    """The task's graph outcome when its answer is a state value the planner named
+    (`COMPLETE: ${var}`), else None."""
+    for outcome in reversed(message.progress.outcomes):
+        if outcome.task_id == message.task_id:
+            return outcome if outcome.reference is not None else None
+    return None
+
+
+def _may_be_empty(spec: TypeSpec, allow_empty: bool, by_reference: TaskOutcome | None) -> bool:
+    """An empty list, text or object passes where the request allows none, or where the
+    evidence is empty too: the answer is a state value the planner named, and it is empty."""
+    if spec.kind == "document":
+        return False
+    evidence_empty = by_reference is not None and by_reference.answer in ([], {}, "")
+    return allow_empty or evidence_empty
 
 
 def _coerce(output: Any, spec: TypeSpec, locale: str | None) -> Any:
@@ -118,13 +155,25 @@ def _as_json(value: Any) -> str:
         raise CoercionError(f"the output is not JSON that can be read: {error}") from None
 
 
+def _answered(message: ValidationRequested) -> str:
+    """What the analysis answered, for the rewrite: a state value it named stays in the
+    evidence (fitted to the writer's budget), not pasted into the instructions."""
+    outcome = _by_reference(message)
+    if outcome is None:
+        return f"The analysis answered: {message.output}"
+    size = len(outcome.answer) if isinstance(outcome.answer, list | dict) else 1
+    return (
+        f"The analysis answered with the value of {outcome.reference} ({size} items), given "
+        "in the evidence as `answer`."
+    )
+
+
 def _after_failure(
     message: GenerationCompleted | ValidationRequested,
-    error: str,
+    failure: str,
     spec: TypeSpec,
     max_repairs: int,
 ) -> Envelope:
-    failure = f"the output is not {describe_type(spec)}: {error}"
     if isinstance(message, GenerationCompleted) and message.repair < max_repairs:
         return message.derive(
             ValidationFailed,
@@ -142,7 +191,7 @@ def _after_failure(
             progress=message.progress,
             task_id=message.task_id,
             instructions=(
-                f"{message.request.prompt}\n\nThe analysis answered: {message.output}\n"
+                f"{message.request.prompt}\n\n{_answered(message)}\n"
                 f"Give this answer as {describe_type(spec)}."
             ),
             evidence={"answer": message.output, "validation_error": failure},

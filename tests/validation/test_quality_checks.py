@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from postel.messages.intent import Intent, QualityRequirements
 from postel.messages.types import TypeSpec
-from postel.services.validation import check_quality, describe_type
+from postel.services.validation import check_quality, describe_type, says_nothing
 
 
 def _intent(criteria: list[str] | None = None, completeness: float = 0.8) -> Intent:
@@ -39,14 +39,25 @@ PARAGRAPH = {"id": "p", "content_type": "paragraph", "elements": [{"text": "one 
         (
             _doc({"id": "intro", "content_type": "paragraph", "elements": []}),
             "document",
-            "section intro (paragraph) has no content",
+            "the document has sections but no text in any of them",
         ),
     ],
 )
-def test_empty_results_fail_when_completeness_is_required(
+def test_an_answer_with_nothing_in_it_says_nothing_whatever_the_intent(
     value: Any, spelling: str, problem: str
 ) -> None:
+    """Emptiness of the whole answer is not a quality judgement: no completeness threshold
+    or profile relaxes it (the validator refuses it before quality is judged)."""
     spec = TypeSpec.parse(spelling)
+    assert says_nothing(value, spec) == problem
+    assert check_quality(value, spec, _intent(completeness=0.0)) == []
+
+
+def test_an_empty_section_beside_text_fails_when_completeness_is_required() -> None:
+    spec = TypeSpec(kind="document")
+    value = _doc(PARAGRAPH, {"id": "intro", "content_type": "paragraph", "elements": []})
+    problem = "section intro (paragraph) has no content"
+    assert says_nothing(value, spec) is None
     assert check_quality(value, spec) == [problem]
     assert check_quality(value, spec, _intent()) == [problem]
     assert check_quality(value, spec, _intent(completeness=0.0)) == []
@@ -109,12 +120,16 @@ def test_every_kind_has_a_description() -> None:
 
 
 def test_a_document_of_empty_elements_says_nothing() -> None:
-    from postel.messages.types import TypeSpec
-    from postel.services.validation import check_quality
-
-    hollow = {"sections": [{"id": "s", "content_type": "code_block", "elements": [{"code": ""}]}]}
-    assert check_quality(hollow, TypeSpec(kind="document")) == [
+    """Two code blocks with a language and no code (what `postel demo` once accepted) and a
+    heading with a level but no text fill a document's shape without a word."""
+    hollow = _doc(
+        {"id": "s", "content_type": "code_block", "elements": [{"code": ""}]},
+        {"id": "c", "content_type": "code_block", "elements": [{"language": "python", "code": ""}]},
+        {"id": "h", "content_type": "heading", "elements": [{"level": 2, "text": " "}]},
+    )
+    assert says_nothing(hollow, TypeSpec(kind="document")) == (
         "the document has sections but no text in any of them"
-    ]
-    full = {"sections": [{"id": "s", "content_type": "paragraph", "elements": [{"text": "Hi"}]}]}
+    )
+    full = _doc({"id": "s", "content_type": "paragraph", "elements": [{"text": "Hi"}]})
+    assert says_nothing(full, TypeSpec(kind="document")) is None
     assert check_quality(full, TypeSpec(kind="document")) == []
