@@ -1,7 +1,13 @@
 """postel's contract: pydantic v2 models of every message. Imports nothing else of ours."""
 
 from postel.messages.document import Section, SectionsDocument
-from postel.messages.envelope import SCHEMA_VERSION, Envelope, new_job_id, utc_now
+from postel.messages.envelope import (
+    JOB_ID_PATTERN,
+    SCHEMA_VERSION,
+    Envelope,
+    new_job_id,
+    utc_now,
+)
 from postel.messages.gasl import ExecutionRecord, GaslPlan, PlanConfig
 from postel.messages.intent import Intent, QualityRequirements, TaskIntentOverride
 from postel.messages.job import AmbientContext, CodeSiteContext, JobOptions, JobRequest
@@ -31,6 +37,7 @@ from postel.messages.task import JobProgress, Task, TaskOutcome, TaskPlan
 from postel.messages.types import TypeSpec
 
 __all__ = [
+    "JOB_ID_PATTERN",
     "MESSAGE_ADAPTER",
     "MESSAGE_TYPES",
     "SCHEMA_VERSION",

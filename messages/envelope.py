@@ -13,7 +13,9 @@ SCHEMA_VERSION = 1
 
 M = TypeVar("M", bound="Envelope")
 
-_JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+"""Every job id: a safe Redis key part (no `:`, so no job's id names another key)."""
+_JOB_ID = re.compile(JOB_ID_PATTERN)
 
 
 def utc_now() -> datetime:

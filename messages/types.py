@@ -12,7 +12,9 @@ from typing import Any, Literal
 
 from postel.messages.errors import LimitExceeded
 from postel.messages.limits import MAX_TYPE_DEPTH, MAX_VALUE_DEPTH, check_json_text
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, model_validator
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 TypeKind = Literal["float", "int", "bool", "str", "list", "dict", "document", "json_schema"]
 
@@ -66,6 +68,36 @@ class TypeSpec(BaseModel):
             )
         return self
 
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        """Published as every form the validator accepts: a spelling, the object form, or a
+        bare JSON Schema (see `_accept_annotation_string`)."""
+        generated = handler(core_schema)
+        definition = handler.resolve_ref_schema(generated)
+        object_form = {k: v for k, v in definition.items() if k not in ("title", "description")}
+        definition.clear()
+        definition.update(
+            title="TypeSpec",
+            description=(
+                'The desired type: a spelling such as "float" or "list[str]", the object '
+                'form {"kind": ...}, or a bare JSON Schema (an object with `type` or '
+                "`properties` and no `kind`)."
+            ),
+            anyOf=[
+                {"type": "string", "pattern": spelling_pattern(), "examples": ["list[float]"]},
+                object_form,
+                {
+                    "type": "object",
+                    "description": "a JSON Schema for the result",
+                    "anyOf": [{"required": ["type"]}, {"required": ["properties"]}],
+                    "not": {"required": ["kind"]},
+                },
+            ],
+        )
+        return generated
+
     def depth(self) -> int:
         """1 for a scalar, one more per `list[...]` around it."""
         return 1 if self.items is None else 1 + self.items.depth()
@@ -99,6 +131,18 @@ def _parse_spelling(spelling: str, depth: int = 1) -> dict[str, Any]:
             return {"kind": "list", "items": _parse_spelling(inner, depth + 1)}
     known = ", ".join([*_SCALARS, "list[T]"])
     raise ValueError(f"unknown type {spelling!r}: expected one of {known}, or a JSON Schema")
+
+
+def spelling_pattern() -> str:
+    """An ECMA-262 regex (as JSON Schema `pattern` takes) for the spellings `parse` reads:
+    case-insensitive words, any `list[...]` around them. Brackets are not counted; `parse`
+    refuses what does not balance."""
+
+    def anycase(word: str) -> str:
+        return "".join(f"[{c.lower()}{c.upper()}]" for c in word)
+
+    words = "|".join(anycase(w) for w in sorted({*_SCALARS, *_ALIASES}, key=len, reverse=True))
+    return rf"^\s*(?:{anycase('list')} ?\[\s*)*(?:{words})(?:\s*\])*\s*$"
 
 
 TypeSpec.model_rebuild()

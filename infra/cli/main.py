@@ -228,8 +228,10 @@ def worker(name: str, concurrency: int | None, metrics_port: int | None, metrics
             loop.add_signal_handler(sig, stop.set)
         async with contextlib.AsyncExitStack() as stack:
             if metrics_port is not None:
-                url = current.effective_redis_url
-                await stack.enter_async_context(MetricsServer(url, metrics_host, metrics_port))
+                scraped = MetricsServer(
+                    current, current.effective_redis_url, metrics_host, metrics_port
+                )
+                await stack.enter_async_context(scraped)
             await run_workers(
                 [name],
                 current,

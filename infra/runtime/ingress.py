@@ -5,10 +5,10 @@ A consumer group reads the stream. Valid entries are submitted, invalid ones are
 dead-lettered with the error (over a size or depth limit, not JSON, an invalid request, an
 unknown graph, a job id already taken by a different request); both are acknowledged, and
 nothing an entry holds can stop the consumer. Acknowledged entries beyond INGRESS_KEEP are
-trimmed. An entry whose consumer died
-before acknowledging it is claimed by another consumer after `claim_idle_ms`, and since its
-job id is derived from the entry id (`ingress-<entry id>`) when none is given, submitting it
-again cannot run the job twice.
+trimmed, and one over INGRESS_KEEP_ENTRY_BYTES is deleted as soon as it is handled.
+An entry whose consumer died before acknowledging it is claimed by another consumer after
+`claim_idle_ms`, and since its job id is derived from the entry id (`ingress_job_id`) when
+none is given, submitting it again cannot run the job twice.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 import structlog
 from postel.infra.runtime.actor import Runtime
 from postel.infra.runtime.outage import REDIS_UNAVAILABLE, RideOut
-from postel.infra.runtime.submit import INGRESS_ID_PREFIX, JobConflict, submit_job
+from postel.infra.runtime.submit import JobConflict, ingress_job_id, submit_job
 from postel.infra.store import keys
 from postel.infra.store.deadletter import dead_letter, summarise_validation
 from postel.infra.store.graphs import GraphNotFound
@@ -35,6 +35,10 @@ log = structlog.get_logger(__name__)
 
 INGRESS_KEEP = 10_000
 """Acknowledged entries kept for inspection; older ones are trimmed."""
+INGRESS_KEEP_ENTRY_BYTES = 16 * 1024
+"""A handled entry larger than this is deleted at once (its request is in the job record, or
+an excerpt in its dead letter), so the kept entries hold at most about
+INGRESS_KEEP x INGRESS_KEEP_ENTRY_BYTES."""
 TRIM_EVERY = 100
 
 
@@ -124,7 +128,7 @@ class IngressConsumer:
         an entry holds can stop the consumer: any error but a Redis one (the entry stays
         pending and is claimed again) dead-letters the entry."""
         data = {_text(k): _text(v) for k, v in fields.items()}
-        job_id = data.get("job_id") or f"{INGRESS_ID_PREFIX}{entry_id.replace('-', '_')}"
+        job_id = data.get("job_id") or ingress_job_id(entry_id)
         error: str | None = None
         try:
             request = self._parse(data)
@@ -158,6 +162,8 @@ class IngressConsumer:
             )
             log.warning("ingress entry dead-lettered", entry=entry_id, error=error)
         await self.redis.xack(keys.INGRESS, keys.INGRESS_GROUP, entry_id)
+        if sum(len(k) + len(v) for k, v in fields.items()) > INGRESS_KEEP_ENTRY_BYTES:
+            await self.redis.xdel(keys.INGRESS, entry_id)
         await self._trim()
 
     async def _trim(self) -> None:

@@ -135,7 +135,17 @@ async def redrive_matching(
         before = page.next
 
 
+def _whole(letter: DeadLetter) -> None:
+    if letter.raw_sha256:
+        raise RedriveRefused(
+            letter.id,
+            f"its payload was cut when dead-lettered ({letter.raw_bytes} bytes, sha256 "
+            f"{letter.raw_sha256}); send it again from the producer's copy",
+        )
+
+
 def _decoded(letter: DeadLetter) -> Envelope:
+    _whole(letter)
     try:
         check_json_text(letter.raw)
         payload: Any = json.loads(letter.raw)
@@ -221,6 +231,7 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
 
 
 async def _resubmit(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str) -> Redriven:
+    _whole(letter)
     try:
         check_json_text(letter.raw)
         fields = json.loads(letter.raw)

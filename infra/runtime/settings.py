@@ -107,6 +107,18 @@ class Settings(BaseSettings):
     web_host: str = "127.0.0.1"
     web_port: int = Field(default=8040, ge=0, le=65535)
     web_token: SecretStr | None = None
+    web_request_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="a client must send a request's headers and body within this long of "
+        "connecting (or of its previous answer), or it is disconnected",
+    )
+    web_max_connections: int = Field(
+        default=256, ge=1, description="connections at once; past it requests get 503"
+    )
+    web_max_streams: int = Field(
+        default=64, ge=1, description="live event streams (SSE) at once; past it 429"
+    )
 
     log_level: str = "INFO"
     log_format: Literal["json", "console"] = "json"

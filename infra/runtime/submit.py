@@ -21,9 +21,16 @@ from postel.infra.store.graphs import GraphNotFound, GraphRegistry
 from postel.infra.store.jobs import JobStore
 from postel.messages import CarriesJob, Envelope, JobRequest, JobSubmitted, new_job_id, utc_now
 from postel.messages.errors import PostelError
+from postel.services.validation import check_desired_type
 
 INGRESS_ID_PREFIX = "ingress-"
 """Ids of ingress entries that name no job_id; reserved, so no producer can take one."""
+
+
+def ingress_job_id(entry_id: str) -> str:
+    """The job id of an ingress entry that names none: `ingress-` and the entry id with its
+    `-` written `_` (`1700000000000-0` -> `ingress-1700000000000_0`)."""
+    return f"{INGRESS_ID_PREFIX}{entry_id.replace('-', '_')}"
 
 
 class JobConflict(PostelError, ValueError):
@@ -59,7 +66,10 @@ async def submit_job(
     source: str = "client",
 ) -> str:
     """Submit a job and return its id (see the module's note on idempotence). A job about a
-    graph that is not registered is refused (GraphNotFound) before anything is written."""
+    graph that is not registered is refused (GraphNotFound), and a desired type holding a
+    malformed or unsupported JSON Schema (UnsupportedSchemaError), before anything is written
+    or any model is called."""
+    check_desired_type(request.desired_type)
     if job_id is not None and job_id.startswith(INGRESS_ID_PREFIX) and source != "ingress":
         raise ValueError(f"job ids starting with {INGRESS_ID_PREFIX!r} are reserved for ingress")
     if request.graph is not None and not await pool.sismember(keys.GRAPHS, request.graph):

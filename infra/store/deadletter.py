@@ -5,12 +5,16 @@ Each entry of `postel:dead` has the fields source (`worker:<name>` or `ingress`)
 raw (the payload as received), job_id, message_id, attempt and at. Listing reads the stream
 newest first in pages; a filter by worker or error text reads at most SCAN_LIMIT entries per
 page, so a page costs the same however long the stream is.
-The stream keeps the newest DEAD_LETTER_MAXLEN entries; a payload over the payload limit keeps
-only an excerpt.
+The stream is bounded by count and by size: it keeps the newest DEAD_LETTER_MAXLEN entries,
+and a payload over DEAD_LETTER_RAW_BYTES keeps only its first EXCERPT_CHARS characters, with
+its size and sha256 noted (`raw_bytes`, `raw_sha256`), so at most about
+DEAD_LETTER_MAXLEN x DEAD_LETTER_RAW_BYTES of payloads are kept. Such a letter cannot be
+redriven (redrive.py says so); the sha256 matches it to the producer's copy.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import datetime
 from typing import Any
@@ -18,12 +22,13 @@ from typing import Any
 from postel.infra.store import keys
 from postel.messages import utc_now
 from postel.messages.errors import PostelError
-from postel.messages.limits import MAX_PAYLOAD_BYTES
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 DEAD_LETTER_MAXLEN = 10_000
+DEAD_LETTER_RAW_BYTES = 64 * 1024
+"""A payload up to this many bytes (UTF-8) is kept whole; a larger one as an excerpt."""
 EXCERPT_CHARS = 4096
 SCAN_LIMIT = 5_000
 
@@ -37,6 +42,8 @@ class DeadLetter(BaseModel):
     message_id: str = ""
     attempt: int = 0
     at: datetime | None = None
+    raw_bytes: int = Field(default=0, description="the payload's size when `raw` is cut")
+    raw_sha256: str = Field(default="", description="the payload's sha256 when `raw` is cut")
 
     @property
     def worker(self) -> str:
@@ -67,9 +74,9 @@ def _text(value: bytes | str) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else value
 
 
-def raw_text(payload: Any) -> str:
-    """The payload as text: whole when it is within the payload limit (so it can be
-    redriven), else a marked excerpt of its head (it was refused for its size anyway)."""
+def raw_fields(payload: Any) -> dict[str, str]:
+    """The payload as the entry's `raw`: whole when within DEAD_LETTER_RAW_BYTES (so it can
+    be redriven), else a marked excerpt of its head with `raw_bytes` and `raw_sha256`."""
     if isinstance(payload, bytes):
         text = payload.decode(errors="replace")
     elif isinstance(payload, str):
@@ -79,9 +86,17 @@ def raw_text(payload: Any) -> str:
             text = json.dumps(payload, ensure_ascii=False, default=str)
         except (ValueError, RecursionError):
             text = repr(payload)[: EXCERPT_CHARS + 1]
-    if len(text) > MAX_PAYLOAD_BYTES:
-        return f"{text[:EXCERPT_CHARS]}... [cut: {len(text)} characters in all]"
-    return text
+    if len(text) <= DEAD_LETTER_RAW_BYTES // 4:  # 4 bytes per character at most
+        return {"raw": text}
+    data = text.encode(errors="replace")
+    if len(data) <= DEAD_LETTER_RAW_BYTES:
+        return {"raw": text}
+    digest = hashlib.sha256(data).hexdigest()
+    return {
+        "raw": f"{text[:EXCERPT_CHARS]}... [cut: {len(data)} bytes in all, sha256 {digest}]",
+        "raw_bytes": str(len(data)),
+        "raw_sha256": digest,
+    }
 
 
 async def dead_letter(
@@ -97,7 +112,7 @@ async def dead_letter(
     fields = {
         "source": source,
         "error": error,
-        "raw": raw_text(payload),
+        **raw_fields(payload),
         "job_id": job_id,
         "message_id": message_id,
         "attempt": str(attempt),

@@ -2,10 +2,12 @@
 
 Request and response bodies are the pydantic models of messages/ and infra/: a job is
 submitted with the same JobRequest as the ingress stream, and a bad body gets 422 naming
-the field. Status codes: 201 submitted or graph added, 404 no such job or dead letter or
-graph, 409 cancelling a finished job, a job id already taken or a dead letter that stays
-dead, 413 a body over MAX_PAYLOAD_BYTES (or a graph over MAX_GRAPH_BYTES unpacked), 401
-without the token when one is configured.
+the field (a job id not of JOB_ID_PATTERN, a desired type with an unsupported JSON Schema,
+an unknown status filter). Status codes: 201 submitted or graph added, 404 no such job or
+dead letter or graph, 409 cancelling a finished job, a job id already taken or a dead letter
+that stays dead, 413 a body over MAX_PAYLOAD_BYTES (or a graph over MAX_GRAPH_BYTES
+unpacked), 429 past POSTEL_WEB_MAX_STREAMS live streams, 401 without the token when one is
+configured (declared in the OpenAPI document).
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Request
 from fastapi.responses import StreamingResponse
+from fastapi.security import APIKeyCookie, HTTPBearer
 from postel.infra.client.client import TERMINAL_TYPES
 from postel.infra.runtime.cancel import JobAlreadyFinished, cancel_job
 from postel.infra.runtime.redrive import (
@@ -46,7 +49,7 @@ from postel.infra.store.graphs import (
     GraphRegistry,
     InvalidGraphName,
 )
-from postel.infra.store.jobs import JobNotFound, JobRecord
+from postel.infra.store.jobs import JobNotFound, JobRecord, JobStatus
 from postel.infra.store.stores import GaslRound, GaslStateStore
 from postel.infra.web.queries import (
     JobsPage,
@@ -56,18 +59,44 @@ from postel.infra.web.queries import (
     queues_view,
     workers_view,
 )
+from postel.infra.web.security import COOKIE
 from postel.infra.web.state import WebState, web_state
-from postel.messages import JobRequest
+from postel.messages import JOB_ID_PATTERN, JobRequest
 from postel.messages.limits import MAX_GRAPH_BYTES
+from postel.services.validation import UnsupportedSchemaError
 from pydantic import BaseModel, ValidationError
+from starlette.types import Receive, Scope, Send
 
-router = APIRouter(prefix="/api")
+# The guard (security.py) checks the token; these only declare it in the OpenAPI document.
+_BEARER = HTTPBearer(
+    auto_error=False, description="POSTEL_WEB_TOKEN, when the server has one: Bearer <token>"
+)
+_COOKIE = APIKeyCookie(
+    name=COOKIE, auto_error=False, description="the cookie the login form sets (pages)"
+)
+UNAUTHORIZED = {"description": "missing or wrong token (only when POSTEL_WEB_TOKEN is set)"}
+router = APIRouter(
+    prefix="/api",
+    dependencies=[Depends(_BEARER), Depends(_COOKIE)],
+    responses={401: UNAUTHORIZED},
+)
 
 State = Annotated[WebState, Depends(web_state)]
+JobId = Annotated[
+    str,
+    Path(
+        pattern=JOB_ID_PATTERN,
+        description="1-100 letters, digits, '.', '_' or '-'; anything else is 422",
+    ),
+]
+ENTRY_ID_PATTERN = r"^\d{1,20}-\d{1,20}$"
+EntryId = Annotated[str, Path(pattern=ENTRY_ID_PATTERN, description="a stream entry id")]
 KEEPALIVE_S = 15.0
+STREAM_RETRY_AFTER_S = 5
 _STREAM_ID = re.compile(r"\d{1,20}(-\d{1,20})?")
 NOT_FOUND = {"description": "no such job or dead letter"}
 TOO_LARGE = {"description": "the body is over MAX_PAYLOAD_BYTES"}
+TOO_MANY_STREAMS = {"description": "POSTEL_WEB_MAX_STREAMS live streams are open already"}
 _BLOCK_MS = 1000
 
 
@@ -111,6 +140,8 @@ async def submit(
         raise _field_error(["body", "graph"], str(exc), "unknown_graph") from exc
     except JobConflict as exc:
         raise HTTPException(409, str(exc)) from exc
+    except UnsupportedSchemaError as exc:
+        raise _field_error(["body", "desired_type"], str(exc), "unsupported_schema") from exc
     except ValidationError as exc:
         raise _field_error(["query", "job_id"], _first_error(exc), "invalid_job_id") from exc
     except ValueError as exc:
@@ -121,7 +152,7 @@ async def submit(
 @router.get("/jobs", response_model=JobsPage, tags=["jobs"])
 async def jobs(
     state: State,
-    status: str | None = None,
+    status: JobStatus | None = None,
     stage: str | None = None,
     q: Annotated[str | None, Query(description="Text in the job id or title.")] = None,
     before: Annotated[str | None, Query(description="The `next` cursor of a page.")] = None,
@@ -137,7 +168,7 @@ async def jobs(
 
 
 @router.get("/jobs/{job_id}", response_model=JobRecord, tags=["jobs"], responses={404: NOT_FOUND})
-async def job(job_id: str, state: State) -> JobRecord:
+async def job(job_id: JobId, state: State) -> JobRecord:
     try:
         return await state.jobs.get(job_id)
     except JobNotFound as exc:
@@ -145,13 +176,13 @@ async def job(job_id: str, state: State) -> JobRecord:
 
 
 @router.get("/jobs/{job_id}/events", response_model=list[Event], tags=["jobs"])
-async def job_events(job_id: str, state: State) -> list[Event]:
+async def job_events(job_id: JobId, state: State) -> list[Event]:
     await job(job_id, state)
     return await state.events.read(job_id)
 
 
 @router.get("/jobs/{job_id}/calls", response_model=list[RecordedCall], tags=["jobs"])
-async def job_calls(job_id: str, state: State) -> list[RecordedCall]:
+async def job_calls(job_id: JobId, state: State) -> list[RecordedCall]:
     """Every model call the job made, as the model received it and what it answered (empty
     when recording is off: POSTEL_RECORD_CALLS=false)."""
     await job(job_id, state)
@@ -159,7 +190,7 @@ async def job_calls(job_id: str, state: State) -> list[RecordedCall]:
 
 
 @router.get("/jobs/{job_id}/rounds", response_model=list[GaslRound], tags=["jobs"])
-async def job_rounds(job_id: str, state: State) -> list[GaslRound]:
+async def job_rounds(job_id: JobId, state: State) -> list[GaslRound]:
     """The job's HDT rounds with their full execution records (rows, provenance)."""
     await job(job_id, state)
     return await GaslStateStore(state.pool, state.settings.job_ttl_s).rounds(job_id)
@@ -171,7 +202,7 @@ async def job_rounds(job_id: str, state: State) -> list[GaslRound]:
     tags=["jobs"],
     responses={404: NOT_FOUND, 409: {"description": "the job has already finished"}},
 )
-async def cancel(job_id: str, state: State) -> JobRecord:
+async def cancel(job_id: JobId, state: State) -> JobRecord:
     """Cancel a queued or running job (409 if it has finished)."""
     try:
         await cancel_job(state.pool, state.events, job_id, by="web")
@@ -186,10 +217,10 @@ async def cancel(job_id: str, state: State) -> JobRecord:
     "/jobs/{job_id}/events/stream",
     tags=["jobs"],
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}}},
+    responses={200: {"content": {"text/event-stream": {}}}, 429: TOO_MANY_STREAMS},
 )
 async def follow_job(
-    job_id: str,
+    job_id: JobId,
     request: Request,
     state: State,
     last_event_id: Annotated[str | None, Header()] = None,
@@ -203,14 +234,14 @@ async def follow_job(
         return event.type in TERMINAL_TYPES and (await state.jobs.get(job_id)).finished
 
     stream = keys.job_events(job_id)
-    return _sse(_follow(state, request, stream, _stream_id(last_event_id or "0-0"), ended))
+    return _sse(state, _follow(state, request, stream, _stream_id(last_event_id or "0-0"), ended))
 
 
 @router.get(
     "/events/stream",
     tags=["jobs"],
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}}},
+    responses={200: {"content": {"text/event-stream": {}}}, 429: TOO_MANY_STREAMS},
 )
 async def follow_all(
     request: Request,
@@ -226,7 +257,7 @@ async def follow_all(
         return False
 
     start = _stream_id(last_event_id or since or "$")
-    return _sse(_follow(state, request, keys.EVENTS, start, never))
+    return _sse(state, _follow(state, request, keys.EVENTS, start, never))
 
 
 @router.get("/dead", response_model=DeadPage, tags=["dead letters"])
@@ -244,7 +275,7 @@ async def dead(
 @router.get(
     "/dead/{entry_id}", response_model=DeadLetter, tags=["dead letters"], responses={404: NOT_FOUND}
 )
-async def dead_letter(entry_id: str, state: State) -> DeadLetter:
+async def dead_letter(entry_id: EntryId, state: State) -> DeadLetter:
     try:
         return await get_dead(state.pool, entry_id)
     except DeadLetterNotFound as exc:
@@ -257,7 +288,7 @@ async def dead_letter(entry_id: str, state: State) -> DeadLetter:
     tags=["dead letters"],
     responses={404: NOT_FOUND, 409: {"description": "it stays dead; `detail` says why"}},
 )
-async def redrive_one(entry_id: str, state: State) -> Redriven:
+async def redrive_one(entry_id: EntryId, state: State) -> Redriven:
     """Send a dead letter back as a new attempt (409 with the reason if it stays dead)."""
     try:
         return await redrive(state.pool, state.events, entry_id, by="web")
@@ -342,12 +373,36 @@ def _first_error(exc: ValidationError) -> str:
     return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
 
 
-def _sse(body: AsyncIterator[str]) -> StreamingResponse:
-    return StreamingResponse(
-        body,
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+class _HeldStream(StreamingResponse):
+    """A live event stream that holds one of the server's stream slots until it ends."""
+
+    def __init__(self, state: WebState, body: AsyncIterator[str]) -> None:
+        super().__init__(
+            body,
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+        self._state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._state.streams_open -= 1
+
+
+def _sse(state: WebState, body: AsyncIterator[str]) -> StreamingResponse:
+    """Each live stream holds a Redis connection: past POSTEL_WEB_MAX_STREAMS, 429."""
+    cap = state.settings.web_max_streams
+    if state.streams_open >= cap:
+        raise HTTPException(
+            429,
+            f"{cap} live event streams are open, the most this server serves "
+            "(POSTEL_WEB_MAX_STREAMS); try again later",
+            headers={"Retry-After": str(STREAM_RETRY_AFTER_S)},
+        )
+    state.streams_open += 1
+    return _HeldStream(state, body)
 
 
 async def _follow(

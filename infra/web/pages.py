@@ -8,6 +8,7 @@ redirect back (303) with a note.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from urllib.parse import parse_qsl, urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 from postel.infra.runtime.cancel import JobAlreadyFinished, cancel_job
 from postel.infra.runtime.redrive import RedriveRefused, redrive, redrive_matching
 from postel.infra.runtime.settings import WORKER_NAMES
@@ -23,6 +25,7 @@ from postel.infra.store import keys
 from postel.infra.store.deadletter import DeadLetterNotFound, list_dead
 from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.jobs import JobNotFound
+from postel.infra.web.api import EntryId, JobId
 from postel.infra.web.queries import (
     JOB_STATUSES,
     STAGES,
@@ -93,11 +96,30 @@ def _took(started: datetime, ended: datetime | None) -> str:
     return _ms(((ended or utc_now()) - started).total_seconds() * 1000)
 
 
+BIDI_CONTROLS = "".join(map(chr, [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]))
+"""Embeddings, overrides and isolates (U+202A..U+202E, U+2066..U+2069): raw in a page they
+reorder what follows them, so a prompt could make the page show text it does not hold."""
+_BIDI = re.compile(f"[{BIDI_CONTROLS}]")
+_SHOWN_BIDI = str.maketrans({c: f"<U+{ord(c):04X}>" for c in BIDI_CONTROLS})
+_SHOWN_BIDI_MARKUP = str.maketrans({c: f"&lt;U+{ord(c):04X}&gt;" for c in BIDI_CONTROLS})
+
+
+def _shown(value: Any) -> Any:
+    """Every value a template writes, with each bidi control shown as `<U+202E>` instead of
+    acting (plain text is autoescaped afterwards; markup gets the escaped form)."""
+    if not isinstance(value, str) or _BIDI.search(value) is None:
+        return value
+    if isinstance(value, Markup):
+        return Markup(str(value).translate(_SHOWN_BIDI_MARKUP))
+    return value.translate(_SHOWN_BIDI)
+
+
 TEMPLATES = Environment(
     loader=FileSystemLoader(HERE / "templates"),
     autoescape=select_autoescape(["html"]),
     trim_blocks=True,
     lstrip_blocks=True,
+    finalize=_shown,
 )
 TEMPLATES.filters.update(ms=_ms, ago=_ago, clock=_clock, clip=_clip)
 TEMPLATES.globals.update(took=_took, statuses=JOB_STATUSES, stages=STAGES, kinds=WORKER_NAMES)
@@ -152,7 +174,7 @@ async def jobs_page(
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
-async def job_page(request: Request, job_id: str, note: str | None = None) -> Response:
+async def job_page(request: Request, job_id: JobId, note: str | None = None) -> Response:
     state = web_state(request)
     try:
         story = await job_story(state.pool, state.jobs, state.events, job_id)
@@ -173,7 +195,7 @@ async def job_page(request: Request, job_id: str, note: str | None = None) -> Re
 
 
 @router.post("/jobs/{job_id}/cancel")
-async def cancel_from_page(request: Request, job_id: str) -> RedirectResponse:
+async def cancel_from_page(request: Request, job_id: JobId) -> RedirectResponse:
     state = web_state(request)
     try:
         await cancel_job(state.pool, state.events, job_id, by="web")
@@ -240,7 +262,7 @@ async def dead_page(
 
 
 @router.post("/dead/{entry_id}/redrive")
-async def redrive_from_page(request: Request, entry_id: str) -> RedirectResponse:
+async def redrive_from_page(request: Request, entry_id: EntryId) -> RedirectResponse:
     state = web_state(request)
     back = safe_next((await _form(request)).get("back")).split("?")[0]
     try:

@@ -12,6 +12,7 @@ trips whatever the number of jobs and events:
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, get_args
@@ -23,7 +24,7 @@ from postel.infra.store.calls import RecordedCall, last_calls
 from postel.infra.store.events import HANDLED, Event, EventLog
 from postel.infra.store.jobs import JobRecord, JobStatus, JobStore
 from postel.infra.store.stores import GaslRound, GaslStateStore
-from postel.messages import ExecutionRecord, utc_now
+from postel.messages import JOB_ID_PATTERN, ExecutionRecord, utc_now
 from postel.services.planner.render import dumps
 from postel.services.step import parse_command_lines
 from pydantic import BaseModel
@@ -35,6 +36,7 @@ STAGES: tuple[str, ...] = ("submit", *WORKER_NAMES, "done")
 SCAN_LIMIT = 5_000
 PAGE_LIMIT = 200
 _BATCH = 200
+_JOB_ID = re.compile(JOB_ID_PATTERN)
 _SUMMARY_FIELDS = (
     "status",
     "stage",
@@ -166,7 +168,9 @@ async def list_jobs(
     A `q` that is a job's exact id finds it directly, however old."""
     limit = max(1, min(limit, PAGE_LIMIT))
     total = await redis.zcard(keys.JOBS)
-    if q and before is None and await redis.exists(keys.job(q)):
+    # only a well-formed id is looked up: "x:gen:0" would name another job's key
+    is_id = q is not None and _JOB_ID.match(q) is not None
+    if q and is_id and before is None and await redis.exists(keys.job(q)):
         values = await redis.hmget(keys.job(q), _SUMMARY_FIELDS)
         exact = _summary(q, values)
         if exact is not None and _matches(q, values, status, stage, None):

@@ -6,8 +6,9 @@
 - **a token otherwise**: with POSTEL_WEB_TOKEN set (required to bind any other address),
   every request must carry it: `Authorization: Bearer <token>`, or the cookie the login
   form sets (HttpOnly, SameSite=Strict); `?token=<token>` on a page sets that cookie and
-  redirects to the page without it. The API answers 401 without it, pages redirect to
-  /login;
+  redirects to the page without it. Machine clients (the API, /metrics, /static) get 401
+  with `WWW-Authenticate: Bearer` without it; only pages, which people open in a browser,
+  redirect to /login;
 - **no cross-site writes**: a POST, PUT, PATCH or DELETE whose Origin is another site is
   refused (403), so no page elsewhere can cancel a job through a visitor's browser;
 - **bounded bodies**: a request body over MAX_PAYLOAD_BYTES is refused (413) before it is
@@ -30,6 +31,7 @@ COOKIE = "postel_token"
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _OPEN_PATHS = frozenset({"/login"})
+_MACHINE_PREFIXES = ("/api/", "/metrics", "/static/")
 
 
 def host_name(value: str) -> str:
@@ -87,7 +89,7 @@ class Guard:
             return response
         if self.accepts(_bearer(headers)) or self.accepts(_cookie(headers)):
             return None
-        if scope["path"].startswith("/api/"):
+        if scope["path"].startswith(_MACHINE_PREFIXES):
             return JSONResponse(
                 {"detail": "missing or wrong token: send Authorization: Bearer <token>"},
                 401,

@@ -4,6 +4,12 @@ workers of `postel up` or alone for `postel web`; and `/metrics` alone for a lon
 The socket is bound before uvicorn starts, so a port in use is a clear error (WebError)
 instead of uvicorn exiting the process; uvicorn's signal handling is left out, since the
 caller handles Ctrl-C.
+
+Both servers are bounded against clients that hold connections: a request's headers and body
+must arrive within POSTEL_WEB_REQUEST_TIMEOUT_S of connecting or of the previous answer
+(`deadline_protocol`), an idle keep-alive connection closes after KEEP_ALIVE_S, and past
+POSTEL_WEB_MAX_CONNECTIONS connections requests are answered 503. Both sit behind the guard
+(security.py): the token when one is set, loopback names only otherwise.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import ipaddress
 import socket
 from collections.abc import Generator
 
+import h11
 import structlog
 import uvicorn
 from postel.infra.runtime.settings import Settings
@@ -21,6 +28,7 @@ from postel.infra.store.connect import redis_client
 from postel.infra.store.wire import connect_arq
 from postel.infra.web.app import create_app
 from postel.infra.web.metrics import SystemMetrics
+from postel.infra.web.security import Guard
 from postel.infra.web.state import WebState
 from postel.messages.errors import PostelError
 from redis.asyncio import Redis
@@ -28,10 +36,14 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 log = structlog.get_logger(__name__)
 
 _SHUTDOWN_GRACE_S = 2
+KEEP_ALIVE_S = 5
+"""An idle keep-alive connection is closed after this long."""
+_RECEIVING = (h11.IDLE, h11.SEND_BODY)
 
 
 class WebError(PostelError, RuntimeError):
@@ -45,6 +57,76 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+class _DeadlineH11(H11Protocol):
+    """uvicorn's h11 protocol with a deadline on receiving each request: from the connection
+    (or the previous answer) to the request's last body byte. uvicorn alone times out only
+    idle keep-alive connections, so a client trickling its headers or body held a connection
+    for ever."""
+
+    request_timeout_s = 30.0
+    _deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state not in _RECEIVING:
+            self._disarm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and self.conn.their_state in _RECEIVING:
+            self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(self.request_timeout_s, self._too_slow)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if not self.transport.is_closing():
+            log.info("web client too slow: disconnected", client=self.client)
+            self.transport.close()
+
+
+def deadline_protocol(request_timeout_s: float) -> type[H11Protocol]:
+    """The HTTP protocol class for uvicorn with this request deadline."""
+    return type("DeadlineH11", (_DeadlineH11,), {"request_timeout_s": request_timeout_s})
+
+
+def bounded_config(app: object, settings: Settings, **options: object) -> uvicorn.Config:
+    """A uvicorn configuration with the bounds of the module's note."""
+    return uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        http=deadline_protocol(settings.web_request_timeout_s),
+        timeout_keep_alive=KEEP_ALIVE_S,
+        limit_concurrency=settings.web_max_connections,
+        lifespan="off",
+        log_config=None,
+        access_log=False,
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def check_exposure(settings: Settings, host: str, what: str) -> None:
+    """Serving beyond loopback needs the token."""
+    if not is_loopback(host) and settings.web_token is None:
+        raise WebError(
+            f"serving {what} on {host} needs a token: set POSTEL_WEB_TOKEN (or bind 127.0.0.1)"
+        )
 
 
 class QuietServer(uvicorn.Server):
@@ -79,10 +161,7 @@ class WebServer:
     `await stop()` ends open event streams and stops."""
 
     def __init__(self, settings: Settings, redis_url: str, host: str, port: int) -> None:
-        if not is_loopback(host) and settings.web_token is None:
-            raise WebError(
-                f"serving on {host} needs a token: set POSTEL_WEB_TOKEN (or bind 127.0.0.1)"
-            )
+        check_exposure(settings, host, "the web server")
         self.settings = settings
         self.redis_url = redis_url
         self.host = host
@@ -112,13 +191,7 @@ class WebServer:
             sock.close()
             raise
         app, self._state = create_app(pool, self.settings, loopback_only=is_loopback(self.host))
-        config = uvicorn.Config(
-            app,
-            lifespan="off",
-            log_config=None,
-            access_log=False,
-            timeout_graceful_shutdown=_SHUTDOWN_GRACE_S,
-        )
+        config = bounded_config(app, self.settings, timeout_graceful_shutdown=_SHUTDOWN_GRACE_S)
         self._server = QuietServer(config)
         self._task = await self._server.serving("the web server stopped at start", [sock])
         log.info("web server started", url=self.url)
@@ -142,9 +215,12 @@ class WebServer:
 
 class MetricsServer:
     """`/metrics` alone, for a process that serves no dashboard (`postel worker
-    --metrics-port`): the same system-wide metrics as `postel web`'s."""
+    --metrics-port`): the same system-wide metrics as `postel web`'s, behind the same guard
+    and bounds."""
 
-    def __init__(self, redis_url: str, host: str, port: int) -> None:
+    def __init__(self, settings: Settings, redis_url: str, host: str, port: int) -> None:
+        check_exposure(settings, host, "metrics")
+        self.settings = settings
         self.redis_url = redis_url
         self.host = host
         self.port = port
@@ -159,10 +235,13 @@ class MetricsServer:
         async def scrape(request: Request) -> Response:
             return await metrics.scrape()
 
-        app = Starlette(routes=[Route("/metrics", scrape)])
-        config = uvicorn.Config(
-            app, host=self.host, port=self.port, log_config=None, access_log=False, lifespan="off"
+        token = self.settings.web_token
+        app = Guard(
+            Starlette(routes=[Route("/metrics", scrape)]),
+            token=token.get_secret_value() if token else None,
+            loopback_only=token is None,
         )
+        config = bounded_config(app, self.settings, host=self.host, port=self.port)
         self._server = QuietServer(config)
         self._task = await self._server.serving(f"cannot serve metrics on {self.host}:{self.port}")
         return self

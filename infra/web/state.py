@@ -19,6 +19,8 @@ class WebState:
     events: EventLog
     jobs: JobStore
     token_required: bool = False
+    streams_open: int = 0
+    """Live event streams being served; at most settings.web_max_streams."""
     # set when the server stops, so open event streams end instead of holding it up
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
 

@@ -2,7 +2,8 @@
 (OpenAI, vLLM, Ollama, llama.cpp servers, LiteLLM).
 
 Retries 429, 5xx, timeouts and unreachable servers with exponential backoff (a 429's
-Retry-After wins, capped); any other 4xx fails at once with the server's message."""
+Retry-After wins: waited whole within the hop's budget, failing at once past it); any other
+4xx fails at once with the server's message."""
 
 from __future__ import annotations
 
@@ -130,16 +131,13 @@ class OpenAIClient:
                     await self._gate.release(permit, used)
             if attempt == policy.max_attempts:
                 break
-            delay = policy.delay(attempt, retry_after)
-            # The server's own word counts against the budget, not the capped wait: retrying
-            # before its Retry-After would only be refused again.
-            wanted = max(delay, parse_retry_after(retry_after) or 0.0)
             left = remaining_budget()
-            if left is not None and wanted >= left:
+            delay = policy.delay(attempt, retry_after, left)
+            if left is not None and delay >= left:
                 kind, detail = failure
                 raise kind(
                     f"{self._url} failed after {attempt} attempt(s): {detail}; the next try "
-                    f"would start in {wanted:.1f}s, after the hop's time budget "
+                    f"would start in {delay:.1f}s, after the hop's time budget "
                     f"({left:.1f}s left)"
                 )
             log.warning(

@@ -16,7 +16,10 @@ class RetryPolicy(BaseModel):
     retry_after_max: float = Field(
         default=30.0,
         ge=0,
-        description="cap on a server's Retry-After, so one header cannot stall a worker",
+        description=(
+            "cap on a server's Retry-After for a call made outside any hop budget, so one "
+            "header cannot stall a caller; under a hop budget the budget is the bound"
+        ),
     )
     jitter: float = Field(
         default=0.1, ge=0, le=1, description="± fraction, so replicas hit by one 429 spread out"
@@ -27,10 +30,18 @@ class RetryPolicy(BaseModel):
         delay = min(self.backoff_max, self.backoff_initial * 2 ** (failed_attempts - 1))
         return delay * random.uniform(1 - self.jitter, 1 + self.jitter)
 
-    def delay(self, failed_attempts: int, retry_after: str | None) -> float:
+    def delay(
+        self, failed_attempts: int, retry_after: str | None, budget_left: float | None = None
+    ) -> float:
+        """The wait before the next attempt. A server's Retry-After is honoured whole when the
+        hop has a budget (`budget_left`, seconds): retrying sooner would only be refused again,
+        and the caller fails at once when the wait does not fit. Without a budget it is capped
+        at `retry_after_max`."""
         server_delay = parse_retry_after(retry_after)
         if server_delay is None:
             return self.backoff(failed_attempts)
+        if budget_left is not None:
+            return server_delay
         return min(server_delay, self.retry_after_max)
 
 

@@ -49,7 +49,7 @@ def _to_float(raw: Any, _spec: TypeSpec, locale: str | None) -> float:
 
 
 def _to_int(raw: Any, _spec: TypeSpec, locale: str | None) -> int:
-    value = read_number(raw, expected="int", locale=locale)
+    value = read_number(raw, expected="int", locale=locale, whole=True)
     if value != int(value):
         raise CoercionError.mismatch("int", raw, f"{value} is not a whole number")
     return int(value)
@@ -79,7 +79,7 @@ def _to_str(raw: Any, _spec: TypeSpec, _locale: str | None) -> str:
 def _to_list(raw: Any, spec: TypeSpec, locale: str | None) -> list[Any]:
     assert spec.items is not None  # guaranteed by TypeSpec's own validation
     result = []
-    for index, item in enumerate(split_list(raw, expected=spec.spelling())):
+    for index, item in enumerate(split_list(raw, expected=spec.spelling(), locale=locale)):
         try:
             result.append(coerce(item, spec.items, locale=locale))
         except CoercionError as error:

@@ -20,10 +20,13 @@ Decisions (documented for callers and tests):
   "1,00,000" reads 100000; Python-style underscores "1_000" read 1000. The one ambiguous
   shape, a single separator followed by exactly three digits ("1,234" / "1.234"), follows
   the locale's decimal separator; without a locale, "." is the decimal separator, so "1,234"
-  is 1234 and "1.234" is 1.234. Digits grouped by plain spaces ("555 123") are one number
-  only when they are the whole answer, carry decimals or a currency, or the locale writes a
-  decimal comma (such locales group with spaces); in prose they are refused (several
-  numbers, or a phone number?).
+  is 1234 and "1.234" is 1.234. For an int result that shape is refused when it would read
+  as a decimal ("1.000": 1, or 1000 written with a thousands separator?). A decimal comma
+  with more than two decimals ("123,4567") is read only under a locale that writes decimal
+  commas; without one it may be a grouping or two numbers, and is refused. Digits grouped
+  by plain spaces ("555 123") are one number only when they are the whole answer, carry
+  decimals or a currency, or the locale writes a decimal comma (such locales group with
+  spaces); in prose they are refused (several numbers, or a phone number?).
 - Integer literals "0x1F", "0o17", "0b101" read as 31, 15, 5 (a program's way of writing a
   number is still that number); a malformed one ("0xZZ") is refused, never read as 0.
 - Refused with the reason: comparisons and bounds ("<5", "at least 5", "5+", "5 or more"),
@@ -31,7 +34,9 @@ Decisions (documented for callers and tests):
   versions and identifiers ("12.5.2024", "2024-01-05", "1.2.3", "v2"), fractions ("3/4"),
   times and ratios ("12:30"), phone numbers ("call 555 123"), ordinals ("3rd",
   "twenty-first": a rank or a date, not a quantity), and non-finite or absurdly large
-  numbers (see `MAX_NUMERAL_DIGITS`).
+  numbers (see `MAX_NUMERAL_DIGITS`), superscripts ("5²": a power or a footnote?), vulgar
+  fractions ("3 ½", "¾"; answer with one decimal number) and a trailing minus ("5-": a
+  negative in some ledgers, or a cut-off range?).
 - Approximations ("about 5", "~5", "roughly 5") read as the value they state.
 - Prose: a number inside a sentence is accepted when it is the only value there ("The total
   is $165.50." -> 165.5). Several different values are refused as ambiguous, never guessed.
@@ -107,6 +112,7 @@ _GROUPED = re.compile(
 _INDIAN = re.compile(r"\d{1,2}(?:,\d{2})+,\d{3}(?:\.\d+)?")
 _PLAIN = re.compile(r"\d+(?:_\d+)*(?:[.,]\d+(?:_\d+)*)?|\.\d+")
 _NEGATIVE = {"-", "−", "–"}
+_COMMA_DECIMALS = re.compile(r",\d+$")
 # The common plain answers, read without the searches below (lists of thousands of them).
 _SIMPLE_INTEGER = re.compile(r"\s*([-+]?\d{1,30})\s*")
 _SIMPLE_DECIMAL = re.compile(r"\s*([-+]?\d{1,30}(?:\.\d{1,30})?)\s*")
@@ -167,6 +173,19 @@ def _shapes(number_word: str) -> list[tuple[re.Pattern[str], str]]:
         ),
         (rf"\d[%kmbnt]*\s*(?:[-–—~]|\.\.\.?)\s*{start}", ranged),
         (rf"{end}\s+(?:to|or|through|thru|until|till)\s+{start}", ranged),
+        (
+            r"\d\s?[⁰¹²³⁴⁵⁶⁷⁸⁹]",
+            "{} carries a superscript (a power or a footnote?); answer with the value itself",
+        ),
+        (
+            r"(?:\d\s?)?[\u00bc-\u00be\u2150-\u215e]",
+            "{} is a fraction; answer with one decimal number",
+        ),
+        (
+            r"\d[-−–](?![\w.])",
+            "{} ends in a minus (a negative in some ledgers, or a cut-off range?); answer -5 "
+            "for a negative",
+        ),
     ]
     return [(re.compile(pattern), reason) for pattern, reason in shapes]
 
@@ -197,12 +216,15 @@ def decimal_separator(locale: str | None) -> str:
     return "," if tag.split("-")[0] in _DECIMAL_COMMA else "."
 
 
-def read_number(raw: Any, *, expected: str, locale: str | None = None) -> Decimal | int | float:
-    """A finite number from text or from an already numeric JSON value (never a boolean)."""
+def read_number(
+    raw: Any, *, expected: str, locale: str | None = None, whole: bool = False
+) -> Decimal | int | float:
+    """A finite number from text or from an already numeric JSON value (never a boolean).
+    `whole`: an integer is wanted, which settles no separator as a decimal point."""
     if isinstance(raw, bool):
         raise CoercionError.mismatch(expected, raw, "a boolean is not a number")
     if isinstance(raw, str):
-        return parse_number(raw, expected=expected, locale=locale)
+        return parse_number(raw, expected=expected, locale=locale, whole=whole)
     if not isinstance(raw, int | float):
         raise CoercionError.mismatch(expected, raw, "not a number")
     if isinstance(raw, int) and not within_digit_limit(raw):
@@ -232,19 +254,20 @@ def within_digit_limit(number: int) -> bool:
     return number.bit_length() <= _MAX_BITS
 
 
-def parse_number(text: str, *, expected: str, locale: str | None = None) -> Decimal:
+def parse_number(
+    text: str, *, expected: str, locale: str | None = None, whole: bool = False
+) -> Decimal:
     """The single number that `text` states, exactly (a Decimal, so ints stay exact)."""
     if len(text) > MAX_SCALAR_CHARS:
         raise CoercionError.mismatch(
             expected, text, f"an answer over {MAX_SCALAR_CHARS} characters is not one number"
         )
-    simple = (_SIMPLE_DECIMAL if decimal_separator(locale) == "." else _SIMPLE_INTEGER).fullmatch(
-        text
-    )
+    reads_decimals = decimal_separator(locale) == "." and not whole
+    simple = (_SIMPLE_DECIMAL if reads_decimals else _SIMPLE_INTEGER).fullmatch(text)
     if simple:
         return Decimal(simple.group(1))
     try:
-        return _the_number(clean_scalar(text), locale)
+        return _the_number(clean_scalar(text), locale, whole)
     except _NotOneNumber as refusal:
         raise CoercionError.mismatch(expected, text, str(refusal)) from None
 
@@ -253,7 +276,7 @@ class _NotOneNumber(Exception):
     """Why a text does not state exactly one number."""
 
 
-def _the_number(cleaned: str, locale: str | None) -> Decimal:
+def _the_number(cleaned: str, locale: str | None, whole: bool) -> Decimal:
     lowered = cleaned.lower()
     has_words = not CARDINAL_WORDS.isdisjoint(_LETTERS.findall(lowered))
     if has_words or _DIGIT.search(lowered):
@@ -261,10 +284,10 @@ def _the_number(cleaned: str, locale: str | None) -> Decimal:
             found = pattern.search(lowered)
             if found:
                 raise _NotOneNumber(reason.format(repr(_extended(lowered, found))))
-    whole = cleaned.rstrip(" .!")
-    values = [_token_value(match, whole, locale) for match in _TOKEN.finditer(whole)]
+    answer = cleaned.rstrip(" .!")
+    values = [_token_value(match, answer, locale, whole) for match in _TOKEN.finditer(answer)]
     if not values:
-        spelled = words_to_number(whole)
+        spelled = words_to_number(answer)
         values = [spelled] if spelled is not None else find_number_words(cleaned)
     distinct = list(dict.fromkeys(values))
     if not distinct:
@@ -284,9 +307,9 @@ def _extended(text: str, found: re.Match[str]) -> str:
     return text[found.start() : tail.end() if tail else found.end()].strip().rstrip(".,")
 
 
-def _token_value(match: re.Match[str], whole: str, locale: str | None) -> Decimal:
+def _token_value(match: re.Match[str], answer: str, locale: str | None, whole: bool) -> Decimal:
     written = match.group().strip()
-    is_whole_answer = match.start() == 0 and match.end() == len(whole)
+    is_whole_answer = match.start() == 0 and match.end() == len(answer)
     has_currency = bool(match["cur1"] or match["cur2"])
     parenthesised = bool(match["open"] and match["close"])
     if parenthesised and not is_whole_answer:
@@ -305,7 +328,8 @@ def _token_value(match: re.Match[str], whole: str, locale: str | None) -> Decima
     if match["radix"]:
         value = _radix_value(match["radix"])
     else:
-        value = _numeral_value(match["num"], match["exp"], locale, is_whole_answer or has_currency)
+        standalone = is_whole_answer or has_currency
+        value = _numeral_value(match["num"], match["exp"], locale, standalone, whole)
     with localcontext(prec=_PRECISION):
         if suffix:
             value *= _SUFFIXES[suffix]
@@ -331,10 +355,11 @@ def _radix_value(literal: str) -> Decimal:
 
 
 def _numeral_value(
-    numeral: str, exponent: str | None, locale: str | None, standalone: bool
+    numeral: str, exponent: str | None, locale: str | None, standalone: bool, whole: bool
 ) -> Decimal:
     """The value of the numeral itself, before scale, percent and sign. `standalone`: the
-    numeral is the whole answer or carries a currency, so space grouping is unambiguous."""
+    numeral is the whole answer or carries a currency, so space grouping is unambiguous;
+    `whole`: an integer is wanted."""
     if sum(c.isdigit() for c in numeral) > MAX_NUMERAL_DIGITS:
         raise _NotOneNumber(_TOO_LARGE)
     if exponent is not None:
@@ -345,18 +370,31 @@ def _numeral_value(
         return Decimal(f"{numeral.replace('_', '').replace(',', '.')}e{exponent}")
     grouped = _GROUPED.fullmatch(numeral)
     if grouped and grouped["sep"] != grouped["dec"]:
-        return _grouped_value(grouped, locale, standalone)
+        return _grouped_value(grouped, locale, standalone, whole)
     if _INDIAN.fullmatch(numeral):
         return Decimal(numeral.replace(",", ""))
     if _PLAIN.fullmatch(numeral):
+        decimals = _COMMA_DECIMALS.search(numeral)
+        if decimals and len(decimals.group()) > 3 and decimal_separator(locale) != ",":
+            raise _NotOneNumber(
+                f"{numeral!r}: a comma before {len(decimals.group()) - 1} digits is a decimal "
+                "comma, a grouping or two numbers; answer with a decimal point"
+            )
         return Decimal(numeral.replace("_", "").replace(",", "."))
     raise _NotOneNumber(_not_one(numeral))
 
 
-def _grouped_value(grouped: re.Match[str], locale: str | None, standalone: bool) -> Decimal:
+def _grouped_value(
+    grouped: re.Match[str], locale: str | None, standalone: bool, whole: bool
+) -> Decimal:
     numeral, separator, decimal = grouped.group(), grouped["sep"], grouped["dec"]
     locale_decimal = decimal_separator(locale)
     if decimal is None and separator == locale_decimal and numeral.count(separator) == 1:
+        if whole:
+            raise _NotOneNumber(
+                f"ambiguous: {numeral!r} is a decimal, or a whole number with a thousands "
+                f"separator ({numeral.replace(separator, '')}); answer with digits only"
+            )
         # "1.234" / "1,234": one separator before three digits is the locale's decimal point
         return Decimal(numeral.replace(",", "."))
     if separator == " " and decimal is None and not standalone and locale_decimal != ",":

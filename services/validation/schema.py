@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from postel.messages.limits import MAX_JSON_DEPTH, MAX_NUMERAL_DIGITS
+from postel.messages.types import TypeSpec
 from postel.services.validation.booleans import parse_bool
 from postel.services.validation.errors import CoercionError, UnsupportedSchemaError, show
 from postel.services.validation.numbers import as_float, read_number, within_digit_limit
@@ -36,6 +37,16 @@ _ANNOTATIONS = frozenset({
 _TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
 _BOUND_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 _SIZE_KEYWORDS = ("minItems", "maxItems", "minLength", "maxLength")
+
+
+def check_desired_type(spec: TypeSpec) -> None:
+    """Raise UnsupportedSchemaError if any JSON Schema in `spec` (a list's items included)
+    is malformed or leaves the supported subset: checked at submission, before any model
+    call, as well as by the validator."""
+    while spec.items is not None:
+        spec = spec.items
+    if spec.json_schema is not None:
+        check_schema(spec.json_schema)
 
 
 def check_schema(schema: Any, path: str = "", depth: int = 1) -> None:
@@ -196,7 +207,7 @@ def _read_number(value: Any, schema: dict[str, Any], locale: str | None) -> floa
 
 
 def _read_integer(value: Any, schema: dict[str, Any], locale: str | None) -> int:
-    number = read_number(value, expected="an integer", locale=locale)
+    number = read_number(value, expected="an integer", locale=locale, whole=True)
     if number != int(number):
         raise CoercionError.mismatch("an integer", value, f"{number} is not a whole number")
     _check_bounds(number, schema)

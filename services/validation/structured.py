@@ -7,8 +7,13 @@ Lists are also read from markdown bullets, numbered lines and comma-separated te
 
 Decisions for list answers: "none", "nothing", "empty" (and "no items", "none found") are
 the empty list; "N/A", "unknown", "null" are refused (an unknown answer is not an empty
-one); a bare "1,000" or "1,234,567" is refused as ambiguous (one number with thousands
-separators, or several numbers?) rather than split into [1, 0]."""
+one); a bare "1,000", "1,234,567" or "1,000,2,000" (a group of three digits after a bare
+comma) is refused as ambiguous (numbers with thousands separators, or several numbers?)
+rather than split into [1, 0]; two numbers joined by a bare comma ("1,5") are refused too
+(1.5 with a decimal comma, or two numbers?) unless the locale settles it: a decimal-point
+locale reads two numbers, a decimal-comma one reads one. A single "Last, First" pair of
+capitalised words ("Smith, John") is refused (one name or two items?); a lead-in before a
+colon on one line ("Here are the items: apples, bananas") is dropped."""
 
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ from postel.messages.limits import (
     MAX_NUMERAL_DIGITS,
 )
 from postel.services.validation.errors import CoercionError
-from postel.services.validation.numbers import within_digit_limit
+from postel.services.validation.numbers import decimal_separator, within_digit_limit
 from postel.services.validation.text import clean_scalar, strip_fences, strip_quotes
 
 _BULLET = re.compile(r"^\s*(?:[-*•+–]|\d+[.)]|\(\d+\))\s+(?P<item>.*\S)\s*$")
@@ -39,6 +44,11 @@ _UNKNOWN_LIST_ANSWERS = frozenset(
 _TOO_DEEP = f"JSON nested deeper than {MAX_JSON_DEPTH} levels is not read"
 _SHORT_ANSWER = 40  # longer than any of the answers above, with quotes and emphasis
 _THOUSANDS = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_BARE_NUMBERS = re.compile(r"[-+]?\d+(?:,[-+]?\d+)+")
+_NAME_PAIR = re.compile(r"[A-Z][a-z'’-]+,\s+[A-Z][a-z'’-]+")
+# "Here are the items: a, b": several words without digits or commas, then a colon
+_LEAD_WORDS = re.compile(r"[A-Za-z][^,\d\s]*(?:\s+[^,\d\s]+)+")
+_AS_ARRAY = "answer with a JSON array"
 
 
 def load_json(text: str, *, expected: str) -> Any:
@@ -152,14 +162,14 @@ def load_object(raw: Any, *, expected: str) -> dict[str, Any]:
     return value
 
 
-def split_list(raw: Any, *, expected: str) -> list[Any]:
+def split_list(raw: Any, *, expected: str, locale: str | None = None) -> list[Any]:
     """The raw items of a list answer, not yet coerced to the item type.
 
     Accepted: a JSON array (fenced or in prose), an object wrapping exactly one array
     ({"names": [...]}), bullet or numbered lines (intro lines such as "Names:" are dropped),
     one item per line, or items separated by ";" or commas. A single value is a one-item
     list; empty text is an empty list. More than MAX_LIST_ITEMS items are refused."""
-    items = _list_items(raw, expected)
+    items = _list_items(raw, expected, locale)
     if len(items) > MAX_LIST_ITEMS:
         raise CoercionError.mismatch(
             expected, raw, f"{len(items)} items; a list answer may have at most {MAX_LIST_ITEMS}"
@@ -167,7 +177,7 @@ def split_list(raw: Any, *, expected: str) -> list[Any]:
     return items
 
 
-def _list_items(raw: Any, expected: str) -> list[Any]:
+def _list_items(raw: Any, expected: str, locale: str | None) -> list[Any]:
     if isinstance(raw, list):
         return raw
     if isinstance(raw, dict):
@@ -190,7 +200,7 @@ def _list_items(raw: Any, expected: str) -> list[Any]:
             return value
         if isinstance(value, dict):
             return _unwrap(value, raw, expected)
-    return _split_text(body, expected)
+    return _split_text(body, expected, locale)
 
 
 def _unwrap(value: dict[str, Any], raw: Any, expected: str) -> list[Any]:
@@ -200,7 +210,7 @@ def _unwrap(value: dict[str, Any], raw: Any, expected: str) -> list[Any]:
     raise CoercionError.mismatch(expected, raw, "a JSON object, not a list")
 
 
-def _split_text(body: str, expected: str) -> list[str]:
+def _split_text(body: str, expected: str, locale: str | None) -> list[str]:
     lines = [line for line in body.splitlines() if line.strip()]
     bullets = [m["item"] for m in map(_BULLET.match, lines) if m]
     if bullets:
@@ -209,14 +219,10 @@ def _split_text(body: str, expected: str) -> list[str]:
         if lines[0].rstrip().endswith(":"):
             lines = lines[1:]
         return [_tidy(line) for line in lines]
-    line = lines[0]
-    if _THOUSANDS.fullmatch(line.strip()):
-        raise CoercionError.mismatch(
-            expected,
-            line,
-            "ambiguous: one number with thousands separators, or several numbers? Answer "
-            "with a JSON array",
-        )
+    line = _without_lead_in(lines[0].strip())
+    _refuse_ambiguous_line(line.strip(), expected, locale)
+    if _BARE_NUMBERS.fullmatch(line.strip()) and decimal_separator(locale) == ",":
+        return [line.strip()]  # "1,5" under a decimal-comma locale is one number
     if ";" in line:
         parts = line.split(";")
     elif re.search(r",\s", line):
@@ -228,6 +234,33 @@ def _split_text(body: str, expected: str) -> list[str]:
     if len(items) > 1:
         items[-1] = re.sub(r"^(?:and|or)\s+", "", items[-1])
     return [item for item in items if item]
+
+
+def _without_lead_in(line: str) -> str:
+    lead, colon, items = line.partition(":")
+    if colon and ":" not in items and items[:1].isspace() and _LEAD_WORDS.fullmatch(lead):
+        return items
+    return line
+
+
+def _refuse_ambiguous_line(line: str, expected: str, locale: str | None) -> None:
+    """Refuse the one-line answers that read as a list in more than one way."""
+    problem = None
+    if _THOUSANDS.fullmatch(line):
+        problem = "ambiguous: one number with thousands separators, or several numbers?"
+    elif _BARE_NUMBERS.fullmatch(line):
+        groups = [part.lstrip("+-") for part in line.split(",")]
+        if any(len(group) == 3 for group in groups[1:]):
+            problem = "ambiguous: numbers with thousands separators, or several numbers?"
+        elif len(groups) == 2 and locale is None:
+            problem = (
+                f"ambiguous: one number with a decimal comma ({groups[0]}.{groups[1]}) or two "
+                "numbers?"
+            )
+    elif _NAME_PAIR.fullmatch(line):
+        problem = "ambiguous: one name written 'Last, First', or two items?"
+    if problem:
+        raise CoercionError.mismatch(expected, line, f"{problem} {_AS_ARRAY}")
 
 
 def _tidy(item: str) -> str:

@@ -5,16 +5,25 @@ and a valid job sent afterwards completes."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 
 import pytest
 import redis.asyncio as aioredis
 from postel.infra.client.client import Client, JobFailedError
 from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
-from postel.infra.runtime.ingress import IngressConsumer
+from postel.infra.runtime.ingress import INGRESS_KEEP_ENTRY_BYTES, IngressConsumer
 from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.redrive import RedriveRefused, redrive
 from postel.infra.runtime.settings import Settings
 from postel.infra.store import keys
+from postel.infra.store.deadletter import (
+    DEAD_LETTER_RAW_BYTES,
+    EXCERPT_CHARS,
+    dead_letter,
+    get_dead,
+    list_dead,
+)
 from postel.infra.store.wire import connect_arq
 from postel.messages import GenerationCompleted, JobCompleted
 
@@ -62,6 +71,15 @@ KILLERS = [
         {"job": json.dumps({"prompt": "x" * 2_000_000})},
         "field `job` size limit is 1,048,576; got 2000014 bytes",
         id="job-2MB",
+    ),
+    pytest.param(
+        {
+            "job": json.dumps(
+                {"prompt": "x", "desired_type": {"properties": {"a": {"type": "nosuchtype"}}}}
+            )
+        },
+        "unknown JSON Schema type ['nosuchtype'] at $.a",
+        id="desired-type-unknown-schema-type",
     ),
     pytest.param(
         {"job": json.dumps({"prompt": "x"}), "job_id": "ingress-1_0"},
@@ -216,3 +234,66 @@ async def test_a_large_result_is_stored_once_in_the_record_not_in_the_results_st
         ("completed", "record", False),
         ("completed", None, True),
     ]
+
+
+async def test_large_entries_are_kept_neither_in_ingress_nor_whole_in_dead_letters(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    """Nine 3.6 MB entries once kept 33 MB of ingress stream and five 1 MB dead payloads sat
+    whole: now a handled entry over INGRESS_KEEP_ENTRY_BYTES leaves the stream, and a dead
+    letter keeps an excerpt with the payload's size and sha256."""
+    pool = await connect_arq(redis_url)
+    try:
+        consumer = IngressConsumer(Runtime.create(pool, settings))
+        await consumer.ensure_group()
+        huge = {"job": json.dumps({"prompt": "x" * 3_600_000})}
+        for _ in range(9):
+            await redis_client.xadd(keys.INGRESS, huge)
+        for n in range(3):
+            big = json.dumps({"prompt": "y" * (INGRESS_KEEP_ENTRY_BYTES + 1)})
+            await redis_client.xadd(keys.INGRESS, {"job": big, "job_id": f"big-{n}"})
+        small = await redis_client.xadd(
+            keys.INGRESS, {"job": json.dumps({"prompt": "small"}), "job_id": "small"}
+        )
+        while await consumer.run_once(count=10):
+            pass
+        assert [entry_id for entry_id, _ in await redis_client.xrange(keys.INGRESS)] == [small]
+        assert await redis_client.memory_usage(keys.INGRESS) < 64 * 1024
+        for n in range(3):
+            assert await redis_client.exists(keys.job(f"big-{n}")), "the request is kept there"
+        letters = (await list_dead(redis_client, limit=50)).items
+        assert len(letters) == 9
+        whole = json.dumps(huge, ensure_ascii=False).encode()
+        for letter in letters:
+            assert "size limit" in letter.error
+            assert letter.raw_bytes == len(whole)
+            assert letter.raw_sha256 == hashlib.sha256(whole).hexdigest()
+            assert len(letter.raw) < EXCERPT_CHARS + 200
+            assert f"[cut: {len(whole)} bytes in all, sha256 {letter.raw_sha256}]" in letter.raw
+        assert await redis_client.memory_usage(keys.DEAD_LETTER) < 9 * DEAD_LETTER_RAW_BYTES
+    finally:
+        await pool.aclose()
+
+
+async def test_a_dead_payload_over_the_bound_is_an_excerpt_that_redrive_refuses(
+    redis_url: str, redis_client: aioredis.Redis, settings: Settings
+) -> None:
+    message = {"type": "generation.completed", "job_id": "j", "text": "z" * 1_000_000}
+    kept = {"type": "generation.completed", "job_id": "j", "text": "z" * 60_000}
+    ids = [
+        await dead_letter(redis_client, source="worker:validator", error="e", payload=message)
+        for _ in range(5)
+    ]
+    kept_id = await dead_letter(redis_client, source="worker:validator", error="e", payload=kept)
+    for entry_id in ids:
+        letter = await get_dead(redis_client, entry_id)
+        assert letter.raw_bytes == len(json.dumps(message)) and len(letter.raw) < 5_000
+    whole = await get_dead(redis_client, kept_id)
+    assert json.loads(whole.raw) == kept and whole.raw_sha256 == ""
+    pool = await connect_arq(redis_url)
+    try:
+        events = Runtime.create(pool, settings).events
+        with pytest.raises(RedriveRefused, match="its payload was cut when dead-lettered"):
+            await redrive(pool, events, ids[0], by="test")
+    finally:
+        await pool.aclose()

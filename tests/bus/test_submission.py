@@ -20,6 +20,8 @@ from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
 from postel.infra.runtime.submit import JobConflict
 from postel.infra.store import keys
+from postel.messages import TypeSpec
+from postel.services.validation import UnsupportedSchemaError
 
 pytestmark = pytest.mark.slow
 
@@ -53,6 +55,16 @@ async def test_ids_of_the_ingress_form_are_reserved_for_ingress(
     async with Client(relay_system.url, settings) as client:
         with pytest.raises(ValueError, match="reserved for ingress"):
             await client.submit("pre-empt", job_id="ingress-1700000000000_0")
+
+
+async def test_a_bad_desired_type_is_refused_by_submit_before_anything_is_written(
+    relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    bad = TypeSpec.model_validate({"kind": "list", "items": {"type": "nosuchtype"}})
+    async with Client(relay_system.url, settings) as client:
+        with pytest.raises(UnsupportedSchemaError, match=r"unknown JSON Schema type"):
+            await client.submit("x", type=bad, job_id="bad-type")
+    assert not await redis_client.exists(keys.job("bad-type"))
 
 
 async def test_an_ingress_entry_conflicting_with_a_job_is_dead_lettered(

@@ -110,6 +110,9 @@ def test_exit_codes(tmp_path: Path, redis_url: str) -> None:
     assert postel("status", "no-such-job", env=env).returncode == 4
     bad_type = postel("submit", "x", "--type", "banana", env=env)
     assert bad_type.returncode == 2 and "unknown type 'banana'" in bad_type.stderr
+    bad_schema = postel("submit", "x", "--type", '{"type": "nosuchtype"}', env=env)
+    assert bad_schema.returncode == 2, bad_schema.stderr
+    assert "unknown JSON Schema type ['nosuchtype']" in bad_schema.stderr
     unknown_graph = postel("submit", "x", "--graph", "nowhere", env=env)
     assert unknown_graph.returncode == 4 and "no graph named 'nowhere'" in unknown_graph.stderr
     unreachable = postel(
@@ -135,6 +138,7 @@ def test_schema_writes_one_json_schema_per_message(tmp_path: Path) -> None:
     for message_type in ("job.submitted", "generation.continued", "job.failed"):
         assert f"{message_type}.schema.json" in names
     schema = json.loads((tmp_path / "schemas" / "job.submitted.schema.json").read_text())
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert {"job_id", "message_id", "type", "request"} <= set(schema["properties"])
     assert "message.schema.json" in names and "job_request.schema.json" in names
     assert "job_export.schema.json" in names

@@ -22,6 +22,7 @@ from postel.services.llm import (
     OpenAIConfig,
     RetryPolicy,
 )
+from postel.services.llm.budget import call_budget
 from postel.services.llm.errors import LLMBadResponse, LLMConnectionError, LLMError
 from postel.services.llm.gate import Permit
 
@@ -111,6 +112,38 @@ async def test_429_carries_retry_after_which_the_client_honours(fake: FakeModel)
     await llm.aclose()
     assert waited >= 0.4  # the header's value, not the 10 ms backoff
     assert fake.stats().by_fault == {"429": 2}
+
+
+async def test_retry_after_is_waited_whole_within_the_hop_budget(fake: FakeModel) -> None:
+    """The endpoint refuses for about 1.5 s and asks for Retry-After 2. A client capping the wait
+    (`retry_after_max` 0.5 stands in for the default 30 s against a 60 s header) would call it 3
+    times and fail; honouring the header within the hop's 5 s budget takes 2 calls."""
+    fake.set_faults(mode="429", retry_after="2")
+    retry = RetryPolicy(max_attempts=3, backoff_initial=0.01, retry_after_max=0.5)
+    llm = OpenAIClient(OpenAIConfig(base_url=fake.base_url, model="m", timeout=2.0, retry=retry))
+
+    async def recover() -> None:
+        while fake.stats().total < 1:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(1.5)
+        fake.set_faults(mode="ok")
+
+    recovering = asyncio.create_task(recover())
+    with call_budget(5.0):
+        response = await llm.complete(ask())
+    await recovering
+    await llm.aclose()
+    assert response.text == ANSWER
+    assert fake.stats().by_fault == {"429": 1, "ok": 1}
+
+
+async def test_retry_after_past_the_hop_budget_fails_at_once(fake: FakeModel) -> None:
+    fake.set_faults(mode="429", retry_after="2")
+    llm = client(fake, attempts=3)
+    with call_budget(1.0), pytest.raises(LLMRateLimited, match="after the hop's time budget"):
+        await llm.complete(ask())
+    await llm.aclose()
+    assert fake.stats().by_fault == {"429": 1}
 
 
 async def test_500_is_a_server_error_after_every_attempt(fake: FakeModel) -> None:

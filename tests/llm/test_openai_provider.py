@@ -360,6 +360,7 @@ def test_retry_after_forms() -> None:
     assert parse_retry_after("soon") is None
     assert parse_retry_after(None) is None
     assert FAST.delay(1, "3600") == FAST.retry_after_max
+    assert FAST.delay(1, "3600", budget_left=10.0) == 3600  # the caller then fails at once
 
 
 async def test_a_hang_ends_within_the_hop_budget_not_the_per_attempt_timeout(

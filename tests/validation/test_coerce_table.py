@@ -5,6 +5,7 @@ from __future__ import annotations
 import decimal
 import importlib
 import json
+import re
 from typing import Any
 
 import pytest
@@ -123,6 +124,15 @@ FLOATS = [
     ("Infinity", Fails("not a number")),
     (float("inf"), Fails("not a finite number")),
     (TOO_LONG, Fails(f"an answer over {MAX_SCALAR_CHARS} characters is not one number")),
+    # read as the nearest number once; refused with the reason now
+    ("5²", Fails("'5²' carries a superscript (a power or a footnote?)")),
+    ("3 ½", Fails("'3 ½' is a fraction; answer with one decimal number")),
+    ("2¾", Fails("is a fraction")),
+    ("5-", Fails("'5-' ends in a minus")),
+    ("$5- due", Fails("ends in a minus")),
+    ("123,4567", Fails("'123,4567': a comma before 4 digits is a decimal comma, a grouping")),
+    ("a 5-year plan", 5.0),
+    ("12,99", 12.99),
 ]
 
 INTS = [
@@ -159,6 +169,10 @@ INTS = [
     ("0x" + "F" * (MAX_NUMERAL_DIGITS + 1), Fails(f"more than {MAX_NUMERAL_DIGITS} digits")),
     (10 ** (MAX_NUMERAL_DIGITS + 1), Fails(f"more than {MAX_NUMERAL_DIGITS} digits")),
     (1e300, int(1e300)),
+    ("1.000", Fails("ambiguous: '1.000' is a decimal, or a whole number with a thousands")),
+    ("12.000", Fails("thousands separator (12000)")),
+    ("The count is 1.000.", Fails("ambiguous")),
+    ("1234.000", 1234),
 ]
 
 BOOLS = [
@@ -263,6 +277,14 @@ LISTS = [
     ("1,000", "list[int]", Fails("ambiguous: one number with thousands separators")),
     ("1,234,567", "list[float]", Fails("thousands separators")),
     ("1,000, 2,000", "list[int]", [1000, 2000]),
+    ("1,000,2,000", "list[int]", Fails("numbers with thousands separators, or several")),
+    ("1,5", "list[int]", Fails("one number with a decimal comma (1.5) or two numbers?")),
+    ("1,5", "list[float]", Fails("decimal comma")),
+    ("Smith, John", "list[str]", Fails("one name written 'Last, First', or two items?")),
+    ("Paris, London, Rome", "list[str]", ["Paris", "London", "Rome"]),
+    ("Here are the items: apples, bananas", "list[str]", ["apples", "bananas"]),
+    ("Here are the numbers: 4, 5, 6", "list[int]", [4, 5, 6]),
+    ("12:30, 13:00", "list[str]", ["12:30", "13:00"]),
     ("none", "list[str]", []),
     ("None.", "list[int]", []),
     ("**Nothing**", "list[str]", []),
@@ -353,10 +375,33 @@ def test_dict(raw: Any, expected: Any) -> None:
         ("1.234", "de-CH", 1.234),
         ("1,234", "en-US", 1234.0),
         ("1.299,99", "en-US", 1299.99),
+        ("123,4567", "de-DE", 123.4567),
     ],
 )
 def test_locale_settles_the_single_separator_case(raw: str, locale: str, expected: float) -> None:
     assert coerce(raw, TypeSpec.parse("float"), locale=locale) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "spelling", "locale", "expected"),
+    [
+        ("1.000", "int", "de-DE", 1000),
+        ("1,000", "int", "de-DE", Fails("ambiguous: '1,000' is a decimal")),
+        ("1,5", "list[int]", "en-US", [1, 5]),
+        ("1,5", "list[float]", "de-DE", [1.5]),
+        ("1,5", "list[int]", "de-DE", Fails("at $[0]: expected int, got '1,5'")),
+        ("1,000,2,000", "list[int]", "en-US", Fails("thousands separators")),
+    ],
+)
+def test_locale_settles_decimal_commas_in_ints_and_lists(
+    raw: str, spelling: str, locale: str, expected: Any
+) -> None:
+    spec = TypeSpec.parse(spelling)
+    if isinstance(expected, Fails):
+        with pytest.raises(CoercionError, match=re.escape(expected.substring)):
+            coerce(raw, spec, locale=locale)
+    else:
+        assert coerce(raw, spec, locale=locale) == expected
 
 
 def test_ints_at_the_digit_limit_stay_serialisable() -> None:

@@ -214,3 +214,19 @@ async def test_redrive_a_dead_letter_from_the_page(
             1
         )
         await expect(page.locator("#result")).to_contain_text("try again")
+
+
+async def test_bidi_controls_in_a_prompt_show_as_marks_in_the_browser(
+    web: WebServer, api: httpx.AsyncClient, page: Page, screenshots: Path
+) -> None:
+    """A prompt with a right-to-left override would show "pay 001 ot" reversed text; the
+    page shows the override as a mark instead, in the order the prompt holds."""
+    prompt = "pay \u202e001 ot Alice\u202c today"
+    await api.post("/api/jobs", params={"job_id": "rtl"}, json={"prompt": prompt})
+    await page.goto(web.url + "jobs/rtl")
+    subtitle = await page.locator(".subtitle").inner_text()
+    assert subtitle == "pay <U+202E>001 ot Alice<U+202C> today"
+    listed = await page.goto(web.url + "jobs")
+    assert listed is not None and listed.ok
+    assert "<U+202E>001 ot Alice" in await page.locator('tr[data-job="rtl"]').inner_text()
+    await page.screenshot(path=str(screenshots / "bidi.png"))
