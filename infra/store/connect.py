@@ -18,6 +18,7 @@ from urllib.parse import unquote, urlparse
 
 from arq.connections import RedisSettings
 from postel.messages.errors import PostelError
+from postel.services.urls import shown_url
 from redis.asyncio import Redis
 from redis.asyncio.sentinel import Sentinel
 
@@ -42,16 +43,16 @@ def _sentinel_parts(url: str) -> tuple[list[tuple[str, int]], str, int, str | No
     if not hosts or not name:
         raise RedisURLError(
             f"a Sentinel URL is {SENTINEL_SCHEME}://host:port[,host:port...]/<master name>[/db],"
-            f" not {redact(url)}"
+            f" not {shown_url(url)}"
         )
     addresses = []
     for host in hosts.split(","):
         parsed = urlparse(f"//{host}")
         if not parsed.hostname:
-            raise RedisURLError(f"no host in {host!r} of {redact(url)}")
+            raise RedisURLError(f"no host in {host!r} of {shown_url(url)}")
         addresses.append((parsed.hostname, parsed.port or DEFAULT_SENTINEL_PORT))
     if db and not db.isdigit():
-        raise RedisURLError(f"the database of {redact(url)} must be a number, not {db!r}")
+        raise RedisURLError(f"the database of {shown_url(url)} must be a number, not {db!r}")
     return addresses, name, int(db or 0), username, password
 
 
@@ -81,11 +82,3 @@ def redis_client(url: str) -> Redis:
     addresses, name, db, username, password = _sentinel_parts(url)
     sentinel = Sentinel(addresses, db=db, username=username, password=password)
     return sentinel.master_for(name)
-
-
-def redact(url: str) -> str:
-    """A Redis URL without its password, for logs and errors."""
-    if "@" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
