@@ -37,8 +37,6 @@ from redis.exceptions import (
 
 SENTINEL_SCHEME = "redis+sentinel"
 DEFAULT_SENTINEL_PORT = 26379
-
-
 SERVER_SCHEMES = ("redis", "rediss", "unix")
 TLS_FILES = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile")
 DEFAULT_PORT = 6379

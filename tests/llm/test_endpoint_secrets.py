@@ -12,6 +12,7 @@ import httpx
 import pytest
 import redis
 import structlog
+from postel.infra.cli.demo import model_line
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
@@ -101,3 +102,4 @@ async def test_no_secret_of_the_endpoint_url_is_printed_or_stored(
     assert SECRET not in stored, "...with no secret in any key"
     assert all(SECRET not in page for page in pages)
     assert any(shown in page for page in pages[:2])
+    assert model_line(configured) == f"model: default at {failing_endpoint.base_url}", "the demo"
