@@ -55,7 +55,7 @@ def test_redis_keeps_an_append_only_file_on_a_volume_and_requires_a_password() -
     assert redis["image"].startswith("redis:7")
     command = " ".join(redis["command"])
     assert "--appendonly yes" in command
-    # the password comes from the container's environment at run time, not the command line
+    # compose leaves the password out of the command: the container's shell expands it
     assert '--requirepass "$$REDIS_PASSWORD"' in command and PASSWORD not in command
     assert redis["environment"]["REDIS_PASSWORD"] == PASSWORD
     assert redis["environment"]["REDISCLI_AUTH"] == PASSWORD, "the healthcheck authenticates"
