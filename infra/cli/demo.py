@@ -33,6 +33,7 @@ from postel.messages import JobOptions, JobRequest, TypeSpec
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.planner.render import dumps
 from postel.services.step import parse_command_lines
+from postel.services.urls import shown_url
 
 QUESTION = "Which authors in these reports collaborate most, and on what topics?"
 GRAPH_NAME = "mmwr"
@@ -68,7 +69,7 @@ def model_line(settings: Settings) -> str:
         return "model: SmolLM2-135M-Instruct, bundled and offline (tiny: expect weak answers)"
     if provider == "scripted":
         return f"model: scripted replay of {settings.llm_cassette}"
-    return f"model: {settings.llm_model} at {settings.llm_base_url}"
+    return f"model: {settings.llm_model} at {shown_url(settings.llm_base_url or '')}"
 
 
 def progress_line(event: Event, elapsed: float) -> str:

@@ -9,6 +9,8 @@ Exit codes a script can rely on:
   5  timed out waiting
   6  refused: the job has already finished (cancel), or the dead letter cannot be
      redriven (its payload still cannot be decoded, or its job cannot be reopened)
+  7  Redis refused postel: wrong user or password, a permission the ACL user lacks
+     (NOPERM), or TLS failed (certificate not trusted, or not for the host)
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from postel.infra.runtime.logging import configure_logging
 from postel.infra.runtime.redrive import RedriveRefused
 from postel.infra.runtime.settings import Settings
 from postel.infra.runtime.submit import JobConflict
+from postel.infra.store.connect import refusal
 from postel.infra.store.deadletter import DeadLetterNotFound
 from postel.infra.store.graphs import GraphNotFound
 from postel.infra.store.jobs import JobNotFound
@@ -37,6 +40,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 T = TypeVar("T")
 
 EXIT_FAILED, EXIT_INPUT, EXIT_REDIS, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_REFUSED = 1, 2, 3, 4, 5, 6
+EXIT_REDIS_REFUSED = 7
 
 
 def _no_model(exc: BaseException) -> str:
@@ -74,6 +78,10 @@ def run_async(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T
         try:
             return asyncio.run(coro_fn(*args, **kwargs))
         except Exception as exc:
+            # before the table: a refusal can come as a connection error (TLS)
+            refused = refusal(exc)
+            if refused is not None:
+                fail(str(refused), EXIT_REDIS_REFUSED)
             for kinds, code, describe in EXIT_TABLE:
                 if isinstance(exc, kinds):
                     fail(describe(exc), code)

@@ -10,10 +10,11 @@ message id is the same), with a model that answers from the recording
 (services/llm/replay.py), and compares: the result byte for byte, the messages each stage
 produced, and each model call's request. It reports the first divergence, named by stage: a
 call the recording does not hold (with a diff of the prompts), or a stage that produced a
-different message. Strict, the first unrecorded call fails the replayed job; otherwise such
-a call goes to the configured model. The graphs must be given (`--graph NAME=FILE`; the bundled
-`mmwr` is found by itself) and must be the version the job ran against: their sha256 is
-checked against the export's.
+different message. Every stage's calls go to the recording, whatever model route the
+settings give the stage. Strict, the first unrecorded call fails the replayed job, named with
+the route it would have gone to; otherwise such a call goes to its stage's configured model.
+The graphs must be given (`--graph NAME=FILE`; the bundled `mmwr` is found by itself) and
+must be the version the job ran against: their sha256 is checked against the export's.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from typing import Any, Literal
 
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
-from postel.infra.runtime.model import RESOURCE, Model, open_model
-from postel.infra.runtime.settings import Settings
+from postel.infra.runtime.model import RESOURCE, Model, open_model, provider_of, route_key
+from postel.infra.runtime.settings import ROUTE_FIELDS, WORKER_NAMES, Settings
 from postel.infra.store.calls import RecordedCall, read_calls
 from postel.infra.store.events import HANDLED, Event
 from postel.infra.store.graphs import GraphRegistry, parse_graphml
@@ -42,10 +43,11 @@ from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.gasl.model import LLMGaslModel
 from postel.services.gasl.state import MemoryStateBackend, StateStore
 from postel.services.llm import MeteredClient
-from postel.services.llm.call_log import LoggedCall, logging_calls
+from postel.services.llm.call_log import LoggedCall, current_call_log, logging_calls
 from postel.services.llm.models import LLMRequest, LLMResponse
 from postel.services.llm.replay import Divergence, ReplayClient
 from postel.services.prompts import Capability
+from postel.services.urls import shown_url
 from pydantic import BaseModel, Field
 
 EXPORT_FORMAT = "postel.job-export"
@@ -164,21 +166,48 @@ async def _add_graphs(client: Client, export: JobExport, files: dict[str, Path])
             )
 
 
-class _ConfiguredModel:
-    """The model the settings name, started at its first call: most replays never ask it."""
+def offline(settings: Settings) -> Settings:
+    """`settings` with every worker kind's own model route removed, so that every stage of
+    the replayed system calls the one model the replay gives it (the recording)."""
+    cleared = dict.fromkeys(ROUTE_FIELDS)
+    return settings.model_copy(
+        update={name: settings.queue(name).model_copy(update=cleared) for name in WORKER_NAMES}
+    )
+
+
+def _routed(settings: Settings, stage: str) -> Settings:
+    return settings.route(stage) if stage in WORKER_NAMES else settings
+
+
+def route_of(settings: Settings, stage: str) -> str:
+    """The route `stage`'s calls take under `settings`, without secrets: which settings set
+    it, the provider, endpoint and model."""
+    routed = _routed(settings, stage)
+    where = f"POSTEL_{stage.upper()}__LLM_*" if routed is not settings else "POSTEL_LLM_*"
+    provider = provider_of(routed)
+    endpoint = f" at {shown_url(routed.llm_base_url)}" if routed.llm_base_url else ""
+    return f"the {stage} route ({where}: {provider}{endpoint}, model {routed.llm_model})"
+
+
+class _ConfiguredModels:
+    """Each stage's configured model (its own route, or the global one), started at its
+    first call: most replays never ask one."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.model: Model | None = None
+        self.models: dict[str, Model] = {}
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        if self.model is None:
-            self.model = await open_model(self.settings)
-        return await self.model.client.complete(request)
+        hop = current_call_log()
+        routed = _routed(self.settings, hop.stage if hop else "")
+        key = route_key(routed)
+        if key not in self.models:
+            self.models[key] = await open_model(routed)
+        return await self.models[key].client.complete(request)
 
     async def aclose(self) -> None:
-        if self.model is not None:
-            await self.model.aclose()
+        for model in self.models.values():
+            await model.aclose()
 
 
 async def replay_job(
@@ -189,23 +218,27 @@ async def replay_job(
     strict: bool = False,
     timeout_s: float = 300.0,
 ) -> ReplayReport:
-    """Run the exported job again on a fresh embedded system and compare. A call the
-    recording cannot answer fails the job when `strict`, else goes to the model `settings`
-    configure."""
+    """Run the exported job again on a fresh embedded system and compare. Every stage's
+    calls go to the recording, whatever route `settings` give it; a call the recording
+    cannot answer fails the job when `strict` (naming the route it would have taken), else
+    goes to the model `settings` configure for its stage."""
     recorded = [
         LoggedCall(c.stage, c.message_id, c.ordinal, c.request, c.response) for c in export.calls
     ]
-    fallback = None if strict else _ConfiguredModel(settings)
-    model = ReplayClient(recorded, fallback, strict=strict)
+    fallback = None if strict else _ConfiguredModels(settings)
+    model = ReplayClient(
+        recorded, fallback, strict=strict, route_of=lambda stage: route_of(settings, stage)
+    )
+    replaying = offline(settings)
     with tempfile.TemporaryDirectory(prefix="postel-replay-") as state_dir:
         system = LocalSystem(
-            settings,
+            replaying,
             port=free_port(),
             state_dir=Path(state_dir),
             resources={RESOURCE: Model(model, export.capability)},  # type: ignore[arg-type]
         )
         try:
-            async with system, Client(system.url, settings) as client:
+            async with system, Client(system.url, replaying) as client:
                 await _add_graphs(client, export, graphs or {})
                 await client.submit_request(export.request, job_id=export.job_id)
                 record = await client.wait(export.job_id, timeout=timeout_s)

@@ -117,7 +117,7 @@ async def open_model(settings: Settings, redis: Redis | None = None) -> Model:
     return Model(client, Capability(settings.llm_capability or "standard"))
 
 
-def _route_key(routed: Settings) -> str:
+def route_key(routed: Settings) -> str:
     """Workers whose routes are the same (every route setting, its API key included, so
     two keys for one endpoint never share a client) share one client in a process."""
     values = [getattr(routed, name) for name in ROUTE_FIELDS]
@@ -133,7 +133,7 @@ def ensure_model(worker: str) -> Callable[[Runtime], Awaitable[None]]:
 
     async def setup(runtime: Runtime) -> None:
         routed = runtime.settings.route(worker)
-        key = RESOURCE if routed is runtime.settings else _route_key(routed)
+        key = RESOURCE if routed is runtime.settings else route_key(routed)
         if key not in runtime.resources:
             runtime.resources[key] = await open_model(routed, runtime.redis)
         runtime.resources[f"{RESOURCE}:{worker}"] = runtime.resources[key]

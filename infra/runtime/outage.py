@@ -4,7 +4,9 @@ consumer, presence) retry with backoff instead of exiting, and log each attempt.
 A loop calls `failed(exc)` after each failed attempt (it sleeps the backoff, or re-raises once
 Redis has been unreachable for `give_up_s`) and `succeeded()` after a successful one. Redis
 restarted from its append-only file holds every queued job, so a process that reconnects
-resumes where it stopped.
+resumes where it stopped. A Redis that answers but refuses (wrong password, missing ACL
+permission, TLS failure: infra/store/connect.refusal) is not an outage: `failed` raises it
+at once as RedisRefused.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import time
 
 import structlog
+from postel.infra.store.connect import refusal
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -37,6 +40,12 @@ class RideOut:
         self._down_since: float | None = None
 
     async def failed(self, exc: Exception) -> None:
+        refused = refusal(exc)
+        if refused is not None:
+            # Redis answered: a wrong password, a missing permission or a TLS failure is a
+            # configuration error that no retry mends
+            log.error("redis refused the connection", what=self.what, error=str(refused))
+            raise refused from exc
         now = time.monotonic()
         if self._down_since is None:
             self._down_since = now

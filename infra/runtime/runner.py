@@ -24,8 +24,9 @@ from postel.infra.runtime.settings import WORKER_NAMES, Settings
 from postel.infra.runtime.tracing import configure_from_environment
 from postel.infra.runtime.wake import PushWorker
 from postel.infra.store import keys
-from postel.infra.store.connect import arq_settings, redact
+from postel.infra.store.connect import arq_settings
 from postel.infra.store.wire import ARQ_FUNCTION, connect_arq, dumps, loads
+from postel.services.urls import shown_url
 
 log = structlog.get_logger(__name__)
 
@@ -106,7 +107,9 @@ async def run_workers(
     tasks.append(asyncio.create_task(keep_announcing(pool, presence)))
     if ready is not None:
         ready.set()
-    log.info("workers running", workers=[s.name for s in chosen], url=redact(url), ingress=ingress)
+    log.info(
+        "workers running", workers=[s.name for s in chosen], url=shown_url(url), ingress=ingress
+    )
     waiter = asyncio.create_task((stop or asyncio.Event()).wait())
     try:
         done, _ = await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)

@@ -2,7 +2,11 @@
 
 Every process connects through here: workers, ingress, the client, the web server, the CLI.
 
-- `redis://[user:password@]host:port/db` (also `rediss://`, `unix://`): one server;
+- `redis://[user:password@]host:port/db` (also `rediss://`, `unix:///path?db=N`): one
+  server. The user and password are percent-decoded (`redis://:p%40ss@host` is `p@ss`).
+  `rediss://` verifies the server's certificate and that it names the host, against the
+  system's CAs or `?ssl_ca_certs=FILE`; `&ssl_certfile=FILE&ssl_keyfile=FILE` present a client
+  certificate. Other query parameters are refused, so a misspelt one never goes unnoticed;
 - `redis+sentinel://[user:password@]host1:26379,host2:26379/<master name>[/db]`: ask the
   Sentinels which server is the primary of `<master name>`, and ask again on every new
   connection. When the primary fails and the Sentinels promote a replica, connections to
@@ -14,19 +18,109 @@ Every process connects through here: workers, ingress, the client, the web serve
 
 from __future__ import annotations
 
-from urllib.parse import unquote, urlparse
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlparse, urlsplit
 
 from arq.connections import RedisSettings
 from postel.messages.errors import PostelError
+from postel.services.urls import shown_url
 from redis.asyncio import Redis
 from redis.asyncio.sentinel import Sentinel
+from redis.exceptions import (
+    AuthenticationError,
+    AuthenticationWrongNumberOfArgsError,
+    NoPermissionError,
+)
 
 SENTINEL_SCHEME = "redis+sentinel"
 DEFAULT_SENTINEL_PORT = 26379
+SERVER_SCHEMES = ("redis", "rediss", "unix")
+TLS_FILES = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile")
+DEFAULT_PORT = 6379
 
 
 class RedisURLError(PostelError, ValueError):
     """A Redis URL postel cannot use (named in the message)."""
+
+
+class RedisRefused(PostelError):
+    """Redis was reached but refuses this configuration: a wrong user or password, a
+    permission the user lacks, or a TLS failure. Retrying cannot help, so it is fatal, never
+    ridden out as an outage."""
+
+
+@dataclass(frozen=True)
+class Server:
+    """One Redis server's connection settings, read from a redis://, rediss:// or unix:// URL."""
+
+    host: str
+    port: int
+    unix_socket_path: str | None
+    db: int
+    username: str | None
+    password: str | None
+    tls: bool
+    ssl_ca_certs: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+
+    def tls_options(self) -> dict[str, Any]:
+        """redis-py's TLS keywords: the certificate and the host name always checked."""
+        if not self.tls:
+            return {}
+        return {
+            "ssl": True,
+            "ssl_cert_reqs": "required",
+            "ssl_check_hostname": True,
+            "ssl_ca_certs": self.ssl_ca_certs,
+            "ssl_certfile": self.ssl_certfile,
+            "ssl_keyfile": self.ssl_keyfile,
+        }
+
+
+def server_of(url: str) -> Server:
+    """The server `url` names; RedisURLError naming what is wrong otherwise."""
+    parts = urlsplit(url)
+    if parts.scheme not in SERVER_SCHEMES:
+        raise RedisURLError(
+            f"a Redis URL starts with redis://, rediss://, unix:// or {SENTINEL_SCHEME}://,"
+            f" not {shown_url(url)}"
+        )
+    query = parse_qs(parts.query, keep_blank_values=True)
+    unknown = sorted(set(query) - {"db", *TLS_FILES})
+    if unknown:
+        raise RedisURLError(
+            f"unknown parameter {', '.join(unknown)} in {shown_url(url)}: a Redis URL takes "
+            f"db, {', '.join(TLS_FILES)}"
+        )
+    options = {name: values[-1] for name, values in query.items()}
+    files = {name: options[name] for name in TLS_FILES if name in options}
+    if files and parts.scheme != "rediss":
+        raise RedisURLError(f"{', '.join(files)} need a rediss:// URL, not {shown_url(url)}")
+    for name, file in files.items():
+        if not Path(file).is_file():
+            raise RedisURLError(f"{name}={file} of {shown_url(url)}: no such file")
+    unix = parts.scheme == "unix"
+    db = options.get("db") or ("" if unix else parts.path.lstrip("/")) or "0"
+    if not db.isdigit():
+        raise RedisURLError(f"the database of {shown_url(url)} must be a number, not {db!r}")
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise RedisURLError(f"{shown_url(url)}: {exc}") from None
+    return Server(
+        host=parts.hostname or "localhost",
+        port=port or DEFAULT_PORT,
+        unix_socket_path=parts.path if unix else None,
+        db=int(db),
+        username=unquote(parts.username) if parts.username else None,
+        password=unquote(parts.password) if parts.password else None,
+        tls=parts.scheme == "rediss",
+        **files,
+    )
 
 
 def _sentinel_parts(url: str) -> tuple[list[tuple[str, int]], str, int, str | None, str | None]:
@@ -42,16 +136,16 @@ def _sentinel_parts(url: str) -> tuple[list[tuple[str, int]], str, int, str | No
     if not hosts or not name:
         raise RedisURLError(
             f"a Sentinel URL is {SENTINEL_SCHEME}://host:port[,host:port...]/<master name>[/db],"
-            f" not {redact(url)}"
+            f" not {shown_url(url)}"
         )
     addresses = []
     for host in hosts.split(","):
         parsed = urlparse(f"//{host}")
         if not parsed.hostname:
-            raise RedisURLError(f"no host in {host!r} of {redact(url)}")
+            raise RedisURLError(f"no host in {host!r} of {shown_url(url)}")
         addresses.append((parsed.hostname, parsed.port or DEFAULT_SENTINEL_PORT))
     if db and not db.isdigit():
-        raise RedisURLError(f"the database of {redact(url)} must be a number, not {db!r}")
+        raise RedisURLError(f"the database of {shown_url(url)} must be a number, not {db!r}")
     return addresses, name, int(db or 0), username, password
 
 
@@ -62,7 +156,16 @@ def is_sentinel(url: str) -> bool:
 def arq_settings(url: str) -> RedisSettings:
     """arq's connection settings for `url`."""
     if not is_sentinel(url):
-        return RedisSettings.from_dsn(url)
+        server = server_of(url)
+        return RedisSettings(
+            host=server.host,
+            port=server.port,
+            unix_socket_path=server.unix_socket_path,
+            database=server.db,
+            username=server.username,
+            password=server.password,
+            **server.tls_options(),
+        )
     addresses, name, db, username, password = _sentinel_parts(url)
     return RedisSettings(
         host=addresses,  # type: ignore[arg-type]
@@ -77,15 +180,46 @@ def arq_settings(url: str) -> RedisSettings:
 def redis_client(url: str) -> Redis:
     """A plain asyncio client for `url` (no arq job helpers)."""
     if not is_sentinel(url):
-        return Redis.from_url(url)
+        server = server_of(url)
+        return Redis(
+            host=server.host,
+            port=server.port,
+            unix_socket_path=server.unix_socket_path,
+            db=server.db,
+            username=server.username,
+            password=server.password,
+            **server.tls_options(),
+        )
     addresses, name, db, username, password = _sentinel_parts(url)
     sentinel = Sentinel(addresses, db=db, username=username, password=password)
     return sentinel.master_for(name)
 
 
-def redact(url: str) -> str:
-    """A Redis URL without its password, for logs and errors."""
-    if "@" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
+def refusal(exc: BaseException, url: str | None = None) -> RedisRefused | None:
+    """`exc` as the configuration error it is (a wrong password, a permission the Redis user
+    lacks, a TLS failure), or None for anything else (an outage among them)."""
+    where = f" by {shown_url(url)}" if url else ""
+    if isinstance(exc, RedisRefused):
+        return exc
+    said = str(exc).rstrip(".")
+    if isinstance(exc, AuthenticationError | AuthenticationWrongNumberOfArgsError):
+        return RedisRefused(
+            f"Redis refused the credentials{where}: {said}. Check the user and password in "
+            "POSTEL_REDIS_URL (percent-encode @ : / % in them)"
+        )
+    if isinstance(exc, NoPermissionError):
+        return RedisRefused(
+            f"the Redis user lacks a permission postel needs{where}: {said}. Give it the ACL "
+            "the README's Security section lists"
+        )
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ssl.SSLError | ssl.CertificateError):
+            said = str(cause).rstrip(".")
+            return RedisRefused(
+                f"TLS with Redis failed{where}: {said}. Check the server's certificate names "
+                "the host of POSTEL_REDIS_URL and is signed by a CA the system or "
+                "?ssl_ca_certs= trusts"
+            )
+        cause = cause.__cause__ or cause.__context__
+    return None

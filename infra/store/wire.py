@@ -12,6 +12,7 @@ from typing import Any
 
 from arq.connections import ArqRedis, create_pool
 from postel.infra.store import keys
+from postel.infra.store.access import check_access
 from postel.infra.store.connect import arq_settings
 from postel.messages.limits import MAX_MESSAGE_BYTES, check_json_text
 
@@ -60,14 +61,22 @@ def _is_postel_job(value: Any) -> bool:
 
 
 async def connect_arq(url: str) -> ArqRedis:
-    """An arq pool speaking JSON, for enqueuing and for the workers."""
+    """An arq pool speaking JSON, for enqueuing and for the workers, once Redis has let
+    this user run every command postel needs (infra/store/access.py)."""
     settings = arq_settings(url)
     # Fail fast with a clear error rather than arq's five one-second retries.
     settings.conn_retries = 1
     settings.conn_retry_delay = 0
-    return await create_pool(
+    pool = await create_pool(
         settings,
         job_serializer=dumps,
         job_deserializer=loads,
         default_queue_name=keys.queue("intent"),
     )
+    try:
+        # a user short of a permission is told now, not by a NOPERM in the middle of a job
+        await check_access(pool)
+    except BaseException:
+        await pool.aclose()
+        raise
+    return pool

@@ -151,6 +151,8 @@ class FakeModel:
         self._stopping = threading.Event()
         self._httpd = _Server(("127.0.0.1", port), _handler(self))
         self._thread: threading.Thread | None = None
+        self.last_query = ""
+        """The query string of the latest completion request (a gateway's `?api-key=`)."""
 
     @property
     def port(self) -> int:
@@ -348,7 +350,10 @@ def _handler(fake: FakeModel) -> type[BaseHTTPRequestHandler]:
                 self._reply(404, {"error": {"message": f"no such path {self.path}"}})
 
         def do_POST(self) -> None:
-            if self.path == COMPLETIONS_PATH:
+            path, _, query = self.path.partition("?")
+            if path == COMPLETIONS_PATH:
+                with fake._lock:
+                    fake.last_query = query
                 self._complete()
                 return
             fake._adjust(control=1)

@@ -33,6 +33,7 @@ from postel.services.llm.structured import (
     response_format,
 )
 from postel.services.llm.tokens import count_tokens
+from postel.services.urls import join_url, shown_url, url_secrets
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 log = structlog.get_logger(__name__)
@@ -69,7 +70,12 @@ class OpenAIClient:
         attempt."""
         self._config = config
         self._gate = gate
-        self._url = config.base_url.rstrip("/") + "/chat/completions"
+        self._url = join_url(config.base_url, "chat/completions")
+        # what errors and logs name: the URL without userinfo or query (services/urls.py)
+        self._shown = shown_url(self._url)
+        key = config.api_key.get_secret_value() if config.api_key is not None else ""
+        secrets = [*url_secrets(self._url), *([key] if key else [])]
+        self._secrets = sorted(set(secrets), key=len, reverse=True)
         headers = {"Accept": "application/json"}
         if config.api_key is not None:
             headers["Authorization"] = f"Bearer {config.api_key.get_secret_value()}"
@@ -79,7 +85,7 @@ class OpenAIClient:
         )
 
     def __repr__(self) -> str:
-        return f"OpenAIClient(url={self._url!r}, model={self._config.model!r})"
+        return f"OpenAIClient(url={self._shown!r}, model={self._config.model!r})"
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -103,7 +109,7 @@ class OpenAIClient:
             except (TimeoutError, httpx.TimeoutException):
                 failure = (LLMTimeout, f"no answer within {timeout:g}s")
             except httpx.TransportError as exc:
-                failure = (LLMConnectionError, f"{type(exc).__name__}: {exc}")
+                failure = (LLMConnectionError, self._scrub(f"{type(exc).__name__}: {exc}"))
             else:
                 if response.is_success:
                     result = self._parse(request, response, started, waited_s)
@@ -120,7 +126,7 @@ class OpenAIClient:
                     failure = (LLMServerError, f"HTTP {status}: {message}")
                 else:
                     raise LLMRequestRejected(
-                        f"{self._url} rejected the request (HTTP {status}): {message}",
+                        f"{self._shown} rejected the request (HTTP {status}): {message}",
                         status_code=status,
                         server_message=message,
                     )
@@ -136,13 +142,13 @@ class OpenAIClient:
             if left is not None and delay >= left:
                 kind, detail = failure
                 raise kind(
-                    f"{self._url} failed after {attempt} attempt(s): {detail}; the next try "
+                    f"{self._shown} failed after {attempt} attempt(s): {detail}; the next try "
                     f"would start in {delay:.1f}s, after the hop's time budget "
                     f"({left:.1f}s left)"
                 )
             log.warning(
                 "llm.retry",
-                url=self._url,
+                url=self._shown,
                 attempt=attempt,
                 error=failure[0].__name__,
                 detail=failure[1],
@@ -150,7 +156,7 @@ class OpenAIClient:
             )
             await asyncio.sleep(delay)
         kind, detail = failure
-        raise kind(f"{self._url} failed after {policy.max_attempts} attempt(s): {detail}")
+        raise kind(f"{self._shown} failed after {policy.max_attempts} attempt(s): {detail}")
 
     def _attempt_timeout(self, failure: tuple[type[LLMError], str], attempt: int) -> float:
         """The configured per-attempt timeout, shortened to the hop's remaining budget."""
@@ -159,7 +165,7 @@ class OpenAIClient:
             return self._config.timeout
         if left <= 0:
             kind, detail = failure if attempt > 1 else (LLMTimeout, "no attempt made")
-            raise kind(f"{self._url}: the hop's time budget is spent ({detail})")
+            raise kind(f"{self._shown}: the hop's time budget is spent ({detail})")
         return min(self._config.timeout, left)
 
     def _body(self, request: LLMRequest) -> dict[str, Any]:
@@ -195,7 +201,7 @@ class OpenAIClient:
             finish_reason = choice.get("finish_reason") or "unknown"
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise LLMBadResponse(
-                f"{self._url} answered HTTP {response.status_code} without a chat completion "
+                f"{self._shown} answered HTTP {response.status_code} without a chat completion "
                 f"({type(exc).__name__}): {self._scrub(response.text[:_EXCERPT])}"
             ) from None
         result = LLMResponse(
@@ -232,11 +238,11 @@ class OpenAIClient:
         return self._scrub(text[:_EXCERPT])
 
     def _scrub(self, text: str) -> str:
-        # Some servers echo the credential they refused; it must not reach logs or errors.
-        if self._config.api_key is not None:
-            secret = self._config.api_key.get_secret_value()
-            if secret:
-                text = text.replace(secret, "**********")
+        # Some servers echo the credential they refused (or the URL); it must not reach logs
+        # or errors.
+        text = text.replace(self._url, self._shown)
+        for secret in self._secrets:
+            text = text.replace(secret, "**********")
         return text
 
 

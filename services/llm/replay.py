@@ -11,13 +11,14 @@ model to ask) or goes to the fallback model, so a changed prompt can be tried fo
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from typing import Literal
 
 from postel.services.llm.call_log import LoggedCall, current_call_log
 from postel.services.llm.client import LLMClient
 from postel.services.llm.errors import LLMError
 from postel.services.llm.models import LLMRequest, LLMResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class Divergence(BaseModel):
@@ -28,13 +29,17 @@ class Divergence(BaseModel):
     message_id: str
     ordinal: int
     diff: str
+    route: str | None = Field(
+        default=None, description="where the call would have gone, named by the replay"
+    )
 
     def describe(self) -> str:
         if self.kind == "changed":
             what = "asked the model something other than what the recording holds"
         else:
             what = "asked the model a call the recording does not have"
-        return f"{self.stage} ({self.message_id}, call {self.ordinal}) {what}"
+        where = f"; it would go to {self.route}" if self.route else ""
+        return f"{self.stage} ({self.message_id}, call {self.ordinal}) {what}{where}"
 
 
 class ReplayError(LLMError):
@@ -77,14 +82,20 @@ def prompt_diff(recorded: LLMRequest | None, asked: LLMRequest) -> str:
 
 
 class ReplayClient:
-    """Answers calls from `calls`; `divergences` lists what it could not answer."""
+    """Answers calls from `calls`; `divergences` lists what it could not answer. `route_of`
+    names, for a stage, the route a call it cannot answer would go to (in the divergence)."""
 
     def __init__(
-        self, calls: list[LoggedCall], fallback: LLMClient | None = None, strict: bool = False
+        self,
+        calls: list[LoggedCall],
+        fallback: LLMClient | None = None,
+        strict: bool = False,
+        route_of: Callable[[str], str] | None = None,
     ) -> None:
         self._recorded = {(call.message_id, call.ordinal): call for call in calls}
         self.fallback = fallback
         self.strict = strict
+        self.route_of = route_of
         self.divergences: list[Divergence] = []
         self.served = 0
         self.forwarded = 0
@@ -103,6 +114,7 @@ class ReplayClient:
             message_id=message_id,
             ordinal=ordinal,
             diff=prompt_diff(recorded.request if recorded else None, request),
+            route=self.route_of(stage) if self.route_of else None,
         )
         self.divergences.append(divergence)
         if self.strict or self.fallback is None:

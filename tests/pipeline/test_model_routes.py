@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
-from postel.infra.runtime.model import _route_key
+from postel.infra.runtime.model import route_key
 from postel.infra.runtime.settings import Settings
 from postel.messages import JobOptions
 from postel.services.llm import LLMRequest
@@ -82,7 +82,7 @@ def test_routes_share_a_client_only_when_every_setting_and_the_key_agree() -> No
     base = Settings(llm_base_url="http://127.0.0.1:9/v1", llm_model="m")
     one = base.model_copy(update={"llm_api_key": SecretStr("key-one")})
     two = base.model_copy(update={"llm_api_key": SecretStr("key-two")})
-    assert _route_key(one) != _route_key(two), "a client carries its key: never shared"
-    assert _route_key(one) == _route_key(one.model_copy())
-    assert _route_key(base) != _route_key(base.model_copy(update={"llm_rpm": 60}))
-    assert "key-one" not in _route_key(one)
+    assert route_key(one) != route_key(two), "a client carries its key: never shared"
+    assert route_key(one) == route_key(one.model_copy())
+    assert route_key(base) != route_key(base.model_copy(update={"llm_rpm": 60}))
+    assert "key-one" not in route_key(one)

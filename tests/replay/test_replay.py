@@ -327,3 +327,83 @@ async def test_recording_turned_off_records_nothing(fresh_redis: str, settings: 
     export = await run_and_export(fresh_redis, unrecorded, "reason")
     assert export.record.status == "completed" and export.record.llm_calls == 3
     assert export.calls == []
+
+
+def routed_to(settings: Settings, url: str, *stages: str) -> Settings:
+    """`settings` with each of `stages` given its own route to `url` (with a key)."""
+    return settings.model_copy(
+        update={
+            stage: settings.queue(stage).model_copy(
+                update={"llm_base_url": url, "llm_api_key": SecretStr(API_KEY)}
+            )
+            for stage in stages
+        }
+    )
+
+
+async def test_a_replay_replaces_every_route_with_the_recording(
+    fresh_redis: str, settings: Settings, counting_endpoint: FakeModel
+) -> None:
+    export = await run_and_export(fresh_redis, settings, "reason")
+    live = counting_endpoint.base_url
+    routed = routed_to(settings, live, "intent", "planner", "generator")
+    routed = routed.model_copy(update={"llm_base_url": live})
+    for strict in (False, True):
+        report = await replay_job(export, routed, strict=strict)
+        assert report.same, report
+        assert report.calls_served == len(export.calls) and report.calls_forwarded == 0
+    assert counting_endpoint.stats().total == 0, "no route was called, the recording served all"
+
+
+async def test_strict_fails_naming_the_route_a_call_would_have_taken(
+    fresh_redis: str,
+    settings: Settings,
+    counting_endpoint: FakeModel,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    export = await run_and_export(fresh_redis, settings, "reason")
+    change_the_answer_prompt(monkeypatch, " Be brief.")
+    secret_url = f"http://user:pw-4242@127.0.0.1:{counting_endpoint.port}/v1?api-key=k-4242"
+    report = await replay_job(export, routed_to(settings, secret_url, "generator"), strict=True)
+    assert not report.same and report.status == "llm_error"
+    assert report.divergence is not None
+    route = f"the generator route (POSTEL_GENERATOR__LLM_*: openai at {counting_endpoint.base_url}"
+    assert route in report.divergence, report.divergence
+    assert "4242" not in report.model_dump_json(), "the route is named without its secrets"
+    assert counting_endpoint.stats().total == 0
+
+
+def test_postel_replay_strict_with_stage_routes_calls_nothing(
+    tmp_path: Path, embedded_redis_url: str, settings: Settings, counting_endpoint: FakeModel
+) -> None:
+    export = asyncio.run(run_and_export(embedded_redis_url, settings, "reason"))
+    out = tmp_path / "job.json"
+    out.write_text(export.model_dump_json())
+    base = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
+    env = {**base, "POSTEL_LOG_LEVEL": "WARNING"}
+    for stage in ("INTENT", "PLANNER", "GENERATOR"):
+        env[f"POSTEL_{stage}__LLM_BASE_URL"] = counting_endpoint.base_url
+        env[f"POSTEL_{stage}__LLM_API_KEY"] = API_KEY
+    replayed = subprocess.run(
+        [sys.executable, "-m", "postel", "replay", str(out), "--strict"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "same result" in replayed.stdout and "3 model calls served" in replayed.stdout
+    written = json.loads(out.read_text())
+    del written["calls"][0]  # the intent call, unrecorded now
+    out.write_text(json.dumps(written))
+    diverged = subprocess.run(
+        [sys.executable, "-m", "postel", "replay", str(out), "--strict"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert diverged.returncode == 1, diverged.stdout + diverged.stderr
+    assert "the intent route (POSTEL_INTENT__LLM_*: openai at" in diverged.stdout
+    assert API_KEY not in diverged.stdout + diverged.stderr
+    assert counting_endpoint.stats().total == 0
