@@ -97,6 +97,7 @@ async def test_a_small_run_through_postel_up_meets_the_right_planners_target(
     worker = figures["graph"]["worker"]
     assert figures["graph"]["add"]["seconds"] > 0 and figures["graph"]["add"]["peak_rss_mb"] > 0
     assert worker["rss_holding_mb"] > 0 and len(worker["cold_load_ms"]) == 1
+    assert all(row["measured"] is not None for row in figures["load_targets"].values())
     assert (tmp_path / "questions.json").exists() and (tmp_path / "up-scripted.log").exists()
 
 
