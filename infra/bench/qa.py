@@ -64,6 +64,7 @@ REALISTIC_MIN_ACCURACY = 0.95
 LOAD_TARGETS = {"graph_add_s": 10.0, "cold_load_s": 3.0, "worker_rss_mb": 250.0}
 _ROUND_DECISIONS = frozenset({"continue", "refine", "pivot", "complete", "capped"})
 _START_TIMEOUT_S = 180.0
+_WRONG_SHOWN = 10
 
 PlannerName = Literal["right", "realistic", "local"]
 
@@ -411,6 +412,15 @@ def format_qa(figures: dict[str, Any]) -> str:
             f"{', '.join(f'{k} {v}' for k, v in row['failures'].items()) or '-'}"
         )
     lines.append("(rounds and hops: mean / max per job)")
+    wrong = [j for j in figures["jobs"] if not j["correct"]]
+    for job in wrong[:_WRONG_SHOWN]:
+        lines.append(
+            f"  wrong: {job['job_id']}: {job['failure'] or job['status']}, "
+            f"{job['result_size']} names for {job['answer_size']}, rounds "
+            + " ".join(job["decisions"])
+        )
+    if len(wrong) > _WRONG_SHOWN:
+        lines.append(f"  … {len(wrong) - _WRONG_SHOWN} more wrong (--json lists every job)")
     loads = figures.get("load_targets", {})
     lines.append(
         "load against issue 23's targets (not in the exit code): "

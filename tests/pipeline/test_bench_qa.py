@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from postel.infra.bench.qa import QaConfig, run_qa
+from postel.infra.bench.qa import QaConfig, format_qa, run_qa
 from postel.infra.bench.qa_graph import movie_graph, oracle, questions, write_graphml
 from postel.infra.bench.qa_planners import (
     MISTAKES,
@@ -98,6 +98,10 @@ async def test_a_small_run_through_postel_up_meets_the_right_planners_target(
     assert figures["graph"]["add"]["seconds"] > 0 and figures["graph"]["add"]["peak_rss_mb"] > 0
     assert worker["rss_holding_mb"] > 0 and len(worker["cold_load_ms"]) == 1
     assert all(row["measured"] is not None for row in figures["load_targets"].values())
+    text = format_qa(figures)
+    assert "target right: equals the oracle on every question in <= 2 rounds: holds" in text
+    wrong = [j for j in jobs.values() if not j["correct"]]
+    assert sum(line.startswith("  wrong: ") for line in text.splitlines()) == min(10, len(wrong))
     assert (tmp_path / "questions.json").exists() and (tmp_path / "up-scripted.log").exists()
 
 
