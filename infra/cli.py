@@ -339,7 +339,7 @@ def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
     Embedded by default (a private Redis, all five workers, the bundled offline model); on
     the running system when POSTEL_REDIS_URL is set or `postel up` runs; the model at
     POSTEL_LLM_BASE_URL when set."""
-    from postel.infra.demo import evidence_lines, run_demo
+    from postel.infra.demo import evidence_lines, run_demo, verdict_lines
     from postel.services.generation.markdown import to_markdown
 
     current = settings()
@@ -349,15 +349,13 @@ def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
             current, click.echo, max_rounds=max_rounds, max_tokens=max_tokens, timeout=timeout
         )
         record = outcome.record
+        click.echo("\n" + "\n".join(verdict_lines(record)))
         if record.status == "failed":
-            click.echo(f"\njob {record.job_id} failed ({record.failure}): {record.error}")
             if isinstance(record.result, dict) and "sections" in record.result:
                 click.echo("\nWhat was delivered before it failed (the model's words):\n")
                 click.echo(to_markdown(record.result))
         else:
-            click.echo(
-                f"\njob {record.job_id} completed. The validated document, in the model's words:\n"
-            )
+            click.echo("")
             click.echo(to_markdown(record.result))
         if outcome.rounds:
             click.echo("\nThe evidence GASL found in the graph (exact results, with sources):\n")

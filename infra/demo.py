@@ -4,8 +4,9 @@ It registers the bundled sample graph (nano-graphrag's knowledge graph of CDC MM
 as `mmwr`, asks which authors collaborate most and on what topics, with desired type
 `document`, prints the job's page on the dashboard, then every hop as it happens (stage,
 HDT round, continuation iteration, tokens, each HDT round's decision and the GASL commands
-it ran with their statuses and result counts), then the validated document — marked as the
-model's words — or the failure with what was delivered, and beside it the evidence GASL
+it ran with their statuses and result counts), then how it ended in plain words (a failure
+first says FAILED, its kind in words and the reason), the validated document — marked as
+the model's words — or what was delivered before the failure, and beside it the evidence GASL
 found in the graph: each task's last round, its commands' exact results and the source ids
 (provenance) behind them.
 """
@@ -93,6 +94,38 @@ def progress_line(event: Event, elapsed: float) -> str:
         for status, count, command in parse_command_lines(event.commands)
     )
     return "\n".join(lines)
+
+
+FAILURES: dict[str, str] = {
+    "invalid_request": "the request cannot be served as it stands",
+    "intent_failed": "the request could not be analysed",
+    "plan_failed": "the work could not be planned",
+    "llm_error": "the model could not be reached or answered with an error",
+    "loop_detected": "the model repeated itself while writing",
+    "iteration_cap": "the document was still unfinished at the iteration cap",
+    "validation_failed": "the output did not pass validation, repairs included",
+    "deadline_exceeded": "the job ran past its deadline",
+    "hop_timeout": "a step ran past its time limit",
+    "out_of_tries": "a step failed on every try",
+    "cancelled": "the job was cancelled",
+}
+"""Each way a job fails, in words (messages.pipeline.FailureStatus)."""
+
+
+def verdict_lines(record: JobRecord) -> list[str]:
+    """How the job ended, plainly: a failure says so first, with its kind in words and the
+    reason, never "completed"."""
+    if record.status == "completed":
+        return [f"job {record.job_id} completed. The validated document, in the model's words:"]
+    if record.status != "failed":
+        return [f"job {record.job_id} did not finish: it is {record.status} at {record.stage}"]
+    failure = record.failure or "failed"
+    words = FAILURES.get(failure, failure)
+    return [
+        f"job {record.job_id} FAILED: {words} ({failure}).",
+        f"reason: {record.error or 'none given'}",
+        "No validated document was produced.",
+    ]
 
 
 def evidence_lines(rounds: list[GaslRound]) -> list[str]:

@@ -30,6 +30,7 @@ from postel.messages import (
 )
 from postel.messages.document import document_output_schema
 from postel.messages.errors import PostelError
+from postel.services.generation.evidence import fit_evidence
 from postel.services.generation.loop import LoopState, StepResult, continuation_prompt, step
 from postel.services.ipv.context import build_call_context, desired_type_for, render_call_context
 from postel.services.ipv.profiles import Profile, effective_settings
@@ -282,11 +283,9 @@ def _context_blocks(
         ),
     }
     if anchor.evidence:
-        evidence, cut = truncate_to_tokens(
-            json.dumps(anchor.evidence, ensure_ascii=False, default=str), EVIDENCE_MAX_TOKENS
-        )
+        evidence = fit_evidence(anchor.evidence, EVIDENCE_MAX_TOKENS)
         note = "INCOMPLETE: the analysis stopped at its round cap.\n" * anchor.incomplete_evidence
-        blocks["EVIDENCE"] = note + evidence + (" …(truncated)" if cut else "")
+        blocks["EVIDENCE"] = note + evidence
     if repair_note is not None:
         blocks["PREVIOUS ANSWER"] = str(repair_note.output)[:4000]
         blocks["VALIDATION ERROR"] = repair_note.error

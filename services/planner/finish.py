@@ -151,6 +151,11 @@ def _write_up(task: Task, request: JobRequest, outcome: TaskOutcome) -> str:
             "The graph analysis reached its round limit before it concluded: write the best "
             "result the findings support and say plainly what could not be established."
         )
+    elif outcome.reference:
+        verdict = (
+            f"The analysis's answer is the value of {outcome.reference} it found, given whole "
+            "in the evidence (the task's answer): write the final result from all of it."
+        )
     else:
         verdict = "Write the final result from the analysis's answer and its findings."
     return (
