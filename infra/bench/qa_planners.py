@@ -116,22 +116,24 @@ def with_mistake(commands: list[str], mistake: Mistake) -> list[str]:
     return [*commands[:index], command, *commands[index + 1 :]]
 
 
-def fix_from_hint(commands: list[str], failed: str, hint: str) -> list[str] | None:
+def fix_from_hint(
+    commands: list[str], failed: str, hint: str, meant: list[str]
+) -> list[str] | None:
     """The plan with the failed command fixed as the hint says, or None when the hint says
-    nothing this model knows how to act on."""
+    nothing this model knows how to act on. `meant` is the plan the model meant to write: a
+    missing `AS` gets the name it meant there, which the commands after it read."""
     if failed not in commands:
         return None
+    index = commands.index(failed)
     if "needs `AS <name>`" in hint:
-        named = {c.rsplit(" AS ", 1)[-1] for c in commands if " AS " in c}
-        name = "ans" if "ans" not in named else "hop_last"
-        fixed = f"{failed} AS {name}"
+        fixed = f"{failed} AS {meant[index].rsplit(' AS ', 1)[-1]}"
     elif "double quotes" in hint:
         fixed = re.sub(r"\bVIA (\w+)", r'VIA "\1"', failed)
     elif nearest := _NEAREST.search(hint):
         fixed = nearest["verb"] + " " + failed.split(maxsplit=1)[1]
     else:
         return None
-    return [fixed if c == failed else c for c in commands]
+    return [*commands[:index], fixed, *commands[index + 1 :]]
 
 
 @dataclass
@@ -195,7 +197,10 @@ class QaModel:
         tried = memory.fixed or with_mistake(realistic_chain(question), mistake_of(question))
         failed = next((r for r in records if r["status"] in ("error", "binding_failure")), None)
         if failed is not None:
-            fixes = (fix_from_hint(tried, failed["command"], hint) for hint in _hints(results))
+            meant = realistic_chain(question)
+            fixes = (
+                fix_from_hint(tried, failed["command"], hint, meant) for hint in _hints(results)
+            )
             fixed = next((f for f in fixes if f is not None), None)
             if fixed is None:  # no hint it can act on: it tries the same plan again
                 return _plan("refine", f"{failed['command']} failed", tried)

@@ -68,14 +68,16 @@ def test_the_graph_is_the_same_for_a_seed_and_reaches_its_size() -> None:
 
 @pytest.mark.parametrize("mistake", MISTAKES)
 def test_each_mistake_fails_to_parse_and_its_hint_alone_fixes_it(mistake: str) -> None:
-    question = questions(movie_graph(600, seed=2), 2, seed=2)[1]
-    right = realistic_chain(question)
-    wrong = with_mistake(right, mistake)  # type: ignore[arg-type]
-    [failed] = [c for c in wrong if c not in right]
-    with pytest.raises(GaslSyntaxError) as caught:
-        parse_one(failed)
-    assert fix_from_hint(wrong, failed, caught.value.hint) == right
-    assert fix_from_hint(wrong, failed, "usage: something else") is None, "no hint, no fix"
+    asked = questions(movie_graph(1500, seed=2), 12, seed=2)
+    assert any(q.exclude_start for q in asked), "a plan whose last walk feeds a SELECT"
+    for question in asked:
+        right = realistic_chain(question)
+        wrong = with_mistake(right, mistake)  # type: ignore[arg-type]
+        [failed] = [c for c in wrong if c not in right]
+        with pytest.raises(GaslSyntaxError) as caught:
+            parse_one(failed)
+        assert fix_from_hint(wrong, failed, caught.value.hint, right) == right, question.text
+        assert fix_from_hint(wrong, failed, "usage: something else", right) is None
 
 
 async def test_a_small_run_through_postel_up_meets_the_right_planners_target(
