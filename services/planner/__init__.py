@@ -16,7 +16,8 @@ a Step: the messages and the round's decision with its rationale; see `handlers`
                               a pivot abandons the round just run (marked in the history)
                               and the next starts from the state that round started from
                               (state_from); a refine's "caps" become SET commands first
-                            complete -> TaskOutcome, then (finish.after_task)
+                            complete -> TaskOutcome (a `${var}` answer read from the
+                              round store, `reference` set), then (finish.after_task)
                               task.planned(i + 1) | generation.requested (desired type
                               document or str) | validation.requested (any other type)
                             round cap -> TaskOutcome(incomplete=True), then task.planned(i + 1)
@@ -51,7 +52,11 @@ Round answer (template `hdt_round`), one per round:
                   "commands": ["FIND nodes WHERE id = \\"ROBIN LEE\\" AS lee", "..."],
                   "config": {"stop_on_error": true, "continue_on_empty": true}}}]}
 
-or simply `COMPLETE: <answer>`. The planner names each plan `t<task>-r<round>`. The next
+or simply `COMPLETE: <answer>`. An answer that names a state value, `COMPLETE: ${ans}` or
+`"answer": "${ans.id}"`, is that value, whole: the planner reads it from the round store
+through PlannerDeps.read_round (services.planner.reference); one that names nothing is a
+problem for the next round, never an empty answer. The planner names each plan
+`t<task>-r<round>`. The next
 prompt shows the model the records (status, count, error text: a command the GASL parser
 rejected comes back as an `error` record with the parser's message), the state summary, the
 graph schema and the history of rounds (RoundNote: hypothesis, plan, outcome). An answer

@@ -51,7 +51,10 @@ class Reference:
 
 
 def find_reference(answer: Any) -> Reference | None:
-    """The reference an answer is, if it is one; raises ReferenceProblem for several."""
+    """The reference an answer is, if it is one (also alone in a list: `["${ans}"]`);
+    raises ReferenceProblem for several."""
+    if isinstance(answer, list) and len(answer) == 1:
+        answer = answer[0]
     if not isinstance(answer, str):
         return None
     found = list(dict.fromkeys(_REFERENCE.findall(answer)))

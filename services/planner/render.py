@@ -11,6 +11,7 @@ from typing import Any
 from postel.messages.gasl import ExecutionRecord
 from postel.messages.pipeline import RoundNote
 from postel.services.planner.reference import fields_of
+from postel.services.validation.rows import NAME_FIELDS
 
 _TEXT_CHARS = 60
 _ROWS_SHOWN = 3
@@ -154,7 +155,8 @@ def _rows_text(record: ExecutionRecord) -> list[str]:
     if total > len(shown):
         named = f"; name all {total} as ${{{record.variable}}}" if record.variable else ""
         if named and fields:
-            named += f" (one field of each: ${{{record.variable}.{fields[0]}}})"
+            field = next((name for name in NAME_FIELDS if name in fields), fields[0])
+            named += f" (one field of each: ${{{record.variable}.{field}}})"
         lines.append(f"   {total - len(shown)} more rows not shown{named}")
     lines.append("   rows: " + "; ".join(dumps(row) for row in shown))
     return lines

@@ -73,9 +73,9 @@ def validate(message: GenerationCompleted | ValidationRequested) -> list[Envelop
     last = is_last_task(progress)
     spec = desired_type_for(request, progress)
     profile = effective_settings(request)
-    answered = _answered_by_reference(message)
+    by_reference = _by_reference(message)
     output = message.output
-    if answered is not None and isinstance(message, ValidationRequested):
+    if by_reference is not None and isinstance(message, ValidationRequested):
         output = from_state(output, spec)  # rows GASL found, read as the type asks
     try:
         value = _coerce(output, spec, request.ambient.locale)
@@ -85,7 +85,7 @@ def validate(message: GenerationCompleted | ValidationRequested) -> list[Envelop
         failure = f"the output is not {describe_type(spec)}: {exc}"
         return [_after_failure(message, failure, spec, profile.max_repairs)]
     empty = says_nothing(value, spec)
-    if empty and not _may_be_empty(spec, request.options.allow_empty, answered):
+    if empty and not _may_be_empty(spec, request.options.allow_empty, by_reference):
         failure = f"the output says nothing: {empty}; {_EMPTY_RULE}"
         return [_after_failure(message, failure, spec, profile.max_repairs)]
     problems = check_quality(
@@ -109,20 +109,21 @@ def validate(message: GenerationCompleted | ValidationRequested) -> list[Envelop
     return [message.derive(JobCompleted, ids.COMPLETED, result=value, task_results=results)]
 
 
-def _answered_by_reference(message: GenerationCompleted | ValidationRequested) -> Any:
-    """The state value the task's graph answer is (`COMPLETE: ${var}`), or None."""
+def _by_reference(message: GenerationCompleted | ValidationRequested) -> TaskOutcome | None:
+    """The task's graph outcome when its answer is a state value the planner named
+    (`COMPLETE: ${var}`), else None."""
     for outcome in reversed(message.progress.outcomes):
         if outcome.task_id == message.task_id:
-            return outcome.answer if outcome.reference is not None else None
+            return outcome if outcome.reference is not None else None
     return None
 
 
-def _may_be_empty(spec: TypeSpec, allow_empty: bool, answered: Any) -> bool:
+def _may_be_empty(spec: TypeSpec, allow_empty: bool, by_reference: TaskOutcome | None) -> bool:
     """An empty list, text or object passes where the request allows none, or where the
     evidence is empty too: the answer is a state value the planner named, and it is empty."""
     if spec.kind == "document":
         return False
-    evidence_empty = answered is not None and answered in ([], {}, "")
+    evidence_empty = by_reference is not None and by_reference.answer in ([], {}, "")
     return allow_empty or evidence_empty
 
 
@@ -154,6 +155,19 @@ def _as_json(value: Any) -> str:
         raise CoercionError(f"the output is not JSON that can be read: {error}") from None
 
 
+def _answered(message: ValidationRequested) -> str:
+    """What the analysis answered, for the rewrite: a state value it named stays in the
+    evidence (fitted to the writer's budget), not pasted into the instructions."""
+    outcome = _by_reference(message)
+    if outcome is None:
+        return f"The analysis answered: {message.output}"
+    size = len(outcome.answer) if isinstance(outcome.answer, list | dict) else 1
+    return (
+        f"The analysis answered with the value of {outcome.reference} ({size} items), given "
+        "in the evidence as `answer`."
+    )
+
+
 def _after_failure(
     message: GenerationCompleted | ValidationRequested,
     failure: str,
@@ -177,7 +191,7 @@ def _after_failure(
             progress=message.progress,
             task_id=message.task_id,
             instructions=(
-                f"{message.request.prompt}\n\nThe analysis answered: {message.output}\n"
+                f"{message.request.prompt}\n\n{_answered(message)}\n"
                 f"Give this answer as {describe_type(spec)}."
             ),
             evidence={"answer": message.output, "validation_error": failure},

@@ -137,7 +137,8 @@ def test_references_are_read_from_every_form_of_complete() -> None:
     assert read_round_answer('{"decision": "COMPLETE: ${ans}"}').answer == "${ans}"
     assert find_reference("${ans}") == Reference("ans")
     assert find_reference("the people are ${ ans.id }.") == Reference("ans", ("id",))
-    assert find_reference("371 people") is None and find_reference(["${ans}"]) is None
+    assert find_reference(["${ans}"]) == Reference("ans")
+    assert find_reference("371 people") is None and find_reference(["${a}", "${b}"]) is None
     with pytest.raises(ReferenceProblem, match="names 2 values"):
         find_reference("${a} and ${b}")
 
@@ -229,7 +230,7 @@ async def test_an_empty_reference_is_an_accepted_empty_answer(adapter: NetworkXA
 def test_the_round_prompt_teaches_the_form_and_says_what_is_not_shown(
     capability: Capability,
 ) -> None:
-    rows = [{"id": f"PERSON {i}", "entity_type": "PERSON"} for i in range(20)]
+    rows = [{"entity_type": "PERSON", "id": f"PERSON {i}"} for i in range(20)]
     records = [
         ExecutionRecord(command=FORTY, status="success", count=40, rows=rows, variable="ans"),
         ExecutionRecord(command="COUNT ans AS n", status="success", count=40, rows=[40]),
@@ -246,7 +247,7 @@ def test_the_round_prompt_teaches_the_form_and_says_what_is_not_shown(
     text = "\n".join(m.content for m in round_messages(capability, round_))
     assert "COMPLETE: ${people} is all of people's rows as the answer" in text  # cheat sheet
     assert '"answer": "${films}" (all rows, whole, shown or not)' in text  # the rule
-    assert "-> 40 as ans\n   fields: id, entity_type\n" in text
+    assert "-> 40 as ans\n   fields: entity_type, id\n" in text
     assert "37 more rows not shown; name all 40 as ${ans} (one field of each: ${ans.id})" in text
     assert "-> 40\n   rows: 40" in text, "a COUNT's number is its whole result"
     assert "found (LIST, size 40)" in text and "37 more not shown: name all as ${found}" in text
@@ -287,3 +288,15 @@ def test_the_round_grammar_admits_a_complete_by_reference() -> None:
         )
         assert pattern.fullmatch(text), text
         assert find_reference(read_round_answer(text).answer) is not None
+
+
+async def test_rows_that_cannot_be_the_type_go_to_the_writer_by_name(
+    adapter: NetworkXAdapter,
+) -> None:
+    handed = (await run(adapter, Model(plan(FORTY), "COMPLETE: ${ans}"), "list[int]"))[-1]
+    assert isinstance(handed, ValidationRequested)
+    [rewrite] = validate(handed)
+    assert isinstance(rewrite, GenerationRequested)
+    assert "the value of ${ans} (40 items), given in the evidence" in rewrite.instructions
+    assert "PERSON" not in rewrite.instructions, "the rows stay in the evidence"
+    assert rewrite.evidence["answer"] == handed.output
