@@ -340,17 +340,24 @@ async def run_qa(config: QaConfig) -> dict[str, Any]:
                                 "qa job",
                                 **{k: jobs[-1][k] for k in ("job_id", "correct", "rounds")},
                             )
-                figures["graph"]["worker"] = _worker_figures(up, idle, jobs)
+                if jobs:  # with no scripted planner, no job of this process loaded the graph
+                    figures["graph"]["worker"] = _worker_figures(up, idle, jobs)
             finally:
                 up.stop()
             if config.local:
                 env = {**_base_env(fake), "POSTEL_PLANNER__LLM_PROVIDER": "local"}
                 up = await _start_up(env, directory, port, "local")
                 try:
+                    idle = up.rss_kb()
+                    local: list[dict[str, Any]] = []
                     async with Client(up.url, Settings(redis_url=up.url)) as client:
                         # the set takes 1, 2 and 3 hops in turn: its first questions mix them
                         for question in asked[: config.local]:
-                            jobs.append(await _ask(client, "local", question, config.job_timeout_s))
+                            local.append(
+                                await _ask(client, "local", question, config.job_timeout_s)
+                            )
+                    figures["graph"]["worker_local"] = _worker_figures(up, idle, local)
+                    jobs += local
                 finally:
                     up.stop()
         planners = {
@@ -383,7 +390,7 @@ def _worker_figures(up: _Up, idle: dict[str, int], jobs: list[dict[str, Any]]) -
 
 def format_qa(figures: dict[str, Any]) -> str:
     graph, asked = figures["graph"], figures["questions"]
-    add, worker = graph.get("add", {}), graph.get("worker", {})
+    add = graph.get("add", {})
     hops = ", ".join(f"{n}-hop {c}" for n, c in sorted(asked["by_hops"].items()))
     sizes = asked["answer_sizes"]
     lines = [
@@ -392,11 +399,19 @@ def format_qa(figures: dict[str, Any]) -> str:
         f"questions: {asked['count']} ({hops}); answer size p50 {sizes.get('p50')}, "
         f"max {sizes.get('max')}",
         f"postel graph add: {add.get('seconds')} s, peak RSS {add.get('peak_rss_mb')} MB",
-        f"worker (postel up): cold load {_ms_list(worker.get('cold_load_ms'))} (graph.loaded); "
-        f"first job's first planner hop {worker.get('first_job_first_planner_hop_ms')} ms, "
-        f"later ones p50 {worker.get('later_first_planner_hop_ms_p50')} ms",
-        f"worker RSS: {worker.get('rss_idle_mb')} MB before the graph, "
-        f"{worker.get('rss_holding_mb')} MB holding it, peak {worker.get('rss_peak_mb')} MB",
+    ]
+    for key, label in (("worker", "postel up"), ("worker_local", "postel up, local planner")):
+        worker = graph.get(key)
+        if worker is None:
+            continue
+        lines += [
+            f"worker ({label}): cold load {_ms_list(worker['cold_load_ms'])} (graph.loaded); "
+            f"first job's first planner hop {worker['first_job_first_planner_hop_ms']} ms, "
+            f"later ones p50 {worker['later_first_planner_hop_ms_p50']} ms",
+            f"worker RSS ({label}): {worker['rss_idle_mb']} MB before the graph, "
+            f"{worker['rss_holding_mb']} MB holding it, peak {worker['rss_peak_mb']} MB",
+        ]
+    lines += [
         "",
         f"{'planner':<10}{'correct':>10}{'accuracy':>10}{'1-hop':>8}{'2-hop':>8}{'3-hop':>8}"
         f"{'rounds':>14}{'hops':>14}{'s/job':>16}  failures",
