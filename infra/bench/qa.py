@@ -17,7 +17,8 @@ every question in at most 2 rounds; `realistic` equals it on at least 95 %.
 
 With `--local N`, a second `postel up` (same Redis data) routes the planner to the bundled
 local model (POSTEL_PLANNER__LLM_PROVIDER=local) for the first N questions; its figures are
-printed as measured, with no target.
+printed as measured, with no target (`local_scripted_calls` counts the calls the scripted
+endpoint still answered then: the intent's, never the planner's).
 """
 
 from __future__ import annotations
@@ -349,6 +350,7 @@ async def run_qa(config: QaConfig) -> dict[str, Any]:
                 up = await _start_up(env, directory, port, "local")
                 try:
                     idle = up.rss_kb()
+                    model.calls.clear()
                     local: list[dict[str, Any]] = []
                     async with Client(up.url, Settings(redis_url=up.url)) as client:
                         # the set takes 1, 2 and 3 hops in turn: its first questions mix them
@@ -357,6 +359,8 @@ async def run_qa(config: QaConfig) -> dict[str, Any]:
                                 await _ask(client, "local", question, config.job_timeout_s)
                             )
                     figures["graph"]["worker_local"] = _worker_figures(up, idle, local)
+                    # which calls the scripted model still answered: not the planner's
+                    figures["local_scripted_calls"] = dict(model.calls)
                     jobs += local
                 finally:
                     up.stop()

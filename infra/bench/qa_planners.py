@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -150,6 +151,8 @@ class QaModel:
     questions: list[Question]
     planner: Planner = "right"
     _by_text: dict[str, Question] = field(init=False)
+    # calls answered per prompt template (intent_analysis, task_plan, hdt_round, ...)
+    calls: Counter[str] = field(default_factory=Counter, init=False)
     _memory: dict[tuple[str, str], _Memory] = field(default_factory=dict, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
@@ -166,6 +169,8 @@ class QaModel:
         """The FakeModel's responder (called from its HTTP threads)."""
         system = request.messages[0].content
         prompt = request.prompt_text()
+        with self._lock:
+            self.calls[next((n for n, text in _SYSTEMS.items() if text == system), "other")] += 1
         if system == _SYSTEMS["intent_analysis"]:
             return json.dumps(_intent(self.question_in(prompt)))
         if system == _SYSTEMS["task_plan"]:
