@@ -144,14 +144,20 @@ async def _start_up(env: dict[str, str], directory: Path, port: int, label: str)
             stderr=err,
         )
     up = _Up(process, f"redis://127.0.0.1:{port}/0", stderr_path)
-    async with asyncio.timeout(_START_TIMEOUT_S):
-        while not port_is_open(port):
-            if process.poll() is not None:
-                raise RuntimeError(f"postel up exited ({process.returncode}); see {stderr_path}")
-            await asyncio.sleep(0.1)
-        async with Client(up.url, Settings(redis_url=up.url)) as client:
-            for kind in WORKER_NAMES:
-                await wait_for(client.pool, kind, processes=1, timeout=_START_TIMEOUT_S)
+    try:
+        async with asyncio.timeout(_START_TIMEOUT_S):
+            while not port_is_open(port):
+                if process.poll() is not None:
+                    raise RuntimeError(
+                        f"postel up exited ({process.returncode}); see {stderr_path}"
+                    )
+                await asyncio.sleep(0.1)
+            async with Client(up.url, Settings(redis_url=up.url)) as client:
+                for kind in WORKER_NAMES:
+                    await wait_for(client.pool, kind, processes=1, timeout=_START_TIMEOUT_S)
+    except BaseException:
+        up.stop()  # a process that never came up is not left behind
+        raise
     return up
 
 
