@@ -747,6 +747,88 @@ def bench_loop(document_path: Path, max_tokens: int, scale: str | None, as_json:
         fail("the loop did not reassemble the document", EXIT_FAILED)
 
 
+@bench.command("qa")
+@click.option(
+    "--triples",
+    type=click.IntRange(50, 10_000_000),
+    default=100_000,
+    show_default=True,
+    help="Relations in the generated movie knowledge graph.",
+)
+@click.option(
+    "--questions",
+    type=click.IntRange(1, 10_000),
+    default=60,
+    show_default=True,
+    help="Questions, taking 1, 2 and 3 hops in turn.",
+)
+@click.option("--seed", type=int, default=7, show_default=True)
+@click.option(
+    "--planners",
+    default="right,realistic",
+    show_default=True,
+    help="Scripted planners to run, a comma list of: right, realistic.",
+)
+@click.option(
+    "--local",
+    type=click.IntRange(0, 10_000),
+    default=0,
+    show_default=True,
+    help="Also ask the first N questions with the bundled local model planning (slow).",
+)
+@click.option(
+    "--job-timeout",
+    type=click.FloatRange(1, 3600),
+    default=300.0,
+    show_default=True,
+    help="Seconds to wait for one job.",
+)
+@click.option(
+    "--keep",
+    "keep_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the graph, the questions and the worker's logs here.",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+def bench_qa(
+    triples: int,
+    questions: int,
+    seed: int,
+    planners: str,
+    local: int,
+    job_timeout: float,
+    keep_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Knowledge-graph question answering through `postel up`: a generated movie graph
+    loaded with `postel graph add`, 1-3-hop questions answered by scripted planners over the
+    whole bus, accuracy against a networkx oracle, rounds, hops and time per job, and the
+    graph's load time and RSS. Exit 1 if a planner misses its target."""
+    from postel.infra.bench.qa import QaConfig, format_qa, run_qa
+
+    settings()
+    chosen = [p.strip() for p in planners.split(",") if p.strip()]
+    unknown = sorted(set(chosen) - {"right", "realistic"})
+    if unknown or not (chosen or local):
+        fail(f"--planners takes a comma list of right, realistic; got {planners!r}", EXIT_INPUT)
+    config = QaConfig.model_validate(
+        {
+            "triples": triples,
+            "questions": questions,
+            "seed": seed,
+            "planners": chosen,
+            "local": local,
+            "job_timeout_s": job_timeout,
+            "keep_dir": keep_dir,
+        }
+    )
+    figures = run_async(run_qa)(config)
+    click.echo(json.dumps(figures, indent=2) if as_json else format_qa(figures))
+    if not all(target["holds"] for target in figures["targets"].values()):
+        fail("a planner missed its target", EXIT_FAILED)
+
+
 @main.group()
 def model() -> None:
     """The bundled offline model (the `local` extra)."""

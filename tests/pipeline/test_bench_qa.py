@@ -1,0 +1,121 @@
+"""`postel bench qa`: the question set and its oracle against GASL, the realistic planner's
+mistakes against the parser's hints, and a small run through `postel up` that must meet
+both scripted planners' targets."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from postel.infra.bench.qa import QaConfig, format_qa, run_qa
+from postel.infra.bench.qa_graph import movie_graph, oracle, questions, write_graphml
+from postel.infra.bench.qa_planners import (
+    MISTAKES,
+    fix_from_hint,
+    realistic_chain,
+    right_chain,
+    with_mistake,
+)
+from postel.infra.cli import main
+from postel.messages.gasl import GaslPlan
+from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.errors import GaslSyntaxError
+from postel.services.gasl.executor import GaslExecutor
+from postel.services.gasl.loaders import load_graphml
+from postel.services.gasl.parser import parse_one
+from postel.services.gasl.state import MemoryStateBackend, StateStore
+
+
+def _answer(adapter: NetworkXAdapter, commands: list[str]) -> set[str]:
+    executor = GaslExecutor(adapter, state=StateStore(MemoryStateBackend()))
+    run = asyncio.run(executor.execute_plan(GaslPlan(plan_id="p", why="t", commands=commands)))
+    assert [r.status for r in run.records] == ["success"] * len(run.records), run.records
+    return {row["id"] for row in executor.context.get("ans")}
+
+
+def test_the_oracle_agrees_with_both_planners_chains_run_by_gasl_from_graphml(
+    tmp_path: Path,
+) -> None:
+    graph = movie_graph(1500, seed=3)
+    asked = questions(graph, 12, seed=3)
+    assert len(asked) == 12
+    assert {q.hop_count for q in asked} == {1, 2, 3}
+    assert any(q.exclude_start for q in asked), "a question that leaves its start out"
+    path = tmp_path / "movies.graphml"
+    write_graphml(graph, path)
+    adapter = NetworkXAdapter.from_graph(load_graphml(path))
+    for question in asked:
+        assert (
+            question.answer
+            == oracle(graph, question.start, question.hops, question.exclude_start)[-1]
+        )
+        assert _answer(adapter, right_chain(question)) == question.answer, question.text
+        written = realistic_chain(question, limit=None)
+        assert _answer(adapter, written) == question.answer, question.text
+
+
+def test_the_graph_is_the_same_for_a_seed_and_reaches_its_size() -> None:
+    first, second = movie_graph(800, seed=5), movie_graph(800, seed=5)
+    assert first.number_of_edges() >= 800
+    assert sorted(first.edges(data="keywords")) == sorted(second.edges(data="keywords"))
+    assert sorted(first.edges(data="keywords")) != sorted(
+        movie_graph(800, seed=6).edges(data="keywords")
+    )
+
+
+@pytest.mark.parametrize("mistake", MISTAKES)
+def test_each_mistake_fails_to_parse_and_its_hint_alone_fixes_it(mistake: str) -> None:
+    asked = questions(movie_graph(1500, seed=2), 12, seed=2)
+    assert any(q.exclude_start for q in asked), "a plan whose last walk feeds a SELECT"
+    for question in asked:
+        right = realistic_chain(question)
+        wrong = with_mistake(right, mistake)  # type: ignore[arg-type]
+        [failed] = [c for c in wrong if c not in right]
+        with pytest.raises(GaslSyntaxError) as caught:
+            parse_one(failed)
+        assert fix_from_hint(wrong, failed, caught.value.hint, right) == right, question.text
+        assert fix_from_hint(wrong, failed, "usage: something else", right) is None
+
+
+async def test_a_small_run_through_postel_up_meets_the_right_planners_target(
+    tmp_path: Path,
+) -> None:
+    config = QaConfig(triples=600, questions=9, seed=3, keep_dir=tmp_path)
+    figures = await run_qa(config)
+    right, realistic = figures["planners"]["right"], figures["planners"]["realistic"]
+    assert right["questions"] == realistic["questions"] == 9
+    assert right["correct"] == 9
+    assert right["rounds"]["max"] <= 2
+    assert figures["targets"]["right"]["holds"]
+    jobs = {j["job_id"]: j for j in figures["jobs"]}
+    for job in jobs.values():
+        if job["planner"] == "realistic":
+            # its first plan holds a mistake: the fix from the hint is a refine round
+            assert job["decisions"][:2] == ["continue", "refine"], job
+    assert {j["hop_count"] for j in jobs.values()} == {1, 2, 3}
+    worker = figures["graph"]["worker"]
+    assert figures["graph"]["add"]["seconds"] > 0 and figures["graph"]["add"]["peak_rss_mb"] > 0
+    assert worker["rss_holding_mb"] > 0 and len(worker["cold_load_ms"]) == 1
+    assert all(row["measured"] is not None for row in figures["load_targets"].values())
+    text = format_qa(figures)
+    assert "target right: equals the oracle on every question in <= 2 rounds: holds" in text
+    wrong = [j for j in jobs.values() if not j["correct"]]
+    assert sum(line.startswith("  wrong: ") for line in text.splitlines()) == min(10, len(wrong))
+    assert (tmp_path / "questions.json").exists() and (tmp_path / "up-scripted.log").exists()
+
+
+def test_the_command_prints_one_json_document_and_refuses_an_unknown_planner() -> None:
+    runner = CliRunner()
+    done = runner.invoke(
+        main,
+        ["bench", "qa", "--triples", "300", "--questions", "3", "--planners", "right", "--json"],
+    )
+    assert done.exit_code == 0, done.output
+    figures = json.loads(done.stdout)
+    assert figures["planners"]["right"]["correct"] == 3
+    assert figures["targets"]["right"]["holds"]
+    refused = runner.invoke(main, ["bench", "qa", "--planners", "wrong"])
+    assert refused.exit_code == 2 and "--planners" in refused.stderr
