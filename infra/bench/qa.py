@@ -47,13 +47,14 @@ from postel.infra.bench.qa_graph import (
     write_graphml,
 )
 from postel.infra.bench.qa_planners import PLANNERS, QaModel
-from postel.infra.client import Client
-from postel.infra.fake_model import FakeModel
-from postel.infra.jobs import JobRecord
-from postel.infra.presence import wait_for
-from postel.infra.redis_server import free_port, port_is_open
-from postel.infra.settings import WORKER_NAMES, Settings
+from postel.infra.client.client import Client
+from postel.infra.runtime.presence import wait_for
+from postel.infra.runtime.settings import WORKER_NAMES, Settings
+from postel.infra.store.jobs import JobRecord
+from postel.infra.store.redis_server import free_port, port_is_open
 from pydantic import BaseModel, Field
+
+from postel.testing.fake_model import FakeModel
 
 log = structlog.get_logger(__name__)
 

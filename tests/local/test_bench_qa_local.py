@@ -11,6 +11,7 @@ import pytest
 from postel.infra.bench.qa import QaConfig, format_qa, run_qa
 
 pytestmark = [
+    pytest.mark.bench,
     pytest.mark.local_model,
     pytest.mark.slow,
     pytest.mark.skipif(

@@ -19,7 +19,7 @@ from postel.infra.bench.qa_planners import (
     right_chain,
     with_mistake,
 )
-from postel.infra.cli import main
+from postel.infra.cli.main import main
 from postel.messages.gasl import GaslPlan
 from postel.services.gasl.adapters import NetworkXAdapter
 from postel.services.gasl.errors import GaslSyntaxError
@@ -80,6 +80,7 @@ def test_each_mistake_fails_to_parse_and_its_hint_alone_fixes_it(mistake: str) -
         assert fix_from_hint(wrong, failed, "usage: something else", right) is None
 
 
+@pytest.mark.bench
 async def test_a_small_run_through_postel_up_meets_the_right_planners_target(
     tmp_path: Path,
 ) -> None:
@@ -107,6 +108,7 @@ async def test_a_small_run_through_postel_up_meets_the_right_planners_target(
     assert (tmp_path / "questions.json").exists() and (tmp_path / "up-scripted.log").exists()
 
 
+@pytest.mark.bench
 def test_the_command_prints_one_json_document_and_refuses_an_unknown_planner() -> None:
     runner = CliRunner()
     done = runner.invoke(
