@@ -58,6 +58,7 @@ def build_arq_worker(spec: WorkerSpec, runtime: Runtime, url: str, concurrency: 
         fallback_poll_s=settings.fallback_poll_s,
         lease_s=settings.lease_s,
         give_up_s=settings.redis_give_up_s,
+        unrunnable=actor.unrunnable,
         redis_settings=arq_settings(url),
         job_timeout=queue.job_timeout,
         max_tries=tries,
