@@ -25,6 +25,7 @@ from postel.infra.runtime.local_model import LocalModelError
 from postel.infra.runtime.logging import configure_logging
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.cancel import JobAlreadyFinished
+from postel.infra.store.connect import redact
 from postel.infra.store.deadletter import DeadLetterNotFound
 from postel.infra.store.graphs import GraphNotFound
 from postel.infra.store.jobs import JobNotFound
@@ -47,7 +48,11 @@ def _no_model(exc: BaseException) -> str:
 
 
 def _no_redis(exc: BaseException) -> str:
-    return f"cannot reach Redis: {exc}. Is `postel up` running, or POSTEL_REDIS_URL set?"
+    reason = str(exc).strip().rstrip(".") or type(exc).__name__
+    configured = Settings().redis_url
+    if configured:
+        return f"cannot reach Redis at {redact(configured)} (POSTEL_REDIS_URL): {reason}"
+    return f"cannot reach Redis: {reason}. Is `postel up` running, or POSTEL_REDIS_URL set?"
 
 
 # Known failures and their exit codes, checked in order (TimeoutError is an OSError, so it
@@ -91,3 +96,12 @@ def settings() -> Settings:
     current = Settings()
     configure_logging(current.log_level, current.log_format)
     return current
+
+
+def logs_to_stderr() -> None:
+    """Configure logging (to stderr) before a command runs; settings that do not validate
+    are reported by the command that reads them, so logging falls back to its defaults."""
+    try:
+        settings()
+    except ValidationError:
+        configure_logging()
