@@ -388,7 +388,12 @@ class Actor:
 
     async def unrunnable(self, arq_job: str, raw: bytes | None, error: str, attempt: int) -> None:
         """A queue entry arq cannot run (no payload, out of tries, not a job arq can call):
-        dead-lettered like any poison, with the job it names failed."""
+        dead-lettered like any poison, with the job it names failed. An entry without a
+        payload whose message was committed (its arq id is the message id) is what a stale
+        run's late retry left behind: nothing was lost, and nothing is recorded."""
+        if not raw and await self.runtime.redis.exists(keys.done(arq_job)):
+            log.info("a committed message's leftover queue entry; dropped", arq_job=arq_job)
+            return
         payload: Any = None
         if raw:
             with contextlib.suppress(ValueError, RecursionError):
@@ -464,6 +469,11 @@ class Actor:
             )
             return
         if attempt < self.max_tries:
+            if await self.runtime.redis.exists(keys.done(message.message_id)):
+                # a stale run (its worker froze past the lease): another run committed the
+                # message, so there is nothing to retry and nothing to record
+                log.info("handler failed after another run committed; nothing to retry")
+                return
             delay = retry_delay(exc, attempt)
             log.warning("handler failed; arq will retry", error=error, attempt=attempt)
             await self._record(message, "retried", error=error, started=started)

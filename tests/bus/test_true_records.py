@@ -128,19 +128,27 @@ async def test_a_message_without_a_job_record_is_dead_lettered_never_run(
     assert await redis_client.zcard(keys.queue("planner")) == 0
 
 
+@pytest.mark.parametrize(
+    "failure",
+    [
+        pytest.param(LLMError("the endpoint answered too late"), id="gives-up"),
+        pytest.param(RuntimeError("a transient failure"), id="would-retry"),
+    ],
+)
 async def test_a_worker_resumed_after_another_committed_its_message_writes_nothing(
-    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis, failure: Exception
 ) -> None:
     """The frozen worker (SIGSTOP past its lease) is the actor whose handler waits on
     `resume`; while it waits, another worker runs the same message and commits it. Resumed,
     the stale run fails (as a run cut at its time limit does) and gives up: no dead letter,
-    no `dead_lettered` event. A third take of the message records nothing either."""
+    no `dead_lettered` event; or it would be retried: no `retried` event, no retry. A third
+    take of the message records nothing either."""
     started, resume = asyncio.Event(), asyncio.Event()
 
     async def frozen(message: Any, runtime: Runtime) -> Outcome:
         started.set()
         await resume.wait()
-        raise LLMError("the endpoint answered too late")
+        raise failure
 
     relay = RELAY_WORKERS[0]
     pool = await connect_arq(redis_url)
@@ -166,7 +174,8 @@ async def test_a_worker_resumed_after_another_committed_its_message_writes_nothi
         await pool.aclose()
     assert await redis_client.xlen(keys.DEAD_LETTER) == 0
     assert after == before, "the stale run and the late take wrote events"
-    assert before.count("received") == 2 and "dead_lettered" not in after
+    assert before.count("received") == 2
+    assert not {"dead_lettered", "retried"} & set(after)
     assert record.status == "running" and record.stage == "planner"
 
 
@@ -192,6 +201,9 @@ async def test_every_queue_poison_is_dead_lettered(
         {"t": 10**30, "f": "handle", "a": [valid.model_dump(mode="json")], "k": {}, "et": 1}
     ).encode()
     queue = keys.queue("intent")
+    # what a stale run's late retry leaves: its message committed, its job key gone
+    await redis_client.set(keys.done("leftover"), "1")
+    await redis_client.zadd(queue, {"leftover": 1})
     for name, payload in poison.items():
         if payload is not None:
             await redis_client.set(f"arq:job:{name}", payload)
@@ -200,7 +212,8 @@ async def test_every_queue_poison_is_dead_lettered(
         assert await client.result(await client.submit("alive"), timeout=20) == "alive"
 
     async def all_dead() -> bool:
-        return await redis_client.xlen(keys.DEAD_LETTER) >= len(poison)
+        dead = await redis_client.xlen(keys.DEAD_LETTER)
+        return dead >= len(poison) and await redis_client.zcard(queue) == 0
 
     await until(all_dead)
     dead = await dead_letters(redis_client)
@@ -210,6 +223,7 @@ async def test_every_queue_poison_is_dead_lettered(
     assert "queue entry 'no-job-key': no payload" in errors
     assert "undecodable message: the payload is not a JSON object" in errors  # the kwarg
     assert "queue entry 'try-10e30': out of tries" in errors
+    assert "leftover" not in errors, "a committed message's leftover is no poison"
     assert await redis_client.zcard(queue) == 0
     async with Client(relay_system.url, settings) as client:
         failed = await client.status("tries")
