@@ -240,3 +240,19 @@ async def test_a_malformed_record_is_a_clear_error_everywhere(
     shown = await asyncio.to_thread(postel_cli, redis_url, "status", "odd")
     assert shown.returncode == 2 and "malformed record" in shown.stderr
     assert "Traceback" not in shown.stderr
+
+
+async def test_a_finished_job_whose_record_was_lost_runs_whole_when_resubmitted(
+    relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    """Every hop of the lost job left its done marker: the resubmission clears them (from
+    the job's events), or the new run would stop at its first hop as already handled."""
+    async with Client(relay_system.url, settings) as client:
+        await client.submit("twice", job_id="again")
+        assert await client.result("again", timeout=20) == "twice"
+        await redis_client.delete(keys.job("again"))
+        assert await client.submit("twice", job_id="again") == "again"
+        assert await client.result("again", timeout=20) == "twice"
+        events = await client.events.read("again")
+    assert [e.status for e in events].count("submitted") == 1
+    assert {e.worker for e in events if e.status == "completed"} >= {"intent", "validator"}
