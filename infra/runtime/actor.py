@@ -3,8 +3,9 @@
 For every arq job a worker takes:
 
   decode -> (poison? dead-letter, fail the job, go on)
-  -> take the lease, record `received`, learn if an earlier run already committed (stop)
-     or the job has finished, cancelled say (`dropped` event, stop)
+  -> take the lease, learn if an earlier run already committed (stop), the job has
+     finished, cancelled say (`dropped` event, stop), or has no record (dead-letter, stop);
+     only then record `received`
   -> call the worker's handler within the hop's time limit
   -> commit, atomically: done marker + downstream messages on their queues + the
      `completed`/`continued` event (+ job record and results stream for terminal messages)

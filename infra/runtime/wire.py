@@ -26,9 +26,9 @@ def dumps(value: dict[str, Any]) -> bytes:
 def loads(raw: bytes) -> dict[str, Any]:
     """Decode an arq job. Anything that is not exactly postel's job shape (over the size or
     depth limit, not JSON, a wrong field type, another function, keyword arguments, which the
-    handler takes none of) still reaches the handler,
-    as its raw text, so the handler dead-letters it: arq itself would drop such a job with a
-    log line, or fail on it outside any handler and stop the worker."""
+    handler takes none of) still reaches the handler, as its raw text, so the handler
+    dead-letters it: arq itself would drop such a job with a log line, or fail on it outside
+    any handler and stop the worker."""
     try:
         check_json_text(raw, what="queued message", max_bytes=MAX_MESSAGE_BYTES)
         value = json.loads(raw)
