@@ -19,6 +19,7 @@ from postel.infra.cli.support import (
     EXIT_INPUT,
     EXIT_REFUSED,
     fail,
+    logs_to_stderr,
     run_async,
     settings,
 )
@@ -82,6 +83,8 @@ profile_option = click.option(
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """postel: typed LLM jobs through five worker queues on Redis."""
+    # every command logs to stderr from its first line: stdout carries only its output
+    logs_to_stderr()
 
 
 web_port_option = click.option(
@@ -737,12 +740,16 @@ def bench_loop(document_path: Path, max_tokens: int, scale: str | None, as_json:
     except ValueError:
         fail(f"--scale takes a comma list of whole numbers, not {scale!r}", EXIT_INPUT)
     figures = run_async(run_loop_bus_bench)(current, target, max_tokens)
-    click.echo(json.dumps(figures, indent=2) if as_json else format_loop_bench(figures))
     equal = figures["document_equal"]
     if factors:
         study = run_async(run_loop_bus_scale)(current, target, factors, max_tokens)
-        click.echo(json.dumps(study, indent=2) if as_json else format_loop_bench(study))
         equal = equal and all(row["document_equal"] for row in study["factors"])
+    if as_json:  # one document: the run, with the scale study under `scale`
+        click.echo(json.dumps({**figures, "scale": study} if factors else figures, indent=2))
+    else:
+        click.echo(format_loop_bench(figures))
+        if factors:
+            click.echo(format_loop_bench(study))
     if not equal:
         fail("the loop did not reassemble the document", EXIT_FAILED)
 

@@ -34,6 +34,7 @@ from postel.infra.store.deadletter import DeadLetterNotFound
 from postel.infra.store.graphs import GraphNotFound
 from postel.infra.store.jobs import JobNotFound
 from postel.messages.errors import LimitExceeded, PostelError
+from postel.services.urls import shown_url
 from pydantic import ValidationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
@@ -51,7 +52,11 @@ def _no_model(exc: BaseException) -> str:
 
 
 def _no_redis(exc: BaseException) -> str:
-    return f"cannot reach Redis: {exc}. Is `postel up` running, or POSTEL_REDIS_URL set?"
+    reason = str(exc).strip().rstrip(".") or type(exc).__name__
+    configured = Settings().redis_url
+    if configured:
+        return f"cannot reach Redis at {shown_url(configured)} (POSTEL_REDIS_URL): {reason}"
+    return f"cannot reach Redis: {reason}. Is `postel up` running, or POSTEL_REDIS_URL set?"
 
 
 # Known failures and their exit codes, checked in order (TimeoutError is an OSError, so it
@@ -99,3 +104,12 @@ def settings() -> Settings:
     current = Settings()
     configure_logging(current.log_level, current.log_format)
     return current
+
+
+def logs_to_stderr() -> None:
+    """Configure logging (to stderr) before a command runs; settings that do not validate
+    are reported by the command that reads them, so logging falls back to its defaults."""
+    try:
+        settings()
+    except ValidationError:
+        configure_logging()

@@ -6,6 +6,11 @@
 
 Without a URL it connects where `postel up` listens (POSTEL_REDIS_URL, or the embedded
 server's fixed loopback port).
+
+Waiting and following ride out a Redis outage (a restart, a Sentinel failover) within their
+own timeout: they retry with backoff (infra/store/outage.py) and resume after the last
+event they read, so nothing is missed and nothing is seen twice. Without a timeout
+(`follow`) they give up after POSTEL_REDIS_GIVE_UP_S, if set.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ from postel.infra.runtime.settings import Settings
 from postel.infra.runtime.submit import submit_job
 from postel.infra.runtime.tracing import configure_from_environment
 from postel.infra.store import keys
+from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.events import Event, EventLog
 from postel.infra.store.jobs import JobNotFound, JobRecord, JobStore
+from postel.infra.store.outage import RideOut
 from postel.infra.store.wire import connect_arq
 from postel.messages import AmbientContext, CodeSiteContext, JobOptions, JobRequest, TypeSpec
 from postel.messages.errors import PostelError
@@ -118,10 +125,20 @@ class Client:
         """The job's events as they happen, ending after its terminal event. A terminal
         event of a job since reopened (a dead letter redriven) does not end it: the job's
         record is read at each terminal event and must say finished."""
-        async for event in self.events.follow(job_id):
+        give_up_s = self.settings.redis_give_up_s
+        async for event in self.events.follow(job_id, give_up_s=give_up_s):
             yield event
-            if event.type in TERMINAL_TYPES and (await self.status(job_id)).finished:
+            if event.type in TERMINAL_TYPES and (await self._status(job_id, give_up_s)).finished:
                 return
+
+    async def _status(self, job_id: str, give_up_s: float | None) -> JobRecord:
+        """The job's record, read again through an outage."""
+        reconnect = RideOut(f"reading job {job_id}", give_up_s)
+        while True:
+            try:
+                return await self.status(job_id)
+            except REDIS_UNAVAILABLE as exc:
+                await reconnect.failed(exc)
 
     async def wait(self, job_id: str, timeout: float = 60.0) -> JobRecord:
         """The finished job record; TimeoutError if it is still running after `timeout`.
@@ -129,33 +146,39 @@ class Client:
         A job not yet submitted (an ingress entry not yet consumed) is waited for too."""
         async with asyncio.timeout(timeout):
             with contextlib.suppress(JobNotFound):
-                record = await self.status(job_id)
+                record = await self._status(job_id, None)
                 if record.finished:
                     return record
             async for _event in self.follow(job_id):
                 pass
-            return await self.status(job_id)
+            return await self._status(job_id, None)
 
     async def wait_all(self, job_ids: list[str], timeout: float = 60.0) -> dict[str, JobRecord]:
         """Wait for many jobs at once by reading the results stream, not one stream each."""
         pending = set(job_ids)
         records: dict[str, JobRecord] = {}
+        reconnect = RideOut("waiting for jobs", None)
         async with asyncio.timeout(timeout):
             newest = await self.pool.xrevrange(keys.RESULTS, count=1)
             last = newest[0][0] if newest else b"0-0"
             for job_id in job_ids:
-                record = await self.status(job_id)
+                record = await self._status(job_id, None)
                 if record.finished:
                     records[job_id] = record
                     pending.discard(job_id)
             while pending:
-                batches = await self.pool.xread({keys.RESULTS: last}, block=1000, count=500)
+                try:
+                    batches = await self.pool.xread({keys.RESULTS: last}, block=1000, count=500)
+                except REDIS_UNAVAILABLE as exc:
+                    await reconnect.failed(exc)
+                    continue
+                reconnect.succeeded()
                 for _stream, entries in batches:
                     for entry_id, fields in entries:
                         last = entry_id
                         job_id = fields[b"job_id"].decode()
                         if job_id in pending:
-                            records[job_id] = await self.status(job_id)
+                            records[job_id] = await self._status(job_id, None)
                             pending.discard(job_id)
         return records
 

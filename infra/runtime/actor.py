@@ -3,8 +3,9 @@
 For every arq job a worker takes:
 
   decode -> (poison? dead-letter, fail the job, go on)
-  -> take the lease, record `received`, learn if an earlier run already committed (stop)
-     or the job has finished, cancelled say (`dropped` event, stop)
+  -> take the lease, learn if an earlier run already committed (stop), the job has
+     finished, cancelled say (`dropped` event, stop), or has no record (dead-letter, stop);
+     only then record `received`
   -> call the worker's handler within the hop's time limit
   -> commit, atomically: done marker + downstream messages on their queues + the
      `completed`/`continued` event (+ job record and results stream for terminal messages)
@@ -34,24 +35,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 import structlog
 from arq import Retry
 from arq.connections import ArqRedis
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
-from postel.infra.runtime.outage import REDIS_UNAVAILABLE
 from postel.infra.runtime.settings import QueueSettings, Settings
 from postel.infra.runtime.tracing import hop_span, with_trace
 from postel.infra.store import keys
 from postel.infra.store.calls import record_commands
-from postel.infra.store.commit import CommitResult, commit_once
-from postel.infra.store.deadletter import dead_letter, summarise_validation
+from postel.infra.store.commit import (
+    JOB_RECORD_MISSING,
+    CommitResult,
+    Received,
+    commit_once,
+    receive_once,
+)
+from postel.infra.store.connect import REDIS_UNAVAILABLE
+from postel.infra.store.deadletter import dead_letter, dead_letter_command, summarise_validation
 from postel.infra.store.events import Command, Event, EventLog, EventStatus, Metrics, run_commands
 from postel.infra.store.jobs import JobStore, publish_command
 from postel.messages import (
@@ -295,6 +303,10 @@ class Actor:
             log.info("the message's job has finished; dropping the message")
             await self._record(message, "dropped", error=_DROPPED_AT_RECEIVE)
             return False
+        if seen == "missing":
+            log.warning("the message's job has no record; dead-lettering it")
+            await self.runtime.redis.execute_command(*self._record_missing(message, payload))
+            return False
         if attempt > self.max_tries:
             await self._give_up(message, payload, "out of tries (its worker died each time)")
             return False
@@ -309,7 +321,7 @@ class Actor:
             await self._after_error(message, payload, exc, attempt, started, limit)
             return False
         arq_job = lease_key.removeprefix(in_progress_key_prefix) if lease_key else None
-        return await self._commit(message, outcome, started, arq_job)
+        return await self._commit(message, payload, outcome, started, arq_job)
 
     async def _handle(self, message: Envelope, limit: HopLimit) -> Outcome:
         """The handler, within the hop's limit; its model calls within the model budget."""
@@ -330,23 +342,31 @@ class Actor:
                 f"job_timeout is {self.queue.job_timeout:g}s)"
             ) from exc
 
-    async def _receive(
-        self, message: Envelope, received: Event, lease_key: str | None
-    ) -> Literal["new", "handled", "job_finished"]:
-        """Take the lease, record `received` and learn whether the message was already
-        committed by an earlier run, or its job has finished (cancelled, say): one round
-        trip."""
-        async with self.runtime.redis.pipeline(transaction=False) as pipe:
-            pipe.exists(keys.done(message.message_id))
-            pipe.hget(keys.job(message.job_id), "status")
-            if lease_key is not None:
-                pipe.pexpire(lease_key, self.lease_ms)
-            for command in self.runtime.events.commands(received):
-                pipe.execute_command(*command)
-            replies = await pipe.execute()
-        if replies[0]:
-            return "handled"
-        return "job_finished" if replies[1] in (b"completed", b"failed") else "new"
+    async def _receive(self, message: Envelope, received: Event, lease_key: str | None) -> Received:
+        """Take the lease and learn whether the message was already committed by an earlier
+        run, its job has finished (cancelled, say) or has no record; record `received` only
+        for a message that runs: one round trip."""
+        return await receive_once(
+            self.runtime.redis,
+            keys.done(message.message_id),
+            message.job_id,
+            self.runtime.events.commands(received),
+            lease_key,
+            self.lease_ms,
+        )
+
+    def _record_missing(self, message: Envelope, payload: Any) -> Command:
+        """The dead letter of a message whose job has no record: it is never run, and
+        nothing is written for the job."""
+        return dead_letter_command(
+            source=f"worker:{self.spec.name}",
+            error=f"{JOB_RECORD_MISSING}: job {message.job_id!r} has no record (never "
+            f"submitted, expired, or lost); {self.spec.name} did not run the message",
+            payload=payload,
+            job_id=message.job_id,
+            message_id=message.message_id,
+            attempt=message.attempt,
+        )
 
     async def _decode(self, payload: Any, attempt: int) -> Envelope | None:
         error: str | None = None
@@ -364,6 +384,36 @@ class Actor:
             error = f"unknown type for worker {self.spec.name}: {message.type!r} (takes {accepted})"
         if error is None:
             return message
+        await self._poison(payload, payload, error, attempt)
+        return None
+
+    async def unrunnable(self, arq_job: str, raw: bytes | None, error: str, attempt: int) -> None:
+        """A queue entry arq cannot run (no payload, out of tries, not a job arq can call):
+        dead-lettered like any poison, with the job it names failed. An entry without a
+        payload whose message was committed (its arq id is the message id) is what a stale
+        run's late retry left behind: nothing was lost, and nothing is recorded."""
+        if not raw and await self.runtime.redis.exists(keys.done(arq_job)):
+            log.info("a committed message's leftover queue entry; dropped", arq_job=arq_job)
+            return
+        payload: Any = None
+        if raw:
+            with contextlib.suppress(ValueError, RecursionError):
+                job = json.loads(raw)
+                arguments = job.get("a") if isinstance(job, dict) else None
+                payload = arguments[0] if isinstance(arguments, list) and arguments else None
+        failure: FailureStatus = "out_of_tries" if attempt > self.max_tries else "invalid_request"
+        error = f"queue entry {arq_job!r}: {error}"
+        await self._poison(raw or "", payload, error, attempt, failure)
+
+    async def _poison(
+        self,
+        raw: Any,
+        payload: Any,
+        error: str,
+        attempt: int,
+        failure: FailureStatus = "invalid_request",
+    ) -> None:
+        """Dead-letter `raw`, and fail the job its `payload` names if that job is running."""
         job_id = payload.get("job_id", "") if isinstance(payload, dict) else ""
         message_id = payload.get("message_id", "") if isinstance(payload, dict) else ""
         job_id = job_id if isinstance(job_id, str) else ""
@@ -372,17 +422,21 @@ class Actor:
             self.runtime.redis,
             source=f"worker:{self.spec.name}",
             error=error,
-            payload=payload,
+            payload=raw,
             job_id=job_id,
             message_id=message_id,
             attempt=attempt,
         )
         log.warning("dead-lettered a poison message", error=error, job_id=job_id)
-        if job_id and await self.runtime.redis.exists(keys.job(job_id)):
-            await self._fail_job_directly(job_id, message_id, error)
-        return None
+        if job_id and await self.runtime.redis.hget(keys.job(job_id), "status") in (
+            b"queued",
+            b"running",
+        ):
+            await self._fail_job_directly(job_id, message_id, error, failure)
 
-    async def _fail_job_directly(self, job_id: str, message_id: str, error: str) -> None:
+    async def _fail_job_directly(
+        self, job_id: str, message_id: str, error: str, failure: FailureStatus
+    ) -> None:
         event = Event(
             job_id=job_id,
             message_id=message_id or "?",
@@ -394,7 +448,7 @@ class Actor:
         )
         commands = [
             *self.runtime.events.commands(event),
-            JobStore.finished_command(job_id, error=error, failure="invalid_request"),
+            JobStore.finished_command(job_id, error=error, failure=failure),
         ]
         await run_commands(self.runtime.redis, commands)
 
@@ -416,6 +470,11 @@ class Actor:
             )
             return
         if attempt < self.max_tries:
+            if await self.runtime.redis.exists(keys.done(message.message_id)):
+                # a stale run (its worker froze past the lease): another run committed the
+                # message, so there is nothing to retry and nothing to record
+                log.info("handler failed after another run committed; nothing to retry")
+                return
             delay = retry_delay(exc, attempt)
             log.warning("handler failed; arq will retry", error=error, attempt=attempt)
             await self._record(message, "retried", error=error, started=started)
@@ -432,18 +491,24 @@ class Actor:
         *,
         keep: bool = True,
     ) -> None:
-        """Fail the job; with `keep`, the message goes to the dead letters to be redriven."""
+        """Fail the job; with `keep`, the message goes to the dead letters to be redriven. The
+        dead letter is committed with the failure, so a run that gives up on a message another
+        run already committed (its worker was frozen past the lease) writes nothing."""
+        gave_up: list[Command] = []
         if keep:
-            await dead_letter(
-                self.runtime.redis,
-                source=f"worker:{self.spec.name}",
-                error=error,
-                payload=payload,
-                job_id=message.job_id,
-                message_id=message.message_id,
-                attempt=message.attempt,
+            gave_up.append(
+                dead_letter_command(
+                    source=f"worker:{self.spec.name}",
+                    error=error,
+                    payload=payload,
+                    job_id=message.job_id,
+                    message_id=message.message_id,
+                    attempt=message.attempt,
+                )
             )
-            await self._record(message, "dead_lettered", error=error)
+            gave_up.extend(
+                self.runtime.events.commands(self._event(message, "dead_lettered", error=error))
+            )
         failed = message.derive(
             JobFailed,
             key=ids.FAILED,
@@ -452,18 +517,30 @@ class Actor:
             if status == "out_of_tries"
             else f"{self.spec.name}: {error}",
         )
-        await self._commit(message, Outcome(messages=[failed]), time.perf_counter())
+        await self._commit(
+            message, payload, Outcome(messages=[failed]), time.perf_counter(), gave_up=gave_up
+        )
 
     async def _commit(
-        self, message: Envelope, outcome: Outcome, started: float, arq_job: str | None = None
+        self,
+        message: Envelope,
+        payload: Any,
+        outcome: Outcome,
+        started: float,
+        arq_job: str | None = None,
+        *,
+        gave_up: list[Command] | None = None,
     ) -> bool:
         """Commit the outcome. One that cannot be stored (not serialisable, over Redis's
         limits) fails the job `invalid_request` with the reason instead; a Redis outage
         propagates, and arq runs the message again. With `arq_job`, the commit also removes
         that job from this worker's queue (what arq's finish would do in a round trip of its
-        own); True if it did."""
+        own); True if it did. `gave_up` (a dead letter and its event) is committed with the
+        outcome."""
+        extra = [*(gave_up or [])]
+        missing = [self._record_missing(message, payload)]
         try:
-            result = await self._commit_outcome(message, outcome, started, arq_job)
+            result = await self._commit_outcome(message, outcome, started, arq_job, extra, missing)
         except (ValueError, TypeError, RecursionError, ResponseError) as exc:
             if any(isinstance(m, JobFailed) for m in outcome.messages):
                 raise
@@ -472,21 +549,31 @@ class Actor:
             failed = message.derive(
                 JobFailed, key=ids.FAILED, status="invalid_request", error=error[:2000]
             )
-            result = await self._commit_outcome(message, Outcome([failed]), started, arq_job)
+            result = await self._commit_outcome(
+                message, Outcome([failed]), started, arq_job, extra, missing
+            )
         if result == "duplicate":
             log.info("another run committed this message first")
         elif result == "refused":
             log.info("the job finished while this message was handled; its outcome is dropped")
+        elif result == "missing":
+            log.warning("the job's record is gone; the message is dead-lettered, nothing else")
         return arq_job is not None and result != "duplicate"
 
     async def _commit_outcome(
-        self, message: Envelope, outcome: Outcome, started: float, arq_job: str | None = None
+        self,
+        message: Envelope,
+        outcome: Outcome,
+        started: float,
+        arq_job: str | None,
+        extra: list[Command],
+        missing: list[Command],
     ) -> CommitResult:
         downstream = [with_trace(m) for m in outcome.messages if m.destination is not None]
         duration_ms = (time.perf_counter() - started) * 1000
         status: EventStatus = "continued" if outcome.continued else "completed"
         event = self._event(message, status, duration_ms=duration_ms, metrics=outcome.metrics)
-        commands = self.runtime.events.commands(event)
+        commands = [*extra, *self.runtime.events.commands(event)]
         terminal = [m for m in outcome.messages if m.destination is None]
         for final in terminal:
             commands.extend(self._finish_job(final))
@@ -507,6 +594,7 @@ class Actor:
             ]
             commands.extend(finished)
             dropped_commands.extend(finished)
+            missing = [*missing, *finished]
         return await commit_once(
             self.runtime.redis,
             keys.done(message.message_id),
@@ -516,6 +604,8 @@ class Actor:
             job_id=message.job_id,
             message_ttl_s=self.runtime.settings.job_ttl_s,
             dropped=dropped_commands,
+            record="require",
+            missing=missing,
         )
 
     def _finish_job(self, final: Envelope) -> list[Command]:

@@ -70,7 +70,7 @@ async def cancel_job(
     script = redis.register_script(_SCRIPT)
     outcome, detail = await script(keys=[keys.job(job_id)], args=[json.dumps(commands)])
     if outcome == 0:
-        raise JobNotFound(f"no job {job_id!r}")
+        raise JobNotFound(f"no such job {job_id!r}")
     if outcome == 2:
         status, _, failure = (detail.decode() if isinstance(detail, bytes) else detail).partition(
             ":"

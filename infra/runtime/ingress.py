@@ -5,10 +5,13 @@ A consumer group reads the stream. Valid entries are submitted, invalid ones are
 dead-lettered with the error (over a size or depth limit, not JSON, an invalid request, an
 unknown graph, a job id already taken by a different request); both are acknowledged, and
 nothing an entry holds can stop the consumer. Acknowledged entries beyond INGRESS_KEEP are
-trimmed, and one over INGRESS_KEEP_ENTRY_BYTES is deleted as soon as it is handled.
-An entry whose consumer died before acknowledging it is claimed by another consumer after
-`claim_idle_ms`, and since its job id is derived from the entry id (`ingress_job_id`) when
-none is given, submitting it again cannot run the job twice.
+trimmed, and one over INGRESS_KEEP_ENTRY_BYTES is deleted as soon as it is handled. After an
+outage (a failover included) a consumer first reads again the entries it had read but not
+acknowledged (pending on it, in the new primary too, as the group is replicated), so they are
+submitted as soon as Redis is back, not after `claim_idle_ms`. An entry whose consumer died
+before acknowledging it is claimed by another consumer after `claim_idle_ms`, and since its
+job id is derived from the entry id (`ingress_job_id`) when none is given, submitting it
+again cannot run the job twice.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ from typing import Any
 
 import structlog
 from postel.infra.runtime.actor import Runtime
-from postel.infra.runtime.outage import REDIS_UNAVAILABLE, RideOut
 from postel.infra.runtime.submit import JobConflict, ingress_job_id, submit_job
 from postel.infra.store import keys
+from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.deadletter import dead_letter, summarise_validation
 from postel.infra.store.graphs import GraphNotFound
+from postel.infra.store.outage import RideOut
 from postel.messages import JobRequest
 from postel.messages.limits import check_json_text
 from pydantic import ValidationError
@@ -63,6 +67,8 @@ class IngressConsumer:
         self.name = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         self.claim_idle_ms = claim_idle_ms
         self.block_ms = block_ms
+        # set by an outage: the next batches are this consumer's own pending entries
+        self._own_pending = False
 
     async def ensure_group(self) -> None:
         try:
@@ -85,6 +91,7 @@ class IngressConsumer:
                 await self.run_once()
             except REDIS_UNAVAILABLE as exc:
                 grouped = False
+                self._own_pending = True
                 await reconnect.failed(exc)
             else:
                 reconnect.succeeded()
@@ -107,6 +114,14 @@ class IngressConsumer:
         return len(entries)
 
     async def _next_batch(self, count: int) -> list[tuple[Any, dict[Any, Any]]]:
+        if self._own_pending:
+            own = await self.redis.xreadgroup(
+                keys.INGRESS_GROUP, self.name, {keys.INGRESS: "0"}, count=count
+            )
+            pending = [entry for _stream, batch in own or [] for entry in batch]
+            if pending:
+                return pending
+            self._own_pending = False
         claimed = await self.redis.xautoclaim(
             keys.INGRESS, keys.INGRESS_GROUP, self.name, self.claim_idle_ms, "0-0", count=count
         )

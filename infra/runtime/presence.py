@@ -10,9 +10,10 @@ import os
 import socket
 from datetime import datetime
 
-from postel.infra.runtime.outage import REDIS_UNAVAILABLE, RideOut
 from postel.infra.store import keys
+from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.events import INSTANCE
+from postel.infra.store.outage import RideOut
 from postel.messages import utc_now
 from pydantic import BaseModel
 from redis.asyncio import Redis

@@ -18,13 +18,13 @@ from arq.connections import ArqRedis
 from arq.worker import func
 from postel.infra.runtime.actor import Actor, Runtime, WorkerSpec
 from postel.infra.runtime.ingress import run_ingress
-from postel.infra.runtime.outage import REDIS_UNAVAILABLE, RideOut
 from postel.infra.runtime.presence import announce, announcement, keep_announcing, withdraw
 from postel.infra.runtime.settings import WORKER_NAMES, Settings
 from postel.infra.runtime.tracing import configure_from_environment
 from postel.infra.runtime.wake import PushWorker
 from postel.infra.store import keys
-from postel.infra.store.connect import arq_settings
+from postel.infra.store.connect import REDIS_UNAVAILABLE, arq_settings
+from postel.infra.store.outage import RideOut
 from postel.infra.store.wire import ARQ_FUNCTION, connect_arq, dumps, loads
 from postel.services.urls import shown_url
 
@@ -59,6 +59,7 @@ def build_arq_worker(spec: WorkerSpec, runtime: Runtime, url: str, concurrency: 
         fallback_poll_s=settings.fallback_poll_s,
         lease_s=settings.lease_s,
         give_up_s=settings.redis_give_up_s,
+        unrunnable=actor.unrunnable,
         redis_settings=arq_settings(url),
         job_timeout=queue.job_timeout,
         max_tries=tries,
@@ -87,7 +88,7 @@ async def run_workers(
 
     `resources` pre-seeds the per-process objects workers would otherwise build in their
     setup (an embedding process passes its model; tests pass a scripted one). A Redis that
-    cannot be reached at start is waited for like an outage (infra/runtime/outage.py)."""
+    cannot be reached at start is waited for like an outage (infra/store/outage.py)."""
     configure_from_environment()
     pool = await _connect(url, settings.redis_give_up_s)
     runtime = Runtime.create(pool, settings)

@@ -114,6 +114,7 @@ async def start_job(
         [first],
         job_id=first.job_id,
         message_ttl_s=jobs.ttl_s,
+        record="create",
     )
     if created == "committed":
         return True

@@ -43,13 +43,14 @@ An idle worker thus sends two commands per fallback interval (a BLPOP that times
 take script). The in-progress key's first expiry is the lease (`POSTEL_LEASE_S`), not arq's
 job_timeout + 10 s: a process killed after taking a job, before its handler renews the lease,
 frees the job as quickly as one killed mid-handler (infra/runtime/actor.py renews it). The
-queue loop rides out Redis outages (infra/runtime/outage.py).
+queue loop rides out Redis outages (infra/store/outage.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,7 +60,8 @@ from arq.connections import create_pool
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 from arq.jobs import SerializationError, deserialize_job_raw
 from arq.utils import ms_to_datetime, timestamp_ms
-from postel.infra.runtime.outage import REDIS_UNAVAILABLE, RideOut
+from postel.infra.store.connect import REDIS_UNAVAILABLE
+from postel.infra.store.outage import RideOut
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError
 
@@ -80,6 +82,11 @@ class TakenJob:
     score: int
     payload: bytes | None
     job_try: int
+
+
+Unrunnable = Callable[[str, bytes | None, str, int], Awaitable[None]]
+"""Called with (job id, payload, reason, try) for a queue entry arq would drop with a log
+line: the worker dead-letters it (infra/runtime/actor.py)."""
 
 
 # KEYS: queue, wake list. ARGV: free slots, how many queued jobs to look at, arq's
@@ -136,9 +143,11 @@ class PushWorker(Worker):
         fallback_poll_s: float,
         lease_s: float,
         give_up_s: float | None = None,
+        unrunnable: Unrunnable | None = None,
         **arq_options: Any,
     ) -> None:
         super().__init__(poll_delay=fallback_poll_s, **arq_options)
+        self.unrunnable = unrunnable
         self.wake_key = wake_key
         self.fallback_poll_s = fallback_poll_s
         self.give_up_s = give_up_s
@@ -247,11 +256,13 @@ class PushWorker(Worker):
         """What arq's `run_job` does once it has read the job, from what the take script read:
         the same checks (expired, unknown function, out of tries), the same timeout, and the
         same endings (done, `Retry` deferred by its delay, cancelled to run again, failed).
-        postel keeps no results and uses neither aborts nor arq's job hooks."""
+        postel keeps no results and uses neither aborts nor arq's job hooks. A job arq would
+        drop with a log line (no payload, not callable, out of tries) is handed to
+        `unrunnable` first, which dead-letters it."""
         job_id = job.job_id
         if job.payload is None:
-            log.warning("the job expired before it ran", job_id=job_id)
-            await asyncio.shield(self.finish_failed_job(job_id, None))
+            log.warning("the job has no payload", job_id=job_id)
+            await self._drop(job, "no payload (its job key is missing, expired or empty)")
             return
         try:
             name, args, kwargs, enqueue_try, enqueue_ms = deserialize_job_raw(
@@ -260,8 +271,7 @@ class PushWorker(Worker):
             function = self.functions[name]
         except (SerializationError, KeyError) as exc:
             log.error("the job cannot run", job_id=job_id, error=repr(exc))
-            self.jobs_failed += 1
-            await asyncio.shield(self.finish_failed_job(job_id, None))
+            await self._drop(job, f"arq cannot run it: {exc!r}")
             return
         job_try = job.job_try
         if enqueue_try and enqueue_try > job_try:
@@ -270,8 +280,7 @@ class PushWorker(Worker):
         max_tries = self.max_tries if function.max_tries is None else function.max_tries
         if job_try > max_tries:
             log.warning("the job is out of tries", job_id=job_id, tries=max_tries)
-            self.jobs_failed += 1
-            await asyncio.shield(self.finish_failed_job(job_id, None))
+            await self._drop(job, f"out of tries (try {job_try} of at most {max_tries})", job_try)
             return
         ctx = {
             **self.ctx,
@@ -303,6 +312,13 @@ class PushWorker(Worker):
         if finish and removed_by_itself:
             return
         await asyncio.shield(self.finish_job(job_id, finish, None, None, False, incr_score, None))
+
+    async def _drop(self, job: TakenJob, reason: str, job_try: int | None = None) -> None:
+        self.jobs_failed += 1
+        if self.unrunnable is not None:
+            attempt = job.job_try if job_try is None else job_try
+            await asyncio.shield(self.unrunnable(job.job_id, job.payload, reason, attempt))
+        await asyncio.shield(self.finish_failed_job(job.job_id, None))
 
     def _release_sem_dec_counter_on_complete(self) -> None:
         super()._release_sem_dec_counter_on_complete()

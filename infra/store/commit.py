@@ -24,13 +24,26 @@ message outlives the record it would update by no more than the time it waited.
 One record command is postel's own: `MARK_RUNNING key stage at` sets the job record to
 running at `stage` unless the job already finished (a dead-lettered message may have failed
 it meanwhile).
+
+A hop commits only while its job record exists (`record="require"`): a message whose record
+is gone (expired, deleted, or lost in a Redis failover's replication window) commits
+nothing and runs only the `missing` commands (its dead letter, "job record missing"): no
+record fields written into a fresh hash without request or expiry, nothing enqueued, no done
+marker, so a resubmission under the same id runs the job afresh. A submission
+(`record="create"`) writes the record itself; its marker without a record is stale (the
+record was lost), so the submission goes ahead and first clears what the lost job left: its
+events and the done markers they name.
+
+`receive_once` is the check at the start of a hop, in one round trip: whether the message
+was committed already, its job finished or its record is missing; only a message that will
+run records `received`.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 from arq.constants import job_key_prefix, result_key_prefix
 from arq.jobs import serialize_job
@@ -41,13 +54,37 @@ from postel.messages import Envelope
 from postel.messages.envelope import utc_now
 from redis.asyncio import Redis
 
-CommitResult = Literal["committed", "duplicate", "refused"]
-_RESULTS: dict[int, CommitResult] = {1: "committed", 0: "duplicate", -1: "refused"}
+CommitResult = Literal["committed", "duplicate", "refused", "missing"]
+_RESULTS: dict[int, CommitResult] = {1: "committed", 0: "duplicate", -1: "refused", -2: "missing"}
+RecordMode = Literal["require", "create", "any"]
+JOB_RECORD_MISSING = "job record missing"
+"""The error of a message dead-lettered because its job has no record."""
 
+# KEYS: done marker, job record, job events. ARGV: done ttl, commands, queued jobs, wake
+# tokens max, dropped commands, record mode, missing commands, done marker prefix.
 _SCRIPT = """
-if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
-  return 0
+local record = redis.call('EXISTS', KEYS[2]) == 1
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if ARGV[6] ~= 'create' or record then
+    return 0
+  end
+  for _, entry in ipairs(redis.call('XRANGE', KEYS[3], '-', '+')) do
+    local fields = entry[2]
+    for i = 1, #fields, 2 do
+      if fields[i] == 'message_id' then
+        redis.call('DEL', ARGV[8] .. fields[i + 1])
+      end
+    end
+  end
+  redis.call('DEL', KEYS[3])
 end
+if ARGV[6] == 'require' and not record then
+  for _, command in ipairs(cjson.decode(ARGV[7])) do
+    redis.call(unpack(command))
+  end
+  return -2
+end
+redis.call('SET', KEYS[1], '1', 'EX', ARGV[1])
 local job_status = redis.call('HGET', KEYS[2], 'status')
 if job_status == 'completed' or job_status == 'failed' then
   for _, command in ipairs(cjson.decode(ARGV[5])) do
@@ -118,14 +155,69 @@ async def commit_once(
     job_id: str,
     message_ttl_s: int,
     dropped: list[Command] | None = None,
+    record: RecordMode = "any",
+    missing: list[Command] | None = None,
 ) -> CommitResult:
     """`committed` by this call; `duplicate` if the message was already committed; `refused`
-    if job `job_id` had finished (only `dropped` ran). Downstream messages stay queued for
-    up to `message_ttl_s`, their job record's lifetime."""
+    if job `job_id` had finished (only `dropped` ran); `missing` if `record` is "require"
+    and the job has no record (only `missing` ran). Downstream messages stay queued for up to
+    `message_ttl_s`, their job record's lifetime."""
     script = redis.register_script(_SCRIPT)
     recorded, if_refused = json.dumps(commands), json.dumps(dropped or [])
     # last, as each downstream message is stamped sent as it is serialised
     jobs = [QueuedJob(message, message_ttl_s).fields() for message in downstream or []]
-    args = [ttl_s, recorded, json.dumps(jobs), keys.WAKE_TOKENS_MAX, if_refused]
-    result = await script(keys=[done_key, keys.job(job_id)], args=args)
+    args = [
+        ttl_s,
+        recorded,
+        json.dumps(jobs),
+        keys.WAKE_TOKENS_MAX,
+        if_refused,
+        record,
+        json.dumps(missing or []),
+        keys.done(""),
+    ]
+    result = await script(keys=[done_key, keys.job(job_id), keys.job_events(job_id)], args=args)
     return _RESULTS[int(result)]
+
+
+Received = Literal["new", "handled", "job_finished", "missing"]
+
+# KEYS: done marker, job record, lease (or ''). ARGV: lease ms, `received` commands.
+_RECEIVE = """
+if KEYS[3] ~= '' then
+  redis.call('PEXPIRE', KEYS[3], ARGV[1])
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return 'handled'
+end
+local status = redis.call('HGET', KEYS[2], 'status')
+if not status then
+  return 'missing'
+end
+if status == 'completed' or status == 'failed' then
+  return 'job_finished'
+end
+for _, command in ipairs(cjson.decode(ARGV[2])) do
+  redis.call(unpack(command))
+end
+return 'new'
+"""
+
+
+async def receive_once(
+    redis: Redis,
+    done_key: str,
+    job_id: str,
+    received: list[Command],
+    lease_key: str | None,
+    lease_ms: int,
+) -> Received:
+    """Renew the lease and learn whether the message must run: `handled` (an earlier run
+    committed it), `job_finished`, `missing` (no job record), or `new`, and only then
+    record `received`."""
+    script = redis.register_script(_RECEIVE)
+    reply = await script(
+        keys=[done_key, keys.job(job_id), lease_key or ""],
+        args=[lease_ms, json.dumps(received)],
+    )
+    return cast(Received, reply.decode() if isinstance(reply, bytes) else str(reply))

@@ -11,7 +11,7 @@ Every process connects through here: workers, ingress, the client, the web serve
   Sentinels which server is the primary of `<master name>`, and ask again on every new
   connection. When the primary fails and the Sentinels promote a replica, connections to
   the old primary fail (or it answers READONLY once demoted, which redis-py turns into a
-  connection error); postel's processes ride that out like any outage (infra/runtime/outage.py) and
+  connection error); postel's processes ride that out like any outage (infra/store/outage.py) and
   their new connections reach the new primary, with no action by anyone. The password, if
   any, is the data servers' (Sentinels without auth).
 """
@@ -34,6 +34,13 @@ from redis.exceptions import (
     AuthenticationWrongNumberOfArgsError,
     NoPermissionError,
 )
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+# redis-py raises these when the server cannot be reached or stops answering (refused, reset,
+# closed, loading its data after a restart); every other error is a real error.
+REDIS_UNAVAILABLE: tuple[type[Exception], ...] = (RedisConnectionError, RedisTimeoutError)
+
 
 SENTINEL_SCHEME = "redis+sentinel"
 DEFAULT_SENTINEL_PORT = 26379

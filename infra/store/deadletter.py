@@ -99,6 +99,30 @@ def raw_fields(payload: Any) -> dict[str, str]:
     }
 
 
+def dead_letter_command(
+    *,
+    source: str,
+    error: str,
+    payload: Any,
+    job_id: str = "",
+    message_id: str = "",
+    attempt: int = 0,
+) -> list[str]:
+    """The XADD that records a dead letter, for a caller that commits it with other writes
+    (a worker's give-up is committed only if no other run committed the message)."""
+    fields = {
+        "source": source,
+        "error": error,
+        **raw_fields(payload),
+        "job_id": job_id,
+        "message_id": message_id,
+        "attempt": str(attempt),
+        "at": utc_now().isoformat(),
+    }
+    flat = [item for pair in fields.items() for item in pair]
+    return ["XADD", keys.DEAD_LETTER, "MAXLEN", "~", str(DEAD_LETTER_MAXLEN), "*", *flat]
+
+
 async def dead_letter(
     redis: Redis,
     *,
@@ -109,18 +133,15 @@ async def dead_letter(
     message_id: str = "",
     attempt: int = 0,
 ) -> str:
-    fields = {
-        "source": source,
-        "error": error,
-        **raw_fields(payload),
-        "job_id": job_id,
-        "message_id": message_id,
-        "attempt": str(attempt),
-        "at": utc_now().isoformat(),
-    }
-    entry_id = await redis.xadd(
-        keys.DEAD_LETTER, fields, maxlen=DEAD_LETTER_MAXLEN, approximate=True
+    command = dead_letter_command(
+        source=source,
+        error=error,
+        payload=payload,
+        job_id=job_id,
+        message_id=message_id,
+        attempt=attempt,
     )
+    entry_id = await redis.execute_command(*command)
     return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
 
 

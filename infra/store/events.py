@@ -32,6 +32,8 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from postel.infra.store import keys
+from postel.infra.store.connect import REDIS_UNAVAILABLE
+from postel.infra.store.outage import RideOut
 from postel.messages import utc_now
 from postel.services.llm.metered import Meter
 from postel.services.step import HopFigures
@@ -172,12 +174,22 @@ class EventLog:
         entries = await self.redis.xrange(keys.job_events(job_id), min=start)
         return [Event.from_entry(entry_id, fields) for entry_id, fields in entries]
 
-    async def follow(self, job_id: str, block_ms: int = 1000) -> AsyncIterator[Event]:
-        """Every event of the job, past and future, until the caller stops iterating."""
+    async def follow(
+        self, job_id: str, block_ms: int = 1000, give_up_s: float | None = None
+    ) -> AsyncIterator[Event]:
+        """Every event of the job, past and future, until the caller stops iterating. An
+        outage (a restart, a failover) is ridden out, giving up after `give_up_s` if set;
+        reading resumes after the last event yielded, so none is missed or repeated."""
         last = "0-0"
         stream = keys.job_events(job_id)
+        reconnect = RideOut(f"following job {job_id}", give_up_s)
         while True:
-            batches = await self.redis.xread({stream: last}, block=block_ms, count=100)
+            try:
+                batches = await self.redis.xread({stream: last}, block=block_ms, count=100)
+            except REDIS_UNAVAILABLE as exc:
+                await reconnect.failed(exc)
+                continue
+            reconnect.succeeded()
             for _stream, entries in batches:
                 for entry_id, fields in entries:
                     last = _text(entry_id)

@@ -14,11 +14,12 @@ from datetime import datetime
 from typing import Any, Literal
 
 from postel.infra.store import keys
+from postel.infra.store.deadletter import summarise_validation
 from postel.infra.store.events import Command
 from postel.messages import Envelope, JobFailed, JobRequest, utc_now
 from postel.messages.errors import PostelError
 from postel.messages.limits import MAX_INLINE_RESULT_BYTES
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from redis.asyncio import Redis
 
 JobStatus = Literal["queued", "running", "completed", "failed"]
@@ -58,6 +59,17 @@ class JobRecord(BaseModel):
 
 class JobNotFound(PostelError, LookupError):
     pass
+
+
+class MalformedJobRecord(PostelError, ValueError):
+    """A job record that cannot be read (written by something other than postel, or a
+    fragment of a lost record)."""
+
+    def __init__(self, job_id: str, reason: str) -> None:
+        super().__init__(
+            f"job {job_id!r} has a malformed record ({reason}); it cannot be shown. Remove it "
+            f"with `DEL {keys.job(job_id)}` to submit the job again"
+        )
 
 
 class JobStore:
@@ -122,13 +134,18 @@ class JobStore:
     async def get(self, job_id: str) -> JobRecord:
         raw = await self.redis.hgetall(keys.job(job_id))
         if not raw or b"status" not in raw:
-            raise JobNotFound(f"no job {job_id!r}")
-        data = {k.decode(): v.decode() for k, v in raw.items()}
-        data["request"] = (
-            JobRequest.model_validate_json(data["request"]) if "request" in data else None
-        )
-        data["result"] = json.loads(data["result"]) if "result" in data else None
-        return JobRecord.model_validate(data)
+            raise JobNotFound(f"no such job {job_id!r}")
+        try:
+            data = {k.decode(): v.decode() for k, v in raw.items()}
+            data["request"] = (
+                JobRequest.model_validate_json(data["request"]) if "request" in data else None
+            )
+            data["result"] = json.loads(data["result"]) if "result" in data else None
+            return JobRecord.model_validate(data)
+        except ValidationError as exc:
+            raise MalformedJobRecord(job_id, summarise_validation(exc)) from exc
+        except (ValueError, RecursionError) as exc:
+            raise MalformedJobRecord(job_id, f"{type(exc).__name__}: {exc}") from exc
 
 
 def publish_command(final: Envelope, maxlen: int) -> Command:

@@ -26,9 +26,10 @@ def dumps(value: dict[str, Any]) -> bytes:
 
 def loads(raw: bytes) -> dict[str, Any]:
     """Decode an arq job. Anything that is not exactly postel's job shape (over the size or
-    depth limit, not JSON, a wrong field type, another function) still reaches the handler,
-    as its raw text, so the handler dead-letters it: arq itself would drop such a job with a
-    log line, or fail on it outside any handler and stop the worker."""
+    depth limit, not JSON, a wrong field type, another function, keyword arguments, which the
+    handler takes none of) still reaches the handler, as its raw text, so the handler
+    dead-letters it: arq itself would drop such a job with a log line, or fail on it outside
+    any handler and stop the worker."""
     try:
         check_json_text(raw, what="queued message", max_bytes=MAX_MESSAGE_BYTES)
         value = json.loads(raw)
@@ -54,7 +55,7 @@ def _is_postel_job(value: Any) -> bool:
         and value.get("f") == ARQ_FUNCTION
         and isinstance(value.get("a"), list)
         and len(value["a"]) == 1
-        and isinstance(value.get("k"), dict)
+        and value.get("k") == {}
         and whole(value.get("et"))
         and (value.get("t") is None or whole(value["t"]))
     )

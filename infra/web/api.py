@@ -34,6 +34,7 @@ from postel.infra.runtime.redrive import (
 from postel.infra.runtime.submit import JobConflict, submit_job
 from postel.infra.store import keys
 from postel.infra.store.calls import RecordedCall, read_calls
+from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.deadletter import (
     DeadLetter,
     DeadLetterNotFound,
@@ -50,7 +51,9 @@ from postel.infra.store.graphs import (
     InvalidGraphName,
 )
 from postel.infra.store.jobs import JobNotFound, JobRecord, JobStatus
+from postel.infra.store.outage import RideOut
 from postel.infra.store.stores import GaslRound, GaslStateStore
+from postel.infra.web.outage import UNREACHABLE
 from postel.infra.web.queries import (
     JobsPage,
     QueuesView,
@@ -412,12 +415,22 @@ async def _follow(
     last: str,
     ended: Callable[[Event], Awaitable[bool]],
 ) -> AsyncIterator[str]:
-    if last == "$":  # from now on: the newest entry's id, so nothing slips between reads
-        newest = await state.pool.xrevrange(stream, count=1)
-        last = newest[0][0].decode() if newest else "0-0"
+    """The stream's entries after `last` as SSE frames. A Redis outage (a restart, a
+    failover) does not end the stream: reading is retried with backoff, a comment line
+    telling the client why it waits, and resumes after the last entry sent."""
     quiet_s = 0.0
+    reconnect = RideOut(f"live stream {stream}")
     while not await request.is_disconnected() and not state.stopping.is_set():
-        batches = await state.pool.xread({stream: last}, block=_BLOCK_MS, count=200)
+        try:
+            if last == "$":  # from now on: the newest entry's id, so nothing slips between reads
+                newest = await state.pool.xrevrange(stream, count=1)
+                last = newest[0][0].decode() if newest else "0-0"
+            batches = await state.pool.xread({stream: last}, block=_BLOCK_MS, count=200)
+        except REDIS_UNAVAILABLE as exc:
+            yield f": {UNREACHABLE}\n\n"
+            await reconnect.failed(exc)
+            continue
+        reconnect.succeeded()
         if not batches:
             quiet_s += _BLOCK_MS / 1000
             if quiet_s >= KEEPALIVE_S:
@@ -430,8 +443,18 @@ async def _follow(
                 event = Event.from_entry(entry_id, fields)
                 last = event.id or last
                 yield f"id: {last}\nevent: hop\ndata: {event.model_dump_json()}\n\n"
-                if await ended(event):
+                if await _riding_out(reconnect, ended, event):
                     yield "event: end\ndata: {}\n\n"
                     return
         await asyncio.sleep(0)
     return
+
+
+async def _riding_out(
+    reconnect: RideOut, check: Callable[[Event], Awaitable[bool]], event: Event
+) -> bool:
+    while True:
+        try:
+            return await check(event)
+        except REDIS_UNAVAILABLE as exc:
+            await reconnect.failed(exc)

@@ -21,13 +21,14 @@ from postel.infra.runtime.presence import TTL_S, live_workers
 from postel.infra.runtime.settings import WORKER_NAMES
 from postel.infra.store import keys
 from postel.infra.store.calls import RecordedCall, last_calls
+from postel.infra.store.deadletter import summarise_validation
 from postel.infra.store.events import HANDLED, Event, EventLog
-from postel.infra.store.jobs import JobRecord, JobStatus, JobStore
+from postel.infra.store.jobs import JobRecord, JobStatus, JobStore, MalformedJobRecord
 from postel.infra.store.stores import GaslRound, GaslStateStore
 from postel.messages import JOB_ID_PATTERN, ExecutionRecord, utc_now
 from postel.services.planner.render import dumps
 from postel.services.step import parse_command_lines
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
@@ -122,9 +123,12 @@ def _summary(job_id: str, values: list[Any]) -> JobSummary | None:
     data = dict(zip(_SUMMARY_FIELDS, (_text(v) for v in values), strict=True))
     if data["status"] is None:
         return None  # expired since it was indexed
-    return JobSummary.model_validate(
-        {"job_id": job_id, **{k: v for k, v in data.items() if v is not None}}
-    )
+    try:
+        return JobSummary.model_validate(
+            {"job_id": job_id, **{k: v for k, v in data.items() if v is not None}}
+        )
+    except ValidationError as exc:
+        raise MalformedJobRecord(job_id, summarise_validation(exc)) from exc
 
 
 async def _summaries(

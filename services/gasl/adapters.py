@@ -239,6 +239,14 @@ class _Table:
             ) if len(path) == 1 and not isinstance(value, list):
                 column = self.column(path[0])
                 return lambda o: (x := column[o]) == value or (type(x) is list and value in x)
+            case ast.Compare(ast.Field(path), "!=", ast.Value(value)) | ast.Compare(
+                ast.Value(value), "!=", ast.Field(path)
+            ) if len(path) == 1 and not isinstance(value, list):
+                # `!=` is true exactly where `=` is false (a missing field, every element of a
+                # list differing): compiled too, so an AND chain of exclusions scans columns
+                # as an OR chain of equalities does, not through the interpreter
+                equal = self.matcher(ast.Compare(ast.Field(path), "=", ast.Value(value)))
+                return lambda o: not equal(o)
             case ast.TextMatch(ast.Field(path), op, ast.Value(str() as text)) if len(path) == 1:
                 return _text_matcher(self.folded(path[0]), op, text.casefold())
             case ast.And(items):

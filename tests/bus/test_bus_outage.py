@@ -5,6 +5,7 @@ directory, and every job submitted before or after the outage completes, once.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -222,3 +223,49 @@ async def test_a_lease_that_lapsed_during_an_outage_is_not_recreated(
     assert not await lease_renewal_across_an_outage(tmp_path, settings, outage_s=1.5), (
         "a lapsed lease may belong to another worker by now"
     )
+
+
+async def test_after_an_outage_an_ingress_consumer_reads_its_own_pending_entries_first(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    """Entries the consumer had read when Redis went away are pending on it when Redis is
+    back: it submits them at once, not after claim_idle_ms (60 s here)."""
+    from postel.infra.runtime.actor import Runtime
+    from postel.infra.runtime.ingress import IngressConsumer
+    from postel.infra.store.wire import connect_arq
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    pool = await connect_arq(redis_url)
+    try:
+        consumer = IngressConsumer(Runtime.create(pool, settings), claim_idle_ms=60_000)
+        await consumer.ensure_group()
+        for n in range(5):
+            await redis_client.xadd(keys.INGRESS, {"job": json.dumps({"prompt": f"p{n}"})})
+        # read before the outage, never submitted: pending on this consumer
+        await redis_client.xreadgroup(keys.INGRESS_GROUP, consumer.name, {keys.INGRESS: ">"})
+        real_claim = consumer.redis.xautoclaim
+        outage = {"left": 1}
+
+        async def claim_in_an_outage(*args: object, **kwargs: object) -> object:
+            if outage["left"]:
+                outage["left"] -= 1
+                raise RedisConnectionError("Connection closed by server.")
+            return await real_claim(*args, **kwargs)
+
+        consumer.redis.xautoclaim = claim_in_an_outage  # type: ignore[method-assign]
+        running = asyncio.create_task(consumer.run())
+
+        async def acknowledged() -> bool:
+            return (await redis_client.xpending(keys.INGRESS, keys.INGRESS_GROUP))["pending"] == 0
+
+        try:
+            async with asyncio.timeout(20):
+                while not await acknowledged():
+                    await asyncio.sleep(0.05)
+        finally:
+            running.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await running
+        assert len(await redis_client.keys("postel:job:ingress-*")) == 5
+    finally:
+        await pool.aclose()

@@ -23,6 +23,7 @@ from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.presence import wait_for
 from postel.infra.runtime.settings import Settings
 from postel.infra.store import keys
+from postel.infra.store.events import run_commands
 from postel.infra.store.wire import connect_arq
 from postel.messages import (
     Envelope,
@@ -256,10 +257,13 @@ async def intent_actor(redis_url: str, settings: Settings) -> AsyncIterator[Acto
         await pool.aclose()
 
 
-def submitted(job_id: str) -> dict[str, Any]:
-    """A job's first message as it lies on the queue."""
+async def submitted(actor: Actor, job_id: str) -> dict[str, Any]:
+    """A job's first message as it lies on the queue, with its job record."""
+    request = JobRequest(prompt="x")
+    record = actor.runtime.jobs.created_commands(job_id, request, "-")
+    await run_commands(actor.runtime.redis, record)
     return JobSubmitted(
-        job_id=job_id, message_id=f"{job_id}:submitted", request=JobRequest(prompt="x")
+        job_id=job_id, message_id=f"{job_id}:submitted", request=request
     ).model_dump(mode="json")
 
 
@@ -267,8 +271,8 @@ async def test_a_handler_run_twice_commits_once(
     redis_url: str, settings: Settings, redis_client: aioredis.Redis
 ) -> None:
     async with intent_actor(redis_url, settings) as actor:
-        await actor.run(submitted("twice"), attempt=1)
-        await actor.run(submitted("twice"), attempt=2)
+        await actor.run(await submitted(actor, "twice"), attempt=1)
+        await actor.run(await submitted(actor, "twice"), attempt=2)
     statuses = [f[b"status"] for _id, f in await redis_client.xrange(keys.job_events("twice"))]
     assert statuses.count(b"completed") == 1
     assert await redis_client.zcard(keys.queue("planner")) == 1
@@ -396,7 +400,6 @@ async def test_a_late_commit_upstream_does_not_reopen_a_finished_job(
     redis_url: str, settings: Settings, redis_client: aioredis.Redis
 ) -> None:
     from postel.infra.store.commit import commit_once
-    from postel.infra.store.events import run_commands
     from postel.infra.store.jobs import JobStore
 
     pool = await connect_arq(redis_url)
@@ -500,7 +503,7 @@ async def test_a_hops_wait_ends_when_its_run_starts_decoding_is_handling(
 
     monkeypatch.setattr(actor_module, "decode_message", slow_decode)
     async with intent_actor(redis_url, settings) as actor:
-        await actor.run(submitted("slow"), attempt=1)
+        await actor.run(await submitted(actor, "slow"), attempt=1)
         events = await actor.runtime.events.read("slow")
     received = next(e for e in events if e.status == "received")
     completed = next(e for e in events if e.status == "completed")
@@ -516,7 +519,7 @@ async def test_a_queued_message_lives_as_long_as_its_job_record(
     days = 3
     lasting = settings.model_copy(update={"job_ttl_s": days * 24 * 3600})
     async with intent_actor(redis_url, lasting) as actor:
-        await actor.run(submitted("lasting"), attempt=1)
+        await actor.run(await submitted(actor, "lasting"), attempt=1)
     async with Client(redis_url, lasting) as client:
         await client.submit("x", job_id="waiting")
     for queued in ("arq:job:lasting:intent", "arq:job:waiting:submitted"):

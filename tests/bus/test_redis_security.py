@@ -26,10 +26,10 @@ import redis
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.model import RESOURCE, Model
-from postel.infra.runtime.outage import RideOut
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.access import ACL_RULE
 from postel.infra.store.connect import RedisRefused, RedisURLError, redis_client, refusal
+from postel.infra.store.outage import RideOut
 from postel.infra.store.redis_server import free_port
 from postel.infra.store.wire import connect_arq
 from postel.infra.web.server import WebServer

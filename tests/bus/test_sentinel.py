@@ -1,23 +1,32 @@
 """Redis Sentinel (infra/store/connect.py): with a primary, a replica and three Sentinels on
 loopback, jobs keep running through a failover. The primary is SIGKILLed mid-run; the
 Sentinels promote the replica; workers, ingress and the client reach the new primary by
-themselves."""
+themselves; ingress entries read before the kill are submitted as soon as the new primary
+answers; the API answers 503 (never 500) in the gap; followers see every event once."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import subprocess
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
+import httpx
 import pytest
 import redis
 from postel.infra.client.client import Client
+from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
+from postel.infra.store import keys
 from postel.infra.store.connect import RedisURLError, arq_settings, redis_client
 from postel.infra.store.redis_server import free_port
+from postel.infra.store.wire import connect_arq
+from postel.infra.web.app import create_app
 
 from postel.testing.relay import RELAY_WORKERS
 
@@ -126,3 +135,112 @@ def test_sentinel_urls_are_read_and_bad_ones_named() -> None:
     for bad in ("redis+sentinel://h1:1/", "redis+sentinel:///main", "redis+sentinel://h:1/m/x"):
         with pytest.raises(RedisURLError, match=r"sentinel|database|host"):
             arq_settings(bad)
+
+
+def switched(url: str, old_port: int) -> bool:
+    """Whether a Sentinel of `url` names a primary other than the one on `old_port`."""
+    hosts = url.split("://", 1)[1].split("/", 1)[0].split(",")
+    for host in hosts:
+        port = int(host.rsplit(":", 1)[1])
+        with contextlib.suppress(redis.RedisError):
+            address = redis.Redis(port=port).sentinel_get_master_addr_by_name(MASTER)
+            if address and int(address[1]) != old_port:
+                return True
+    return False
+
+
+def slow_intent() -> WorkerSpec:
+    """The intent relay taking 2 s for jobs named `slow-*`: they are in flight over the
+    failover."""
+    relay = RELAY_WORKERS[0]
+
+    async def handle(message: object, runtime: Runtime) -> Outcome:
+        if message.job_id.startswith("slow-"):  # type: ignore[attr-defined]
+            await asyncio.sleep(2)
+        return await relay.handle(message, runtime)  # type: ignore[arg-type]
+
+    return WorkerSpec("intent", relay.accepts, handle)
+
+
+def at(value: datetime | None) -> float:
+    assert value is not None
+    return value.timestamp()
+
+
+async def test_a_failover_loses_no_ingress_entry_no_event_and_answers_503(
+    sentinel_cluster: tuple[str, subprocess.Popen[bytes]], settings: Settings
+) -> None:
+    url, primary = sentinel_cluster
+    primary_port = int(primary.args[2])  # type: ignore[index]
+    specs = [slow_intent(), *RELAY_WORKERS[1:]]
+    burst = 150
+    async with (
+        LocalSystem(settings, redis_url=url, specs=specs),
+        Client(url, settings) as client,
+    ):
+        web_pool = await connect_arq(url)
+        app, _state = create_app(web_pool, settings, loopback_only=False)
+        api = httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://127.0.0.1")
+        followed = [await client.submit(f"slow {n}", job_id=f"slow-{n}") for n in range(3)]
+        seen: dict[str, list[str]] = {job_id: [] for job_id in followed}
+
+        async def follow(job_id: str) -> None:
+            async for event in client.follow(job_id):
+                assert event.id is not None
+                seen[job_id].append(event.id)
+
+        async def sse(job_id: str) -> list[str]:
+            response = await api.get(f"/api/jobs/{job_id}/events/stream", timeout=120)
+            lines = response.text.splitlines()
+            return [line.removeprefix("id: ") for line in lines if line.startswith("id: ")]
+
+        followers = [asyncio.create_task(follow(job_id)) for job_id in followed]
+        streams = [asyncio.create_task(sse(job_id)) for job_id in followed]
+        producer = redis_client(url)
+        async with producer.pipeline(transaction=False) as pipe:
+            for n in range(burst):
+                pipe.xadd(keys.INGRESS, {"job": json.dumps({"prompt": f"entry {n}"})})
+            entry_ids = [e.decode() for e in await pipe.execute()]
+        await producer.execute_command("WAIT", 1, 2000)  # the burst is on the replica
+        await producer.aclose()
+        await asyncio.sleep(0.05)  # the consumer has read some of it, not all
+        primary.kill()
+        killed_at = time.time()
+        codes: list[int] = []
+        switched_at = None
+        while switched_at is None or time.time() < switched_at + 1:
+            codes.append((await api.get("/api/queues")).status_code)
+            if switched_at is None and await asyncio.to_thread(switched, url, primary_port):
+                switched_at = time.time()
+            await asyncio.sleep(0.1)
+        ingress_ids = [f"ingress-{entry_id.replace('-', '_')}" for entry_id in entry_ids]
+        async with asyncio.timeout(90):  # every entry becomes a job (wait_all needs them)
+            while not all(
+                await asyncio.gather(*(client.pool.exists(keys.job(i)) for i in ingress_ids))
+            ):
+                await asyncio.sleep(0.2)
+        records = await client.wait_all([*followed, *ingress_ids], timeout=90)
+        await asyncio.wait_for(asyncio.gather(*followers), 30)
+        streamed = await asyncio.wait_for(asyncio.gather(*streams), 30)
+        stored = {job_id: [e.id for e in await client.events.read(job_id)] for job_id in followed}
+        await api.aclose()
+        await web_pool.aclose()
+    assert all(r.status == "completed" for r in records.values())
+    assert 500 not in codes and 503 in codes, codes
+    for job_id, ids in [*seen.items(), *zip(followed, streamed, strict=True)]:
+        assert len(ids) == len(set(ids)), f"{job_id}: an event was delivered twice"
+        assert ids == sorted(ids, key=lambda i: tuple(map(int, i.split("-"))))
+        assert set(stored[job_id]) <= set(ids), f"{job_id}: a follower missed an event"
+    submitted = [at(records[job_id].created_at) for job_id in ingress_ids]
+    finished = [at(r.finished_at) for r in records.values() if at(r.finished_at) > killed_at]
+    assert switched_at is not None
+    last_entry_s = max(submitted) - switched_at
+    after_kill = sum(t > killed_at for t in submitted)
+    print(
+        f"\nfailover: switch {switched_at - killed_at:.1f} s after the kill; first completion "
+        f"{min(finished) - killed_at:.1f} s after it; {after_kill} of {burst} ingress entries "
+        f"submitted after it, the last "
+        f"{max(submitted) - killed_at:.1f} s after it ({last_entry_s:.1f} s after the "
+        f"switch); API answers during the gap: {sorted(set(codes))}"
+    )
+    assert last_entry_s < 5, "an ingress entry read before the kill waited for its reclaim"

@@ -205,7 +205,7 @@ async def test_a_missing_job_is_404_everywhere(api: httpx.AsyncClient) -> None:
         "/api/jobs/nope/calls",
     ):
         response = await api.get(path)
-        assert response.status_code == 404 and "no job 'nope'" in response.json()["detail"]
+        assert response.status_code == 404 and "no such job 'nope'" in response.json()["detail"]
     assert (await api.get("/api/jobs/nope/events/stream")).status_code == 404
     garbled = await api.get("/api/events/stream", params={"since": "yesterday"})
     assert garbled.status_code == 422 and "not a stream id" in garbled.text

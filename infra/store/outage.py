@@ -16,14 +16,8 @@ import time
 
 import structlog
 from postel.infra.store.connect import refusal
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 log = structlog.get_logger(__name__)
-
-# redis-py raises these when the server cannot be reached or stops answering (refused, reset,
-# closed, loading its data after a restart); every other error is a real error.
-REDIS_UNAVAILABLE: tuple[type[Exception], ...] = (RedisConnectionError, RedisTimeoutError)
 
 FIRST_RETRY_S = 0.1
 MAX_RETRY_S = 2.0

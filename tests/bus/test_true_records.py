@@ -1,0 +1,258 @@
+"""Records that are true: a job record lost under a running job (the replication window of a
+failover, a DEL) leaves no ghost, the job reads as "no such job" and can be submitted again;
+a message without a record is never run; a worker that gives up on a message another
+worker already committed writes nothing; a malformed record is a clear error."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from postel.infra.client.client import Client
+from postel.infra.runtime.actor import Actor, Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.settings import Settings
+from postel.infra.store import keys
+from postel.infra.store.commit import JOB_RECORD_MISSING
+from postel.infra.store.events import run_commands
+from postel.infra.store.jobs import JobStore, MalformedJobRecord
+from postel.infra.store.wire import connect_arq
+from postel.messages import JobOptions, JobRequest, JobSubmitted
+from postel.services.llm.errors import LLMError
+
+from postel.testing.relay import RELAY_WORKERS
+
+pytestmark = pytest.mark.slow
+
+
+async def dead_letters(redis: aioredis.Redis) -> list[dict[str, str]]:
+    return [
+        {k.decode(): v.decode() for k, v in fields.items()}
+        for _id, fields in await redis.xrange(keys.DEAD_LETTER)
+    ]
+
+
+async def until(check: Any, timeout: float = 30.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not await check():
+            await asyncio.sleep(0.05)
+
+
+def hanging_once() -> WorkerSpec:
+    """The intent relay, except that its first run of each job hangs like a model that
+    never answers."""
+    seen: set[str] = set()
+    relay = RELAY_WORKERS[0]
+
+    async def handle(message: Any, runtime: Runtime) -> Outcome:
+        if message.job_id not in seen:
+            seen.add(message.job_id)
+            await asyncio.sleep(3600)
+        return await relay.handle(message, runtime)
+
+    return WorkerSpec("intent", relay.accepts, handle)
+
+
+def postel_cli(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
+    env.update(POSTEL_REDIS_URL=url, POSTEL_LOG_LEVEL="WARNING")
+    return subprocess.run(
+        [sys.executable, "-m", "postel", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+async def test_a_record_lost_under_a_running_job_leaves_no_ghost_and_the_job_can_be_resubmitted(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    specs = [hanging_once(), *RELAY_WORKERS[1:]]
+    options = JobOptions(deadline_s=4)
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs),
+        Client(redis_url, settings) as client,
+    ):
+        job_id = await client.submit("lost", job_id="ghost", options=options)
+        await until(lambda: redis_client.exists(keys.job_events(job_id)))
+        await asyncio.sleep(1.5)
+        await redis_client.delete(keys.job(job_id))  # the record is lost; intent still runs
+
+        async def dead_lettered() -> bool:
+            return any(JOB_RECORD_MISSING in d["error"] for d in await dead_letters(redis_client))
+
+        await until(dead_lettered)  # the intent hop ran past the deadline and committed
+        assert not await redis_client.exists(keys.job(job_id)), "a ghost record was written"
+        assert await redis_client.zcard(keys.queue("planner")) == 0, "nothing goes downstream"
+        for key in await redis_client.keys(f"*{job_id}*"):
+            assert await redis_client.ttl(key) > 0, f"{key!r} would live forever"
+        status = await asyncio.to_thread(postel_cli, redis_url, "status", job_id)
+        assert status.returncode == 4, status.stderr
+        assert "no such job 'ghost'" in status.stderr and "Traceback" not in status.stderr
+        # the README's remedy: submit again under the same id, with the same request
+        assert await client.submit("lost", job_id="ghost", options=options) == "ghost"
+        assert await client.result(job_id, timeout=30) == "lost"
+        statuses = [e.status for e in await client.events.read(job_id)]
+    assert statuses[0] == "submitted", "the lost job's events went with it"
+
+
+async def test_a_message_without_a_job_record_is_dead_lettered_never_run(
+    relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    message = JobSubmitted(
+        job_id="norecord", message_id="norecord:submitted", request=JobRequest(prompt="x")
+    )
+    pool = await connect_arq(relay_system.url)
+    try:
+        await pool.enqueue_job(
+            "handle",
+            message.model_dump(mode="json"),
+            _job_id=message.message_id,
+            _queue_name=keys.queue("intent"),
+        )
+        await until(lambda: redis_client.xlen(keys.DEAD_LETTER))
+    finally:
+        await pool.aclose()
+    [dead] = await dead_letters(redis_client)
+    assert dead["error"].startswith(JOB_RECORD_MISSING) and dead["job_id"] == "norecord"
+    assert dead["source"] == "worker:intent"
+    assert await redis_client.keys("*norecord*") == [], "nothing written for the job"
+    assert await redis_client.zcard(keys.queue("planner")) == 0
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        pytest.param(LLMError("the endpoint answered too late"), id="gives-up"),
+        pytest.param(RuntimeError("a transient failure"), id="would-retry"),
+    ],
+)
+async def test_a_worker_resumed_after_another_committed_its_message_writes_nothing(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis, failure: Exception
+) -> None:
+    """The frozen worker (SIGSTOP past its lease) is the actor whose handler waits on
+    `resume`; while it waits, another worker runs the same message and commits it. Resumed,
+    the stale run fails (as a run cut at its time limit does) and gives up: no dead letter,
+    no `dead_lettered` event; or it would be retried: no `retried` event, no retry. A third
+    take of the message records nothing either."""
+    started, resume = asyncio.Event(), asyncio.Event()
+
+    async def frozen(message: Any, runtime: Runtime) -> Outcome:
+        started.set()
+        await resume.wait()
+        raise failure
+
+    relay = RELAY_WORKERS[0]
+    pool = await connect_arq(redis_url)
+    try:
+        runtime = Runtime.create(pool, settings)
+        request = JobRequest(prompt="once")
+        await run_commands(pool, runtime.jobs.created_commands("stale", request, "-"))
+        payload = JobSubmitted(
+            job_id="stale", message_id="stale:submitted", request=request
+        ).model_dump(mode="json")
+        stale = Actor(WorkerSpec("intent", relay.accepts, frozen), runtime)
+        live = Actor(relay, runtime)
+        stale_run = asyncio.create_task(stale.run(payload, attempt=1))
+        await started.wait()
+        await live.run(payload, attempt=2)
+        before = [e.status for e in await runtime.events.read("stale")]
+        resume.set()
+        await stale_run
+        await live.run(payload, attempt=3)
+        after = [e.status for e in await runtime.events.read("stale")]
+        record = await runtime.jobs.get("stale")
+    finally:
+        await pool.aclose()
+    assert await redis_client.xlen(keys.DEAD_LETTER) == 0
+    assert after == before, "the stale run and the late take wrote events"
+    assert before.count("received") == 2
+    assert not {"dead_lettered", "retried"} & set(after)
+    assert record.status == "running" and record.stage == "planner"
+
+
+POISON: dict[str, bytes | None] = {
+    "empty-payload": b"",
+    "no-job-key": None,
+    "keyword-argument": json.dumps(
+        {"t": 1, "f": "handle", "a": [{}], "k": {"unexpected": 1}, "et": 1}
+    ).encode(),
+    "try-10e30": None,  # filled in with a valid message below
+}
+
+
+async def test_every_queue_poison_is_dead_lettered(
+    relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    request = JobRequest(prompt="x")
+    created = JobStore(redis_client, 3600).created_commands("tries", request, "-")
+    await run_commands(redis_client, created)
+    valid = JobSubmitted(job_id="tries", message_id="tries:submitted", request=request)
+    poison = dict(POISON)
+    poison["try-10e30"] = json.dumps(
+        {"t": 10**30, "f": "handle", "a": [valid.model_dump(mode="json")], "k": {}, "et": 1}
+    ).encode()
+    queue = keys.queue("intent")
+    # what a stale run's late retry leaves: its message committed, its job key gone
+    await redis_client.set(keys.done("leftover"), "1")
+    await redis_client.zadd(queue, {"leftover": 1})
+    for name, payload in poison.items():
+        if payload is not None:
+            await redis_client.set(f"arq:job:{name}", payload)
+        await redis_client.zadd(queue, {name: 1})
+    async with Client(relay_system.url, settings) as client:
+        assert await client.result(await client.submit("alive"), timeout=20) == "alive"
+
+    async def all_dead() -> bool:
+        dead = await redis_client.xlen(keys.DEAD_LETTER)
+        return dead >= len(poison) and await redis_client.zcard(queue) == 0
+
+    await until(all_dead)
+    dead = await dead_letters(redis_client)
+    errors = " | ".join(d["error"] for d in dead)
+    assert len(dead) == len(poison), errors
+    assert "queue entry 'empty-payload': no payload" in errors
+    assert "queue entry 'no-job-key': no payload" in errors
+    assert "undecodable message: the payload is not a JSON object" in errors  # the kwarg
+    assert "queue entry 'try-10e30': out of tries" in errors
+    assert "leftover" not in errors, "a committed message's leftover is no poison"
+    assert await redis_client.zcard(queue) == 0
+    async with Client(relay_system.url, settings) as client:
+        failed = await client.status("tries")
+    assert (failed.status, failed.failure) == ("failed", "out_of_tries")
+
+
+async def test_a_malformed_record_is_a_clear_error_everywhere(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    await redis_client.hset(keys.job("odd"), mapping={"status": "running", "stage": "intent"})
+    async with Client(redis_url, settings) as client:
+        with pytest.raises(MalformedJobRecord, match="job 'odd' has a malformed record"):
+            await client.status("odd")
+    shown = await asyncio.to_thread(postel_cli, redis_url, "status", "odd")
+    assert shown.returncode == 2 and "malformed record" in shown.stderr
+    assert "Traceback" not in shown.stderr
+
+
+async def test_a_finished_job_whose_record_was_lost_runs_whole_when_resubmitted(
+    relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    """Every hop of the lost job left its done marker: the resubmission clears them (from
+    the job's events), or the new run would stop at its first hop as already handled."""
+    async with Client(relay_system.url, settings) as client:
+        await client.submit("twice", job_id="again")
+        assert await client.result("again", timeout=20) == "twice"
+        await redis_client.delete(keys.job("again"))
+        assert await client.submit("twice", job_id="again") == "again"
+        assert await client.result("again", timeout=20) == "twice"
+        events = await client.events.read("again")
+    assert [e.status for e in events].count("submitted") == 1
+    assert {e.worker for e in events if e.status == "completed"} >= {"intent", "validator"}
