@@ -38,7 +38,7 @@ from postel.messages.gasl import (
     StateSummary,
 )
 from postel.services.gasl import ast, combine
-from postel.services.gasl.adapters import Caps, Found, GraphAdapter
+from postel.services.gasl.adapters import Caps, Found, GraphAdapter, OverlayView
 from postel.services.gasl.budget import (
     PLAN_BUDGET,
     BudgetSpent,
@@ -176,7 +176,7 @@ class GaslExecutor:
         self.cancelled: set[str] = set()
         self.var_status: dict[str, str] = {}
         self.overlay = Overlay.from_dict(self.state.overlay)
-        self._overlaid: tuple[tuple[int, int], GraphAdapter] | None = None
+        self._view: OverlayView | None = None
         self._plan_id = ""
         self._cancel_current = False
         self._clock = PlanClock(self.budget, stop=stop)
@@ -384,13 +384,14 @@ class GaslExecutor:
 
     @property
     def graph(self) -> GraphAdapter:
-        """The adapter commands read: the shared graph, with the job's overlay once it has
-        one (built again only when the overlay changed)."""
+        """The adapter commands read: the shared graph, seen through a view with the job's
+        overlay once it has one (the view takes in each write as it is made)."""
         if self.overlay.size == (0, 0):
             return self.adapter
-        if self._overlaid is None or self._overlaid[0] != self.overlay.size:
-            self._overlaid = (self.overlay.size, self.adapter.overlaid(self.overlay))
-        return self._overlaid[1]
+        if self._view is None:
+            self._view = self.adapter.overlaid(self.overlay)
+        self._view.catch_up()
+        return self._view
 
     # --- bindings
     def _resolve(self, name: str, path: tuple[str, ...]) -> Any:
@@ -683,7 +684,6 @@ class GaslExecutor:
         ]
         nodes = [n for g in groups if (n := node_of(g, ("id",), GROUP_TYPE)) is not None]
         outcome = self._create_nodes(nodes, len(groups))
-        # the links are listed first: the overlay's adapter is rebuilt when the overlay grows
         links = [
             edge_of(member, group["id"], MEMBER_OF, None)
             for group in outcome.value
