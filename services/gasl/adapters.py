@@ -676,11 +676,11 @@ class NetworkXAdapter:
         start_set = set(start_ids)
         # walked both ways, a path between two nodes of both sets is found from either end
         either_way = direction == "both" or not self._directed
-        passes = None if where is None else self._nodes.matcher(where, deadline)
         paths: list[tuple[list[str], list[str]]] = []
         expansions = 0
         stopped = ""
         try:
+            passes = None if where is None else self._nodes.matcher(where, deadline)
             for start in start_ids:
                 if stopped:
                     break
@@ -726,8 +726,8 @@ class NetworkXAdapter:
             stopped = spent.cap
         if stopped and stopped != "limit":
             caps_hit.append(stopped)
-        items = [self._path_record(p, w) for p, w in paths[:wanted]]
-        return Found(items, caps_hit, expansions, False)
+        items, cut = _made(lambda found: self._path_record(*found), paths[:wanted], deadline)
+        return Found(items, sorted({*caps_hit, *cut}), expansions, False)
 
     def neighbors(
         self,
@@ -743,7 +743,8 @@ class NetworkXAdapter:
         walk = self._breadth_first(
             starts, () if via is None else (via,), depth, 1, limit, caps, deadline, direction
         )
-        return Found(walk.rows(self._node, paths=False), walk.caps_hit, walk.expansions, False)
+        rows = walk.rows(self._node, deadline, paths=False)
+        return Found(rows, walk.caps_hit, walk.expansions, False)
 
     def walk(
         self,
@@ -760,7 +761,8 @@ class NetworkXAdapter:
         `depth` hops (default 2), each with the path that reached it first (`_path`, the
         ways its edges were walked in `_walked`)."""
         walk = self._breadth_first(starts, follow, depth, 2, limit, caps, deadline, direction)
-        return Found(walk.rows(self._node, paths=True), walk.caps_hit, walk.expansions, False)
+        rows = walk.rows(self._node, deadline, paths=True)
+        return Found(rows, walk.caps_hit, walk.expansions, False)
 
     def subgraph(
         self,
@@ -859,8 +861,9 @@ class NetworkXAdapter:
         ranked = sorted(pairs.values(), key=lambda found: len(found[0]))
         if len(ranked) > bound.count:
             caps_hit = sorted({*caps_hit, *bound.cut()})
-        items = [self._path_record(p, w) for p, w in ranked[: bound.count]]
-        return Found(items, caps_hit, expansions, False)
+        made = ranked[: bound.count]
+        items, cut = _made(lambda found: self._path_record(*found), made, deadline)
+        return Found(items, sorted({*caps_hit, *cut}), expansions, False)
 
     def _breadth_first(
         self,
@@ -947,6 +950,8 @@ class OverlaidAdapter(NetworkXAdapter):
 
     def catch_up(self) -> None:
         """Take in the nodes and edges the overlay gained since the last call."""
+        if self._seen == self.overlay.size:
+            return
         seen_nodes, seen_edges = self._seen
         self._seen = self.overlay.size
         fresh: list[dict[str, Any]] = []
@@ -1047,18 +1052,25 @@ class _Walk:
     expansions: int = 0
 
     def rows(
-        self, node_attrs: Callable[[str], dict[str, Any]], *, paths: bool
+        self,
+        node_attrs: Callable[[str], dict[str, Any]],
+        deadline: Deadline | None,
+        *,
+        paths: bool,
     ) -> list[dict[str, Any]]:
         """Each node reached, first reached first: its attributes with `_depth`, `_from` (the
         start it was reached from) and `_walked` (the way its last edge was walked); with
         `paths`, `_path` (the nodes from the start) and `_walked` for each of its edges."""
-        rows = []
-        for node in self.order:
+
+        def row(node: str) -> dict[str, Any]:
             depth, origin, _, way = self.reached[node]
-            row = {**node_attrs(node), "_depth": depth, "_from": origin, "_walked": way}
+            made = {**node_attrs(node), "_depth": depth, "_from": origin, "_walked": way}
             if paths:
-                row["_path"], row["_walked"] = self.path_to(node)
-            rows.append(row)
+                made["_path"], made["_walked"] = self.path_to(node)
+            return made
+
+        rows, cut = _made(row, self.order, deadline)
+        self.caps_hit.extend(c for c in cut if c not in self.caps_hit)
         return rows
 
     def path_to(self, node: str) -> tuple[list[str], list[str]]:
@@ -1088,6 +1100,22 @@ class _Bound:
     def cut(self) -> list[str]:
         """The caps hit by cutting a result to `count`."""
         return [self.cap] if self.by_cap else []
+
+
+def _made(
+    make: Callable[[Any], dict[str, Any]], found: list[Any], deadline: Deadline | None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The result rows of what a search found, made against the deadline: the rows made
+    when it passed, and the budget's name (else no name)."""
+    deadline = deadline or Deadline.never()
+    rows: list[dict[str, Any]] = []
+    try:
+        for item in found:
+            deadline.tick()
+            rows.append(make(item))
+    except BudgetSpent as spent:
+        return rows, [spent.cap]
+    return rows, []
 
 
 def _held(requested: int | None, default: int, cap: int, name: str) -> tuple[int, list[str]]:
