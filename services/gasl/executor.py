@@ -23,6 +23,7 @@ first one left out gets an `error` record naming the budget.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -100,6 +101,7 @@ _QUERIES = (
     ast.CreateGroups,
 )
 MAX_PROVENANCE = 200
+MAX_PROVENANCE_ITEMS = 10_000
 SHOW_ROWS = 5  # what SHOW previews without LIMIT
 MAX_SHOW_ROWS = 50
 
@@ -114,10 +116,12 @@ class _Outcome:
 
 
 def provenance_of(value: Any) -> list[str]:
-    """Source ids (chunks) named by the items of a result, first seen first."""
+    """Source ids (chunks) named by the first items of a result, first seen first: the
+    first MAX_PROVENANCE_ITEMS, so a result of millions of rows (a JOIN) is not read whole
+    after its command's budget ran out."""
     seen: dict[str, None] = {}
     items = value if isinstance(value, list) else [value]
-    for item in items:
+    for item in itertools.islice(items, MAX_PROVENANCE_ITEMS):
         if isinstance(item, dict):
             for sid in item.get("source_ids", []) or []:
                 seen.setdefault(str(sid), None)
