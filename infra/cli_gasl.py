@@ -240,16 +240,17 @@ def gasl_check(commands: tuple[str, ...]) -> None:
 def _write_sizes(
     ctx: click.Context, param: click.Parameter, value: str | None
 ) -> tuple[int, ...] | None:
-    """`--write-sizes`: node counts, comma-separated, each at least 100 and in increasing
-    order (the section compares the largest with the smallest)."""
+    """`--write-sizes`: node counts, comma-separated, each at least 1,000 (every change of
+    the section groups 100 new members) and in increasing order (the section compares the
+    largest with the smallest)."""
     if value is None:
         return None
     try:
         sizes = tuple(int(part) for part in value.split(",") if part.strip())
     except ValueError:
         raise click.BadParameter(f"node counts separated by commas, got {value!r}") from None
-    if any(n < 100 for n in sizes) or list(sizes) != sorted(set(sizes)):
-        raise click.BadParameter(f"increasing node counts of at least 100, got {value!r}")
+    if any(n < 1000 for n in sizes) or list(sizes) != sorted(set(sizes)):
+        raise click.BadParameter(f"increasing node counts of at least 1000, got {value!r}")
     return sizes
 
 

@@ -261,6 +261,8 @@ def write_figures(sizes: tuple[int, ...] = WRITE_SIZES, repeat: int = 5) -> dict
     UPDATE, each followed by its first read (an indexed FIND, which reads the graph with
     the job's overlay); each against an indexed FIND before any write (`read_ms`), and
     the largest size against the smallest (target: within 3x)."""
+    if not sizes or min(sizes) < _MEMBERS * repeat:
+        raise ValueError(f"the writes section needs graphs of at least {_MEMBERS * repeat} nodes")
     per_size = [_writes_at(size, repeat) for size in sizes]
     small, large = per_size[0], per_size[-1]
     ratios = {
@@ -293,7 +295,7 @@ def _writes_at(nodes: int, repeat: int) -> dict[str, Any]:
     times: dict[str, list[float]] = {}
     _timed(executor, "DECLARE found AS LIST")
     for n in range(repeat):
-        bucket, batch = (n * 31 + 1) % buckets, n % max(1, nodes // _ROWS)
+        bucket, batch = n, n % max(1, nodes // _ROWS)  # a bucket of its own: new members
         _timed(executor, f"FIND nodes WHERE bucket = {bucket} AS members")
         _timed(executor, f"FIND nodes WHERE batch = {batch} LIMIT {_ROWS} AS rows")
         changes = {
