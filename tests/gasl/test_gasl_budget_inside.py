@@ -117,3 +117,29 @@ async def test_no_plan_overruns_its_budget_on_a_million_nodes(million: NetworkXA
     named = [r for r in records if PLAN_BUDGET in r.caps_hit]
     assert named and records[-1] is named[-1], seen
     assert records[-1].status in {"partial", "error"}, seen
+
+
+async def test_a_join_and_a_write_cut_short_keep_what_they_did() -> None:
+    """Small graph, many rows: JOIN and CREATE_GROUPS stop on a 50 ms budget, `partial`,
+    with the pairs made and the groups created so far (and those groups in the overlay)."""
+    adapter = NetworkXAdapter.from_graph(quick_graph(1000))
+    executor = GaslExecutor(adapter, budget=TimeBudget(plan_s=60, command_s=0.05))
+    executor.context.set("rows", [{"id": f"n{i % 1000}", "k": i % 3} for i in range(400_000)])
+    executor.context.set("few", [{"k": i % 3} for i in range(3000)])
+    result = await executor.execute_plan(
+        {
+            "plan_id": "cut",
+            "commands": [
+                "JOIN few WITH few ON k = k AS pairs",
+                "CREATE_GROUPS FROM rows BY id AS groups",
+            ],
+        }
+    )
+    joined, grouped = result.records
+    assert (joined.status, joined.caps_hit) == ("partial", [COMMAND_BUDGET])
+    assert 0 < joined.count < 3000 * 1000
+    assert (grouped.status, grouped.caps_hit) == ("partial", [COMMAND_BUDGET])
+    assert 0 < grouped.detail["rows_taken"] < grouped.detail["rows_total"] == 400_000
+    made = [n["id"] for n in executor.overlay.nodes]
+    assert len(made) == grouped.count > 0
+    assert (await executor.execute(f'NEIGHBORS "{made[0]}" VIA "member_of" AS m'))[0].count >= 1
