@@ -352,6 +352,16 @@ def format_write_figures(figures: dict[str, Any]) -> str:
             cells.append(f"{row[f'{name}_read_ms']:>8.3f}")
         cells.append(f"{row['copy_ms']:>12.1f}")
         lines.append("".join(cells))
+    lines.append(
+        f"{'x read':>10}{'':>9}{'groups':>9}{'read':>8}{'add_field':>11}{'read':>8}"
+        f"{'update':>9}{'read':>8}"
+    )
+    for row in figures["by_size"]:
+        cells = [f"{row['nodes']:>10,}", f"{'':>9}"]
+        for name, width in (("create_groups", 9), ("add_field", 11), ("update", 9)):
+            cells.append(f"{row[f'{name}_x_read']:>{width}.1f}")
+            cells.append(f"{row[f'{name}_read_x_read']:>8.1f}")
+        lines.append("".join(cells))
     ratios = figures["largest_vs_smallest"]
     large, small = figures["sizes"][-1], figures["sizes"][0]
     verdict = "met" if figures["meets_target"] else "NOT met"
