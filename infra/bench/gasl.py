@@ -3,7 +3,9 @@
 Questions:
 - equality FIND on `nodes` nodes, with the attribute index and with a forced full scan;
 - a CONTAINS scan on the same nodes;
-- paths of length <= 3 between two node groups of a scale-free graph of `path_nodes` nodes.
+- paths of length <= 3 between two node groups of a scale-free graph of `path_nodes` nodes;
+- writes: what a CREATE_GROUPS, an ADD_FIELD and an UPDATE, and the first read after each,
+  cost on scale-free graphs of growing size (`write_figures`).
 GrandCypher answers the same questions on the same graphs (a directed copy for paths,
 which it requires). Returns plain figures; `format_gasl_bench` renders them for people.
 """
@@ -212,13 +214,177 @@ def _median_ms(state: StateStore, updates: int, spread: int) -> float:
     return round(statistics.median(times), 4)
 
 
+# The writes section: what one change costs on graphs of growing size.
+WRITE_SIZES = (10_000, 100_000, 1_000_000)
+_MEMBERS = 100  # nodes per `bucket` value: a CREATE_GROUPS of 100 members
+_ROWS = 10_000  # rows per `batch` value: an ADD_FIELD on 10^4 rows
+_CHANGES = ("create_groups", "add_field", "update")
+# How much more a change (or the read after it) may cost on the largest graph than on the
+# smallest: a write costs what it changes, not the size of the graph.
+WRITE_TARGET = 3.0
+
+
+def linked_graph(nodes: int, seed: int = 7) -> nx.Graph:
+    """A scale-free graph built quickly (preferential attachment, two links per new node,
+    by drawing from the list of every link end so far), in the shared attribute model:
+    `bucket` puts 100 nodes in each value, `batch` 10^4 nodes (fewer on a smaller graph)."""
+    rng = random.Random(seed)
+    buckets = max(1, nodes // _MEMBERS)
+    batches = max(1, nodes // _ROWS)
+    ends: list[int] = [0, 1]
+    edges: list[tuple[int, int]] = [(0, 1)]
+    for new in range(2, nodes):
+        for old in {ends[rng.randrange(len(ends))], ends[rng.randrange(len(ends))]}:
+            edges.append((new, old))
+            ends.extend((new, old))
+    graph = nx.Graph()
+    graph.add_nodes_from(
+        (
+            f"n{i}",
+            {
+                "id": f"n{i}",
+                "entity_type": f"T{i % _TYPES}",
+                "bucket": i % buckets,
+                "batch": i % batches,
+                "source_ids": [f"chunk-{i % 997}"],
+            },
+        )
+        for i in range(nodes)
+    )
+    graph.add_edges_from((f"n{u}", f"n{v}") for u, v in edges)
+    return graph
+
+
+def write_figures(sizes: tuple[int, ...] = WRITE_SIZES, repeat: int = 5) -> dict[str, Any]:
+    """Per-change cost (median ms of `repeat` changes, each on fresh rows) on a scale-free
+    graph of each size: CREATE_GROUPS of 100 members, ADD_FIELD on 10^4 rows and a 100-item
+    UPDATE, each followed by its first read (an indexed FIND, which reads the graph with
+    the job's overlay); each against an indexed FIND before any write (`read_ms`), and
+    the largest size against the smallest (target: within 3x). The baseline (`copy_ms`) is
+    what the first command after a change cost when the overlay was merged into a copy."""
+    if not sizes or min(sizes) < _MEMBERS * repeat:
+        raise ValueError(f"the writes section needs graphs of at least {_MEMBERS * repeat} nodes")
+    per_size = [_writes_at(size, repeat) for size in sizes]
+    small, large = per_size[0], per_size[-1]
+    ratios = {
+        name: round(large[f"{name}_ms"] / small[f"{name}_ms"], 2) if small[f"{name}_ms"] else None
+        for name in (*_CHANGES, *(f"{c}_read" for c in _CHANGES), "read")
+    }
+    met = all(ratio is not None and ratio <= WRITE_TARGET for ratio in ratios.values())
+    return {
+        "sizes": list(sizes),
+        "by_size": per_size,
+        "largest_vs_smallest": ratios,
+        "target": WRITE_TARGET,
+        "meets_target": met,
+    }
+
+
+def _writes_at(nodes: int, repeat: int) -> dict[str, Any]:
+    started = time.perf_counter()
+    graph = linked_graph(nodes)
+    adapter = NetworkXAdapter.from_graph(graph)
+    build_ms = (time.perf_counter() - started) * 1000
+    executor = GaslExecutor(adapter, StateStore(), caps=Caps(max_results=_ROWS))
+    buckets = max(1, nodes // _MEMBERS)
+
+    def read(n: int) -> float:
+        return _timed(executor, f"FIND nodes WHERE bucket = {(n * 7919) % buckets} AS read")
+
+    for n in range(3):  # the bucket index and column are built once per graph, before
+        read(n)
+    reads = [read(n) for n in range(repeat)]
+    times: dict[str, list[float]] = {}
+    _timed(executor, "DECLARE found AS LIST")
+    for n in range(repeat):
+        bucket, batch = n, n % max(1, nodes // _ROWS)  # a bucket of its own: new members
+        _timed(executor, f"FIND nodes WHERE bucket = {bucket} AS members")
+        _timed(executor, f"FIND nodes WHERE batch = {batch} LIMIT {_ROWS} AS rows")
+        changes = {
+            "create_groups": "CREATE_GROUPS FROM members BY bucket AS groups",
+            "add_field": "ADD_FIELD rows FIELD hop = bucket AS marked",
+            "update": "UPDATE found WITH members",
+        }
+        for name, command in changes.items():
+            times.setdefault(name, []).append(_timed(executor, command))
+            times.setdefault(f"{name}_read", []).append(read(repeat + n))
+    read_ms = statistics.median(reads)
+    row: dict[str, Any] = {
+        "nodes": nodes,
+        "build_s": round(build_ms / 1000, 1),
+        "read_ms": round(read_ms, 3),
+    }
+    for name, values in times.items():
+        row[f"{name}_ms"] = round(statistics.median(values), 3)
+        row[f"{name}_x_read"] = round(statistics.median(values) / read_ms, 1)
+    created = executor.overlay.size
+    row["overlay"] = {"nodes": created[0], "edges": created[1]}
+    # the baseline: what the first command after each change cost when the overlay was
+    # merged into a copy of the graph (copying it and building the copy's adapter)
+    started = time.perf_counter()
+    NetworkXAdapter.from_graph(graph.copy())
+    row["copy_ms"] = round((time.perf_counter() - started) * 1000, 1)
+    return row
+
+
+def _timed(executor: GaslExecutor, command: str) -> float:
+    """The milliseconds one command ran, as its record says (parsing the plan and saving
+    the state at its end are the plan's, not the command's); it must succeed."""
+    [record] = asyncio.run(executor.execute(command))
+    if record.status != "success":
+        raise RuntimeError(f"bench command {command!r} ended {record.status}: {record.error}")
+    return record.duration_ms
+
+
+def format_write_figures(figures: dict[str, Any]) -> str:
+    """The writes section, for people."""
+    lines = [
+        "writes (one change, then the first read after it; ms, median; x read = against "
+        "an indexed FIND before any write; copy before = what the first command after a "
+        "change cost when the overlay was merged into a copy of the graph)",
+        f"{'nodes':>10}{'read':>9}{'groups':>9}{'read':>8}{'add_field':>11}{'read':>8}"
+        f"{'update':>9}{'read':>8}{'copy before':>12}",
+    ]
+    for row in figures["by_size"]:
+        cells = [f"{row['nodes']:>10,}", f"{row['read_ms']:>9.3f}"]
+        for name, width in (("create_groups", 9), ("add_field", 11), ("update", 9)):
+            cells.append(f"{row[f'{name}_ms']:>{width}.2f}")
+            cells.append(f"{row[f'{name}_read_ms']:>8.3f}")
+        cells.append(f"{row['copy_ms']:>12.1f}")
+        lines.append("".join(cells))
+    lines.append(
+        f"{'x read':>10}{'':>9}{'groups':>9}{'read':>8}{'add_field':>11}{'read':>8}"
+        f"{'update':>9}{'read':>8}"
+    )
+    for row in figures["by_size"]:
+        cells = [f"{row['nodes']:>10,}", f"{'':>9}"]
+        for name, width in (("create_groups", 9), ("add_field", 11), ("update", 9)):
+            cells.append(f"{row[f'{name}_x_read']:>{width}.1f}")
+            cells.append(f"{row[f'{name}_read_x_read']:>8.1f}")
+        lines.append("".join(cells))
+    ratios = figures["largest_vs_smallest"]
+    large, small = figures["sizes"][-1], figures["sizes"][0]
+    verdict = "met" if figures["meets_target"] else "NOT met"
+    lines.append(
+        f"{large:,} vs {small:,} nodes: "
+        + ", ".join(f"{name} {ratio}x" for name, ratio in ratios.items())
+        + f" (target within {figures['target']:g}x: {verdict})"
+    )
+    return "\n".join(lines)
+
+
 def run_gasl_bench(
-    nodes: int = 1_000_000, path_nodes: int = 100_000, repeat: int = 3, cypher: bool = True
+    nodes: int = 1_000_000,
+    path_nodes: int = 100_000,
+    repeat: int = 3,
+    cypher: bool = True,
+    write_sizes: tuple[int, ...] = WRITE_SIZES,
 ) -> dict[str, Any]:
     """Run every question in GASL (and GrandCypher unless `cypher=False`); figures in ms.
 
     GASL times are the best of `repeat` runs through the executor (parse, bind, search,
-    record); GrandCypher runs once per question.
+    record); GrandCypher runs once per question. The writes section runs on a graph of
+    each of `write_sizes` nodes (none: no writes section).
     """
     figures: dict[str, Any] = {"nodes": nodes, "path_nodes": path_nodes}
     figures.update(_find_questions(nodes, repeat, cypher))
@@ -227,6 +393,8 @@ def run_gasl_bench(
     scan, hit = by_name["equality (scan)"]["gasl_ms"], by_name["equality (index)"]["gasl_ms"]
     figures["index_speedup"] = round(scan / hit, 1) if hit else None
     figures["state_updates"] = state_update_figures()
+    if write_sizes:
+        figures["writes"] = write_figures(write_sizes)
     return figures
 
 
@@ -262,4 +430,6 @@ def format_gasl_bench(figures: dict[str, Any]) -> str:
             f"{updates[f'{kind}_{large}_ms']:.4f} ms at {large:,} "
             f"({updates[f'{kind}_ratio']}x; target within 2x)"
         )
+    if "writes" in figures:
+        lines.append(format_write_figures(figures["writes"]))
     return "\n".join(lines)

@@ -237,6 +237,23 @@ def gasl_check(commands: tuple[str, ...]) -> None:
         raise SystemExit(cli_support.EXIT_INPUT)
 
 
+def _write_sizes(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> tuple[int, ...] | None:
+    """`--write-sizes`: node counts, comma-separated, each at least 1,000 (every change of
+    the section groups 100 new members) and in increasing order (the section compares the
+    largest with the smallest)."""
+    if value is None:
+        return None
+    try:
+        sizes = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError:
+        raise click.BadParameter(f"node counts separated by commas, got {value!r}") from None
+    if any(n < 1000 for n in sizes) or list(sizes) != sorted(set(sizes)):
+        raise click.BadParameter(f"increasing node counts of at least 1000, got {value!r}")
+    return sizes
+
+
 @click.command()
 @click.option(
     "--nodes",
@@ -268,9 +285,21 @@ def gasl_check(commands: tuple[str, ...]) -> None:
     help="Round plans the local model writes with and without the GASL grammar (twice as "
     "many answers, some seconds each); 0 skips them.",
 )
+@click.option(
+    "--write-sizes",
+    callback=_write_sizes,
+    help="Graph sizes (nodes, comma-separated) of the writes section, smallest first "
+    "[default: 10000,100000,1000000]; an empty value skips the section.",
+)
 @click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
 def bench_gasl(
-    nodes: int, path_nodes: int, repeat: int, no_cypher: bool, plan_questions: int, as_json: bool
+    nodes: int,
+    path_nodes: int,
+    repeat: int,
+    no_cypher: bool,
+    plan_questions: int,
+    write_sizes: tuple[int, ...] | None,
+    as_json: bool,
 ) -> None:
     """GASL FIND (index and scan) and path queries against GrandCypher on generated graphs,
     and how often the local model's round plans parse with and without the GASL grammar."""
@@ -286,8 +315,9 @@ def bench_gasl(
                 "the GrandCypher baseline needs `pip install 'postel[dev]'`; or pass --no-cypher",
                 cli_support.EXIT_INPUT,
             )
+    sizes = {} if write_sizes is None else {"write_sizes": write_sizes}
     figures = run_gasl_bench(
-        nodes=nodes, path_nodes=path_nodes, repeat=repeat, cypher=not no_cypher
+        nodes=nodes, path_nodes=path_nodes, repeat=repeat, cypher=not no_cypher, **sizes
     )
     text = format_gasl_bench(figures)
     if plan_questions:

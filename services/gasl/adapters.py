@@ -11,9 +11,10 @@ job (and thread) that reads the same graph, so caps travel with each call.
 from __future__ import annotations
 
 import bisect
+import gc
 import itertools
-from collections import deque
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections import ChainMap, deque
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,7 +24,7 @@ from postel.services.gasl import ast
 from postel.services.gasl.budget import Deadline
 from postel.services.gasl.conditions import MISSING, evaluate
 from postel.services.gasl.errors import BudgetSpent
-from postel.services.gasl.loaders import load_graphml, relations_of
+from postel.services.gasl.loaders import PARALLEL, load_graphml, relations_of
 from postel.services.gasl.overlay import Overlay
 
 # How far a plan may raise each cap with SET: the searches stay within the time budgets'
@@ -185,8 +186,16 @@ class GraphAdapter(Protocol):
 
     def attribute_names(self) -> set[str]: ...
 
-    def overlaid(self, overlay: Overlay) -> GraphAdapter:
+    def overlaid(self, overlay: Overlay) -> OverlayView:
         """This graph with a job's overlay added; this adapter stays as it is."""
+        ...
+
+
+class OverlayView(GraphAdapter, Protocol):
+    """A graph read with a job's overlay, following the overlay as it grows."""
+
+    def catch_up(self) -> None:
+        """Take in what the overlay gained since the view was built or last caught up."""
         ...
 
 
@@ -208,7 +217,9 @@ class _Table:
 
     A scan tests each record with the WHERE compiled once into a test of its ordinal
     (`matcher`): equality reads the attribute's column, and CONTAINS, STARTS_WITH and
-    ENDS_WITH read a lower-cased copy of it, each built on first use and kept.
+    ENDS_WITH read a lower-cased copy of it, each built on first use and kept (a build cut
+    short by the deadline is dropped too). Records added later (`extend`, an overlay's)
+    update what was built, so nothing is built twice.
     """
 
     def __init__(self, records: list[dict[str, Any]], use_indexes: bool) -> None:
@@ -218,26 +229,51 @@ class _Table:
         self._columns: dict[str, list[Any]] = {}
         self._folded: dict[str, list[Any]] = {}
 
-    def column(self, name: str) -> list[Any]:
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def record(self, ordinal: int) -> dict[str, Any]:
+        return self.records[ordinal]
+
+    def first(self, count: int) -> list[dict[str, Any]]:
+        return self.records[:count]
+
+    def extend(self, records: list[dict[str, Any]]) -> None:
+        """Add records at the end, updating the columns and indexes built so far."""
+        start = len(self.records)
+        self.records.extend(records)
+        for name, column in self._columns.items():
+            column.extend(attrs.get(name, MISSING) for attrs in records)
+        for name, folded in self._folded.items():
+            folded.extend(_fold(attrs.get(name, MISSING)) for attrs in records)
+        for name, index in self._indexes.items():
+            if index is not None and not _index_into(index, name, records, start):
+                self._indexes[name] = None
+
+    def column(self, name: str, deadline: Deadline | None = None) -> list[Any]:
         """Each record's value of `name` (MISSING where it has none), by ordinal."""
         if name not in self._columns:
-            self._columns[name] = [attrs.get(name, MISSING) for attrs in self.records]
+            self._columns[name] = _chunked(
+                self.records, lambda attrs: attrs.get(name, MISSING), deadline
+            )
         return self._columns[name]
 
-    def folded(self, name: str) -> list[Any]:
+    def folded(self, name: str, deadline: Deadline | None = None) -> list[Any]:
         """The column lower-cased for text matches: a str, a tuple of the strs of a list
         value, or None where no text can match."""
         if name not in self._folded:
-            self._folded[name] = [_fold(value) for value in self.column(name)]
+            self._folded[name] = _chunked(self.column(name, deadline), _fold, deadline)
         return self._folded[name]
 
-    def matcher(self, where: ast.Condition) -> Callable[[int], bool]:
+    def matcher(
+        self, where: ast.Condition, deadline: Deadline | None = None
+    ) -> Callable[[int], bool]:
         """`where` as a test of a record's ordinal, with the same meaning as `evaluate`."""
         match where:
             case ast.Compare(ast.Field(path), "=", ast.Value(value)) | ast.Compare(
                 ast.Value(value), "=", ast.Field(path)
             ) if len(path) == 1 and not isinstance(value, list):
-                column = self.column(path[0])
+                column = self.column(path[0], deadline)
                 return lambda o: (x := column[o]) == value or (type(x) is list and value in x)
             case ast.Compare(ast.Field(path), "!=", ast.Value(value)) | ast.Compare(
                 ast.Value(value), "!=", ast.Field(path)
@@ -248,15 +284,15 @@ class _Table:
                 equal = self.matcher(ast.Compare(ast.Field(path), "=", ast.Value(value)))
                 return lambda o: not equal(o)
             case ast.TextMatch(ast.Field(path), op, ast.Value(str() as text)) if len(path) == 1:
-                return _text_matcher(self.folded(path[0]), op, text.casefold())
+                return _text_matcher(self.folded(path[0], deadline), op, text.casefold())
             case ast.And(items):
-                tests = [self.matcher(item) for item in items]
+                tests = [self.matcher(item, deadline) for item in items]
                 return lambda o: all(test(o) for test in tests)
             case ast.Or(items):
-                tests = [self.matcher(item) for item in items]
+                tests = [self.matcher(item, deadline) for item in items]
                 return lambda o: any(test(o) for test in tests)
             case ast.Not(inner):
-                test = self.matcher(inner)
+                test = self.matcher(inner, deadline)
                 return lambda o: not test(o)
         records = self.records
         return lambda o: evaluate(where, records[o])
@@ -270,18 +306,10 @@ class _Table:
 
     def _build(self, name: str, deadline: Deadline) -> dict[Hashable, list[int]] | None:
         index: dict[Hashable, list[int]] = {}
-        for ordinal, attrs in enumerate(self.records):
-            deadline.tick()
-            value = attrs.get(name)
-            if value is None:
-                continue
-            values = value if isinstance(value, list) else (value,)
-            for v in values:
-                if not isinstance(v, Hashable) or isinstance(v, tuple):
-                    return None
-                bucket = index.setdefault(v, [])
-                if not bucket or bucket[-1] != ordinal:
-                    bucket.append(ordinal)
+        for start in range(0, len(self.records), _SCAN_CHUNK):
+            deadline.check()
+            if not _index_into(index, name, self.records[start : start + _SCAN_CHUNK], start):
+                return None
         return index
 
     def candidates(self, where: ast.Condition, deadline: Deadline) -> list[int] | None:
@@ -331,31 +359,129 @@ class _Table:
         self, where: ast.Condition | None, limit: int | None, cap: int, deadline: Deadline
     ) -> _Selection:
         """Records matching `where`, at most `limit` and `cap` of them, found by the deadline."""
-        bound = _Bound.of(limit, cap, "max_results")
-        wanted = bound.count
-        hits: list[int] = []
-        examined = 0
-        planned: list[int] | None = None
-        try:
-            if where is not None and self.use_indexes:
-                planned = self.candidates(where, deadline)
-            pool: Sequence[int] = range(len(self.records)) if planned is None else planned
-            test = None if where is None else self.matcher(where)
+        return _select([self], where, limit, cap, deadline)
+
+
+class _Layers:
+    """The records of `base` followed by those of `top`, read without copying either: a
+    job's overlay records after the shared graph's. Ordinals run on from base into top, so
+    results come in the order a graph holding both would give."""
+
+    def __init__(self, base: _Table, top: _Table) -> None:
+        self.base = base
+        self.top = top
+
+    def __len__(self) -> int:
+        return len(self.base) + len(self.top)
+
+    def record(self, ordinal: int) -> dict[str, Any]:
+        cut = len(self.base)
+        return self.base.record(ordinal) if ordinal < cut else self.top.record(ordinal - cut)
+
+    def first(self, count: int) -> list[dict[str, Any]]:
+        return [*self.base.first(count), *self.top.first(max(0, count - len(self.base)))]
+
+    def matcher(
+        self, where: ast.Condition, deadline: Deadline | None = None
+    ) -> Callable[[int], bool]:
+        cut = len(self.base)
+        below, above = self.base.matcher(where, deadline), self.top.matcher(where, deadline)
+        return lambda o: below(o) if o < cut else above(o - cut)
+
+    def index(self, name: str, deadline: Deadline | None = None) -> None:
+        self.base.index(name, deadline)
+        self.top.index(name, deadline)
+
+    def select(
+        self, where: ast.Condition | None, limit: int | None, cap: int, deadline: Deadline
+    ) -> _Selection:
+        return _select([self.base, self.top], where, limit, cap, deadline)
+
+
+def _select(
+    layers: list[_Table],
+    where: ast.Condition | None,
+    limit: int | None,
+    cap: int,
+    deadline: Deadline,
+) -> _Selection:
+    """Records of the layers, in order, matching `where`: at most `limit` and `cap` of
+    them, found by the deadline. Each layer answers from its own indexes, or is scanned."""
+    bound = _Bound.of(limit, cap, "max_results")
+    wanted = bound.count
+    hits: list[int] = []
+    examined = done = 0
+    indexed = where is not None
+    try:
+        offset = 0
+        for table in layers:
+            planned = None
+            if where is not None and table.use_indexes:
+                planned = table.candidates(where, deadline)
+            indexed = indexed and planned is not None
+            pool: Sequence[int] = range(len(table)) if planned is None else planned
+            test = None if where is None else _test_of(table, where, planned, deadline)
             # in chunks: the deadline is read once per chunk, not per record
             for start in range(0, len(pool), _SCAN_CHUNK):
                 deadline.check()
                 chunk = pool[start : start + _SCAN_CHUNK]
-                hits.extend(chunk if test is None else [o for o in chunk if test(o)])
-                examined = start + len(chunk)
+                found = chunk if test is None else [o for o in chunk if test(o)]
+                hits.extend(o + offset for o in found)
                 if len(hits) > wanted:
                     # examined up to the first hit past those wanted (pools are ascending)
                     del hits[wanted + 1 :]
-                    examined = start + bisect.bisect_left(chunk, hits[-1]) + 1
-                    break
-        except BudgetSpent as spent:
-            return _Selection(hits[:wanted], [spent.cap], examined, planned is not None)
-        cut = bound.cut() if len(hits) > wanted else []
-        return _Selection(hits[:wanted], cut, examined, planned is not None)
+                    examined = done + start + bisect.bisect_left(chunk, hits[-1] - offset) + 1
+                    return _Selection(hits[:wanted], bound.cut(), examined, indexed)
+                examined = done + start + len(chunk)
+            done += len(pool)
+            offset += len(table)
+    except BudgetSpent as spent:
+        return _Selection(hits[:wanted], [spent.cap], examined, indexed)
+    return _Selection(hits, [], examined, indexed)
+
+
+def _test_of(
+    table: _Table, where: ast.Condition, planned: list[int] | None, deadline: Deadline
+) -> Callable[[int], bool]:
+    """The test of each record of a pool: compiled over columns for a scan; for the few
+    records an index chose, `evaluate` on each (building a column of the whole table would
+    cost more than the lookup)."""
+    if planned is None:
+        return table.matcher(where, deadline)
+    records = table.records
+    return lambda o: evaluate(where, records[o])
+
+
+def _index_into(
+    index: dict[Hashable, list[int]], name: str, records: list[dict[str, Any]], start: int
+) -> bool:
+    """Add records (the first has ordinal `start`) to an index of `name`; False when one
+    holds a value no index can hold."""
+    for ordinal, attrs in enumerate(records, start):
+        value = attrs.get(name)
+        if value is None:
+            continue
+        values = value if isinstance(value, list) else (value,)
+        for v in values:
+            if not isinstance(v, Hashable) or isinstance(v, tuple):
+                return False
+            bucket = index.setdefault(v, [])
+            if not bucket or bucket[-1] != ordinal:
+                bucket.append(ordinal)
+    return True
+
+
+def _chunked(
+    items: Sequence[Any], each: Callable[[Any], Any], deadline: Deadline | None
+) -> list[Any]:
+    """`each` of every item, the deadline read between chunks: a column of a large graph
+    is built within the command's budget or not at all."""
+    deadline = deadline or Deadline.never()
+    out: list[Any] = []
+    for start in range(0, len(items), _SCAN_CHUNK):
+        deadline.check()
+        out.extend(map(each, items[start : start + _SCAN_CHUNK]))
+    return out
 
 
 def _fold(value: Any) -> Any:
@@ -407,21 +533,32 @@ class NetworkXAdapter:
 
     Build it with `from_graphml` for files, or `from_graph` for a graph already in the
     shared attribute model. Indexes are built lazily per attribute, `entity_type` at load.
-    Searches only read the graph (the lazy index and edge table are filled idempotently),
-    so jobs in several threads may share one adapter.
+    Building one freezes what the process holds out of the garbage collector's reach (see
+    `__init__`). Searches only read the graph (the lazy index and edge table are filled
+    idempotently), so jobs in several threads may share one adapter.
     """
 
     def __init__(self, graph: nx.Graph, use_indexes: bool = True) -> None:
         self.graph = graph
-        self._node_ids: list[str] = list(graph.nodes)
-        node_attrs = [graph.nodes[n] for n in self._node_ids]
-        for node_id, attrs in zip(self._node_ids, node_attrs, strict=True):
+        self.use_indexes = use_indexes
+        self._directed = graph.is_directed()
+        self._sides: dict[str, Any] = (
+            {"succ": graph.succ, "pred": graph.pred} if self._directed else {"adj": graph.adj}
+        )
+        node_ids: list[str] = list(graph.nodes)
+        node_attrs = [graph.nodes[n] for n in node_ids]
+        for node_id, attrs in zip(node_ids, node_attrs, strict=True):
             attrs.setdefault("id", node_id)
-        self._ordinal = {n: i for i, n in enumerate(self._node_ids)}
-        self._nodes = _Table(node_attrs, use_indexes)
+        self._ordinal: Mapping[str, int] = {n: i for i, n in enumerate(node_ids)}
+        self._nodes: _Table | _Layers = _Table(node_attrs, use_indexes)
         self._edge_table: _Table | None = None
         if use_indexes:
             self.build_index("entity_type")
+        # A graph is held for the life of the process and changes no more. Left in the
+        # collector's generations, every full collection (which some command's allocations
+        # set off at a moment no budget controls) would walk all of its objects: seconds on
+        # a graph of 10^6 nodes. Frozen, collections walk only what commands allocate.
+        gc.freeze()
 
     @classmethod
     def from_graphml(cls, path: str | Path) -> NetworkXAdapter:
@@ -431,22 +568,27 @@ class NetworkXAdapter:
     def from_graph(cls, graph: nx.Graph, use_indexes: bool = True) -> NetworkXAdapter:
         return cls(graph, use_indexes)
 
-    @property
-    def _edges(self) -> _Table:
+    def _edges(self, deadline: Deadline | None = None) -> _Table | _Layers:
+        """One row per relation of every edge, built on first use (in chunks, against the
+        deadline: a build cut short is dropped)."""
         if self._edge_table is None:
+            deadline = deadline or Deadline.never()
             records = []
-            for u, v, attrs in self.graph.edges(data=True):
-                for relation in relations_of(attrs):  # one row per relation
-                    relation.setdefault("source", u)
-                    relation.setdefault("target", v)
-                    records.append(relation)
-            self._edge_table = _Table(records, self._nodes.use_indexes)
+            edges = iter(self.graph.edges(data=True))
+            while chunk := list(itertools.islice(edges, _SCAN_CHUNK)):
+                deadline.check()
+                for u, v, attrs in chunk:
+                    for relation in relations_of(attrs):  # one row per relation
+                        relation.setdefault("source", u)
+                        relation.setdefault("target", v)
+                        records.append(relation)
+            self._edge_table = _Table(records, self.use_indexes)
         return self._edge_table
 
-    def overlaid(self, overlay: Overlay) -> NetworkXAdapter:
-        """A new adapter over a copy of this graph with the overlay added: building it costs
-        a copy of the graph, so the executor builds it once per overlay change."""
-        return NetworkXAdapter(overlay.on(self.graph), self._nodes.use_indexes)
+    def overlaid(self, overlay: Overlay) -> OverlaidAdapter:
+        """A view of this graph with a job's overlay: nothing is copied, and this adapter
+        stays as it is."""
+        return OverlaidAdapter(self, overlay)
 
     def build_index(self, name: str) -> None:
         """Build the equality index of a node attribute now rather than on first use."""
@@ -454,14 +596,30 @@ class NetworkXAdapter:
 
     def attribute_names(self) -> set[str]:
         names: set[str] = set()
-        for attrs in self._nodes.records[:1000]:
+        for attrs in self._nodes.first(1000):
             names.update(attrs)
         return names
 
     def get_node(self, node_id: str) -> dict[str, Any] | None:
         if node_id not in self._ordinal:
             return None
-        return dict(self.graph.nodes[node_id])
+        return dict(self._node(node_id))
+
+    def _node(self, node_id: str) -> dict[str, Any]:
+        return self._nodes.record(self._ordinal[node_id])
+
+    def _edge(self, u: str, v: str) -> dict[str, Any]:
+        attrs: dict[str, Any] = self.graph.edges[u, v]
+        return attrs
+
+    def _has_edge(self, u: str, v: str) -> bool:
+        return bool(self.graph.has_edge(u, v))
+
+    def _adjacent(self, node: str, side: str) -> Iterable[tuple[str, dict[str, Any]]]:
+        """The neighbours of `node` on one side (`adj` of an undirected graph, `succ` or
+        `pred` of a directed one), each with its edge's attributes."""
+        items: Iterable[tuple[str, dict[str, Any]]] = self._sides[side][node].items()
+        return items
 
     def find_nodes(
         self,
@@ -472,7 +630,7 @@ class NetworkXAdapter:
         deadline: Deadline | None = None,
     ) -> Found:
         chosen = self._nodes.select(where, limit, caps.max_results, deadline or Deadline.never())
-        items = [dict(self._nodes.records[i]) for i in chosen.ordinals]
+        items = [dict(self._nodes.record(i)) for i in chosen.ordinals]
         return Found(items, chosen.caps_hit, chosen.examined, chosen.used_index)
 
     def find_edges(
@@ -483,30 +641,33 @@ class NetworkXAdapter:
         caps: Caps = DEFAULT_CAPS,
         deadline: Deadline | None = None,
     ) -> Found:
-        table = self._edges
-        chosen = table.select(where, limit, caps.max_results, deadline or Deadline.never())
-        items = [dict(table.records[i]) for i in chosen.ordinals]
+        deadline = deadline or Deadline.never()
+        try:
+            table = self._edges(deadline)
+        except BudgetSpent as spent:
+            return Found([], [spent.cap], 0, False)
+        chosen = table.select(where, limit, caps.max_results, deadline)
+        items = [dict(table.record(i)) for i in chosen.ordinals]
         return Found(items, chosen.caps_hit, chosen.examined, chosen.used_index)
 
     def _steps(self, node: str, direction: ast.Direction) -> Iterator[tuple[str, Any, str]]:
         """The edges a walk may take from `node`, each with the way it is walked: on a
         directed graph `out` (along the edge) and/or `in` (against it); an undirected
         graph's edges are `undirected`, taken whatever the direction asked."""
-        graph = self.graph
-        if not graph.is_directed():
-            for nxt, attrs in graph.adj[node].items():
+        if not self._directed:
+            for nxt, attrs in self._adjacent(node, "adj"):
                 yield nxt, attrs, "undirected"
             return
         if direction != "in":
-            for nxt, attrs in graph.succ[node].items():
+            for nxt, attrs in self._adjacent(node, "succ"):
                 yield nxt, attrs, "out"
         if direction != "out":
-            for nxt, attrs in graph.pred[node].items():
+            for nxt, attrs in self._adjacent(node, "pred"):
                 yield nxt, attrs, "in"
 
     def _path_record(self, nodes: list[str], walked: list[str]) -> dict[str, Any]:
         edges = [
-            {**self.graph.edges[(b, a) if way == "in" else (a, b)], "walked": way}
+            {**(self._edge(b, a) if way == "in" else self._edge(a, b)), "walked": way}
             for (a, b), way in zip(itertools.pairwise(nodes), walked, strict=True)
         ]
         return {
@@ -541,12 +702,12 @@ class NetworkXAdapter:
         end_set = {e for e in ends if e in self._ordinal}
         start_set = set(start_ids)
         # walked both ways, a path between two nodes of both sets is found from either end
-        either_way = direction == "both" or not self.graph.is_directed()
-        passes = None if where is None else self._nodes.matcher(where)
+        either_way = direction == "both" or not self._directed
         paths: list[tuple[list[str], list[str]]] = []
         expansions = 0
         stopped = ""
         try:
+            passes = None if where is None else self._nodes.matcher(where, deadline)
             for start in start_ids:
                 if stopped:
                     break
@@ -592,8 +753,8 @@ class NetworkXAdapter:
             stopped = spent.cap
         if stopped and stopped != "limit":
             caps_hit.append(stopped)
-        items = [self._path_record(p, w) for p, w in paths[:wanted]]
-        return Found(items, caps_hit, expansions, False)
+        items, cut = _made(lambda found: self._path_record(*found), paths[:wanted], deadline)
+        return Found(items, sorted({*caps_hit, *cut}), expansions, False)
 
     def neighbors(
         self,
@@ -609,7 +770,8 @@ class NetworkXAdapter:
         walk = self._breadth_first(
             starts, () if via is None else (via,), depth, 1, limit, caps, deadline, direction
         )
-        return Found(walk.rows(self.graph, paths=False), walk.caps_hit, walk.expansions, False)
+        rows = walk.rows(self._node, deadline, paths=False)
+        return Found(rows, walk.caps_hit, walk.expansions, False)
 
     def walk(
         self,
@@ -626,7 +788,8 @@ class NetworkXAdapter:
         `depth` hops (default 2), each with the path that reached it first (`_path`, the
         ways its edges were walked in `_walked`)."""
         walk = self._breadth_first(starts, follow, depth, 2, limit, caps, deadline, direction)
-        return Found(walk.rows(self.graph, paths=True), walk.caps_hit, walk.expansions, False)
+        rows = walk.rows(self._node, deadline, paths=True)
+        return Found(rows, walk.caps_hit, walk.expansions, False)
 
     def subgraph(
         self,
@@ -670,7 +833,7 @@ class NetworkXAdapter:
         if len(edges) > caps.max_results:
             del edges[caps.max_results :]
             caps_hit = sorted({*caps_hit, "max_results"})
-        nodes = [dict(self.graph.nodes[n]) for n in members]
+        nodes = [dict(self._node(n)) for n in members]
         item = {
             "nodes": nodes,
             "edges": edges,
@@ -700,7 +863,7 @@ class NetworkXAdapter:
         )
         bound = _Bound.of(limit, caps.max_paths, "max_paths")
         targets = {r for r in rights if r in self._ordinal}
-        either_way = direction == "both" or not self.graph.is_directed()
+        either_way = direction == "both" or not self._directed
         follow = () if via is None else (via,)
         pairs: dict[tuple[str, str] | frozenset[str], tuple[list[str], list[str]]] = {}
         expansions = 0
@@ -725,8 +888,9 @@ class NetworkXAdapter:
         ranked = sorted(pairs.values(), key=lambda found: len(found[0]))
         if len(ranked) > bound.count:
             caps_hit = sorted({*caps_hit, *bound.cut()})
-        items = [self._path_record(p, w) for p, w in ranked[: bound.count]]
-        return Found(items, caps_hit, expansions, False)
+        made = ranked[: bound.count]
+        items, cut = _made(lambda found: self._path_record(*found), made, deadline)
+        return Found(items, sorted({*caps_hit, *cut}), expansions, False)
 
     def _breadth_first(
         self,
@@ -780,6 +944,131 @@ class NetworkXAdapter:
         return walk
 
 
+class OverlaidAdapter(NetworkXAdapter):
+    """A shared graph and one job's overlay, read together without copying either.
+
+    The base adapter (its graph, tables and indexes, shared by every job of the process)
+    is never changed. The overlay's nodes and relations are small tables of their own,
+    read after the graph's; an overlay edge between two nodes already linked becomes one
+    more relation of that edge (as a graph's own parallel relations are), in a copy of
+    that one edge's attributes kept here. `catch_up` takes in what the overlay gained
+    since, updating the overlay's tables and indexes: a write costs what it adds,
+    whatever the size of the graph."""
+
+    def __init__(self, base: NetworkXAdapter, overlay: Overlay) -> None:
+        if not isinstance(base._nodes, _Table):
+            raise TypeError("an overlay view is built on a graph's own adapter")
+        self.base = base
+        self.overlay = overlay
+        self.use_indexes = base.use_indexes
+        self._directed = base._directed
+        self._top_nodes = _Table([], base.use_indexes)
+        self._top_edges = _Table([], base.use_indexes)
+        self._nodes = _Layers(base._nodes, self._top_nodes)
+        self._top_ordinal: dict[str, int] = {}
+        self._ordinal = ChainMap(base._ordinal, self._top_ordinal)  # type: ignore[arg-type]
+        sides = ("succ", "pred") if self._directed else ("adj",)
+        # per side, node -> neighbour -> attributes: the graph's edges the overlay added
+        # relations to (`_replaced`), and the edges only the overlay has (`_added`)
+        self._replaced: dict[str, dict[str, dict[str, dict[str, Any]]]] = {s: {} for s in sides}
+        self._added: dict[str, dict[str, dict[str, dict[str, Any]]]] = {s: {} for s in sides}
+        self._seen = (0, 0)
+        self.catch_up()
+
+    def catch_up(self) -> None:
+        """Take in the nodes and edges the overlay gained since the last call."""
+        if self._seen == self.overlay.size:
+            return
+        seen_nodes, seen_edges = self._seen
+        self._seen = self.overlay.size
+        fresh: list[dict[str, Any]] = []
+        for node in self.overlay.nodes[seen_nodes:]:
+            node_id = str(node["id"])
+            # CREATE_* never makes an id the graph has; an overlay kept from another
+            # version of the graph yields to the graph's own node
+            if node_id in self._ordinal:
+                continue
+            self._top_ordinal[node_id] = len(self._nodes) + len(fresh)
+            fresh.append(dict(node))
+        self._top_nodes.extend(fresh)
+        relations = [self._link(edge) for edge in self.overlay.edges[seen_edges:]]
+        self._top_edges.extend([r for r in relations if r is not None])
+
+    def _link(self, edge: dict[str, Any]) -> dict[str, Any] | None:
+        """Add one overlay edge to the view; its relation row, or None when an end is
+        missing (CREATE_EDGES links existing nodes only)."""
+        u, v = str(edge["source"]), str(edge["target"])
+        if u not in self._ordinal or v not in self._ordinal:
+            return None
+        relation = dict(edge)
+        known = self._pair(u, v)
+        if known is not None:
+            known[PARALLEL] = [*known.get(PARALLEL, []), relation]
+        elif self.base._has_edge(u, v):
+            attrs = self.base._edge(u, v)
+            merged = {**attrs, PARALLEL: [*attrs.get(PARALLEL, []), relation]}
+            self._register(self._replaced, u, v, merged)
+        else:
+            self._register(self._added, u, v, dict(edge))
+        return relation
+
+    def _register(
+        self, table: dict[str, dict[str, dict[str, dict[str, Any]]]], u: str, v: str, attrs: Any
+    ) -> None:
+        if self._directed:
+            table["succ"].setdefault(u, {})[v] = attrs
+            table["pred"].setdefault(v, {})[u] = attrs
+        else:
+            table["adj"].setdefault(u, {})[v] = attrs
+            table["adj"].setdefault(v, {})[u] = attrs
+
+    def _pair(self, u: str, v: str) -> dict[str, Any] | None:
+        """The attributes of edge u-v where the overlay touched it, else None."""
+        side = "succ" if self._directed else "adj"
+        for table in (self._replaced, self._added):
+            found = table[side].get(u, {}).get(v)
+            if found is not None:
+                return found
+        return None
+
+    def overlaid(self, overlay: Overlay) -> OverlaidAdapter:
+        """This view with a further overlay: both overlays on the same graph."""
+        both = Overlay([*self.overlay.nodes, *overlay.nodes], [*self.overlay.edges, *overlay.edges])
+        return OverlaidAdapter(self.base, both)
+
+    def _edges(self, deadline: Deadline | None = None) -> _Table | _Layers:
+        base = self.base._edges(deadline)
+        assert isinstance(base, _Table)  # a graph's own adapter has one table
+        return _Layers(base, self._top_edges)
+
+    def _edge(self, u: str, v: str) -> dict[str, Any]:
+        found = self._pair(u, v)
+        return self.base._edge(u, v) if found is None else found
+
+    def _has_edge(self, u: str, v: str) -> bool:
+        return self._pair(u, v) is not None or self.base._has_edge(u, v)
+
+    def _adjacent(self, node: str, side: str) -> Iterable[tuple[str, dict[str, Any]]]:
+        base = self.base._adjacent(node, side) if node in self.base._ordinal else ()
+        replaced = self._replaced[side].get(node)
+        added = self._added[side].get(node)
+        if replaced is None and added is None:
+            return base
+        return _joined(base, replaced or {}, added or {})
+
+
+def _joined(
+    base: Iterable[tuple[str, dict[str, Any]]],
+    replaced: dict[str, dict[str, Any]],
+    added: dict[str, dict[str, Any]],
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A node's neighbours in the graph (with the overlay's relations where it added
+    some), then those only the overlay links it to: the order a merged graph gives."""
+    for nxt, attrs in base:
+        yield nxt, replaced.get(nxt, attrs)
+    yield from added.items()
+
+
 @dataclass
 class _Walk:
     """A breadth-first walk: per node reached its (depth, start, previous node, way walked)."""
@@ -789,17 +1078,26 @@ class _Walk:
     caps_hit: list[str] = field(default_factory=list)
     expansions: int = 0
 
-    def rows(self, graph: nx.Graph, *, paths: bool) -> list[dict[str, Any]]:
+    def rows(
+        self,
+        node_attrs: Callable[[str], dict[str, Any]],
+        deadline: Deadline | None,
+        *,
+        paths: bool,
+    ) -> list[dict[str, Any]]:
         """Each node reached, first reached first: its attributes with `_depth`, `_from` (the
         start it was reached from) and `_walked` (the way its last edge was walked); with
         `paths`, `_path` (the nodes from the start) and `_walked` for each of its edges."""
-        rows = []
-        for node in self.order:
+
+        def row(node: str) -> dict[str, Any]:
             depth, origin, _, way = self.reached[node]
-            row = {**graph.nodes[node], "_depth": depth, "_from": origin, "_walked": way}
+            made = {**node_attrs(node), "_depth": depth, "_from": origin, "_walked": way}
             if paths:
-                row["_path"], row["_walked"] = self.path_to(node)
-            rows.append(row)
+                made["_path"], made["_walked"] = self.path_to(node)
+            return made
+
+        rows, cut = _made(row, self.order, deadline)
+        self.caps_hit.extend(c for c in cut if c not in self.caps_hit)
         return rows
 
     def path_to(self, node: str) -> tuple[list[str], list[str]]:
@@ -829,6 +1127,22 @@ class _Bound:
     def cut(self) -> list[str]:
         """The caps hit by cutting a result to `count`."""
         return [self.cap] if self.by_cap else []
+
+
+def _made(
+    make: Callable[[Any], dict[str, Any]], found: list[Any], deadline: Deadline | None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The result rows of what a search found, made against the deadline: the rows made
+    when it passed, and the budget's name (else no name)."""
+    deadline = deadline or Deadline.never()
+    rows: list[dict[str, Any]] = []
+    try:
+        for item in found:
+            deadline.tick()
+            rows.append(make(item))
+    except BudgetSpent as spent:
+        return rows, [spent.cap]
+    return rows, []
 
 
 def _held(requested: int | None, default: int, cap: int, name: str) -> tuple[int, list[str]]:

@@ -2,9 +2,11 @@
 
 Plans are written by models, and one that asks for every path between every node would run
 for minutes. So the executor gives every command a deadline: the earlier of its own budget
-(counted from its start) and what is left of the plan's budget. The loops of the graph
-searches and of the row commands check the deadline cooperatively, and a search that runs
-out stops with what it found so far, naming the budget it hit in `caps_hit`.
+(counted from its start) and what is left of the plan's budget. Every loop that can run
+long (graph searches and the rows they return, scans and the columns and indexes they
+build, JOIN, the row commands and CREATE_*) checks the deadline cooperatively, and a
+command that runs out stops with what it did so far, naming the budget it hit in
+`caps_hit` (its record is `partial`).
 
 Both budgets are fixed by the code that runs the plan, never by the plan: the gasl worker
 derives them from its job timeout and the job's deadline (`TimeBudget.within`), so a plan

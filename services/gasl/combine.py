@@ -8,7 +8,9 @@ from collections.abc import Hashable, Iterable
 from typing import Any
 
 from postel.services.gasl import ast
+from postel.services.gasl.budget import Deadline
 from postel.services.gasl.conditions import MISSING, as_value, evaluate, lookup, operand_value
+from postel.services.gasl.errors import BudgetSpent
 
 
 def row_of(value: Any) -> dict[str, Any]:
@@ -38,24 +40,34 @@ def join(
     right_on: tuple[str, ...],
     left_name: str,
     right_name: str,
-) -> list[dict[str, Any]]:
+    deadline: Deadline | None = None,
+) -> tuple[list[dict[str, Any]], str | None]:
     """Every pair of rows with an equal key, as `{"key", <left_name>: row, <right_name>:
-    row}` (a variable joined with itself: the second is `<name>_2`), in the left's order."""
+    row}` (a variable joined with itself: the second is `<name>_2`), in the left's order.
+    Pairs grow as the product of the rows, so the deadline is read as they are made; the
+    second value is the budget that stopped the join early (the pairs made so far are
+    returned), else None."""
+    deadline = deadline or Deadline.never()
     if right_name == left_name:
         right_name = f"{right_name}_2"
     by_key: dict[Hashable, list[Any]] = {}
-    for row in right:
-        for key in dict.fromkeys(keys_of(row, right_on)):
-            by_key.setdefault(key, []).append(row)
     out: list[dict[str, Any]] = []
-    for row in left:
-        for key in dict.fromkeys(keys_of(row, on)):
-            for match in by_key.get(key, ()):
-                out.append({"key": key, left_name: row, right_name: match})
-    return out
+    try:
+        for row in right:
+            deadline.tick()
+            for key in dict.fromkeys(keys_of(row, right_on)):
+                by_key.setdefault(key, []).append(row)
+        for row in left:
+            for key in dict.fromkeys(keys_of(row, on)):
+                for match in by_key.get(key, ()):
+                    deadline.tick()
+                    out.append({"key": key, left_name: row, right_name: match})
+    except BudgetSpent as spent:
+        return out, spent.cap
+    return out, None
 
 
-def merge(sources: list[list[Any]], on: tuple[str, ...]) -> tuple[list[Any], int]:
+def merge(sources: list[Iterable[Any]], on: tuple[str, ...]) -> tuple[list[Any], int]:
     """All rows, one per key: the first row with a key is kept, and later rows with that key
     only add the fields it lacks. Rows without the key are kept whole, deduplicated by
     value. Returns the rows and how many were folded into another."""
@@ -77,7 +89,7 @@ def merge(sources: list[list[Any]], on: tuple[str, ...]) -> tuple[list[Any], int
     return out, folded
 
 
-def compare(left: list[Any], right: list[Any], on: tuple[str, ...]) -> dict[str, Any]:
+def compare(left: Iterable[Any], right: Iterable[Any], on: tuple[str, ...]) -> dict[str, Any]:
     """Which keys both variables have and which only one has, in first-seen order."""
     left_keys = list(dict.fromkeys(k for row in left for k in keys_of(row, on)))
     right_keys = list(dict.fromkeys(k for row in right for k in keys_of(row, on)))

@@ -23,6 +23,7 @@ first one left out gets an `error` record naming the budget.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -38,7 +39,7 @@ from postel.messages.gasl import (
     StateSummary,
 )
 from postel.services.gasl import ast, combine
-from postel.services.gasl.adapters import Caps, Found, GraphAdapter
+from postel.services.gasl.adapters import Caps, Found, GraphAdapter, OverlayView
 from postel.services.gasl.budget import (
     PLAN_BUDGET,
     BudgetSpent,
@@ -100,6 +101,7 @@ _QUERIES = (
     ast.CreateGroups,
 )
 MAX_PROVENANCE = 200
+MAX_PROVENANCE_ITEMS = 10_000
 SHOW_ROWS = 5  # what SHOW previews without LIMIT
 MAX_SHOW_ROWS = 50
 
@@ -114,10 +116,12 @@ class _Outcome:
 
 
 def provenance_of(value: Any) -> list[str]:
-    """Source ids (chunks) named by the items of a result, first seen first."""
+    """Source ids (chunks) named by the first items of a result, first seen first: the
+    first MAX_PROVENANCE_ITEMS, so a result of millions of rows (a JOIN) is not read whole
+    after its command's budget ran out."""
     seen: dict[str, None] = {}
     items = value if isinstance(value, list) else [value]
-    for item in items:
+    for item in itertools.islice(items, MAX_PROVENANCE_ITEMS):
         if isinstance(item, dict):
             for sid in item.get("source_ids", []) or []:
                 seen.setdefault(str(sid), None)
@@ -176,7 +180,7 @@ class GaslExecutor:
         self.cancelled: set[str] = set()
         self.var_status: dict[str, str] = {}
         self.overlay = Overlay.from_dict(self.state.overlay)
-        self._overlaid: tuple[tuple[int, int], GraphAdapter] | None = None
+        self._view: OverlayView | None = None
         self._plan_id = ""
         self._cancel_current = False
         self._clock = PlanClock(self.budget, stop=stop)
@@ -384,13 +388,14 @@ class GaslExecutor:
 
     @property
     def graph(self) -> GraphAdapter:
-        """The adapter commands read: the shared graph, with the job's overlay once it has
-        one (built again only when the overlay changed)."""
+        """The adapter commands read: the shared graph, seen through a view with the job's
+        overlay once it has one (the view takes in each write as it is made)."""
         if self.overlay.size == (0, 0):
             return self.adapter
-        if self._overlaid is None or self._overlaid[0] != self.overlay.size:
-            self._overlaid = (self.overlay.size, self.adapter.overlaid(self.overlay))
-        return self._overlaid[1]
+        if self._view is None:
+            self._view = self.adapter.overlaid(self.overlay)
+        self._view.catch_up()
+        return self._view
 
     # --- bindings
     def _resolve(self, name: str, path: tuple[str, ...]) -> Any:
@@ -485,22 +490,24 @@ class GaslExecutor:
                 self._cancel_current = plan_id == self._plan_id
                 return _Outcome(count=1, detail={"cancelled": plan_id})
             case ast.SelectFields(source, fields, _, names):
-                rows = _each(self._rows(source), self._deadline)
-                return _Outcome([_project(row, fields, names) for row in rows])
+                rows = self._taken(source)
+                return rows.outcome([_project(row, fields, names) for row in rows])
             case ast.SelectWhere(source, where):
-                return _Outcome(self._matching(source, where))
+                rows = self._taken(source)
+                return rows.outcome(self._matching(rows, where))
             case ast.Count(source, _, None):
                 n = size_of(self._value(source))
                 return _Outcome(n, count=n)
             case ast.Count(source, _, where):
-                n = len(self._matching(source, where))
-                return _Outcome(n, count=n)
+                rows = self._taken(source)
+                n = len(self._matching(rows, where))
+                return rows.outcome(n, count=n)
             case ast.Aggregate(source, by, fn, of):
-                rows = _each(self._rows(source), self._deadline)
-                return _Outcome(aggregate(rows, by, fn, of))
+                rows = self._taken(source)
+                return rows.outcome(aggregate(rows, by, fn, of))
             case ast.Rank(source, by, descending, limit):
-                rows = _each(self._rows(source), self._deadline)
-                return _Outcome(rank(rows, by, descending, limit))
+                rows = self._taken(source)
+                return rows.outcome(rank(rows, by, descending, limit))
             case ast.Neighbors(start, via, depth, limit, _, direction):
                 starts, caps_hit = self._endpoint(start)
                 found = self.graph.neighbors(starts, via, depth, limit, **self._walking(direction))
@@ -525,25 +532,28 @@ class GaslExecutor:
                 outcome.detail.update({"lefts": len(lefts), "rights": len(rights)})
                 return outcome
             case ast.Join(left, right, left_field, right_field):
-                rows = combine.join(
+                pairs, cut = combine.join(
                     self._rows(left),
                     self._rows(right),
                     left_field.path,
                     right_field.path,
                     left.name,
                     right.name,
+                    self._deadline,
                 )
-                return _Outcome(rows)
+                return _Outcome(pairs, caps_hit=[] if cut is None else [cut])
             case ast.Merge(sources, on):
-                rows, folded = combine.merge([self._rows(ref) for ref in sources], on.path)
-                return _Outcome(rows, detail={"folded": folded})
+                taken = [self._taken(ref) for ref in sources]
+                merged, folded = combine.merge(taken, on.path)
+                return _cut_short(_Outcome(merged, detail={"folded": folded}), taken)
             case ast.CompareSets(left, right, on):
-                compared = combine.compare(self._rows(left), self._rows(right), on.path)
-                return _Outcome(compared, count=1)
+                taken = [self._taken(left), self._taken(right)]
+                compared = combine.compare(*taken, on.path)
+                return _cut_short(_Outcome(compared, count=1), taken)
             case ast.AddField(source, name, value):
                 bound = self._bind_value(value)
-                rows = _each(self._rows(source), self._deadline)
-                return _Outcome(
+                rows = self._taken(source)
+                return rows.outcome(
                     [{**combine.row_of(r), name: combine.computed(r, bound)} for r in rows]
                 )
             case ast.AddFieldByModel(source, name, instruction):
@@ -571,8 +581,10 @@ class GaslExecutor:
             case ast.Show(source, fields, names, limit):
                 return self._show(source, fields, names, limit)
             case ast.CreateNodes(source, id_field, entity_type):
-                nodes = [node_of(row, id_field.path, entity_type) for row in self._rows(source)]
-                return self._create_nodes([n for n in nodes if n is not None], len(nodes))
+                rows = self._taken(source)
+                nodes = [node_of(row, id_field.path, entity_type) for row in rows]
+                made = self._create_nodes([n for n in nodes if n is not None], len(nodes))
+                return _cut_short(made, [rows])
             case ast.CreateEdges(source, source_field, target_field, relation):
                 return self._create_edges(source, source_field, target_field, relation)
             case ast.CreateGroups(source, by):
@@ -642,7 +654,8 @@ class GaslExecutor:
         created: list[dict[str, Any]] = []
         missing: list[str] = []
         skipped = 0
-        for row in _each(self._rows(source), self._deadline):
+        rows = self._taken(source)
+        for row in rows:
             ends = [combine.keys_of(row, f.path) for f in (source_field, target_field)]
             if not all(len(e) == 1 for e in ends):
                 missing.append(str(combine.row_of(row).get("id", "?")))
@@ -664,11 +677,12 @@ class GaslExecutor:
                 f"(SOURCE {source_field.name}, TARGET {target_field.name}); not found: "
                 f"{sorted(set(missing))[:5]}"
             )
-        return _Outcome(created, detail=detail)
+        return rows.outcome(created, detail=detail)
 
     def _create_groups(self, source: ast.VarRef, by: ast.Field) -> _Outcome:
         members: dict[Any, dict[str, None]] = {}
-        for row in _each(self._rows(source), self._deadline):
+        rows = self._taken(source)
+        for row in rows:
             for key in combine.keys_of(row, by.path):
                 members.setdefault(key, {}).update(dict.fromkeys(node_ids(row)))
         groups = [
@@ -683,7 +697,6 @@ class GaslExecutor:
         ]
         nodes = [n for g in groups if (n := node_of(g, ("id",), GROUP_TYPE)) is not None]
         outcome = self._create_nodes(nodes, len(groups))
-        # the links are listed first: the overlay's adapter is rebuilt when the overlay grows
         links = [
             edge_of(member, group["id"], MEMBER_OF, None)
             for group in outcome.value
@@ -691,12 +704,15 @@ class GaslExecutor:
             if self._has_node(member)
         ]
         self.overlay.edges.extend(links)
-        return outcome
+        return _cut_short(outcome, [rows])
 
-    def _matching(self, source: ast.VarRef, where: ast.Condition) -> list[Any]:
-        """The rows of `source` meeting `where` (SELECT ... WHERE, COUNT ... WHERE)."""
+    def _taken(self, source: ast.VarRef) -> _Taken:
+        return _Taken(self._rows(source), self._deadline)
+
+    def _matching(self, rows: Iterable[Any], where: ast.Condition) -> list[Any]:
+        """The rows meeting `where` (SELECT ... WHERE, COUNT ... WHERE)."""
         bound = self._bind(where)
-        return [row for row in _each(self._rows(source), self._deadline) if evaluate(bound, row)]
+        return [row for row in rows if evaluate(bound, row)]
 
     def _set_cap(self, key: str, value: Any) -> _Outcome:
         prefix = "adapter.caps."
@@ -765,11 +781,39 @@ def _project(row: Any, fields: tuple[ast.Field, ...], names: tuple[str, ...]) ->
     return out
 
 
-def _each(rows: list[Any], deadline: Deadline) -> Iterator[Any]:
-    """The rows one by one, checking the deadline as each is taken: row loops stop on time."""
-    for row in rows:
-        deadline.tick()
-        yield row
+class _Taken:
+    """The rows of a row command, taken one by one against the deadline. Once it passes the
+    rows end early, and the command ends `partial` with what it did with the rows taken
+    (`outcome`): its record names the budget in caps_hit and says how many rows it took."""
+
+    def __init__(self, rows: list[Any], deadline: Deadline) -> None:
+        self.rows = rows
+        self.deadline = deadline
+        self.taken = 0
+        self.cap: str | None = None
+
+    def __iter__(self) -> Iterator[Any]:
+        for row in self.rows:
+            try:
+                self.deadline.tick()
+            except BudgetSpent as spent:
+                self.cap = spent.cap
+                return
+            self.taken += 1
+            yield row
+
+    def outcome(self, value: Any, **fields: Any) -> _Outcome:
+        return _cut_short(_Outcome(value, **fields), [self])
+
+
+def _cut_short(outcome: _Outcome, taken: list[_Taken]) -> _Outcome:
+    """The outcome of a row command, naming the budget that cut its rows short, if one did."""
+    cut = [t for t in taken if t.cap is not None]
+    if cut:
+        outcome.caps_hit = sorted({*outcome.caps_hit, *(t.cap for t in cut if t.cap)})
+        outcome.detail["rows_taken"] = sum(t.taken for t in taken)
+        outcome.detail["rows_total"] = sum(len(t.rows) for t in taken)
+    return outcome
 
 
 def _unwind(value: Any) -> list[Any]:

@@ -1,7 +1,12 @@
 """The job-local overlay: nodes, edges and groups a plan creates (CREATE_NODES, CREATE_EDGES,
 CREATE_GROUPS). The registered graph is shared by every job and never changes; a job's later
 commands see the graph and its overlay together. The overlay is kept in the job's state
-document (like its caps), so it lasts for the job's later plans and rounds.
+document (like its caps), so it lasts for the job's later plans and rounds, and a round
+started from an earlier round's state (a pivot) has that round's overlay, no later one.
+
+The overlay is never merged into a copy of the graph: commands read the graph through a
+view (adapters.OverlaidAdapter) that answers from the shared graph and the overlay's own
+small tables, so a write costs what it adds, not the size of the graph.
 """
 
 from __future__ import annotations
@@ -9,10 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import networkx as nx
 from postel.services.gasl.combine import row_of
 from postel.services.gasl.conditions import MISSING, lookup
-from postel.services.gasl.loaders import PARALLEL
 
 OVERLAY = "overlay"  # the attribute that marks an overlay item
 GROUP_TYPE = "GROUP"
@@ -36,21 +39,6 @@ class Overlay:
     @property
     def size(self) -> tuple[int, int]:
         return len(self.nodes), len(self.edges)
-
-    def on(self, base: nx.Graph) -> nx.Graph:
-        """A copy of `base` with the overlay added (an edge between two nodes already linked
-        becomes one more relation of that edge)."""
-        graph = base.copy()
-        for node in self.nodes:
-            graph.add_node(node["id"], **node)
-        for edge in self.edges:
-            u, v = edge["source"], edge["target"]
-            if graph.has_edge(u, v):
-                attrs = graph.edges[u, v]
-                attrs[PARALLEL] = [*attrs.get(PARALLEL, []), dict(edge)]
-            else:
-                graph.add_edge(u, v, **edge)
-        return graph
 
 
 def node_of(row: Any, id_field: tuple[str, ...], entity_type: str | None) -> dict[str, Any] | None:

@@ -6,7 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from postel.infra.bench.gasl import format_gasl_bench, run_gasl_bench
+from click.testing import CliRunner
+from postel.infra.bench.gasl import (
+    format_gasl_bench,
+    format_write_figures,
+    run_gasl_bench,
+    write_figures,
+)
 from postel.infra.cli.gasl_run import (
     STATE_FILE,
     check_commands,
@@ -14,6 +20,7 @@ from postel.infra.cli.gasl_run import (
     records_json,
     run_commands,
 )
+from postel.infra.cli.main import main
 from postel.services.gasl.errors import GaslSyntaxError
 from postel.services.gasl.loaders import DEMO_GRAPH
 
@@ -49,7 +56,7 @@ def test_check_commands() -> None:
 
 @pytest.mark.bench
 def test_bench_small_run() -> None:
-    figures = run_gasl_bench(nodes=3000, path_nodes=1000, repeat=1)
+    figures = run_gasl_bench(nodes=3000, path_nodes=1000, repeat=1, write_sizes=())
     names = [q["question"] for q in figures["questions"]]
     assert names == [
         "equality (index)",
@@ -61,3 +68,46 @@ def test_bench_small_run() -> None:
         if "cypher_results" in q and not q["question"].startswith("paths"):
             assert q["cypher_results"] == q["results"]
     assert "index vs scan" in format_gasl_bench(figures)
+
+
+def test_bench_writes_section_small_run() -> None:
+    figures = write_figures((300, 3000), repeat=2)
+    assert [row["nodes"] for row in figures["by_size"]] == [300, 3000]
+    for row in figures["by_size"]:
+        for name in ("create_groups", "add_field", "update"):
+            assert row[f"{name}_ms"] > 0 and row[f"{name}_read_ms"] > 0, row
+            ratio = row[f"{name}_ms"] / row["read_ms"]
+            assert row[f"{name}_x_read"] == pytest.approx(ratio, rel=0.02, abs=0.1)
+        # two changes made two groups of 100 members each, in the job's overlay
+        assert row["overlay"] == {"nodes": 2, "edges": 200}
+        assert row["copy_ms"] > 0
+    ratios = figures["largest_vs_smallest"]
+    assert set(ratios) == {
+        "create_groups",
+        "add_field",
+        "update",
+        "create_groups_read",
+        "add_field_read",
+        "update_read",
+        "read",
+    }
+    assert figures["meets_target"] == all(r <= figures["target"] for r in ratios.values())
+    text = format_write_figures(figures)
+    assert "3,000 vs 300 nodes" in text and "target within 3x" in text
+
+
+def test_bench_gasl_json_is_pure_json_with_the_writes_section() -> None:
+    args = ["bench", "gasl", "--nodes", "200", "--path-nodes", "100", "--repeat", "1"]
+    args += ["--no-cypher", "--plan-questions", "0", "--write-sizes", "1000,2000", "--json"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    assert figures["writes"]["sizes"] == [1000, 2000]
+    skipped = CliRunner().invoke(main, [*args[:-3], "--write-sizes", "", "--json"])
+    assert "writes" not in json.loads(skipped.stdout)
+
+
+def test_bench_gasl_refuses_write_sizes_it_cannot_compare() -> None:
+    for sizes in ("2000,1000", "abc", "500"):
+        result = CliRunner().invoke(main, ["bench", "gasl", "--write-sizes", sizes])
+        assert result.exit_code == 2 and "--write-sizes" in result.output, result.output

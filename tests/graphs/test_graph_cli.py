@@ -155,7 +155,7 @@ def test_gasl_check() -> None:
 @pytest.mark.bench
 def test_bench_gasl_tiny_run() -> None:
     tiny = ["bench", "gasl", "--nodes", "2000", "--path-nodes", "500", "--repeat", "1"]
-    tiny += ["--plan-questions", "0"]
+    tiny += ["--plan-questions", "0", "--write-sizes", ""]
     result = run(*tiny, "--no-cypher")
     assert result.exit_code == 0, result.output
     assert "GASL bench: 2,000 nodes" in result.stdout
@@ -170,6 +170,7 @@ def test_bench_gasl_tiny_run() -> None:
 @pytest.mark.slow
 def test_bench_gasl_asks_the_local_model_for_plans_with_and_without_the_grammar() -> None:
     tiny = ["bench", "gasl", "--nodes", "1000", "--path-nodes", "300", "--repeat", "1"]
+    tiny += ["--write-sizes", ""]
     result = run(*tiny, "--no-cypher", "--plan-questions", "2", "--json")
     assert result.exit_code == 0, result.output
     rates = json.loads(result.stdout)["plan_parse"]
