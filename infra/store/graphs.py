@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import gc
 import gzip
 import hashlib
 import re
@@ -174,7 +175,12 @@ def pack_graphml(data: bytes) -> PackedGraph:
 def load_packed(stored: bytes) -> NetworkXAdapter:
     """The adapter of a packed graph (blocking: run it in a thread)."""
     with gc_paused():
-        return NetworkXAdapter.from_graph(build_graph(decode(stored)))
+        adapter = NetworkXAdapter.from_graph(build_graph(decode(stored)))
+        # The graph lives as long as the process uses it: out of the collector's sight, its
+        # million objects cost no pause when collection resumes, nor at every full
+        # collection after (AdapterCache unfreezes them when a new version replaces it).
+        gc.freeze()
+        return adapter
 
 
 def load_legacy(stored: bytes) -> NetworkXAdapter:
@@ -300,7 +306,10 @@ class GraphRegistry:
             task.add_done_callback(lambda _: self.cache.loading.pop(loading_key, None))
         # Shielded: one cancelled caller must not cancel the load the others wait on.
         loaded_stamp, adapter = await asyncio.shield(task)
+        replaced = self.cache.entries.get((self._server, name))
         self.cache.entries[(self._server, name)] = (loaded_stamp, adapter)
+        if replaced is not None and replaced[1] is not adapter:
+            gc.unfreeze()  # the version it replaces may now be collected
         return adapter
 
     async def summary(self, name: str | None) -> dict[str, Any]:
