@@ -18,6 +18,9 @@ import redis.asyncio as aioredis
 from click.testing import CliRunner
 from postel.infra.bench.movie_graph import write_movie_graphml
 from postel.infra.cli.main import main
+from postel.infra.runtime.actor import Actor, Runtime
+from postel.infra.runtime.settings import Settings
+from postel.infra.runtime.wire import connect_arq
 from postel.infra.store import graph_format, graphs, keys
 from postel.infra.store.graph_format import GraphFormatError, decode, encode
 from postel.infra.store.graphs import AdapterCache, GraphRegistry, GraphUnreadable
@@ -27,6 +30,8 @@ from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.graphml import RawGraph, read_graphml_bytes
 from postel.services.gasl.loaders import DEMO_GRAPH, build_graph, normalise, normalise_graph
 from postel.services.gasl.state import StateStore
+
+from postel.testing.relay import RELAY_WORKERS
 
 
 def assert_same_graph(expected: nx.Graph, got: nx.Graph) -> None:
@@ -255,37 +260,50 @@ async def test_a_graph_stored_by_an_older_postel_still_loads(
 
 
 async def test_loading_runs_off_the_event_loop_and_leases_keep_renewing(
-    registry: GraphRegistry, redis_client: aioredis.Redis, monkeypatch: pytest.MonkeyPatch
+    redis_url: str, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The load waits, in its thread, until the event loop has renewed a lease three times:
-    a load on the loop would block the renewals it waits for, and the test would fail."""
-    await registry.add("g", DEMO_GRAPH)
-    renewals = 0
-    renewed_enough = threading.Event()
-    real = graphs.load_packed
-
-    def slow_load(stored: bytes) -> NetworkXAdapter:
-        if not renewed_enough.wait(timeout=60):
-            raise AssertionError("the event loop renewed no lease while the graph loaded")
-        return real(stored)
-
-    async def renew_lease() -> None:
-        nonlocal renewals
-        await redis_client.set("lease", "held", px=500)
-        while True:
-            await asyncio.sleep(0.01)
-            assert await redis_client.pexpire("lease", 500)
-            renewals += 1
-            if renewals >= 3:
-                renewed_enough.set()
-
-    monkeypatch.setattr(graphs, "load_packed", slow_load)
-    renewing = asyncio.create_task(renew_lease())
+    """A worker's own lease renewal (1 s lease, renewed every 250 ms) runs while a slow
+    load waits, in its thread, for five renewals: past the lease's first expiry. A load on
+    the event loop would block the renewals it waits for, and the test would fail."""
+    pool = await connect_arq(redis_url)
     try:
-        adapter = await asyncio.gather(registry.adapter("g"), registry.adapter("g"))
+        registry = GraphRegistry(pool, AdapterCache())
+        await registry.add("g", DEMO_GRAPH)
+        actor = Actor(
+            RELAY_WORKERS[0], Runtime.create(pool, settings.model_copy(update={"lease_s": 1.0}))
+        )
+        renewals = 0
+        renewed_enough = threading.Event()
+        real_pexpire, real_load = pool.pexpire, graphs.load_packed
+
+        async def counting_pexpire(*args: Any, **kwargs: Any) -> Any:
+            nonlocal renewals
+            held = await real_pexpire(*args, **kwargs)
+            renewals += 1
+            if renewals >= 5:
+                renewed_enough.set()
+            return held
+
+        def slow_load(stored: bytes) -> NetworkXAdapter:
+            if not renewed_enough.wait(timeout=60):
+                raise AssertionError("the worker renewed no lease while the graph loaded")
+            return real_load(stored)
+
+        monkeypatch.setattr(pool, "pexpire", counting_pexpire)
+        monkeypatch.setattr(graphs, "load_packed", slow_load)
+        lease = "arq:in-progress:graph-job"
+        await pool.set(lease, b"1", px=1000)
+        renewing = asyncio.create_task(actor._renew_lease(lease))
+        try:
+            # two jobs ask at once: one load, shared
+            adapters = await asyncio.gather(registry.adapter("g"), registry.adapter("g"))
+            assert await pool.exists(lease), "the lease lapsed while the graph loaded"
+        finally:
+            renewing.cancel()
+            await asyncio.gather(renewing, return_exceptions=True)
+        assert adapters[0] is adapters[1] and renewals >= 5
     finally:
-        renewing.cancel()
-    assert adapter[0] is adapter[1] and renewals >= 3
+        await pool.aclose()
 
 
 def test_bench_graphs_tiny_run() -> None:
