@@ -327,3 +327,25 @@ def bench_gasl(
             cli_support.fail(f"{error}; or pass --plan-questions 0", cli_support.EXIT_INPUT)
         text += "\n" + format_plan_parse_rates(figures["plan_parse"])
     click.echo(json.dumps(figures, indent=2) if as_json else text)
+
+
+@click.command()
+@click.option(
+    "--triples",
+    type=click.IntRange(100, 10_000_000),
+    default=100_000,
+    show_default=True,
+    help="Relations of the generated movie knowledge graph.",
+)
+@click.option("--json", "as_json", is_flag=True, help="The figures as one JSON document.")
+def bench_graphs(triples: int, as_json: bool) -> None:
+    """`postel graph add` and a worker's cold load of a generated movie knowledge graph
+    (time, and the loading process's memory) against the former GraphML-parsing path, in
+    fresh processes on a scratch Redis. Exit 1 if a target is missed."""
+    from postel.infra.bench.graphs import format_graphs_bench, run_graphs_bench
+
+    cli_support.settings()
+    figures = asyncio.run(run_graphs_bench(triples))
+    click.echo(json.dumps(figures, indent=2) if as_json else format_graphs_bench(figures))
+    if not all(target["met"] for target in figures["targets"].values()):
+        raise SystemExit(cli_support.EXIT_FAILED)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import click
-from postel.infra.cli.gasl import bench_gasl, gasl, graph
+from postel.infra.cli.gasl import bench_gasl, bench_graphs, gasl, graph
 from postel.infra.cli.support import (
     EXIT_FAILED,
     EXIT_INPUT,
@@ -871,6 +871,7 @@ def model_serve(host: str, port: int) -> None:
 main.add_command(graph)
 main.add_command(gasl)
 bench.add_command(bench_gasl, "gasl")
+bench.add_command(bench_graphs, "graphs")
 
 
 if __name__ == "__main__":

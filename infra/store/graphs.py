@@ -1,24 +1,29 @@
-"""The graph registry: GraphML files stored in Redis by name, loadable by any worker.
+"""The graph registry: graphs stored in Redis by name, loadable by any worker.
 
-`postel graph add NAME FILE` (or `GraphRegistry.add`) parses the file, then stores it
-gzip-compressed with its metadata in one hash, `postel:graphs:<name>`, and the name in the
-set `postel:graphs`. Re-adding a name replaces the graph and increments its version.
+`postel graph add NAME FILE` (or `GraphRegistry.add`) parses the GraphML file into the
+shared attribute model (services/gasl/loaders.py), then stores it packed
+(infra/store/graph_format.py: tables that decode without parsing XML and run no code)
+with its metadata in one hash, `postel:graphs:<name>`, and the name in the set
+`postel:graphs`. Re-adding a name replaces the graph and increments its version.
 
-A worker on any machine calls `await registry.adapter(name)`: the parsed adapter is cached
-in the process and reused while the stored version is unchanged, so the steady-state cost
-is one HMGET of two small fields per call; a re-added graph is reloaded on the next call.
+A worker on any machine calls `await registry.adapter(name)`: the graph is loaded in a
+thread, once per process and version (concurrent first calls share one load; the event
+loop, and with it every lease renewal, keeps running), then cached and reused while the
+stored version is unchanged, so the steady-state cost is one HMGET of two small fields per
+call; a re-added graph is reloaded on the next call. A graph stored by an older postel
+(gzip GraphML in the `data` field) still loads, by parsing it.
 
 The Redis client must return bytes (decode_responses=False, as arq's pool does): the
-stored graph is gzip data.
+stored graph is binary.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
+import gc
 import gzip
 import hashlib
-import io
 import re
 import time
 from dataclasses import dataclass, field
@@ -30,9 +35,11 @@ import networkx as nx
 import redis.asyncio as aioredis
 import structlog
 from postel.infra.store import keys
+from postel.infra.store.graph_format import GraphFormatError, decode, encode
 from postel.messages.errors import GraphNotFound, PostelError
 from postel.services.gasl.adapters import NetworkXAdapter
-from postel.services.gasl.loaders import normalise_graph, relation_count
+from postel.services.gasl.graphml import RawGraph, read_graphml_bytes
+from postel.services.gasl.loaders import build_graph, gc_paused, normalise
 from postel.services.gasl.schema_summary import summarize_graph
 from pydantic import BaseModel
 
@@ -40,6 +47,8 @@ log = structlog.get_logger(__name__)
 
 GraphFormat = Literal["nano-graphrag", "LightRAG", "GraphML"]
 
+_PACKED = "packed"  # the graph in infra/store/graph_format.py's form
+_LEGACY = "data"  # gzip GraphML, as postel stored graphs before the packed form
 NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,100}")
 _META_FIELDS = (
     "version",
@@ -63,6 +72,21 @@ class GraphFileError(PostelError, ValueError):
     """The file cannot be read or is not a usable GraphML graph; nothing was stored."""
 
 
+class GraphUnreadable(GraphNotFound):
+    """The stored graph cannot be loaded (corrupt, or in a format this postel does not
+    read): the job fails `invalid_request` like one whose graph is missing, and adding the
+    graph again and redriving the job resumes it."""
+
+    def __init__(self, name: str, version: int, reason: str) -> None:
+        self.name = name
+        self.known = None
+        PostelError.__init__(
+            self,
+            f"graph {name!r} (version {version}) cannot be loaded: {reason}; "
+            "add it again with `postel graph add`",
+        )
+
+
 class GraphInfo(BaseModel):
     name: str
     version: int
@@ -81,6 +105,17 @@ class GraphInfo(BaseModel):
 class ParsedGraph:
     graph: nx.Graph
     format: GraphFormat
+
+
+@dataclass
+class PackedGraph:
+    """A GraphML file made ready to store: its packed form and what `info` reports."""
+
+    stored: bytes
+    format: GraphFormat
+    nodes: int
+    relations: int
+    directed: bool
 
 
 # (version, sha256) of a stored graph.
@@ -110,20 +145,44 @@ def validate_name(name: str) -> str:
     return name
 
 
-def detect_format(raw: nx.Graph) -> GraphFormat:
+def detect_format(raw: RawGraph) -> GraphFormat:
     """LightRAG writes an `entity_id` per node; nano-graphrag quotes its node ids."""
-    nodes = raw.nodes(data=True)
-    if any("entity_id" in attrs for _, attrs in nodes):
+    nodes = raw.nodes
+    if any("entity_id" in attrs for attrs in nodes.values()):
         return "LightRAG"
-    if any(str(node).startswith('"') and str(node).endswith('"') for node, _ in nodes):
+    if any(node.startswith('"') and node.endswith('"') for node in nodes):
         return "nano-graphrag"
     return "GraphML"
 
 
 def parse_graphml(data: bytes) -> ParsedGraph:
     """Parse GraphML bytes into the shared attribute model (blocking: run it in a thread)."""
-    raw = nx.read_graphml(io.BytesIO(data))
-    return ParsedGraph(normalise_graph(raw), detect_format(raw))
+    with gc_paused():
+        raw = read_graphml_bytes(data)
+        return ParsedGraph(build_graph(normalise(raw)), detect_format(raw))
+
+
+def pack_graphml(data: bytes) -> PackedGraph:
+    """Parse GraphML bytes and pack them for storing (blocking: run it in a thread)."""
+    with gc_paused():
+        raw = read_graphml_bytes(data)
+        tables = normalise(raw)
+        return PackedGraph(
+            encode(tables), detect_format(raw), len(tables.nodes), tables.relations, raw.directed
+        )
+
+
+def load_packed(stored: bytes) -> NetworkXAdapter:
+    """The adapter of a packed graph (blocking: run it in a thread)."""
+    with gc_paused():
+        # the adapter freezes the graph out of the collector's sight as it is built
+        # (AdapterCache unfreezes when a new version replaces it)
+        return NetworkXAdapter.from_graph(build_graph(decode(stored)))
+
+
+def load_legacy(stored: bytes) -> NetworkXAdapter:
+    """The adapter of a graph an older postel stored as gzip GraphML."""
+    return NetworkXAdapter.from_graph(parse_graphml(gzip.decompress(stored)).graph)
 
 
 def _server_id(redis: aioredis.Redis) -> str:
@@ -165,28 +224,27 @@ class GraphRegistry:
         validate_name(name)
         label = label or source
         try:
-            parsed = await asyncio.to_thread(parse_graphml, data)
+            packed = await asyncio.to_thread(pack_graphml, data)
         except Exception as exc:  # any parser failure means the file is unusable
             raise GraphFileError(f"{label} is not a readable GraphML graph: {exc}") from exc
-        graph = parsed.graph
-        if graph.number_of_nodes() == 0:
+        if packed.nodes == 0:
             raise GraphFileError(f"{label} is GraphML but holds no nodes")
-        stored = await asyncio.to_thread(gzip.compress, data, 6)
         meta: dict[str, Any] = {
             "sha256": hashlib.sha256(data).hexdigest(),
-            "nodes": graph.number_of_nodes(),
-            "edges": relation_count(graph),
-            "directed": int(graph.is_directed()),
-            "format": parsed.format,
+            "nodes": packed.nodes,
+            "edges": packed.relations,
+            "directed": int(packed.directed),
+            "format": packed.format,
             "source": source,
             "size_bytes": len(data),
-            "stored_bytes": len(stored),
+            "stored_bytes": len(packed.stored),
             "added_at": datetime.now(UTC).isoformat(),
         }
         # One transaction: a reader never sees a new version number with the old data.
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.hincrby(keys.graph(name), "version", 1)
-            pipe.hset(keys.graph(name), mapping={**meta, "data": stored})
+            pipe.hset(keys.graph(name), mapping={**meta, _PACKED: packed.stored})
+            pipe.hdel(keys.graph(name), _LEGACY)
             pipe.sadd(keys.GRAPHS, name)
             version, *_ = await pipe.execute()
         info = self._info(name, {**meta, "version": version})
@@ -245,7 +303,10 @@ class GraphRegistry:
             task.add_done_callback(lambda _: self.cache.loading.pop(loading_key, None))
         # Shielded: one cancelled caller must not cancel the load the others wait on.
         loaded_stamp, adapter = await asyncio.shield(task)
+        replaced = self.cache.entries.get((self._server, name))
         self.cache.entries[(self._server, name)] = (loaded_stamp, adapter)
+        if replaced is not None and replaced[1] is not adapter:
+            gc.unfreeze()  # the version it replaces may now be collected
         return adapter
 
     async def summary(self, name: str | None) -> dict[str, Any]:
@@ -257,28 +318,34 @@ class GraphRegistry:
 
     async def _load(self, name: str) -> tuple[Stamp, NetworkXAdapter]:
         # Stamp and data in one read, so the cache entry names the version it holds.
-        raw_version, raw_sha, stored = await self.redis.hmget(
-            keys.graph(name), ["version", "sha256", "data"]
+        raw_version, raw_sha, packed, legacy = await self.redis.hmget(
+            keys.graph(name), ["version", "sha256", _PACKED, _LEGACY]
         )
-        if raw_version is None or raw_sha is None or stored is None:
+        if raw_version is None or raw_sha is None or (packed is None and legacy is None):
             raise GraphNotFound(name, await self.names())
+        version = int(raw_version)
         started = time.perf_counter()
-        adapter = await asyncio.to_thread(_adapter_from_stored, stored)
+        try:
+            if packed is not None:
+                adapter = await asyncio.to_thread(load_packed, packed)
+            else:
+                adapter = await asyncio.to_thread(load_legacy, legacy)
+        except GraphFormatError as exc:
+            raise GraphUnreadable(name, version, f"the stored graph: {exc}") from exc
+        except Exception as exc:  # a legacy blob that no longer parses
+            raise GraphUnreadable(name, version, f"its stored GraphML: {exc}") from exc
         log.info(
             "graph.loaded",
             graph=name,
-            version=int(raw_version),
+            version=version,
             nodes=adapter.graph.number_of_nodes(),
+            packed=packed is not None,
             load_ms=round((time.perf_counter() - started) * 1000, 1),
         )
-        return (int(raw_version), _text(raw_sha)), adapter
+        return (version, _text(raw_sha)), adapter
 
     @staticmethod
     def _info(name: str, meta: dict[str, Any]) -> GraphInfo:
         values = {k: _text(v) if isinstance(v, bytes) else v for k, v in meta.items()}
         values["directed"] = bool(int(values["directed"]))
         return GraphInfo.model_validate({"name": name, **values})
-
-
-def _adapter_from_stored(stored: bytes) -> NetworkXAdapter:
-    return NetworkXAdapter.from_graph(parse_graphml(gzip.decompress(stored)).graph)

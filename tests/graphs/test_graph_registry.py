@@ -15,8 +15,8 @@ from postel.infra.store.graphs import (
     GraphNotFound,
     GraphRegistry,
     InvalidGraphName,
-    ParsedGraph,
 )
+from postel.services.gasl.adapters import NetworkXAdapter
 
 NANO = """<?xml version='1.0' encoding='utf-8'?>
 <graphml xmlns="http://graphml.graphdrawing.org/xmlns">
@@ -66,16 +66,17 @@ def registry(redis_client: aioredis.Redis) -> GraphRegistry:
 
 
 @pytest.fixture
-def parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts GraphML parses (add parses once to validate, each load once more)."""
+def loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts loads of a stored graph (add parses the GraphML; a load decodes what it
+    stored)."""
     calls: list[int] = []
-    real = graphs.parse_graphml
+    real = graphs.load_packed
 
-    def counting(data: bytes) -> ParsedGraph:
-        calls.append(len(data))
-        return real(data)
+    def counting(stored: bytes) -> NetworkXAdapter:
+        calls.append(len(stored))
+        return real(stored)
 
-    monkeypatch.setattr(graphs, "parse_graphml", counting)
+    monkeypatch.setattr(graphs, "load_packed", counting)
     return calls
 
 
@@ -145,30 +146,30 @@ async def test_unknown_name_lists_known_ones(registry: GraphRegistry, nano_file:
 
 
 async def test_adapter_cached_until_the_graph_changes(
-    registry: GraphRegistry, nano_file: Path, lightrag_file: Path, parses: list[int]
+    registry: GraphRegistry, nano_file: Path, lightrag_file: Path, loads: list[int]
 ) -> None:
     await registry.add("g", nano_file)
     first = await registry.adapter("g")
     assert await registry.adapter("g") is first
-    assert len(parses) == 2  # one to validate on add, one load; the second call reused it
+    assert len(loads) == 1  # the second call reused the first load
     alice = first.get_node("ALICE")
     assert alice is not None and alice["entity_type"] == "PERSON"
     assert first.get_node("BOB") is None
 
     await registry.add("g", lightrag_file)
     second = await registry.adapter("g")
-    assert second is not first and len(parses) == 4
+    assert second is not first and len(loads) == 2
     assert second.graph.number_of_nodes() == 3 and second.get_node("BOB") is not None
     assert await registry.adapter("g") is second
 
 
 async def test_concurrent_cold_loads_parse_once(
-    registry: GraphRegistry, nano_file: Path, parses: list[int]
+    registry: GraphRegistry, nano_file: Path, loads: list[int]
 ) -> None:
     await registry.add("g", nano_file)
     loaded = await asyncio.gather(*(registry.adapter("g") for _ in range(8)))
     assert all(adapter is loaded[0] for adapter in loaded)
-    assert len(parses) == 2
+    assert len(loads) == 1
 
 
 async def test_two_processes_both_see_an_update(
