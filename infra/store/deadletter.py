@@ -2,7 +2,9 @@
 payload so nothing is lost and an operator can send them back (infra/runtime/redrive.py).
 
 Each entry of `postel:dead` has the fields source (`worker:<name>` or `ingress`), error,
-raw (the payload as received), job_id, message_id, attempt and at. Listing reads the stream
+raw (the payload as received), job_id, message_id, attempt (the hop's tries) and at; a
+letter also says how many times the model was tried within its last try (`model_attempts`),
+read from its error. Listing reads the stream
 newest first in pages; a filter by worker or error text reads at most SCAN_LIMIT entries per
 page, so a page costs the same however long the stream is.
 The stream keeps the newest DEAD_LETTER_MAXLEN entries; a payload over the payload limit keeps
@@ -12,6 +14,7 @@ only an excerpt.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any
 
@@ -19,13 +22,14 @@ from postel.infra.store import keys
 from postel.messages import utc_now
 from postel.messages.errors import PostelError
 from postel.messages.limits import MAX_PAYLOAD_BYTES
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, computed_field
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 DEAD_LETTER_MAXLEN = 10_000
 EXCERPT_CHARS = 4096
 SCAN_LIMIT = 5_000
+_MODEL_ATTEMPTS = re.compile(r"failed after (\d+) attempt\(s\)")
 
 
 class DeadLetter(BaseModel):
@@ -37,6 +41,14 @@ class DeadLetter(BaseModel):
     message_id: str = ""
     attempt: int = 0
     at: datetime | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def model_attempts(self) -> int:
+        """How many times the model was tried within the last try, when the error says so
+        (a model call retries inside one hop: "failed after 5 attempt(s)"); else 0."""
+        found = _MODEL_ATTEMPTS.search(self.error)
+        return int(found[1]) if found else 0
 
     @property
     def worker(self) -> str:

@@ -17,7 +17,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from postel.infra.runtime.cancel import JobAlreadyFinished, cancel_job
-from postel.infra.runtime.redrive import RedriveRefused, redrive, redrive_matching
+from postel.infra.runtime.redrive import (
+    RedriveRefused,
+    redrive,
+    redrive_blocker,
+    redrive_matching,
+)
 from postel.infra.runtime.settings import WORKER_NAMES
 from postel.infra.store import keys
 from postel.infra.store.deadletter import DeadLetterNotFound, list_dead
@@ -100,7 +105,13 @@ TEMPLATES = Environment(
     lstrip_blocks=True,
 )
 TEMPLATES.filters.update(ms=_ms, ago=_ago, clock=_clock, clip=_clip)
-TEMPLATES.globals.update(took=_took, statuses=JOB_STATUSES, stages=STAGES, kinds=WORKER_NAMES)
+TEMPLATES.globals.update(
+    took=_took,
+    statuses=JOB_STATUSES,
+    stages=STAGES,
+    kinds=WORKER_NAMES,
+    redrive_blocker=redrive_blocker,
+)
 
 
 def render(request: Request, name: str, **context: Any) -> HTMLResponse:

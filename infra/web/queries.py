@@ -46,6 +46,7 @@ _SUMMARY_FIELDS = (
     "llm_calls",
     "prompt_tokens",
     "completion_tokens",
+    "failed_llm_calls",
 )
 ROWS_SHOWN = 5
 SOURCES_SHOWN = 12
@@ -66,6 +67,7 @@ class JobSummary(BaseModel):
     finished_at: datetime | None = None
     failure: str | None = None
     llm_calls: int = 0
+    failed_llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
 

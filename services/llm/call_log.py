@@ -2,7 +2,8 @@
 
 The runtime opens a log around each handler run (`logging_calls`); every call made through a
 handler's metered client is appended to it, with the hop's message id and the call's ordinal
-within the hop. The runtime stores the log with the hop's commit, so a handler that runs twice
+within the hop; a provider counts each attempt that failed (`count_failed_attempt`). The
+runtime stores the log with the hop's commit, so a handler that runs twice
 (its worker died) has its calls recorded once, from the run that committed; a replay serves
 each recorded answer to the call with the same message id and ordinal.
 """
@@ -35,6 +36,10 @@ class CallLog:
     stage: str
     message_id: str
     calls: list[LoggedCall] = field(default_factory=list)
+    failed: int = 0
+    """Attempts that reached for the model and got no usable answer (an HTTP 5xx, 429, a
+    timeout, a refused connection): not in `calls`, counted so a hop whose every call
+    failed does not look as if it made none."""
 
     def next_ordinal(self) -> int:
         return len(self.calls)
@@ -62,3 +67,10 @@ def logging_calls(stage: str, message_id: str) -> Iterator[CallLog]:
 
 def current_call_log() -> CallLog | None:
     return _CURRENT.get()
+
+
+def count_failed_attempt() -> None:
+    """One model attempt of the current hop failed (nothing when no hop is logging)."""
+    log = _CURRENT.get()
+    if log is not None:
+        log.failed += 1
