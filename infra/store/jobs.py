@@ -53,6 +53,10 @@ class JobRecord(BaseModel):
     failed_llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    requeued_from: str | None = None
+    """The failed job this one runs again (infra/runtime/requeue.py)."""
+    requeued_as: str | None = None
+    """The newest job that runs this failed one again."""
 
     @property
     def finished(self) -> bool:

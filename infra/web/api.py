@@ -49,6 +49,7 @@ from postel.infra.store.graphs import (
 from postel.infra.store.jobs import JobNotFound, JobRecord
 from postel.infra.store.stores import GaslRound, GaslStateStore
 from postel.infra.web.queries import (
+    TIME_RANGES,
     JobsPage,
     QueuesView,
     WorkerView,
@@ -57,7 +58,7 @@ from postel.infra.web.queries import (
     workers_view,
 )
 from postel.infra.web.state import WebState, web_state
-from postel.messages import JobRequest
+from postel.messages import FailureStatus, JobRequest
 from postel.messages.limits import MAX_GRAPH_BYTES
 from pydantic import BaseModel, ValidationError
 
@@ -126,11 +127,26 @@ async def jobs(
     q: Annotated[str | None, Query(description="Text in the job id or title.")] = None,
     before: Annotated[str | None, Query(description="The `next` cursor of a page.")] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    failure: Annotated[FailureStatus | None, Query(description="A failed job's kind.")] = None,
+    within: Annotated[
+        str | None,
+        Query(description=f"Only jobs created within this long: {', '.join(TIME_RANGES)}."),
+    ] = None,
 ) -> JobsPage:
     """Jobs newest first, paged."""
+    if within is not None and within not in TIME_RANGES:
+        expected = ", ".join(TIME_RANGES)
+        raise _field_error(["query", "within"], f"expected one of {expected}", "invalid_range")
     try:
         return await list_jobs(
-            state.pool, status=status, stage=stage, q=q, before=before, limit=limit
+            state.pool,
+            status=status,
+            stage=stage,
+            q=q,
+            before=before,
+            limit=limit,
+            failure=failure,
+            within_s=TIME_RANGES[within] if within else None,
         )
     except ValueError as exc:
         raise _field_error(["query", "before"], str(exc), "invalid_cursor") from exc

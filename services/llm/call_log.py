@@ -11,6 +11,7 @@ each recorded answer to the call with the same message id and ordinal.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -41,8 +42,26 @@ class CallLog:
     timeout, a refused connection): not in `calls`, counted so a hop whose every call
     failed does not look as if it made none."""
 
+    in_flight: int = 0
+    calling_since: float | None = None
+    """When (epoch seconds) the oldest of the calls now in flight started; None when none is:
+    what a dashboard shows as "model call for 20 s"."""
+
     def next_ordinal(self) -> int:
         return len(self.calls)
+
+    @contextlib.contextmanager
+    def calling(self) -> Iterator[None]:
+        """Marks a model call in flight for the time of the block."""
+        if self.in_flight == 0:
+            self.calling_since = time.time()
+        self.in_flight += 1
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+            if self.in_flight == 0:
+                self.calling_since = None
 
     def append(self, request: LLMRequest, response: LLMResponse, capability: str = "") -> None:
         call = LoggedCall(
@@ -52,6 +71,7 @@ class CallLog:
 
 
 _CURRENT: ContextVar[CallLog | None] = ContextVar("postel_llm_call_log", default=None)
+_OPEN: dict[int, CallLog] = {}
 
 
 @contextlib.contextmanager
@@ -59,10 +79,17 @@ def logging_calls(stage: str, message_id: str) -> Iterator[CallLog]:
     """Calls made inside this block (threads started from it included) go to the log."""
     log = CallLog(stage, message_id)
     token = _CURRENT.set(log)
+    _OPEN[id(log)] = log
     try:
         yield log
     finally:
+        _OPEN.pop(id(log), None)
         _CURRENT.reset(token)
+
+
+def open_logs() -> list[CallLog]:
+    """The logs of the hops this process is handling now (a worker's presence reports them)."""
+    return list(_OPEN.values())
 
 
 def current_call_log() -> CallLog | None:

@@ -5,7 +5,9 @@ waits now, charts over the last hour, filters, requeue and cancelling many jobs.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -14,13 +16,21 @@ from click.testing import CliRunner
 from postel.infra.cli.main import main
 from postel.infra.client.client import Client, JobFailedError
 from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.model import RESOURCE, Model
 from postel.infra.runtime.runner import load_worker
 from postel.infra.runtime.settings import Settings
 from postel.infra.store import keys
 from postel.infra.store.deadletter import dead_letter, list_dead
+from postel.services.llm import LLMRequest, ScriptedClient
+from postel.services.prompts import Capability
 
 from postel.testing.fake_model import FakeModel
 from postel.testing.relay import RELAY_WORKERS
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "bus"))
+sys.path.insert(0, str(Path(__file__).parent))
+from recording import Recorder
+from story_model import QUESTION, respond
 
 pytestmark = pytest.mark.slow
 
@@ -121,3 +131,96 @@ async def test_discard_one_from_the_page_and_all_matching_in_the_api_and_cli_as_
     assert {f[b"worker"] for f in discarded} == {b"web", b"cli"}
     job_events = await redis_client.xrange(keys.job_events("job-a"))
     assert [f[b"status"] for _, f in job_events] == [b"discarded"]
+
+
+async def test_jobs_filter_by_failure_and_time_cancel_many_requeue_and_chart_the_hour(
+    redis_url: str, settings: Settings, api: httpx.AsyncClient
+) -> None:
+    recorder = Recorder(held="gasl")
+    async with LocalSystem(settings, redis_url=redis_url, specs=recorder.specs()):
+        ids = [
+            (await api.post("/api/jobs", json={"prompt": f"held {n}"})).json()["job_id"]
+            for n in range(3)
+        ]
+        async with asyncio.timeout(20):
+            await recorder.entered.wait()
+        waiting = (await api.get("/queues", params={"worker": "gasl"})).text
+        assert 'id="queue-contents"' in waiting
+        assert all(f'href="/jobs/{job_id}"' in waiting for job_id in ids)
+        assert "gasl.plan_requested" in waiting and "taken" in waiting
+        listed = (await api.get("/jobs")).text
+        assert all(f'value="{job_id}"' in listed for job_id in ids), "running jobs can be picked"
+        report = await api.post("/api/jobs/cancel", json={"job_ids": [*ids[:2], "nowhere"]})
+        assert report.status_code == 200
+        assert report.json()["cancelled"] == ids[:2]
+        assert list(report.json()["refused"]) == ["nowhere"]
+        picked = await api.post("/jobs/cancel", data={"job": ids[2], "back": "/jobs"})
+        assert picked.status_code == 303 and "cancelled+1" in picked.headers["location"]
+        again = (await api.post("/api/jobs/cancel", json={"job_ids": ids[:1]})).json()
+        assert again["cancelled"] == [] and "already finished" in again["refused"][ids[0]]
+        recorder.release.set()
+
+        cancelled = (await api.get("/api/jobs", params={"failure": "cancelled"})).json()
+        assert sorted(j["job_id"] for j in cancelled["items"]) == sorted(ids)
+        assert (await api.get("/api/jobs", params={"failure": "llm_error"})).json()["items"] == []
+        recent = (await api.get("/api/jobs", params={"within": "15m"})).json()
+        assert len(recent["items"]) == 3
+        bad = await api.get("/api/jobs", params={"within": "fortnight"})
+        assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "within"]
+        page = (await api.get("/jobs", params={"failure": "cancelled", "within": "1h"})).text
+        assert all(f'data-job="{job_id}"' in page for job_id in ids)
+        assert '<option value="cancelled" selected>' in page
+        assert 'class="pill cancelled"' in page
+
+        requeued = await api.post(f"/api/jobs/{ids[0]}/requeue")
+        assert requeued.status_code == 201, requeued.text
+        clone = requeued.json()["job_id"]
+        assert clone not in ids and requeued.json()["requeued_from"] == ids[0]
+        record = (await api.get(f"/api/jobs/{clone}")).json()
+        assert record["requeued_from"] == ids[0] and record["request"]["prompt"] == "held 0"
+        assert (await api.get(f"/api/jobs/{ids[0]}")).json()["requeued_as"] == clone
+        assert 'id="requeued-as"' in (await api.get(f"/jobs/{ids[0]}")).text
+        running = await api.post(f"/api/jobs/{clone}/requeue")
+        assert running.status_code == 409 and "only a failed job" in running.json()["detail"]
+        assert (await api.post("/api/jobs/nowhere/requeue")).status_code == 404
+        from_page = await api.post(f"/jobs/{ids[1]}/requeue")
+        assert from_page.status_code == 303 and "requeue+of" in from_page.headers["location"]
+
+    charts = (await api.get("/charts")).text
+    assert 'id="chart-outcomes"' in charts and 'class="k-cancelled"' in charts
+    assert "cancelled: 3 jobs" in charts
+    assert '<polyline class="k-intent"' in charts, "the hop latency of the intent stage"
+    assert 'id="charts"' in (await api.get("/jobs")).text
+
+
+async def test_a_hop_in_progress_shows_its_worker_attempt_and_model_call_in_flight(
+    redis_url: str, settings: Settings, api: httpx.AsyncClient
+) -> None:
+    answer = asyncio.Event()
+
+    async def slow(request: LLMRequest) -> str:
+        await answer.wait()
+        return respond(request)
+
+    model = Model(ScriptedClient(responder=slow), Capability.STANDARD)
+    specs = [load_worker("intent"), *RELAY_WORKERS[1:]]
+    async with LocalSystem(settings, redis_url=redis_url, specs=specs, resources={RESOURCE: model}):
+        job_id = (await api.post("/api/jobs", json={"prompt": QUESTION})).json()["job_id"]
+        async with asyncio.timeout(30):  # the worker reports what it does every few seconds
+            while 'id="model-call-in-flight"' not in (
+                page := (await api.get(f"/jobs/{job_id}")).text
+            ):
+                await asyncio.sleep(0.2)
+        now = page[page.index('id="now"') : page.index('id="timeline"')]
+        assert "intent" in now and "job.submitted" in now and "attempt 1" in now
+        assert "model call in flight for" in now and "0 model calls answered" in now
+        assert "running" in page[page.index('id="timeline"') :]
+        answer.set()
+        async with asyncio.timeout(30):
+            while (await api.get(f"/api/jobs/{job_id}")).json()["status"] != "completed":
+                await asyncio.sleep(0.1)
+    assert 'id="now"' not in (await api.get(f"/jobs/{job_id}")).text
+
+
+async def _text(api: httpx.AsyncClient, path: str) -> str:
+    return (await api.get(path)).text
