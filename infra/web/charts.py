@@ -63,6 +63,11 @@ class Chart:
     def empty(self) -> bool:
         return not self.bars and not self.lines
 
+    @property
+    def peak(self) -> str:
+        """The axis's top, in words: the busiest minute's sum, or the highest mean."""
+        return f"peak {self.top:,.0f} {self.unit}" + (" a minute" if self.bars else "")
+
 
 @dataclass
 class Charts:
@@ -131,9 +136,11 @@ def _lines(name: str, title: str, unit: str, sums: dict[str, dict[int, list[floa
         per_minute = means.get(kind)
         if not per_minute:
             continue
+        # a step per minute: a minute alone still shows, as a dash across its column
         points = " ".join(
-            f"{minute * _COLUMN + _COLUMN / 2:.1f},{HEIGHT - value / chart.top * HEIGHT:.1f}"
+            f"{minute * _COLUMN + edge:.1f},{HEIGHT - value / chart.top * HEIGHT:.1f}"
             for minute, value in sorted(per_minute.items())
+            for edge in (1, _COLUMN - 1)
         )
         every = [v for values in sums[kind].values() for v in values]
         mean = sum(every) / len(every)
@@ -185,8 +192,8 @@ async def charts(redis: Redis) -> Charts:
     return Charts(
         charts=[
             _stacked("outcomes", "Jobs finished per minute", "jobs", outcomes, OUTCOMES, start_ms),
-            _lines("latency", "Hop latency per stage (mean wait)", "ms", waits),
-            _stacked("tokens", "Model tokens per stage", "tokens", tokens, WORKER_NAMES, start_ms),
+            _lines("latency", "Hop latency (mean wait)", "ms", waits),
+            _stacked("tokens", "Model tokens by stage", "tokens", tokens, WORKER_NAMES, start_ms),
         ],
         since=datetime.fromtimestamp(start_ms / 1000, tz=UTC),
         partial_from=datetime.fromtimestamp(max(partial_ms) / 1000, tz=UTC) if partial_ms else None,

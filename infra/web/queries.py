@@ -381,6 +381,7 @@ def _place(hops: list[Hop], start: datetime, end: datetime) -> float:
             ran = hop.duration_ms or (
                 (hop.ended - began).total_seconds() * 1000 if hop.ended is not None else 0.0
             )
+            hop.duration_ms = ran  # a dead letter's event carries none: its bar's length
         hop.bar_left = max(0.0, (offset - waited) / span_ms * 100)
         hop.bar_wait = waited / span_ms * 100
         hop.bar_run = min(ran / span_ms * 100, 100.0 - hop.bar_left - hop.bar_wait)

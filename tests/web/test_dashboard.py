@@ -82,7 +82,9 @@ async def test_dead_letters_offer_redrive_only_where_it_can_work_and_say_why_in_
     )
     page = (await api.get("/dead")).text
     rows = {entry: _row(page, entry) for entry in (poison, invalid, retried)}
-    assert "cannot be redriven: the payload still cannot be decoded: it is not JSON" in rows[poison]
+    assert (
+        "Redrive cannot work: the payload still cannot be decoded: it is not JSON" in (rows[poison])
+    )
     assert "Redrive</button>" not in rows[poison]
     assert (
         "it is not a valid message" in rows[invalid] and "job_id: Field required" in rows[invalid]
