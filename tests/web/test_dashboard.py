@@ -226,3 +226,27 @@ async def test_a_hop_in_progress_shows_its_worker_attempt_and_model_call_in_flig
 
 async def _text(api: httpx.AsyncClient, path: str) -> str:
     return (await api.get(path)).text
+
+
+async def test_failed_attempts_of_a_hop_that_then_succeeded_are_counted_too(
+    redis_url: str, settings: Settings, api: httpx.AsyncClient
+) -> None:
+    with FakeModel(respond) as flaky:
+        flaky.set_faults(mix={"500": 0.5}, seed=4)
+        settings.llm_provider = "openai"
+        settings.llm_base_url = flaky.base_url
+        settings.llm_max_retries = 8
+        specs = [load_worker("intent"), *RELAY_WORKERS[1:]]
+        async with (
+            LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
+            Client(system.url, settings) as client,
+        ):
+            job_id = await client.submit(QUESTION)
+            await client.result(job_id, timeout=60)
+        failures = flaky.stats().by_fault.get("500", 0)
+    assert failures > 0, "the seed makes some calls fail"
+    record = (await api.get(f"/api/jobs/{job_id}")).json()
+    assert (record["llm_calls"], record["failed_llm_calls"]) == (1, failures)
+    events = (await api.get(f"/api/jobs/{job_id}/events")).json()
+    intent = next(e for e in events if e["worker"] == "intent" and e["status"] == "completed")
+    assert intent["failed_llm_calls"] == failures
