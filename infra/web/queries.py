@@ -518,6 +518,8 @@ class WorkerView(BaseModel):
     last_seen: datetime
     handled: dict[str, int]
     last_handled: dict[str, datetime]
+    busy: list[Busy] = []
+    """The hops it is handling, as of its last presence refresh."""
 
 
 async def workers_view(redis: Redis) -> list[WorkerView]:
@@ -551,6 +553,7 @@ async def workers_view(redis: Redis) -> list[WorkerView]:
                     for kind in presence.workers
                     if (stamp := last.get(f"{presence.instance}/{kind}")) is not None
                 },
+                busy=presence.busy,
             )
         )
     return views

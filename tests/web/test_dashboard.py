@@ -217,6 +217,9 @@ async def test_a_hop_in_progress_shows_its_worker_attempt_and_model_call_in_flig
         assert "intent" in now and "job.submitted" in now and "attempt 1" in now
         assert "model call in flight for" in now and "0 model calls answered" in now
         assert "running" in page[page.index('id="timeline"') :]
+        workers = await _text(api, "/workers")
+        assert f'href="/jobs/{job_id}">intent · submitted</a>' in workers
+        assert "model call" in workers
         answer.set()
         async with asyncio.timeout(30):
             while (await api.get(f"/api/jobs/{job_id}")).json()["status"] != "completed":

@@ -173,6 +173,7 @@ async def test_the_operator_pages_fit_1024_px_and_are_captured_at_1024_and_1400(
         "job-redriven": f"jobs/{scenes.redriven}",
         "dead": "dead",
         "queues": "queues?worker=intent",
+        "workers": "workers",
     }
     for width in WIDTHS:
         context = await browser.new_context(viewport={"width": width, "height": 900})
