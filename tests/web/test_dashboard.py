@@ -21,6 +21,8 @@ from postel.infra.runtime.runner import load_worker
 from postel.infra.runtime.settings import Settings
 from postel.infra.store import keys
 from postel.infra.store.deadletter import dead_letter, list_dead
+from postel.infra.web.queries import QUEUE_PAGE
+from postel.messages import utc_now
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability
 
@@ -253,3 +255,28 @@ async def test_failed_attempts_of_a_hop_that_then_succeeded_are_counted_too(
     events = (await api.get(f"/api/jobs/{job_id}/events")).json()
     intent = next(e for e in events if e["worker"] == "intent" and e["status"] == "completed")
     assert intent["failed_llm_calls"] == failures
+
+
+async def test_a_queue_is_listed_in_pages_and_jobs_by_when_they_were_created(
+    redis_url: str, settings: Settings, api: httpx.AsyncClient, redis_client: aioredis.Redis
+) -> None:
+    async with Client(redis_url, settings) as client:  # no workers: everything waits
+        ids = [await client.submit(f"waiting {n}") for n in range(QUEUE_PAGE + 2)]
+    first = await _text(api, "/queues?worker=intent")
+    assert first.count("<tr data-message=") == QUEUE_PAGE
+    assert f'offset={QUEUE_PAGE}" id="queue-next"' in first
+    assert "waiting" in first and "taken" not in first.split('id="queue-contents"')[1]
+    rest = await _text(api, f"/queues?worker=intent&offset={QUEUE_PAGE}")
+    assert rest.count("<tr data-message=") == 2 and 'id="queue-next"' not in rest
+    assert f'href="/jobs/{ids[-1]}"' in rest and f">{QUEUE_PAGE + 2}</td>" in rest
+    assert "show-queue" in first and 'id="queue-contents"' not in await _text(api, "/queues")
+
+    two_hours_ago = (utc_now().timestamp() - 7200) * 1000
+    await redis_client.zadd(keys.JOBS, {ids[0]: two_hours_ago})
+    hour = (await api.get("/api/jobs", params={"within": "1h", "limit": 200})).json()
+    assert ids[0] not in [j["job_id"] for j in hour["items"]] and hour["next"] is None
+    assert len(hour["items"]) == len(ids) - 1
+    day = (await api.get("/api/jobs", params={"within": "6h", "limit": 200})).json()
+    assert ids[0] in [j["job_id"] for j in day["items"]]
+    paged = (await api.get("/api/jobs", params={"within": "1h", "limit": 20})).json()
+    assert len(paged["items"]) == 20 and paged["next"] is not None
