@@ -22,8 +22,9 @@ An ingress entry that was refused (source `ingress`) is submitted again as a job
 own `job_id` or `redriven-<dead letter id>`; the dead letter is deleted after the
 submission, and a redrive that crashed in between finds the job submitted and only deletes
 it. A payload that still cannot be decoded (or a request still invalid) stays dead and the
-redrive raises RedriveRefused with the reason, in words (`readable`); `redrive_blocker` says
-so before anyone tries, for the dashboard to offer redrive only where it can work.
+redrive raises RedriveRefused with the reason, in words; a dead letter's `redrive_blocker`
+(infra/store/deadletter.py) says so before anyone tries, so the dashboard offers redrive only
+where it can work.
 
 Discard drops a dead letter for good (`postel dead discard`, the API, the dashboard), one or
 all a filter matches, each recorded as a `discarded` event in the global stream (and the
@@ -43,8 +44,11 @@ from postel.infra.store.commit import QueuedJob
 from postel.infra.store.deadletter import (
     DeadLetter,
     DeadLetterNotFound,
+    Unusable,
     get_dead,
     list_dead,
+    message_of,
+    request_of,
     summarise_validation,
 )
 from postel.infra.store.events import Event, EventLog
@@ -52,7 +56,6 @@ from postel.infra.store.graphs import GraphNotFound
 from postel.infra.store.jobs import JobStore
 from postel.messages import Envelope, JobRequest, decode_message, utc_now
 from postel.messages.errors import PostelError
-from postel.messages.limits import check_json_text
 from pydantic import BaseModel, ValidationError
 
 _REDRIVE_SUFFIX = re.compile(r"^(?P<base>.*):redrive(?P<n>\d+)$")
@@ -146,59 +149,18 @@ async def redrive_matching(
         before = page.next
 
 
-def readable(exc: Exception) -> str:
-    """Why a payload cannot be used, in words: where JSON breaks, or which fields a message
-    lacks (pydantic's own text carries a link and the whole input)."""
-    if isinstance(exc, json.JSONDecodeError):
-        return f"it is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
-    if isinstance(exc, ValidationError):
-        return f"it is not a valid message: {summarise_validation(exc)}"
-    return str(exc)
-
-
 def _decoded(letter: DeadLetter) -> Envelope:
     try:
-        check_json_text(letter.raw)
-        payload: Any = json.loads(letter.raw)
-        if not isinstance(payload, dict):
-            raise ValueError("it is JSON but not an object")
-        message = decode_message(payload)
-    except (ValueError, ValidationError) as exc:
-        reason = f"the payload still cannot be decoded: {readable(exc)}"
-        raise RedriveRefused(letter.id, reason) from exc
-    if message.destination is None:
-        raise RedriveRefused(letter.id, f"{message.type} is terminal: there is no queue for it")
-    return message
+        return message_of(letter)
+    except Unusable as exc:
+        raise RedriveRefused(letter.id, str(exc)) from exc
 
 
 def _request(letter: DeadLetter) -> tuple[dict[str, Any], JobRequest]:
-    """An ingress entry's fields and its job request (RedriveRefused if still invalid)."""
     try:
-        check_json_text(letter.raw)
-        fields = json.loads(letter.raw)
-        if not isinstance(fields, dict) or not isinstance(fields.get("job"), str):
-            raise ValueError("the entry has no field `job` holding the job request")
-        check_json_text(fields["job"], what="field `job`")
-        request = JobRequest.model_validate_json(fields["job"])
-    except (ValueError, ValidationError) as exc:
-        raise RedriveRefused(letter.id, f"the entry is still invalid: {readable(exc)}") from exc
-    return fields, request
-
-
-def redrive_blocker(letter: DeadLetter) -> str | None:
-    """Why redriving `letter` cannot work whatever its job's state (its payload does not
-    decode, its type has no queue, its source is unknown); None when it may. Reads nothing:
-    the dashboard asks it of every row it shows."""
-    try:
-        if letter.source == "ingress":
-            _request(letter)
-        elif letter.source.startswith("worker:"):
-            _decoded(letter)
-        else:
-            return f"unknown source {letter.source!r}"
-    except RedriveRefused as refused:
-        return refused.reason
-    return None
+        return request_of(letter)
+    except Unusable as exc:
+        raise RedriveRefused(letter.id, str(exc)) from exc
 
 
 class Discarded(BaseModel):
@@ -274,7 +236,7 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
         try:
             message = decode_message(data)
         except ValidationError as exc:
-            reason = f"cannot build the new message: {readable(exc)}"
+            reason = f"cannot build the new message: {summarise_validation(exc)}"
             raise RedriveRefused(letter.id, reason) from exc
         assert message.destination is not None  # _decoded refused terminal types
         job_key, result_key, queue, arq_id, score, ttl, payload, wake = QueuedJob(

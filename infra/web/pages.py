@@ -17,12 +17,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from postel.infra.runtime.cancel import JobAlreadyFinished, cancel_job
-from postel.infra.runtime.redrive import (
-    RedriveRefused,
-    redrive,
-    redrive_blocker,
-    redrive_matching,
-)
+from postel.infra.runtime.redrive import RedriveRefused, redrive, redrive_matching
 from postel.infra.runtime.settings import WORKER_NAMES
 from postel.infra.store import keys
 from postel.infra.store.deadletter import DeadLetterNotFound, list_dead
@@ -136,7 +131,6 @@ TEMPLATES.globals.update(
     kinds=WORKER_NAMES,
     failures=FAILURES,
     time_ranges=TIME_RANGES,
-    redrive_blocker=redrive_blocker,
 )
 
 

@@ -22,7 +22,7 @@ from postel.infra.runtime.settings import Settings
 from postel.infra.store import keys
 from postel.infra.store.deadletter import dead_letter, list_dead
 from postel.infra.web.queries import QUEUE_PAGE
-from postel.messages import utc_now
+from postel.messages import JobRequest, JobSubmitted, utc_now
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability
 
@@ -79,7 +79,9 @@ async def test_dead_letters_offer_redrive_only_where_it_can_work_and_say_why_in_
         redis_client,
         source="worker:intent",
         error="LLMServerError: http://m/v1 failed after 5 attempt(s): HTTP 500",
-        payload={"type": "job.submitted"},
+        payload=JobSubmitted(
+            job_id="j1", message_id="j1:submitted", request=JobRequest(prompt="hello")
+        ).model_dump(mode="json"),
         attempt=1,
     )
     page = (await api.get("/dead")).text
@@ -95,6 +97,9 @@ async def test_dead_letters_offer_redrive_only_where_it_can_work_and_say_why_in_
     assert "model ×5" in rows[retried], "the model's five attempts are shown, not only tries 1"
     letter = (await api.get(f"/api/dead/{retried}")).json()
     assert (letter["attempt"], letter["model_attempts"]) == (1, 5)
+    assert letter["redrive_blocker"] is None
+    blocked = (await api.get(f"/api/dead/{poison}")).json()["redrive_blocker"]
+    assert blocked.startswith("the payload still cannot be decoded: it is not JSON")
     refused = (await api.post(f"/api/dead/{invalid}/redrive")).json()["detail"]
     assert "errors.pydantic.dev" not in refused and "Field required" in refused
 
