@@ -16,7 +16,7 @@ from postel.infra.runtime.requeue import Requeued, RequeueRefused, requeue_job
 from postel.infra.store.deadletter import DeadLetterNotFound
 from postel.infra.store.graphs import GraphNotFound
 from postel.infra.store.jobs import JobNotFound
-from postel.infra.web.charts import charts
+from postel.infra.web.charts import chart_window
 from postel.infra.web.pages import TEMPLATES
 from postel.infra.web.pages import _form as form_fields
 from postel.infra.web.pages import _url as url
@@ -156,5 +156,6 @@ async def discard_all_from_page(request: Request) -> RedirectResponse:
 async def charts_fragment(request: Request) -> HTMLResponse:
     """The jobs page's charts alone, for the script to refresh."""
     state = web_state(request)
-    html = TEMPLATES.get_template("_charts.html").render(charts=await charts(state.pool))
+    window = chart_window(request.app.state)
+    html = TEMPLATES.get_template("_charts.html").render(charts=await window.read(state.pool))
     return HTMLResponse(html)

@@ -23,7 +23,7 @@ from postel.infra.store import keys
 from postel.infra.store.deadletter import DeadLetterNotFound, list_dead
 from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.jobs import JobNotFound
-from postel.infra.web.charts import charts
+from postel.infra.web.charts import chart_window
 from postel.infra.web.queries import (
     FAILURES,
     JOB_STATUSES,
@@ -183,7 +183,7 @@ async def jobs_page(
         filters=filters,
         note=note,
         here=_url("/jobs", **filters, before=before),
-        charts=await charts(state.pool),
+        charts=await chart_window(request.app.state).read(state.pool),
         live_src=_url("/jobs", **filters, before=before, fragment="1"),
         next_url=_url("/jobs", **filters, before=page.next) if page.next else None,
         first_url=_url("/jobs", **filters) if before else None,

@@ -21,8 +21,10 @@ from postel.infra.runtime.runner import load_worker
 from postel.infra.runtime.settings import Settings
 from postel.infra.store import keys
 from postel.infra.store.deadletter import dead_letter, list_dead
+from postel.infra.web import charts as charts_module
+from postel.infra.web.charts import ChartWindow
 from postel.infra.web.queries import QUEUE_PAGE
-from postel.messages import JobRequest, JobSubmitted, utc_now
+from postel.messages import JobFailed, JobRequest, JobSubmitted, utc_now
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability
 
@@ -285,3 +287,39 @@ async def test_a_queue_is_listed_in_pages_and_jobs_by_when_they_were_created(
     assert ids[0] in [j["job_id"] for j in day["items"]]
     paged = (await api.get("/api/jobs", params={"within": "1h", "limit": 20})).json()
     assert len(paged["items"]) == 20 and paged["next"] is not None
+
+
+async def test_the_chart_window_adds_what_is_new_and_counts_only_the_last_hour(
+    redis_client: aioredis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = int(utc_now().timestamp() * 1000)
+    await redis_client.xadd(
+        keys.RESULTS, {"job_id": "old", "status": "completed"}, id=f"{now - 7_200_000}-0"
+    )
+    await redis_client.xadd(
+        keys.RESULTS, {"job_id": "a", "status": "completed"}, id=f"{now - 1_800_000}-0"
+    )
+    window = ChartWindow()
+    outcomes = (await window.read(redis_client)).charts[0]
+    assert outcomes.legend == [("completed", "completed 1")], "the entry of 2 h ago is left out"
+    cancelled = JobFailed(job_id="b", message_id="b:cancelled", status="cancelled", error="x")
+    await redis_client.xadd(
+        keys.RESULTS,
+        {"job_id": "b", "status": "failed", "message": cancelled.model_dump_json()},
+    )
+    for worker, wait in (("planner", 10.0), ("planner", 30.0)):
+        await redis_client.xadd(
+            keys.EVENTS, {"worker": worker, "status": "received", "wait_ms": str(wait)}
+        )
+    later = await window.read(redis_client)
+    assert later.charts[0].legend == [("completed", "completed 1"), ("cancelled", "cancelled 1")]
+    assert later.charts[1].legend == [("planner", "planner 20 ms")]
+    assert later.partial_from is None
+    monkeypatch.setattr(charts_module, "CHART_EVENTS", 3)
+    for _ in range(4):  # a burst of more than one read takes: the window starts over
+        await redis_client.xadd(
+            keys.EVENTS, {"worker": "gasl", "status": "received", "wait_ms": "5"}
+        )
+    burst = await window.read(redis_client)
+    assert burst.partial_from is not None
+    assert [kind for kind, _ in burst.charts[1].legend] == ["gasl"]
