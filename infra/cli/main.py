@@ -605,6 +605,37 @@ def dead_redrive(entry_id: str | None, every: bool, worker: str | None, error: s
     run_async(go)()
 
 
+@dead.command("discard")
+@click.argument("entry_id", required=False)
+@click.option("--all", "every", is_flag=True, help="Every dead letter (narrowed by the filters).")
+@worker_filter
+@error_filter
+def dead_discard(entry_id: str | None, every: bool, worker: str | None, error: str | None) -> None:
+    """Drop a dead letter for good (recorded as a `discarded` event); with --all, every one
+    the filters match. Exit 4 if the id names no dead letter."""
+    from postel.infra.runtime.redrive import discard, discard_matching
+
+    if (entry_id is None) == (not every):
+        fail("give one dead letter id, or --all (with --worker/--error to narrow it)", EXIT_INPUT)
+    if entry_id is not None and (worker or error):
+        fail("--worker and --error narrow --all; give them without an id", EXIT_INPUT)
+    current = settings()
+
+    async def go() -> None:
+        async with Client(settings=current) as client:
+            if entry_id is not None:
+                done = await discard(client.pool, client.events, entry_id, by="cli")
+            else:
+                done = await discard_matching(
+                    client.pool, client.events, by="cli", worker=worker, error=error
+                )
+        for letter in done.discarded:
+            click.echo(f"{letter} discarded")
+        click.echo(f"discarded {len(done.discarded)}", err=True)
+
+    run_async(go)()
+
+
 @main.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 def schema(directory: Path) -> None:

@@ -50,7 +50,7 @@ from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_pref
 from postel.infra.runtime.settings import QueueSettings, Settings
 from postel.infra.runtime.tracing import hop_span, with_trace
 from postel.infra.store import keys
-from postel.infra.store.calls import record_commands
+from postel.infra.store.calls import count_failed_calls, record_commands
 from postel.infra.store.commit import (
     JOB_RECORD_MISSING,
     CommitResult,
@@ -324,15 +324,25 @@ class Actor:
         return await self._commit(message, payload, outcome, started, arq_job)
 
     async def _handle(self, message: Envelope, limit: HopLimit) -> Outcome:
-        """The handler, within the hop's limit; its model calls within the model budget."""
+        """The handler, within the hop's limit; its model calls within the model budget. A
+        handler that fails has its failed model attempts counted now: it commits nothing."""
+        with logging_calls(self.spec.name, message.message_id) as calls:
+            try:
+                outcome = await self._handle_within(message, limit)
+            except Exception:
+                try:
+                    await count_failed_calls(self.runtime.redis, message.job_id, calls.failed)
+                except REDIS_UNAVAILABLE as lost:  # the handler's own error is what counts
+                    log.warning("could not count failed model calls", error=str(lost))
+                raise
+        metrics = outcome.metrics.model_copy(update={"failed_llm_calls": calls.failed})
+        return replace(outcome, calls=calls.calls, metrics=metrics)
+
+    async def _handle_within(self, message: Envelope, limit: HopLimit) -> Outcome:
         try:
             async with asyncio.timeout(limit.seconds) as scope:
-                with (
-                    call_budget(limit.model_seconds),
-                    logging_calls(self.spec.name, message.message_id) as calls,
-                ):
-                    outcome = await self.spec.handle(message, self.runtime)
-                return replace(outcome, calls=calls.calls)
+                with call_budget(limit.model_seconds):
+                    return await self.spec.handle(message, self.runtime)
         except TimeoutError as exc:
             if not scope.expired():
                 raise

@@ -1,6 +1,8 @@
 """Which worker processes are alive: each process keeps a short-lived key describing itself,
 refreshed while it runs and deleted when it stops, and its name in the set `postel:workers`
-(`postel workers` and the dashboard list them)."""
+(`postel workers` and the dashboard list them). Each refresh also says which hops the process
+is handling and whether a model call of theirs is in flight, and since when (`busy`): what a
+job's page shows of a hop in progress, at most BEAT_S old."""
 
 from __future__ import annotations
 
@@ -8,18 +10,30 @@ import asyncio
 import contextlib
 import os
 import socket
-from datetime import datetime
+from datetime import UTC, datetime
 
 from postel.infra.store import keys
 from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.events import INSTANCE
 from postel.infra.store.outage import RideOut
 from postel.messages import utc_now
+from postel.services.llm.call_log import open_logs
 from pydantic import BaseModel
 from redis.asyncio import Redis
 
 BEAT_S = 5.0
 TTL_S = 15
+
+
+class Busy(BaseModel):
+    """A hop the process is handling now: its message, the model calls it has made (answered
+    and failed) and, while one is in flight, since when."""
+
+    stage: str
+    message_id: str
+    calls: int = 0
+    failed_calls: int = 0
+    calling_since: datetime | None = None
 
 
 class Presence(BaseModel):
@@ -29,6 +43,23 @@ class Presence(BaseModel):
     workers: list[str]
     ingress: bool = False
     started_at: datetime
+    busy: list[Busy] = []
+
+
+def busy_now() -> list[Busy]:
+    """The hops this process is handling, as of now."""
+    return [
+        Busy(
+            stage=log.stage,
+            message_id=log.message_id,
+            calls=len(log.calls),
+            failed_calls=log.failed,
+            calling_since=datetime.fromtimestamp(log.calling_since, tz=UTC)
+            if log.calling_since is not None
+            else None,
+        )
+        for log in open_logs()
+    ]
 
 
 def announcement(workers: list[str], ingress: bool) -> Presence:
@@ -36,6 +67,8 @@ def announcement(workers: list[str], ingress: bool) -> Presence:
 
 
 async def announce(redis: Redis, presence: Presence) -> None:
+    """Write the presence, with what the process is busy with now."""
+    presence = presence.model_copy(update={"busy": busy_now()})
     async with redis.pipeline(transaction=False) as pipe:
         pipe.set(keys.worker(presence.instance), presence.model_dump_json(), ex=TTL_S)
         pipe.sadd(keys.WORKERS, presence.instance)

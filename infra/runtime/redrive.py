@@ -22,7 +22,13 @@ An ingress entry that was refused (source `ingress`) is submitted again as a job
 own `job_id` or `redriven-<dead letter id>`; the dead letter is deleted after the
 submission, and a redrive that crashed in between finds the job submitted and only deletes
 it. A payload that still cannot be decoded (or a request still invalid) stays dead and the
-redrive raises RedriveRefused with the reason.
+redrive raises RedriveRefused with the reason, in words; a dead letter's `redrive_blocker`
+(infra/store/deadletter.py) says so before anyone tries, so the dashboard offers redrive only
+where it can work.
+
+Discard drops a dead letter for good (`postel dead discard`, the API, the dashboard), one or
+all a filter matches, each recorded as a `discarded` event in the global stream (and the
+job's, when it names one).
 """
 
 from __future__ import annotations
@@ -35,13 +41,21 @@ from arq.connections import ArqRedis
 from postel.infra.runtime.submit import JobConflict, submit_job
 from postel.infra.store import keys
 from postel.infra.store.commit import QueuedJob
-from postel.infra.store.deadletter import DeadLetter, get_dead, list_dead
+from postel.infra.store.deadletter import (
+    DeadLetter,
+    DeadLetterNotFound,
+    Unusable,
+    get_dead,
+    list_dead,
+    message_of,
+    request_of,
+    summarise_validation,
+)
 from postel.infra.store.events import Event, EventLog
 from postel.infra.store.graphs import GraphNotFound
 from postel.infra.store.jobs import JobStore
 from postel.messages import Envelope, JobRequest, decode_message, utc_now
 from postel.messages.errors import PostelError
-from postel.messages.limits import check_json_text
 from pydantic import BaseModel, ValidationError
 
 _REDRIVE_SUFFIX = re.compile(r"^(?P<base>.*):redrive(?P<n>\d+)$")
@@ -135,28 +149,71 @@ async def redrive_matching(
         before = page.next
 
 
-def _whole(letter: DeadLetter) -> None:
-    if letter.raw_sha256:
-        raise RedriveRefused(
-            letter.id,
-            f"its payload was cut when dead-lettered ({letter.raw_bytes} bytes, sha256 "
-            f"{letter.raw_sha256}); send it again from the producer's copy",
-        )
-
-
 def _decoded(letter: DeadLetter) -> Envelope:
-    _whole(letter)
     try:
-        check_json_text(letter.raw)
-        payload: Any = json.loads(letter.raw)
-        if not isinstance(payload, dict):
-            raise ValueError("the payload is not a JSON object")
-        message = decode_message(payload)
-    except (ValueError, ValidationError) as exc:
-        raise RedriveRefused(letter.id, f"the payload still cannot be decoded: {exc}") from exc
-    if message.destination is None:
-        raise RedriveRefused(letter.id, f"{message.type} is terminal: there is no queue for it")
-    return message
+        return message_of(letter)
+    except Unusable as exc:
+        raise RedriveRefused(letter.id, str(exc)) from exc
+
+
+def _request(letter: DeadLetter) -> tuple[dict[str, Any], JobRequest]:
+    try:
+        return request_of(letter)
+    except Unusable as exc:
+        raise RedriveRefused(letter.id, str(exc)) from exc
+
+
+class Discarded(BaseModel):
+    """Dead letters dropped for good, each recorded as a `discarded` event."""
+
+    discarded: list[str]
+
+
+async def discard(pool: ArqRedis, events: EventLog, entry_id: str, *, by: str) -> Discarded:
+    """Drop one dead letter for good (DeadLetterNotFound if it is not there), recording a
+    `discarded` event, with its job's events when it names one, in the same round trip."""
+    letter = await get_dead(pool, entry_id)
+    event = Event(
+        job_id=letter.job_id or "-",
+        message_id=letter.message_id or "-",
+        type="dead_letter",
+        worker=by,
+        stage=letter.worker,
+        status="discarded",
+        rationale=f"dead letter {letter.id}: {letter.error}",
+    )
+    commands = events.commands(event)
+    if not letter.job_id:  # no job to file it under: the global stream only
+        commands = commands[:1]
+    async with pool.pipeline(transaction=True) as pipe:
+        pipe.xdel(keys.DEAD_LETTER, letter.id)
+        for command in commands:
+            pipe.execute_command(*command)
+        removed, *_ = await pipe.execute()
+    if not removed:
+        raise DeadLetterNotFound(entry_id)
+    return Discarded(discarded=[letter.id])
+
+
+async def discard_matching(
+    pool: ArqRedis,
+    events: EventLog,
+    *,
+    by: str,
+    worker: str | None = None,
+    error: str | None = None,
+) -> Discarded:
+    """Discard every dead letter of `worker` (or `ingress`) whose error contains `error`."""
+    done = Discarded(discarded=[])
+    while True:
+        page = await list_dead(pool, limit=200, worker=worker, error=error)
+        for letter in page.items:
+            try:
+                done.discarded.extend((await discard(pool, events, letter.id, by=by)).discarded)
+            except DeadLetterNotFound:
+                continue  # redriven or discarded meanwhile
+        if not page.items:
+            return done
 
 
 def _next_id(message_id: str, skip: int) -> str:
@@ -179,7 +236,8 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
         try:
             message = decode_message(data)
         except ValidationError as exc:
-            raise RedriveRefused(letter.id, f"cannot build the new message: {exc}") from exc
+            reason = f"cannot build the new message: {summarise_validation(exc)}"
+            raise RedriveRefused(letter.id, reason) from exc
         assert message.destination is not None  # _decoded refused terminal types
         job_key, result_key, queue, arq_id, score, ttl, payload, wake = QueuedJob(
             message, events.job_ttl_s
@@ -231,16 +289,7 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
 
 
 async def _resubmit(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str) -> Redriven:
-    _whole(letter)
-    try:
-        check_json_text(letter.raw)
-        fields = json.loads(letter.raw)
-        if not isinstance(fields, dict) or not isinstance(fields.get("job"), str):
-            raise ValueError("the entry has no field `job` holding the job request")
-        check_json_text(fields["job"], what="field `job`")
-        request = JobRequest.model_validate_json(fields["job"])
-    except (ValueError, ValidationError) as exc:
-        raise RedriveRefused(letter.id, f"the entry is still invalid: {exc}") from exc
+    fields, request = _request(letter)
     job_id = fields.get("job_id") or f"redriven-{letter.id.replace('-', '_')}"
     jobs = JobStore(pool, events.job_ttl_s)
     try:

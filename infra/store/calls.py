@@ -8,6 +8,11 @@ request as the model received it (messages, JSON Schema, max_tokens, temperature
 and the answer (text, finish reason, usage, model); credentials are never part of a request.
 A prompt or answer over MAX_RECORDED_CALL_BYTES is cut and marked `truncated`.
 
+A model attempt that failed has no answer to record; it is counted instead, in the job
+record's `failed_llm_calls`: by the hop's commit when the hop went on to succeed, else at
+once by `count_failed_calls` (a hop that failed commits nothing), so a job whose every call
+failed does not show zero calls.
+
 Recording is on unless POSTEL_RECORD_CALLS=false. `postel calls JOB` shows them,
 `postel export` writes them out and `postel replay` serves them back (infra/client/replay.py).
 """
@@ -67,6 +72,21 @@ def record_commands(calls: list[LoggedCall], job_id: str, ttl_s: int) -> list[Co
         *(["RPUSH", key, RecordedCall.of(call).model_dump_json()] for call in calls),
         ["EXPIRE", key, str(ttl_s)],
     ]
+
+
+_COUNT_FAILED = """
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return redis.call('HINCRBY', KEYS[1], 'failed_llm_calls', ARGV[1])
+end
+return 0
+"""
+
+
+async def count_failed_calls(redis: Redis, job_id: str, count: int) -> None:
+    """Add a failed hop's failed model attempts to its job record (if the record is still
+    there: a count never recreates an expired record without its expiry)."""
+    if count > 0:
+        await redis.eval(_COUNT_FAILED, 1, keys.job(job_id), str(count))
 
 
 async def read_calls(redis: Redis, job_id: str) -> list[RecordedCall]:

@@ -1,28 +1,32 @@
 """The dead-letter stream: messages postel could not handle, kept with the error and the raw
 payload so nothing is lost and an operator can send them back (infra/runtime/redrive.py).
 
-Each entry of `postel:dead` has the fields source (`worker:<name>` or `ingress`), error,
-raw (the payload as received), job_id, message_id, attempt and at. Listing reads the stream
-newest first in pages; a filter by worker or error text reads at most SCAN_LIMIT entries per
-page, so a page costs the same however long the stream is.
+Each entry of `postel:dead` has the fields source (`worker:<name>` or `ingress`), error, raw
+(the payload as received), job_id, message_id, attempt (the hop's tries) and at; a letter
+also says how many times the model was tried within its last try (`model_attempts`), read
+from its error, and whether a redrive can work (`redrive_blocker`: why not, in words).
+Listing reads the stream newest first in pages; a filter by worker or error text reads at
+most SCAN_LIMIT entries per page, so a page costs the same however long the stream is.
 The stream is bounded by count and by size: it keeps the newest DEAD_LETTER_MAXLEN entries,
 and a payload over DEAD_LETTER_RAW_BYTES keeps only its first EXCERPT_CHARS characters, with
 its size and sha256 noted (`raw_bytes`, `raw_sha256`), so at most about
 DEAD_LETTER_MAXLEN x DEAD_LETTER_RAW_BYTES of payloads are kept. Such a letter cannot be
-redriven (redrive.py says so); the sha256 matches it to the producer's copy.
+redriven (its `redrive_blocker` says so); the sha256 matches it to the producer's copy.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import datetime
 from typing import Any
 
 from postel.infra.store import keys
-from postel.messages import utc_now
+from postel.messages import Envelope, JobRequest, decode_message, utc_now
 from postel.messages.errors import PostelError
-from pydantic import BaseModel, Field, ValidationError
+from postel.messages.limits import check_json_text
+from pydantic import BaseModel, Field, ValidationError, computed_field
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
@@ -31,6 +35,7 @@ DEAD_LETTER_RAW_BYTES = 64 * 1024
 """A payload up to this many bytes (UTF-8) is kept whole; a larger one as an excerpt."""
 EXCERPT_CHARS = 4096
 SCAN_LIMIT = 5_000
+_MODEL_ATTEMPTS = re.compile(r"failed after (\d+) attempt\(s\)")
 
 
 class DeadLetter(BaseModel):
@@ -45,6 +50,30 @@ class DeadLetter(BaseModel):
     raw_bytes: int = Field(default=0, description="the payload's size when `raw` is cut")
     raw_sha256: str = Field(default="", description="the payload's sha256 when `raw` is cut")
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def model_attempts(self) -> int:
+        """How many times the model was tried within the last try, when the error says so
+        (a model call retries inside one hop: "failed after 5 attempt(s)"); else 0."""
+        found = _MODEL_ATTEMPTS.search(self.error)
+        return int(found[1]) if found else 0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def redrive_blocker(self) -> str | None:
+        """Why a redrive cannot work whatever its job's state (the payload does not decode,
+        its type has no queue, its source is unknown), in words; None when it may."""
+        try:
+            if self.source == "ingress":
+                request_of(self)
+            elif self.source.startswith("worker:"):
+                message_of(self)
+            else:
+                return f"unknown source {self.source!r}"
+        except Unusable as exc:
+            return str(exc)
+        return None
+
     @property
     def worker(self) -> str:
         """The worker kind that gave up on it, or `ingress`."""
@@ -54,6 +83,61 @@ class DeadLetter(BaseModel):
     def from_entry(cls, entry_id: bytes | str, fields: dict[Any, Any]) -> DeadLetter:
         data = {_text(k): _text(v) for k, v in fields.items()}
         return cls.model_validate({**data, "id": _text(entry_id)})
+
+
+class Unusable(PostelError, ValueError):
+    """A dead letter's payload cannot be sent back; the message says why, in words."""
+
+
+def _readable(exc: Exception) -> str:
+    """Why a payload cannot be used, in words: where JSON breaks, or which fields a message
+    lacks (pydantic's own text carries a link and the whole input)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"it is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+    if isinstance(exc, ValidationError):
+        return f"it is not a valid message: {summarise_validation(exc)}"
+    return str(exc)
+
+
+def _whole(letter: DeadLetter) -> None:
+    if letter.raw_sha256:
+        raise Unusable(
+            f"its payload was cut when dead-lettered ({letter.raw_bytes} bytes, sha256 "
+            f"{letter.raw_sha256}); send it again from the producer's copy"
+        )
+
+
+def message_of(letter: DeadLetter) -> Envelope:
+    """A worker's dead letter as the message it held (Unusable if it was cut, still is not
+    one, or is of a type no queue takes)."""
+    _whole(letter)
+    try:
+        check_json_text(letter.raw)
+        payload: Any = json.loads(letter.raw)
+        if not isinstance(payload, dict):
+            raise ValueError("it is JSON but not an object")
+        message = decode_message(payload)
+    except (ValueError, ValidationError) as exc:
+        raise Unusable(f"the payload still cannot be decoded: {_readable(exc)}") from exc
+    if message.destination is None:
+        raise Unusable(f"{message.type} is terminal: there is no queue for it")
+    return message
+
+
+def request_of(letter: DeadLetter) -> tuple[dict[str, Any], JobRequest]:
+    """A refused ingress entry's fields and its job request (Unusable if it was cut or is
+    still invalid)."""
+    _whole(letter)
+    try:
+        check_json_text(letter.raw)
+        fields = json.loads(letter.raw)
+        if not isinstance(fields, dict) or not isinstance(fields.get("job"), str):
+            raise ValueError("the entry has no field `job` holding the job request")
+        check_json_text(fields["job"], what="field `job`")
+        request = JobRequest.model_validate_json(fields["job"])
+    except (ValueError, ValidationError) as exc:
+        raise Unusable(f"the entry is still invalid: {_readable(exc)}") from exc
+    return fields, request
 
 
 class DeadPage(BaseModel):

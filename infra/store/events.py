@@ -5,19 +5,23 @@ Entries are flat string fields with stable names, one type per field, numbers pu
 numeric, so dashboards render them as columns:
 
   job_id, message_id, type, worker, instance, stage, status, attempt, duration_ms, wait_ms,
-  error, iteration, round, repair, llm_calls, prompt_tokens, completion_tokens,
+  error, iteration, round, repair, llm_calls, failed_llm_calls, prompt_tokens,
+  completion_tokens,
   finish_reason, sections, elements, decision, rationale, commands
 
 `status` is one of: submitted, received, completed, continued, retried, failed,
 dead_lettered, dropped (a message of a finished job: not handled, or its outcome discarded),
-redriven (a dead letter sent back to its queue). `instance` names the process (host:pid)
-that handled the message, so a dashboard shows how replicas share a queue. `wait_ms` is how
-long the message waited between being sent (the commit that queued it) and a worker starting
-to run it (the hop latency); `duration_ms` is how long its handling took from there, decoding
-it included, so the two do not overlap. The figures from `iteration` to `commands` are
-what the hop's service reported (services/step.py says what each means) with its model
-calls' counts; those that do not apply are 0 or empty, and `error` is empty unless
-something failed.
+redriven (a dead letter sent back to its queue), discarded (a dead letter dropped for good).
+`instance` names the process (host:pid) that handled the message, so a dashboard shows how
+replicas share a queue. `wait_ms` is how long the message waited between being sent (the
+commit that queued it) and a worker starting to run it (the hop latency); `duration_ms` is
+how long its handling took from there, decoding it included, so the two do not overlap. The
+figures from `iteration` to `commands` are what the hop's service reported (services/step.py
+says what each means) with its model calls' counts; those that do not apply are 0 or empty,
+and `error` is empty unless something failed.
+
+`failed_llm_calls` counts the hop's model attempts that got no usable answer (retried 5xx,
+429s, timeouts), which `llm_calls` (answered calls) leaves out.
 
 Recording a handled message (`completed`, `continued`) also adds the hop's model calls and
 tokens to the job record's sums and counts it for the process that handled it
@@ -52,6 +56,7 @@ EventStatus = Literal[
     "dead_lettered",
     "dropped",
     "redriven",
+    "discarded",
 ]
 HANDLED: frozenset[str] = frozenset({"completed", "continued"})
 
@@ -60,6 +65,7 @@ class Metrics(HopFigures):
     """A hop's figures with its model calls' counts; each is an event field of the same name."""
 
     llm_calls: int = 0
+    failed_llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     budget_wait_ms: float = 0.0
@@ -161,7 +167,7 @@ class EventLog:
             ["EXPIRE", keys.TALLY_LAST, ttl],
         ]
         job = keys.job(event.job_id)
-        for name in ("llm_calls", "prompt_tokens", "completion_tokens"):
+        for name in ("llm_calls", "failed_llm_calls", "prompt_tokens", "completion_tokens"):
             if value := getattr(event, name):
                 tallies.append(["HINCRBY", job, name, str(value)])
         return tallies

@@ -2,7 +2,9 @@
 
 A Redis hash under `postel:job:<id>`. `status` is queued, running, completed or failed;
 `failure` is the documented FailureStatus of a failed job. `llm_calls`, `prompt_tokens` and
-`completion_tokens` sum the committed hops' model use (infra/store/events.py adds them). Every job
+`completion_tokens` sum the committed hops' model use (infra/store/events.py adds them);
+`failed_llm_calls` counts model attempts that failed, in committed hops and failed ones alike
+(infra/store/calls.py). Every job
 id is also in the sorted set `postel:jobs` by creation time, so a dashboard pages through
 the newest jobs without scanning the keyspace.
 """
@@ -49,8 +51,13 @@ class JobRecord(BaseModel):
     request_sha256: str | None = None
     failure: str | None = None
     llm_calls: int = 0
+    failed_llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    requeued_from: str | None = None
+    """The failed job this one runs again (infra/runtime/requeue.py)."""
+    requeued_as: str | None = None
+    """The newest job that runs this failed one again."""
 
     @property
     def finished(self) -> bool:

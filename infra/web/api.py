@@ -55,6 +55,7 @@ from postel.infra.store.outage import RideOut
 from postel.infra.store.stores import GaslRound, GaslStateStore
 from postel.infra.web.outage import UNREACHABLE
 from postel.infra.web.queries import (
+    TIME_RANGES,
     JobsPage,
     QueuesView,
     WorkerView,
@@ -64,7 +65,7 @@ from postel.infra.web.queries import (
 )
 from postel.infra.web.security import COOKIE
 from postel.infra.web.state import WebState, web_state
-from postel.messages import JOB_ID_PATTERN, JobRequest
+from postel.messages import JOB_ID_PATTERN, FailureStatus, JobRequest
 from postel.messages.limits import MAX_GRAPH_BYTES
 from postel.services.validation import UnsupportedSchemaError
 from pydantic import BaseModel, ValidationError
@@ -78,11 +79,19 @@ _COOKIE = APIKeyCookie(
     name=COOKIE, auto_error=False, description="the cookie the login form sets (pages)"
 )
 UNAUTHORIZED = {"description": "missing or wrong token (only when POSTEL_WEB_TOKEN is set)"}
-router = APIRouter(
-    prefix="/api",
-    dependencies=[Depends(_BEARER), Depends(_COOKIE)],
-    responses={401: UNAUTHORIZED},
-)
+
+
+def api_router() -> APIRouter:
+    """A router of /api routes, each declaring the token and its 401 (operations.py has one
+    too)."""
+    return APIRouter(
+        prefix="/api",
+        dependencies=[Depends(_BEARER), Depends(_COOKIE)],
+        responses={401: UNAUTHORIZED},
+    )
+
+
+router = api_router()
 
 State = Annotated[WebState, Depends(web_state)]
 JobId = Annotated[
@@ -160,11 +169,26 @@ async def jobs(
     q: Annotated[str | None, Query(description="Text in the job id or title.")] = None,
     before: Annotated[str | None, Query(description="The `next` cursor of a page.")] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    failure: Annotated[FailureStatus | None, Query(description="A failed job's kind.")] = None,
+    within: Annotated[
+        str | None,
+        Query(description=f"Only jobs created within this long: {', '.join(TIME_RANGES)}."),
+    ] = None,
 ) -> JobsPage:
     """Jobs newest first, paged."""
+    if within is not None and within not in TIME_RANGES:
+        expected = ", ".join(TIME_RANGES)
+        raise _field_error(["query", "within"], f"expected one of {expected}", "invalid_range")
     try:
         return await list_jobs(
-            state.pool, status=status, stage=stage, q=q, before=before, limit=limit
+            state.pool,
+            status=status,
+            stage=stage,
+            q=q,
+            before=before,
+            limit=limit,
+            failure=failure,
+            within_s=TIME_RANGES[within] if within else None,
         )
     except ValueError as exc:
         raise _field_error(["query", "before"], str(exc), "invalid_cursor") from exc

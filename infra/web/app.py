@@ -9,7 +9,7 @@ from arq.connections import ArqRedis
 from fastapi import FastAPI, Response
 from fastapi.staticfiles import StaticFiles
 from postel.infra.runtime.settings import Settings
-from postel.infra.web import api, outage, pages
+from postel.infra.web import api, operations, outage, pages
 from postel.infra.web.metrics import SystemMetrics
 from postel.infra.web.security import Guard
 from postel.infra.web.state import WebState
@@ -78,7 +78,9 @@ def create_app(
         return await metrics.scrape()
 
     app.include_router(api.router)
+    app.include_router(operations.api)
     app.include_router(pages.router)
+    app.include_router(operations.pages)
     app.mount("/static", StaticFiles(directory=pages.HERE / "static"), name="static")
     guard = Guard(app, token=token, loopback_only=loopback_only and token is None)
     app.state.guard = guard

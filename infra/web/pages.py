@@ -26,11 +26,15 @@ from postel.infra.store.deadletter import DeadLetterNotFound, list_dead
 from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.jobs import JobNotFound
 from postel.infra.web.api import EntryId, JobId
+from postel.infra.web.charts import chart_window
 from postel.infra.web.queries import (
+    FAILURES,
     JOB_STATUSES,
     STAGES,
+    TIME_RANGES,
     job_story,
     list_jobs,
+    queue_page,
     queues_view,
     workers_view,
 )
@@ -82,6 +86,10 @@ def _clock(value: datetime | None) -> str:
     return value.astimezone().strftime("%Y-%m-%d %H:%M:%S") if value else ""
 
 
+def _clock_hm(value: datetime) -> str:
+    return value.astimezone().strftime("%H:%M")
+
+
 TEXT_SHOWN = 8_000
 """Characters of one prompt or answer a job's page shows; the API has the whole text."""
 
@@ -90,6 +98,14 @@ def _clip(text: str) -> str:
     if len(text) <= TEXT_SHOWN:
         return text
     return f"{text[:TEXT_SHOWN]}\n… {len(text) - TEXT_SHOWN:,} more characters (the API has them)"
+
+
+def _age_ms(value: datetime) -> float:
+    return max((utc_now() - value).total_seconds() * 1000, 0.0)
+
+
+def _until_ms(value: datetime) -> float:
+    return max((value - utc_now()).total_seconds() * 1000, 0.0)
 
 
 def _took(started: datetime, ended: datetime | None) -> str:
@@ -121,8 +137,23 @@ TEMPLATES = Environment(
     lstrip_blocks=True,
     finalize=_shown,
 )
-TEMPLATES.filters.update(ms=_ms, ago=_ago, clock=_clock, clip=_clip)
-TEMPLATES.globals.update(took=_took, statuses=JOB_STATUSES, stages=STAGES, kinds=WORKER_NAMES)
+TEMPLATES.filters.update(
+    ms=_ms,
+    ago=_ago,
+    clock=_clock,
+    clip=_clip,
+    age_ms=_age_ms,
+    until_ms=_until_ms,
+    clock_hm=_clock_hm,
+)
+TEMPLATES.globals.update(
+    took=_took,
+    statuses=JOB_STATUSES,
+    stages=STAGES,
+    kinds=WORKER_NAMES,
+    failures=FAILURES,
+    time_ranges=TIME_RANGES,
+)
 
 
 def render(request: Request, name: str, **context: Any) -> HTMLResponse:
@@ -153,19 +184,28 @@ async def jobs_page(
     stage: str | None = None,
     q: str | None = None,
     before: str | None = None,
+    failure: str | None = None,
+    within: str | None = None,
+    note: str | None = None,
 ) -> HTMLResponse:
     state = web_state(request)
     q = (q or "").strip() or None
+    failure = failure if failure in FAILURES else None
+    within = within if within in TIME_RANGES else None
+    chosen = {"failure": failure, "within_s": TIME_RANGES[within] if within else None}
     try:
-        page = await list_jobs(state.pool, status=status, stage=stage, q=q, before=before)
+        page = await list_jobs(state.pool, status=status, stage=stage, q=q, before=before, **chosen)
     except ValueError:
-        page = await list_jobs(state.pool, status=status, stage=stage, q=q)
-    filters = {"status": status, "stage": stage, "q": q}
+        page = await list_jobs(state.pool, status=status, stage=stage, q=q, **chosen)
+    filters = {"status": status, "stage": stage, "q": q, "failure": failure, "within": within}
     return render(
         request,
         "jobs",
         page=page,
         filters=filters,
+        note=note,
+        here=_url("/jobs", **filters, before=before),
+        charts=await chart_window(request.app.state).read(state.pool),
         live_src=_url("/jobs", **filters, before=before, fragment="1"),
         next_url=_url("/jobs", **filters, before=page.next) if page.next else None,
         first_url=_url("/jobs", **filters) if before else None,
@@ -223,13 +263,16 @@ async def workers_page(request: Request) -> HTMLResponse:
 
 
 @router.get("/queues", response_class=HTMLResponse)
-async def queues_page(request: Request) -> HTMLResponse:
+async def queues_page(request: Request, worker: str | None = None, offset: int = 0) -> HTMLResponse:
     state = web_state(request)
+    worker = worker if worker in WORKER_NAMES else None
+    shown = await queue_page(state.pool, worker, offset) if worker else None
     return render(
         request,
         "queues",
         view=await queues_view(state.pool),
-        live_src="/queues?fragment=1",
+        shown=shown,
+        live_src=_url("/queues", worker=worker, offset=str(offset or ""), fragment="1"),
         stream=await global_stream(state),
         refresh_ms=5000,
     )

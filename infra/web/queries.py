@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, get_args
 
-from postel.infra.runtime.presence import TTL_S, live_workers
+from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
+from postel.infra.runtime.presence import TTL_S, Busy, live_workers
 from postel.infra.runtime.settings import WORKER_NAMES
 from postel.infra.store import keys
 from postel.infra.store.calls import RecordedCall, last_calls
@@ -25,7 +26,8 @@ from postel.infra.store.deadletter import summarise_validation
 from postel.infra.store.events import HANDLED, Event, EventLog
 from postel.infra.store.jobs import JobRecord, JobStatus, JobStore, MalformedJobRecord
 from postel.infra.store.stores import GaslRound, GaslStateStore
-from postel.messages import JOB_ID_PATTERN, ExecutionRecord, utc_now
+from postel.infra.store.wire import loads
+from postel.messages import JOB_ID_PATTERN, ExecutionRecord, FailureStatus, utc_now
 from postel.services.planner.render import dumps
 from postel.services.step import parse_command_lines
 from pydantic import BaseModel, ValidationError
@@ -33,27 +35,41 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
+FAILURES: tuple[str, ...] = get_args(FailureStatus)
 STAGES: tuple[str, ...] = ("submit", *WORKER_NAMES, "done")
 SCAN_LIMIT = 5_000
 PAGE_LIMIT = 200
+_FILTERED = 4
+"""A filter reads the first four summary fields of every record (status, stage, title,
+failure); the rest only of the matches."""
+TIME_RANGES: dict[str, int] = {
+    "15m": 15 * 60,
+    "1h": 3600,
+    "6h": 6 * 3600,
+    "24h": 86400,
+    "7d": 7 * 86400,
+}
+"""The jobs list's time ranges: jobs created within the last so many seconds."""
 _BATCH = 200
 _JOB_ID = re.compile(JOB_ID_PATTERN)
 _SUMMARY_FIELDS = (
     "status",
     "stage",
     "title",
+    "failure",
     "created_at",
     "updated_at",
     "finished_at",
-    "failure",
     "llm_calls",
     "prompt_tokens",
     "completion_tokens",
+    "failed_llm_calls",
 )
 ROWS_SHOWN = 5
 SOURCES_SHOWN = 12
 HOPS_SHOWN = 400
 CALLS_SHOWN = 30
+_REDRIVE = re.compile(r":redrive(\d+)$")
 """A job's page shows its last CALLS_SHOWN model calls; the API has them all."""
 
 
@@ -69,6 +85,7 @@ class JobSummary(BaseModel):
     finished_at: datetime | None = None
     failure: str | None = None
     llm_calls: int = 0
+    failed_llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -147,14 +164,21 @@ async def _summaries(
 
 
 def _matches(
-    job_id: str, values: list[Any], status: str | None, stage: str | None, q: str | None
+    job_id: str,
+    values: list[Any],
+    status: str | None,
+    stage: str | None,
+    q: str | None,
+    failure: str | None = None,
 ) -> bool:
-    """The filter, on the raw fields (status, stage, title first): a page that reads many
-    records to find a few builds a model of the few only."""
-    found_status, found_stage, title = (_text(v) or "" for v in values[:3])
+    """The filter, on the raw fields (status, stage, title, failure first): a page that reads
+    many records to find a few builds a model of the few only."""
+    found_status, found_stage, title, found_failure = (_text(v) or "" for v in values[:_FILTERED])
     if status and found_status != status:
         return False
     if stage and found_stage != stage:
+        return False
+    if failure and found_failure != failure:
         return False
     return not q or q.lower() in job_id.lower() or q.lower() in title.lower()
 
@@ -167,9 +191,12 @@ async def list_jobs(
     q: str | None = None,
     before: str | None = None,
     limit: int = 50,
+    failure: str | None = None,
+    within_s: int | None = None,
 ) -> JobsPage:
-    """A page of jobs, newest first, filtered by status, stage and text in the id or title.
-    A `q` that is a job's exact id finds it directly, however old."""
+    """A page of jobs, newest first, filtered by status, stage, failure kind, text in the id
+    or title, and creation within the last `within_s` seconds. A `q` that is a job's exact
+    id finds it directly, however old."""
     limit = max(1, min(limit, PAGE_LIMIT))
     total = await redis.zcard(keys.JOBS)
     # only a well-formed id is looked up: "x:gen:0" would name another job's key
@@ -177,20 +204,26 @@ async def list_jobs(
     if q and is_id and before is None and await redis.exists(keys.job(q)):
         values = await redis.hmget(keys.job(q), _SUMMARY_FIELDS)
         exact = _summary(q, values)
-        if exact is not None and _matches(q, values, status, stage, None):
+        if exact is not None and _matches(q, values, status, stage, None, failure):
             return JobsPage(items=[exact], next=None, scanned=1, total=total)
     cursor = _cursor(before)
-    batch = _BATCH if status or stage or q else limit
+    oldest_ms = (utc_now().timestamp() - within_s) * 1000 if within_s else None
+    batch = _BATCH if status or stage or q or failure else limit
     found: list[JobSummary] = []
     scanned = 0
     exhausted = False
     while len(found) < limit and scanned < SCAN_LIMIT:
         entries = await _index_after(redis, cursor, batch)
+        out_of_range = False
+        if oldest_ms is not None and entries and entries[-1][1] < oldest_ms:
+            # newest first: from the first entry older than the range on, all are
+            entries = [entry for entry in entries if entry[1] >= oldest_ms]
+            out_of_range = True
         if not entries:
             exhausted = True
             break
-        # a filter reads the three fields it looks at first, the rest for the matches only
-        fields = _SUMMARY_FIELDS[:3] if batch == _BATCH else _SUMMARY_FIELDS
+        # a filter reads the fields it looks at first, the rest for the matches only
+        fields = _SUMMARY_FIELDS[:_FILTERED] if batch == _BATCH else _SUMMARY_FIELDS
         async with redis.pipeline(transaction=False) as pipe:
             for job_id, _score in entries:
                 pipe.hmget(keys.job(job_id), fields)
@@ -199,13 +232,14 @@ async def list_jobs(
         for (job_id, score), values in zip(entries, rows, strict=True):
             scanned += 1
             cursor = (score, job_id)
-            if values[0] is not None and _matches(job_id, values, status, stage, q):
+            if values[0] is not None and _matches(job_id, values, status, stage, q, failure):
                 matching.append((job_id, values))
                 if len(found) + len(matching) == limit:
                     break
         found.extend(await _summaries(redis, matching, complete=fields == _SUMMARY_FIELDS))
-        if len(entries) < batch and len(found) < limit:
+        if len(found) < limit and (out_of_range or len(entries) < batch):
             exhausted = True
+            break
     following = None if exhausted or cursor is None else f"{cursor[0]:.0f}:{cursor[1]}"
     return JobsPage(items=found, next=following, scanned=scanned, total=total)
 
@@ -239,6 +273,20 @@ class Hop:
     bar_left: float = 0.0
     bar_wait: float = 0.0
     bar_run: float = 0.0
+    running: bool = False
+    """Taken by a worker and not finished: the hop in progress."""
+    busy: Busy | None = None
+    """What its worker process last said of it (its model calls, one in flight)."""
+
+    @property
+    def redrive(self) -> int:
+        """Which redrive of a dead letter this message is (`<id>:redrive<n>`); 0 if none."""
+        found = _REDRIVE.search(self.message_id)
+        return int(found[1]) if found else 0
+
+    @property
+    def running_ms(self) -> float:
+        return (utc_now() - self.started).total_seconds() * 1000 if self.started else 0.0
 
 
 @dataclass
@@ -290,6 +338,8 @@ class JobStory:
     result_json: str
     calls: list[RecordedCall]
     call_count: int
+    running: list[Hop]
+    """The hops in progress now."""
 
 
 def _fold(events: list[Event]) -> list[Hop]:
@@ -322,7 +372,8 @@ def _fold(events: list[Event]) -> list[Hop]:
 
 
 def _place(hops: list[Hop], start: datetime, end: datetime) -> float:
-    """Percent positions of each hop's wait and run on the job's time line."""
+    """Percent positions of each hop's wait and run on the job's time line; a hop in progress
+    runs to `end` (now, for a running job)."""
     span_ms = max((end - start).total_seconds() * 1000, 1.0)
     for hop in hops:
         began = hop.started or hop.at
@@ -331,9 +382,13 @@ def _place(hops: list[Hop], start: datetime, end: datetime) -> float:
         offset = (began - start).total_seconds() * 1000
         hop.offset_ms = offset
         waited = min(hop.wait_ms, max(offset, 0.0))
-        ran = hop.duration_ms or (
-            (hop.ended - began).total_seconds() * 1000 if hop.ended is not None else 0.0
-        )
+        if hop.running:
+            ran = (end - began).total_seconds() * 1000
+        else:
+            ran = hop.duration_ms or (
+                (hop.ended - began).total_seconds() * 1000 if hop.ended is not None else 0.0
+            )
+            hop.duration_ms = ran  # a dead letter's event carries none: its bar's length
         hop.bar_left = max(0.0, (offset - waited) / span_ms * 100)
         hop.bar_wait = waited / span_ms * 100
         hop.bar_run = min(ran / span_ms * 100, 100.0 - hop.bar_left - hop.bar_wait)
@@ -417,6 +472,12 @@ async def job_story(redis: Redis, jobs: JobStore, events: EventLog, job_id: str)
     # to the last event: a message dropped after the job finished ends later than the job
     stamps = [t for t in (record.finished_at, event_time(history[-1]) if history else None) if t]
     end = max(stamps) if record.finished_at is not None else max([*stamps, utc_now()])
+    if not record.finished:
+        busy = await _busy(redis)
+        for hop in hops:
+            if hop.status == "received" and hop.ended is None:
+                hop.running = True
+                hop.busy = busy.get(hop.message_id)
     span_ms = _place(hops, start, end)
     handled = [h.outcome for h in hops if h.outcome is not None]
     hidden = max(len(hops) - HOPS_SHOWN, 0)
@@ -442,7 +503,13 @@ async def job_story(redis: Redis, jobs: JobStore, events: EventLog, job_id: str)
         result_json=json.dumps(record.result, indent=2, ensure_ascii=False),
         calls=calls,
         call_count=call_count,
+        running=[hop for hop in hops if hop.running],
     )
+
+
+async def _busy(redis: Redis) -> dict[str, Busy]:
+    """What each live worker process last said it is handling, by message id."""
+    return {busy.message_id: busy for p in await live_workers(redis) for busy in p.busy}
 
 
 class WorkerView(BaseModel):
@@ -458,6 +525,8 @@ class WorkerView(BaseModel):
     last_seen: datetime
     handled: dict[str, int]
     last_handled: dict[str, datetime]
+    busy: list[Busy] = []
+    """The hops it is handling, as of its last presence refresh."""
 
 
 async def workers_view(redis: Redis) -> list[WorkerView]:
@@ -491,6 +560,7 @@ async def workers_view(redis: Redis) -> list[WorkerView]:
                     for kind in presence.workers
                     if (stamp := last.get(f"{presence.instance}/{kind}")) is not None
                 },
+                busy=presence.busy,
             )
         )
     return views
@@ -543,3 +613,66 @@ async def queues_view(redis: Redis) -> QueuesView:
         dead_letters=int(dead),
         jobs=int(jobs),
     )
+
+
+QUEUE_PAGE = 50
+"""Messages a queue's page lists at once."""
+
+
+class QueuedMessage(BaseModel):
+    """A message on a worker's queue: its job and type, when it is due (a retry waits for
+    its backoff) and whether a worker has it now (`taken`: it stays queued until its commit)
+    and on which try."""
+
+    message_id: str
+    job_id: str
+    type: str
+    due_at: datetime
+    taken: bool
+    tries: int
+
+
+class QueuePage(BaseModel):
+    worker: str
+    items: list[QueuedMessage]
+    offset: int
+    depth: int
+
+    @property
+    def next_offset(self) -> int | None:
+        following = self.offset + len(self.items)
+        return following if following < self.depth else None
+
+
+async def queue_page(redis: Redis, worker: str, offset: int = 0) -> QueuePage:
+    """The messages of `worker`'s queue in the order they are due, QUEUE_PAGE from
+    `offset`: one ZRANGE and one pipelined read of their payloads, leases and tries."""
+    offset = max(offset, 0)
+    queue = keys.queue(worker)
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.zcard(queue)
+        pipe.zrange(queue, offset, offset + QUEUE_PAGE - 1, withscores=True)
+        depth, members = await pipe.execute()
+    ids = [_text(member) or "" for member, _score in members]
+    async with redis.pipeline(transaction=False) as pipe:
+        for arq_id in ids:
+            pipe.get(job_key_prefix + arq_id)
+            pipe.exists(in_progress_key_prefix + arq_id)
+            pipe.get(retry_key_prefix + arq_id)
+        replies = await pipe.execute()
+    items = []
+    for n, (arq_id, (_member, score)) in enumerate(zip(ids, members, strict=True)):
+        raw, taken, tries = replies[3 * n : 3 * n + 3]
+        args = loads(raw).get("a", [None]) if raw else [None]
+        message = args[0] if args and isinstance(args[0], dict) else {}
+        items.append(
+            QueuedMessage(
+                message_id=arq_id,
+                job_id=str(message.get("job_id", "")),
+                type=str(message.get("type", "?" if raw else "(payload gone)")),
+                due_at=datetime.fromtimestamp(float(score) / 1000, tz=UTC),
+                taken=bool(taken),
+                tries=int(tries or 0),
+            )
+        )
+    return QueuePage(worker=worker, items=items, offset=offset, depth=int(depth))

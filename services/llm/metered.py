@@ -31,13 +31,17 @@ class MeteredClient:
     async def complete(self, request: LLMRequest) -> LLMResponse:
         if self.model is not None and request.model is None:
             request = request.model_copy(update={"model": self.model})
-        response = await self.client.complete(request)
+        log = current_call_log()
+        if log is None:
+            response = await self.client.complete(request)
+        else:
+            with log.calling():
+                response = await self.client.complete(request)
         self.meter.calls += 1
         self.meter.prompt_tokens += response.usage.prompt_tokens
         self.meter.completion_tokens += response.usage.completion_tokens
         self.meter.latency_ms += response.latency_ms
         self.meter.budget_wait_ms += response.budget_wait_ms
-        log = current_call_log()
         if log is not None:
             log.append(request, response, self.capability)
         return response

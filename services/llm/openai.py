@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import structlog
 from postel.services.llm.budget import remaining_budget
+from postel.services.llm.call_log import count_failed_attempt
 from postel.services.llm.errors import (
     LLMBadResponse,
     LLMConnectionError,
@@ -125,6 +126,7 @@ class OpenAIClient:
                 elif status >= 500:
                     failure = (LLMServerError, f"HTTP {status}: {message}")
                 else:
+                    count_failed_attempt()
                     raise LLMRequestRejected(
                         f"{self._shown} rejected the request (HTTP {status}): {message}",
                         status_code=status,
@@ -135,6 +137,7 @@ class OpenAIClient:
                 # answer or a cancelled hop too), with the tokens it really used
                 if self._gate and permit:
                     await self._gate.release(permit, used)
+            count_failed_attempt()
             if attempt == policy.max_attempts:
                 break
             left = remaining_budget()

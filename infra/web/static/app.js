@@ -1,18 +1,28 @@
 // postel's dashboard, live without reloading. An element with data-live-src is re-rendered
 // from that URL (a fragment the server renders) when its data-stream (Server-Sent Events)
-// reports an event, at most every 300 ms, and every data-refresh-ms if set. Open <details>
-// (by data-key) and the scroll position survive a refresh. Forms with data-confirm ask first.
+// reports an event, at most every 300 ms, and every data-refresh-ms if set (until the stream
+// ends). Open <details> and ticked checkboxes (by data-key) and the scroll position survive
+// a refresh. Forms with data-confirm ask first. Live updates start only once the page has
+// loaded, so a page is whole, and loaded, without them (a headless screenshot ends); with
+// ?static=1 they never start.
 (function () {
   "use strict";
 
   function keepOpen(element) {
     const open = new Set();
+    const ticked = new Set();
     element.querySelectorAll("details[data-key][open]").forEach(function (d) {
       open.add(d.dataset.key);
+    });
+    element.querySelectorAll("input[type=checkbox][data-key]").forEach(function (box) {
+      if (box.checked) ticked.add(box.dataset.key);
     });
     return function restore() {
       element.querySelectorAll("details[data-key]").forEach(function (d) {
         if (open.has(d.dataset.key)) d.open = true;
+      });
+      element.querySelectorAll("input[type=checkbox][data-key]").forEach(function (box) {
+        if (ticked.has(box.dataset.key)) box.checked = true;
       });
     };
   }
@@ -60,6 +70,7 @@
       }, 300);
     }
 
+    let interval = null;
     if (element.dataset.stream) {
       const source = new EventSource(element.dataset.stream);
       source.addEventListener("open", function () {
@@ -72,15 +83,25 @@
       source.addEventListener("end", function () {
         schedule();
         source.close();
+        if (interval !== null) clearInterval(interval);
         if (indicator) indicator.dataset.state = "done";
       });
     }
     if (element.dataset.refreshMs) {
-      setInterval(schedule, Number(element.dataset.refreshMs));
+      interval = setInterval(schedule, Number(element.dataset.refreshMs));
     }
   }
 
-  document.querySelectorAll("[data-live-src]").forEach(liven);
+  function start() {
+    if (new URLSearchParams(window.location.search).get("static") === "1") return;
+    document.querySelectorAll("[data-live-src]").forEach(liven);
+  }
+
+  if (document.readyState === "complete") {
+    start();
+  } else {
+    window.addEventListener("load", start);
+  }
 
   document.addEventListener("submit", function (event) {
     const form = event.target;
