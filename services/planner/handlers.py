@@ -22,7 +22,7 @@ import structlog
 from postel.messages import ids
 from postel.messages.envelope import Envelope
 from postel.messages.errors import GraphNotFound
-from postel.messages.gasl import GaslPlan
+from postel.messages.gasl import FAILED_STATUSES, GaslPlan
 from postel.messages.pipeline import (
     GaslPlanExecuted,
     GaslPlanRequested,
@@ -116,8 +116,20 @@ async def on_intent_analyzed(
     tasks = "; ".join(f"{t.id} {t.kind}: {t.objective}" for t in result.plan.tasks)
     return _step(
         [msg.derive(TaskPlanned, ids.TASK_PLAN, request=msg.request, progress=progress)],
-        rationale=f"task plan ({result.source}): {tasks}",
+        rationale=_task_plan_rationale(result.source, tasks),
     )
+
+
+FELL_BACK = "task plan unusable, fell back to the default plan"
+"""How a task-plan event's rationale begins when the model's plan could not be used."""
+
+
+def _task_plan_rationale(source: str, tasks: str) -> str:
+    """The task plan for the hop's event; a default plan says the model's was unusable, so
+    nobody reads the fallback as the model's plan."""
+    if source == "default":
+        return f"{FELL_BACK}: {tasks}"
+    return f"task plan ({source}): {tasks}"
 
 
 async def on_task_planned(
@@ -207,6 +219,7 @@ async def on_gasl_executed(
         why = decision.problem or judgement
         capped = f"round cap {max_rounds} reached without COMPLETE; {why}".rstrip("; ")
         return _step(_finish(msg, task, None, incomplete=True), "capped", capped, executed)
+    decision = _refuse_repeat(decision, history)
     plan, hypothesis = _next_plan(decision, index, executed + 1, graph_summary, notes)
     taken = _taken(decision, hypothesis)
     history, state_from = _branch(history, taken, msg)
@@ -245,6 +258,27 @@ def _next_plan(
     return decision.plan, decision.hypothesis
 
 
+def _commands_of(plan: GaslPlan) -> tuple[str, ...]:
+    return tuple(" ".join(command.split()) for command in plan.commands)
+
+
+def _refuse_repeat(decision: RoundDecision, history: list[RoundNote]) -> RoundDecision:
+    """A plan identical (commands, whitespace aside) to one that already failed would fail
+    the same way: it is not run again; the round becomes a refine (a probe runs) and the
+    model is told which round failed with it."""
+    if decision.plan is None or decision.problem is not None:
+        return decision
+    proposed = _commands_of(decision.plan)
+    for note in reversed(history):
+        if note.failed and note.plan is not None and _commands_of(note.plan) == proposed:
+            problem = (
+                f"{UNUSABLE}: its plan is the one round {note.round} ran, which failed "
+                f"({note.outcome}); it was not run again. Propose a different plan"
+            )
+            return replace(decision, decision="refine", problem=problem)
+    return decision
+
+
 def _taken(decision: RoundDecision, hypothesis: str) -> StepDecision:
     """The decision the round acts on: a probe replacing an unusable answer (or a premature
     COMPLETE) is a refine."""
@@ -269,10 +303,12 @@ def _branch(
 def _with_outcome(msg: GaslPlanExecuted, digest: str) -> list[RoundNote]:
     """The history with round `msg.round`'s outcome filled in (its note added if missing)."""
     history = list(msg.history)
+    failed = msg.error is not None or any(r.status in FAILED_STATUSES for r in msg.records)
+    outcome = {"outcome": digest[:_OUTCOME_CHARS], "failed": failed}
     if history and history[-1].round == msg.round:
-        history[-1] = history[-1].model_copy(update={"outcome": digest[:_OUTCOME_CHARS]})
+        history[-1] = history[-1].model_copy(update=outcome)
     else:
-        history.append(RoundNote(round=msg.round, plan=msg.plan, outcome=digest[:_OUTCOME_CHARS]))
+        history.append(RoundNote(round=msg.round, plan=msg.plan, **outcome))
     return history
 
 
