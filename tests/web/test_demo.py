@@ -4,19 +4,29 @@ evidence GASL found, with its sources."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
 from pathlib import Path
 from typing import get_args
 
-from postel.infra.cli.demo import FAILURES, evidence_lines, run_demo, verdict_lines
+import httpx
+from postel.infra.cli.demo import (
+    FAILURES,
+    INTENT_LABELS,
+    dashboard,
+    evidence_lines,
+    run_demo,
+    verdict_lines,
+)
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.model import RESOURCE, Model
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.graphs import GraphRegistry
-from postel.infra.store.redis_server import free_port
+from postel.infra.store.redis_server import EmbeddedRedis, free_port
+from postel.infra.web.server import WebServer
 from postel.messages.pipeline import FailureStatus
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import LLMRequest, ScriptedClient
@@ -38,6 +48,18 @@ async def test_the_demo_shows_its_page_its_rounds_and_the_evidence(
     assert f"watch it live: http://127.0.0.1:{port}/jobs/{outcome.record.job_id}" in printed
     assert re.search(r"planner .*gasl\.plan_executed round 0.*refine: The FIND did not parse", text)
     assert re.search(r"\n {10}success +371  FIND nodes WHERE", text)
+    # each stage as a person reads it: the intent's nine fields, the task plan, each round's
+    # plan with what its commands found, and the validator's verdict
+    assert re.search(r"\n {10}language: +en\n", text)
+    for label in INTENT_LABELS.values():
+        assert re.search(rf"\n {{10}}{re.escape(label)}: ", text), label
+    assert "primary goal:          a short report on the strongest collaborations" in text
+    assert "          task plan (model): t1 graph_analysis: " in text
+    assert "          plan t0-r1: group people by the report sections they appear in" in text
+    assert re.search(r"\n {14}found: \{.*\"id\": \"", text)
+    assert re.search(r"\n {14}error: line 1, column 12: .*got 'WERE'", text)
+    assert "          validation: the document was accepted" in text
+    assert text.count("FIND nodes WERE") == 1  # a round's commands are listed once
     evidence = "\n".join(evidence_lines(outcome.rounds))
     assert "task 0, round 1 (group people by the report sections they appear in)" in evidence
     assert re.search(r"success +17  SELECT by_chunk WHERE LEN value >= 2 AS shared", evidence)
@@ -82,3 +104,62 @@ async def test_the_demo_says_plainly_that_an_empty_document_failed(
     )
     assert verdict[1].startswith("reason: the output says nothing: the document has sections")
     assert "completed" not in "\n".join(verdict)
+
+
+def unplanned(request: LLMRequest) -> str:
+    """The story model, except that its task plans are unusable."""
+    if request.messages[0].content.startswith("You plan work"):
+        return "first list the authors, then write"
+    return respond(request)
+
+
+async def test_the_demo_says_when_it_fell_back_and_links_only_to_its_own_dashboard(
+    redis_url: str, settings: Settings, tmp_path: Path
+) -> None:
+    """Another system's dashboard on POSTEL_WEB_PORT (its own Redis) is not linked to: the
+    demo serves its own on a free port and says why."""
+    async with Client(redis_url, settings) as client:
+        await GraphRegistry(client.pool).add("mmwr", DEMO_GRAPH)
+    other_redis = EmbeddedRedis(free_port(), tmp_path / "other")
+    await other_redis.start()
+    try:
+        async with WebServer(settings, other_redis.url, "127.0.0.1", 0) as other_web:
+            taken = int(other_web.url.rstrip("/").rsplit(":", 1)[1])
+            here = settings.model_copy(update={"redis_url": redis_url, "web_port": taken})
+            model = Model(ScriptedClient(responder=unplanned), Capability.STANDARD)
+            printed: list[str] = []
+            async with LocalSystem(settings, redis_url=redis_url, resources={RESOURCE: model}):
+                outcome = await run_demo(
+                    here, printed.append, max_rounds=3, max_tokens=400, timeout=60
+                )
+                [link] = [line.split()[-1] for line in printed if line.startswith("watch it live:")]
+                assert f":{taken}/" not in link
+                assert f"port {taken} serves another system's dashboard" in "\n".join(printed)
+    finally:
+        await other_redis.stop()
+    job_id = outcome.record.job_id
+    assert link.endswith(f"/jobs/{job_id}")
+    fallback = (
+        "          task plan unusable, fell back to the default plan: analyse graph_analysis: "
+    )
+    assert any(line.startswith(fallback) for line in printed)
+
+
+async def test_the_demo_links_to_the_running_systems_dashboard_when_it_reads_the_same_redis(
+    redis_url: str, settings: Settings, web: WebServer
+) -> None:
+    async with Client(redis_url, settings) as client:
+        job_id = await client.submit("hello")
+    port = int(web.url.rstrip("/").rsplit(":", 1)[1])
+    here = settings.model_copy(update={"web_port": port})
+    async with contextlib.AsyncExitStack() as stack:
+        assert await dashboard(here, redis_url, job_id, stack) == (web.url, "")
+        # a job that Redis does not hold: that server is another system's
+        url, note = await dashboard(here, redis_url, "0" * 32, stack)
+        assert url is not None and url != web.url
+        assert note == (
+            f"port {port} serves another system's dashboard, not this demo's; "
+            "this demo serves its own"
+        )
+        async with httpx.AsyncClient() as http:  # the demo's own server reads its Redis
+            assert (await http.get(f"{url}api/jobs/{job_id}")).status_code == 200
