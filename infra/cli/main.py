@@ -354,7 +354,7 @@ def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
     from postel.infra.runtime.logging import log_to_file
     from postel.services.generation.markdown import to_markdown
 
-    current = settings()
+    current = Settings()
     # the trace below is the demo's story: the system's own log lines go to a file
     log_path = current.state_dir / "demo.log"
     log_to_file(log_path, current.log_level)

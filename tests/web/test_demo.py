@@ -4,6 +4,7 @@ evidence GASL found, with its sources."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import re
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import get_args
 
 import httpx
+from click.testing import CliRunner
 from postel.infra.cli.demo import (
     FAILURES,
     INTENT_LABELS,
@@ -20,8 +22,10 @@ from postel.infra.cli.demo import (
     run_demo,
     verdict_lines,
 )
+from postel.infra.cli.main import main
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.logging import configure_logging
 from postel.infra.runtime.model import RESOURCE, Model
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.graphs import GraphRegistry
@@ -163,3 +167,31 @@ async def test_the_demo_links_to_the_running_systems_dashboard_when_it_reads_the
         )
         async with httpx.AsyncClient() as http:  # the demo's own server reads its Redis
             assert (await http.get(f"{url}api/jobs/{job_id}")).status_code == 200
+
+
+async def test_the_demo_command_keeps_log_lines_off_its_trace(
+    story_system: LocalSystem, redis_url: str, tmp_path: Path
+) -> None:
+    """The system logs to demo.log under the state dir; the terminal shows the story only."""
+    env = {
+        "POSTEL_REDIS_URL": redis_url,
+        "POSTEL_STATE_DIR": str(tmp_path / "state"),
+        "POSTEL_WEB_PORT": str(free_port()),
+        "POSTEL_LOG_LEVEL": "INFO",
+    }
+    # the workers of this process log on this test's stderr until the demo takes logging
+    # over (in a real demo there are none yet)
+    configure_logging("INFO")
+    try:
+        ran = await asyncio.to_thread(
+            CliRunner().invoke, main, ["demo", "--timeout", "60"], env=env
+        )
+    finally:
+        configure_logging("WARNING")  # the rest of the session logs on stderr again
+    assert ran.exit_code == 0, ran.output
+    log = tmp_path / "state" / "demo.log"
+    assert ran.output.splitlines()[0] == f"logs: {log}"
+    assert not [line for line in ran.output.splitlines() if line.startswith("{")]
+    logged = [json.loads(line) for line in log.read_text().splitlines()]
+    assert any(entry["event"] == "web server started" for entry in logged)
+    assert "job " in ran.output and " completed. The validated document" in ran.output
