@@ -31,6 +31,7 @@ from postel.infra.runtime.settings import Settings
 from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.redis_server import EmbeddedRedis, free_port
 from postel.infra.web.server import WebServer
+from postel.messages.intent import Intent
 from postel.messages.pipeline import FailureStatus
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import LLMRequest, ScriptedClient
@@ -72,6 +73,10 @@ async def test_the_demo_shows_its_page_its_rounds_and_the_evidence(
 
 def test_every_way_to_fail_has_words() -> None:
     assert set(FAILURES) == set(get_args(FailureStatus))
+
+
+def test_the_demo_names_every_field_of_the_intent() -> None:
+    assert list(INTENT_LABELS) == list(Intent.model_fields)
 
 
 HOLLOW = {
