@@ -37,6 +37,7 @@ from postel.infra.store.redis_server import port_is_open
 from postel.infra.store.stores import GaslRound, GaslStateStore
 from postel.infra.web.server import WebError, WebServer
 from postel.messages import JobOptions, JobRequest, TypeSpec
+from postel.messages.gasl import FAILED_STATUSES
 from postel.messages.intent import Intent
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm.ask import AnswerError, reads_as
@@ -159,6 +160,18 @@ def evidence_lines(rounds: list[GaslRound]) -> list[str]:
             if record.error:
                 lines.append(f"      error: {record.error}")
     return lines
+
+
+def groundless_line(rounds: list[GaslRound]) -> str | None:
+    """A warning when rounds ran and not one of their commands succeeded: whatever the
+    document says, it rests on nothing found in the graph."""
+    records = [record for executed in rounds for record in executed.records]
+    if not rounds or any(record.status not in FAILED_STATUSES for record in records):
+        return None
+    return (
+        f"WARNING: not one GASL command of the {len(rounds)} round(s) succeeded: the document "
+        "rests on nothing found in the graph."
+    )
 
 
 INTENT_LABELS: dict[str, str] = {

@@ -350,7 +350,7 @@ def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
     Embedded by default (a private Redis, all five workers, the bundled offline model); on
     the running system when POSTEL_REDIS_URL is set or `postel up` runs; the model at
     POSTEL_LLM_BASE_URL when set."""
-    from postel.infra.cli.demo import evidence_lines, run_demo, verdict_lines
+    from postel.infra.cli.demo import evidence_lines, groundless_line, run_demo, verdict_lines
     from postel.infra.runtime.logging import log_to_file
     from postel.services.generation.markdown import to_markdown
 
@@ -377,6 +377,9 @@ def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
             click.echo("\nThe evidence GASL found in the graph (exact results, with sources):\n")
             for line in evidence_lines(outcome.rounds):
                 click.echo(line)
+            groundless = groundless_line(outcome.rounds)
+            if groundless is not None:
+                click.echo(f"\n{groundless}")
         click.echo(
             f"\n{record.llm_calls} model calls, "
             f"{record.prompt_tokens}+{record.completion_tokens} tokens"

@@ -19,6 +19,7 @@ from postel.infra.cli.demo import (
     INTENT_LABELS,
     dashboard,
     evidence_lines,
+    groundless_line,
     run_demo,
     verdict_lines,
 )
@@ -30,7 +31,9 @@ from postel.infra.runtime.model import RESOURCE, Model
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.redis_server import EmbeddedRedis, free_port
+from postel.infra.store.stores import GaslRound
 from postel.infra.web.server import WebServer
+from postel.messages.gasl import ExecutionRecord, GaslPlan
 from postel.messages.intent import Intent
 from postel.messages.pipeline import FailureStatus
 from postel.services.gasl.loaders import DEMO_GRAPH
@@ -200,3 +203,19 @@ async def test_the_demo_command_keeps_log_lines_off_its_trace(
     logged = [json.loads(line) for line in log.read_text().splitlines()]
     assert any(entry["event"] == "web server started" for entry in logged)
     assert "job " in ran.output and " completed. The validated document" in ran.output
+
+
+def test_a_document_resting_on_no_evidence_is_said_to() -> None:
+    """Every command of every round failed (what the bundled model's plans do): the demo
+    warns that the document rests on nothing found in the graph."""
+    plan = GaslPlan(plan_id="t0-r0", commands=["MERGE a AND b AS c"])
+    failed = ExecutionRecord(command="MERGE a AND b AS c", status="binding_failure")
+    found = ExecutionRecord(command="FIND nodes AS n", status="success", count=3)
+    rounds = [GaslRound(task_index=0, round=r, plan=plan, records=[failed]) for r in (0, 1)]
+    assert groundless_line(rounds) == (
+        "WARNING: not one GASL command of the 2 round(s) succeeded: the document rests on "
+        "nothing found in the graph."
+    )
+    rounds[1].records.append(found)
+    assert groundless_line(rounds) is None
+    assert groundless_line([]) is None
