@@ -65,9 +65,6 @@ class RoundNote(BaseModel):
     abandoned: bool = Field(
         default=False, description="its hypothesis was given up by a pivot, its state dropped"
     )
-    failed: bool = Field(
-        default=False, description="a command of its plan failed (its outcome says which)"
-    )
 
 
 class CarriesRound(CarriesJob):

@@ -22,7 +22,7 @@ import structlog
 from postel.messages import ids
 from postel.messages.envelope import Envelope
 from postel.messages.errors import GraphNotFound
-from postel.messages.gasl import FAILED_STATUSES, GaslPlan
+from postel.messages.gasl import GaslPlan
 from postel.messages.pipeline import (
     GaslPlanExecuted,
     GaslPlanRequested,
@@ -32,6 +32,8 @@ from postel.messages.pipeline import (
     TaskPlanned,
 )
 from postel.messages.task import JobProgress, Task
+from postel.services.gasl.errors import PlanSyntaxError
+from postel.services.gasl.executor import parse_plan
 from postel.services.ipv import effective_settings
 from postel.services.llm import LLMClient
 from postel.services.planner.finish import after_task, generation_request, graph_outcome
@@ -263,19 +265,23 @@ def _commands_of(plan: GaslPlan) -> tuple[str, ...]:
 
 
 def _refuse_repeat(decision: RoundDecision, history: list[RoundNote]) -> RoundDecision:
-    """A plan identical (commands, whitespace aside) to one that already failed would fail
-    the same way: it is not run again; the round becomes a refine (a probe runs) and the
-    model is told which round failed with it."""
+    """A plan that does not parse fails the same way every time, whatever the state: one
+    identical (commands, whitespace aside) to a plan already run is not run again; the
+    round becomes a refine (a probe runs) and the model is told which round ran it.
+    A plan that parsed may be proposed again: its failure may depend on the state."""
     if decision.plan is None or decision.problem is not None:
         return decision
-    proposed = _commands_of(decision.plan)
-    for note in reversed(history):
-        if note.failed and note.plan is not None and _commands_of(note.plan) == proposed:
-            problem = (
-                f"{UNUSABLE}: its plan is the one round {note.round} ran, which failed "
-                f"({note.outcome}); it was not run again. Propose a different plan"
-            )
-            return replace(decision, decision="refine", problem=problem)
+    try:
+        parse_plan(decision.plan.commands)
+    except PlanSyntaxError as error:
+        proposed = _commands_of(decision.plan)
+        for note in reversed(history):
+            if note.plan is not None and _commands_of(note.plan) == proposed:
+                problem = (
+                    f"{UNUSABLE}: its plan is the one round {note.round} ran, which does not "
+                    f"parse ({error}); it was not run again. Propose a different plan"
+                )
+                return replace(decision, decision="refine", problem=problem)
     return decision
 
 
@@ -303,12 +309,10 @@ def _branch(
 def _with_outcome(msg: GaslPlanExecuted, digest: str) -> list[RoundNote]:
     """The history with round `msg.round`'s outcome filled in (its note added if missing)."""
     history = list(msg.history)
-    failed = msg.error is not None or any(r.status in FAILED_STATUSES for r in msg.records)
-    outcome = {"outcome": digest[:_OUTCOME_CHARS], "failed": failed}
     if history and history[-1].round == msg.round:
-        history[-1] = history[-1].model_copy(update=outcome)
+        history[-1] = history[-1].model_copy(update={"outcome": digest[:_OUTCOME_CHARS]})
     else:
-        history.append(RoundNote(round=msg.round, plan=msg.plan, **outcome))
+        history.append(RoundNote(round=msg.round, plan=msg.plan, outcome=digest[:_OUTCOME_CHARS]))
     return history
 
 
