@@ -2,9 +2,12 @@
 
 It registers the bundled sample graph (nano-graphrag's knowledge graph of CDC MMWR reports)
 as `mmwr`, asks which authors collaborate most and on what topics, with desired type
-`document`, prints the job's page on the dashboard, then every hop as it happens (stage,
-HDT round, continuation iteration, tokens, each HDT round's decision and the GASL commands
-it ran with their statuses and result counts), then how it ended in plain words (a failure
+`document`, prints the job's page on the dashboard (of the Redis the job runs on: the running
+system's web server when it knows the job, else one of its own), then every hop as it
+happens and what it means: the intent's nine fields, the task plan (or that the model's was
+unusable and the default was used), each HDT round's plan, its GASL commands with statuses,
+counts and first rows found, each decision, the document's continuations and the
+validator's verdict; then how it ended in plain words (a failure
 first says FAILED, its kind in words and the reason), the validated document — marked as
 the model's words — or what was delivered before the failure, and beside it the evidence GASL
 found in the graph: each task's last round, its commands' exact results and the source ids
@@ -15,22 +18,29 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+import httpx
 from postel.infra.client.client import Client
 from postel.infra.client.session import connected, run_job
 from postel.infra.runtime.model import provider_of
 from postel.infra.runtime.settings import Settings
-from postel.infra.store.events import Event
+from postel.infra.store.calls import read_calls
+from postel.infra.store.events import HANDLED, Event
 from postel.infra.store.graphs import GraphInfo, GraphNotFound, GraphRegistry
 from postel.infra.store.jobs import JobRecord
 from postel.infra.store.redis_server import port_is_open
 from postel.infra.store.stores import GaslRound, GaslStateStore
 from postel.infra.web.server import WebError, WebServer
 from postel.messages import JobOptions, JobRequest, TypeSpec
+from postel.messages.gasl import FAILED_STATUSES
+from postel.messages.intent import Intent
 from postel.services.gasl.loaders import DEMO_GRAPH
+from postel.services.llm.ask import AnswerError, reads_as
 from postel.services.planner.render import dumps
 from postel.services.step import parse_command_lines
 from postel.services.urls import shown_url
@@ -72,7 +82,7 @@ def model_line(settings: Settings) -> str:
     return f"model: {settings.llm_model} at {shown_url(settings.llm_base_url or '')}"
 
 
-def progress_line(event: Event, elapsed: float) -> str:
+def progress_line(event: Event, elapsed: float, *, commands: bool = True) -> str:
     where = {
         "planner": f" round {event.round}" if event.type == "gasl.plan_executed" else "",
         "gasl": f" round {event.round}",
@@ -90,6 +100,8 @@ def progress_line(event: Event, elapsed: float) -> str:
     if event.error:
         parts.append(f"error: {event.error[:160]}")
     lines = [" | ".join(parts)]
+    if not commands:
+        return lines[0]
     lines.extend(
         f"{'':10}{status:<15} {count:>6}  {command}"
         for status, count, command in parse_command_lines(event.commands)
@@ -150,30 +162,163 @@ def evidence_lines(rounds: list[GaslRound]) -> list[str]:
     return lines
 
 
-@contextlib.asynccontextmanager
-async def dashboard(settings: Settings, redis_url: str) -> AsyncIterator[str]:
-    """Where to watch the job: the web server of `postel up` (or `postel web`) listening on
-    POSTEL_WEB_PORT, or one started on loopback for as long as the demo runs."""
-    if port_is_open(settings.web_port):
-        yield f"http://127.0.0.1:{settings.web_port}/"
-        return
+def groundless_line(rounds: list[GaslRound]) -> str | None:
+    """A warning when rounds ran and not one of their commands succeeded: whatever the
+    document says, it rests on nothing found in the graph."""
+    records = [record for executed in rounds for record in executed.records]
+    if not rounds or any(record.status not in FAILED_STATUSES for record in records):
+        return None
+    return (
+        f"WARNING: not one GASL command of the {len(rounds)} round(s) succeeded: the document "
+        "rests on nothing found in the graph."
+    )
+
+
+INTENT_LABELS: dict[str, str] = {
+    "detected_language": "language",
+    "normalized_request": "request, normalised",
+    "intent": "intent",
+    "context_items": "context items",
+    "primary_goal": "primary goal",
+    "data_type": "data type",
+    "expected_formats": "expected formats",
+    "quality_requirements": "quality requirements",
+    "success_criteria": "success criteria",
+}
+"""The intent's nine fields (messages.intent.Intent), as the demo names them."""
+
+_VALUE_CHARS = 160
+FOUND_ROWS = 2
+
+
+def _shown(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= _VALUE_CHARS else text[: _VALUE_CHARS - 1] + "…"
+
+
+def intent_lines(intent: Intent) -> list[str]:
+    """The intent's nine fields, one a line."""
+    data = intent.model_dump(mode="json", by_alias=False)
+    return [
+        f"{'':10}{label + ':':<22} {_shown(data[name])}" for name, label in INTENT_LABELS.items()
+    ]
+
+
+async def read_intent(client: Client, job_id: str) -> Intent | str:
+    """The intent the model answered, read back from the job's recorded calls with the
+    intent worker's own reader; a sentence saying why when it cannot be shown."""
+    calls = [call for call in await read_calls(client.pool, job_id) if call.stage == "intent"]
+    if not calls:
+        return "the intent's model call was not recorded (POSTEL_RECORD_CALLS=false)"
     try:
-        server = WebServer(settings, redis_url, "127.0.0.1", settings.web_port)
-        await server.start()
-    except WebError:
-        server = WebServer(settings, redis_url, "127.0.0.1", 0)
-        await server.start()
+        return reads_as(Intent)(calls[-1].response.text)
+    except AnswerError as exc:
+        return f"the intent answer cannot be read back: {exc}"
+
+
+def found_lines(executed: GaslRound) -> list[str]:
+    """One round as run: its plan's reason, then each command with its status and count,
+    and under it the first rows it found or its error."""
+    lines = [f"{'':10}plan {executed.plan.plan_id}: {executed.plan.why or '(no reason given)'}"]
+    for record in executed.records:
+        lines.append(f"{'':10}{record.status:<15} {record.count:>6}  {record.command}")
+        if record.error:
+            lines.append(f"{'':14}error: {_shown(record.error)}")
+        elif record.rows:
+            rows = ", ".join(_shown(dumps(row)) for row in record.rows[:FOUND_ROWS])
+            more = f" (+{record.count - FOUND_ROWS} more)" if record.count > FOUND_ROWS else ""
+            lines.append(f"{'':14}found: {rows}{more}")
+    return lines
+
+
+VERDICTS = {
+    "accepted": "validation: the document was accepted",
+    "rejected": "validation: the document was REJECTED",
+    "repair": "validation: the document failed a check and goes back for repair",
+    "rewrite": "validation: the document goes back to be written again",
+}
+
+
+class Story:
+    """The job's events told as a person reads them: each hop's line, then what it means:
+    the intent's fields, the task plan, each round's plan and findings, the decisions and
+    the validator's verdict."""
+
+    def __init__(self, client: Client, settings: Settings, echo: Echo) -> None:
+        self.client = client
+        self.rounds = GaslStateStore(client.pool, settings.job_ttl_s)
+        self.echo = echo
+        self.started = time.monotonic()
+
+    async def tell(self, event: Event) -> None:
+        if event.status == "received":
+            return
+        meaning = await self.meaning(event) if event.status in HANDLED else []
+        # a round's findings list its commands themselves
+        commands = not (event.worker == "gasl" and meaning)
+        self.echo(progress_line(event, time.monotonic() - self.started, commands=commands))
+        for line in meaning:
+            self.echo(line)
+
+    async def meaning(self, event: Event) -> list[str]:
+        if event.worker == "intent":
+            intent = await read_intent(self.client, event.job_id)
+            if isinstance(intent, str):
+                return [f"{'':10}intent: {intent}"]
+            return [f"{'':10}the intent, as the model analysed it:", *intent_lines(intent)]
+        if event.worker == "planner" and event.type == "intent.analyzed":
+            return [f"{'':10}{event.rationale}"]
+        if event.worker == "gasl":
+            done = [r for r in await self.rounds.rounds(event.job_id) if r.round == event.round]
+            return found_lines(done[-1]) if done else []
+        if event.worker == "validator" and event.decision in VERDICTS:
+            return [f"{'':10}{VERDICTS[event.decision]}"]
+        return []
+
+
+async def _serves_job(settings: Settings, port: int, job_id: str) -> bool:
+    """Whether the web server on `port` reads the Redis this job is on (it knows the job)."""
+    token = settings.web_token.get_secret_value() if settings.web_token else None
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        yield server.url
-    finally:
-        await server.stop()
+        async with httpx.AsyncClient(timeout=5) as http:
+            answer = await http.get(f"http://127.0.0.1:{port}/api/jobs/{job_id}", headers=headers)
+    except httpx.HTTPError:
+        return False
+    return answer.status_code == 200
+
+
+async def dashboard(
+    settings: Settings, redis_url: str, job_id: str, stack: contextlib.AsyncExitStack
+) -> tuple[str | None, str]:
+    """Where to watch the job, and a note: the web server on POSTEL_WEB_PORT when it serves
+    this job's Redis (that of `postel up`), else one started here on loopback for as long
+    as the demo runs (on a free port when POSTEL_WEB_PORT is taken by another system's);
+    None when none can be started."""
+    port = settings.web_port
+    if port_is_open(port):
+        if await _serves_job(settings, port, job_id):
+            return f"http://127.0.0.1:{port}/", ""
+        note = f"port {port} serves another system's dashboard, not this demo's; "
+        port = 0
+    else:
+        note = ""
+    try:
+        server = await stack.enter_async_context(WebServer(settings, redis_url, "127.0.0.1", port))
+    except WebError as exc:
+        if port == 0:
+            return None, f"no dashboard: {note}{exc}"
+        return await dashboard(
+            settings.model_copy(update={"web_port": 0}), redis_url, job_id, stack
+        )
+    return server.url, f"{note}this demo serves its own" if note else ""
 
 
 async def run_demo(
     settings: Settings, echo: Echo, *, max_rounds: int, max_tokens: int, timeout: float
 ) -> DemoOutcome:
     echo(model_line(settings))
-    async with connected(settings) as client, dashboard(settings, client.url) as web:
+    async with connected(settings) as client, contextlib.AsyncExitStack() as stack:
         info = await register_sample_graph(client)
         echo(
             f"graph {info.name}: {info.nodes} nodes, {info.edges} edges "
@@ -186,13 +331,16 @@ async def run_demo(
             graph=GRAPH_NAME,
             options=JobOptions(max_rounds=max_rounds, max_tokens=max_tokens),
         )
-        started = time.monotonic()
+        story = Story(client, settings, echo)
 
-        def show(event: Event) -> None:
+        async def show(event: Event) -> None:
             if event.status == "submitted":
-                echo(f"watch it live: {web}jobs/{event.job_id}")
-            if event.status != "received":
-                echo(progress_line(event, time.monotonic() - started))
+                web, note = await dashboard(settings, client.url, event.job_id, stack)
+                if note:
+                    echo(note)
+                if web is not None:
+                    echo(f"watch it live: {web}jobs/{event.job_id}")
+            await story.tell(event)
 
         record = await run_job(client, request, timeout=timeout, on_event=show)
         rounds = await GaslStateStore(client.pool, settings.job_ttl_s).rounds(record.job_id)

@@ -25,7 +25,7 @@ from postel.infra.cli.support import (
 )
 from postel.infra.client.client import Client, JobFailedError
 from postel.infra.runtime.local_model import LocalModelError
-from postel.infra.runtime.settings import WORKER_NAMES
+from postel.infra.runtime.settings import DEFAULT_EMBEDDED_PORT, WORKER_NAMES, Settings
 from postel.infra.store.events import HANDLED, Event
 from postel.services.step import parse_command_lines
 from pydantic import ValidationError
@@ -135,7 +135,7 @@ def up(port: int | None, state_dir: Path | None, no_web: bool, web_port: int | N
         click.echo(f"postel up: redis at {system.url}")
         if web is not None:
             click.echo(f"  dashboard: {web.url}   API: {web.url}api/docs")
-        click.echo(f"  other shells: postel submit 'hello'   (or POSTEL_REDIS_URL={system.url})")
+        click.echo(f"  other shells: {other_shells_hint(system.url)}")
         click.echo("  Ctrl-C stops")
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -152,6 +152,15 @@ def up(port: int | None, state_dir: Path | None, no_web: bool, web_port: int | N
             raise crashed.exception()  # type: ignore[misc]
 
     run_async(serve)()
+
+
+def other_shells_hint(url: str) -> str:
+    """What another shell runs to reach this `postel up`, as printed: a plain shell finds
+    only the default port, so any other is named in the command itself."""
+    submit = "postel submit 'hello'"
+    if url == Settings(embedded_port=DEFAULT_EMBEDDED_PORT).embedded_url:
+        return f"{submit}   (or POSTEL_REDIS_URL={url})"
+    return f"POSTEL_REDIS_URL={url} {submit}"
 
 
 @main.command()
@@ -344,10 +353,15 @@ def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
     Embedded by default (a private Redis, all five workers, the bundled offline model); on
     the running system when POSTEL_REDIS_URL is set or `postel up` runs; the model at
     POSTEL_LLM_BASE_URL when set."""
-    from postel.infra.cli.demo import evidence_lines, run_demo, verdict_lines
+    from postel.infra.cli.demo import evidence_lines, groundless_line, run_demo, verdict_lines
+    from postel.infra.runtime.logging import log_to_file
     from postel.services.generation.markdown import to_markdown
 
-    current = settings()
+    current = Settings()
+    # the trace below is the demo's story: the system's own log lines go to a file
+    log_path = current.state_dir / "demo.log"
+    log_to_file(log_path, current.log_level)
+    click.echo(f"logs: {log_path}")
 
     async def go() -> None:
         outcome = await run_demo(
@@ -366,6 +380,9 @@ def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
             click.echo("\nThe evidence GASL found in the graph (exact results, with sources):\n")
             for line in evidence_lines(outcome.rounds):
                 click.echo(line)
+            groundless = groundless_line(outcome.rounds)
+            if groundless is not None:
+                click.echo(f"\n{groundless}")
         click.echo(
             f"\n{record.llm_calls} model calls, "
             f"{record.prompt_tokens}+{record.completion_tokens} tokens"

@@ -121,7 +121,9 @@ class Settings(BaseSettings):
     )
 
     log_level: str = "INFO"
-    log_format: Literal["json", "console"] = "json"
+    log_format: Literal["auto", "json", "console"] = Field(
+        default="auto", description="auto: structlog's console renderer on a terminal, else JSON"
+    )
 
     @model_validator(mode="before")
     @classmethod

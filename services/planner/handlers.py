@@ -32,6 +32,8 @@ from postel.messages.pipeline import (
     TaskPlanned,
 )
 from postel.messages.task import JobProgress, Task
+from postel.services.gasl.errors import PlanSyntaxError
+from postel.services.gasl.executor import parse_plan
 from postel.services.ipv import effective_settings
 from postel.services.llm import LLMClient
 from postel.services.planner.finish import after_task, generation_request, graph_outcome
@@ -116,8 +118,20 @@ async def on_intent_analyzed(
     tasks = "; ".join(f"{t.id} {t.kind}: {t.objective}" for t in result.plan.tasks)
     return _step(
         [msg.derive(TaskPlanned, ids.TASK_PLAN, request=msg.request, progress=progress)],
-        rationale=f"task plan ({result.source}): {tasks}",
+        rationale=_task_plan_rationale(result.source, tasks),
     )
+
+
+FELL_BACK = "task plan unusable, fell back to the default plan"
+"""How a task-plan event's rationale begins when the model's plan could not be used."""
+
+
+def _task_plan_rationale(source: str, tasks: str) -> str:
+    """The task plan for the hop's event; a default plan says the model's was unusable, so
+    nobody reads the fallback as the model's plan."""
+    if source == "default":
+        return f"{FELL_BACK}: {tasks}"
+    return f"task plan ({source}): {tasks}"
 
 
 async def on_task_planned(
@@ -207,6 +221,7 @@ async def on_gasl_executed(
         why = decision.problem or judgement
         capped = f"round cap {max_rounds} reached without COMPLETE; {why}".rstrip("; ")
         return _step(_finish(msg, task, None, incomplete=True), "capped", capped, executed)
+    decision = _refuse_repeat(decision, history)
     plan, hypothesis = _next_plan(decision, index, executed + 1, graph_summary, notes)
     taken = _taken(decision, hypothesis)
     history, state_from = _branch(history, taken, msg)
@@ -243,6 +258,31 @@ def _next_plan(
             f"round {round_number}: took the most confident of {decision.alternatives + 1} plans",
         )
     return decision.plan, decision.hypothesis
+
+
+def _commands_of(plan: GaslPlan) -> tuple[str, ...]:
+    return tuple(" ".join(command.split()) for command in plan.commands)
+
+
+def _refuse_repeat(decision: RoundDecision, history: list[RoundNote]) -> RoundDecision:
+    """A plan that does not parse fails the same way every time, whatever the state: one
+    identical (commands, whitespace aside) to a plan already run is not run again; the
+    round becomes a refine (a probe runs) and the model is told which round ran it.
+    A plan that parsed may be proposed again: its failure may depend on the state."""
+    if decision.plan is None or decision.problem is not None:
+        return decision
+    try:
+        parse_plan(decision.plan.commands)
+    except PlanSyntaxError as error:
+        proposed = _commands_of(decision.plan)
+        for note in reversed(history):
+            if note.plan is not None and _commands_of(note.plan) == proposed:
+                problem = (
+                    f"{UNUSABLE}: its plan is the one round {note.round} ran, which does not "
+                    f"parse ({error}); it was not run again. Propose a different plan"
+                )
+                return replace(decision, decision="refine", problem=problem)
+    return decision
 
 
 def _taken(decision: RoundDecision, hypothesis: str) -> StepDecision:

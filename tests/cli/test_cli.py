@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import re
 import signal
 import subprocess
 import sys
@@ -166,3 +168,81 @@ def test_every_command_is_in_the_readmes_command_reference() -> None:
             if f"`{spelled}" not in reference and shorthand not in reference:
                 missing.append(spelled)
     assert not missing, f"commands missing from the README's reference: {missing}"
+
+
+def test_up_on_another_port_prints_a_hint_that_works_in_a_plain_shell(tmp_path: Path) -> None:
+    port = free_port()
+    env = base_env(tmp_path, POSTEL_LLM_PROVIDER="scripted", POSTEL_LLM_CASSETTE=str(CASSETTE))
+    up = subprocess.Popen(
+        [sys.executable, "-m", "postel", "up", "--port", str(port), "--no-web"],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert up.stdout is not None
+        lines = [up.stdout.readline() for _ in range(2)]
+        hint = lines[1].strip().removeprefix("other shells: ")
+        assert hint == f"POSTEL_REDIS_URL=redis://127.0.0.1:{port}/0 postel submit 'hello'"
+        plain = base_env(tmp_path)  # another shell: nothing of the first one's settings
+        # the hint as printed, run by a shell, `postel` being this interpreter's
+        shell = f'postel() {{ "{sys.executable}" -m postel "$@"; }}; {hint}'
+        done = subprocess.run(
+            ["bash", "-c", shell], env=plain, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        assert len(done.stdout.strip()) == 32  # the job id
+        # without what the hint adds, a plain shell looks on the default port
+        bare = postel("submit", "hello", env=plain)
+        assert bare.returncode == 3
+    finally:
+        up.send_signal(signal.SIGINT)
+        up.communicate(timeout=30)
+
+
+LOG_ONE_LINE = (
+    "import structlog; from postel.infra.cli.support import settings; settings(); "
+    "structlog.get_logger('t').warning('hello there', job_id='j1')"
+)
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def log_line(env: dict[str, str], *, terminal: bool) -> str:
+    """What one log call writes on stderr: a pipe, or a pseudo-terminal."""
+    command = [sys.executable, "-c", LOG_ONE_LINE]
+    if not terminal:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+        return done.stderr
+    parent, child = pty.openpty()
+    try:
+        process = subprocess.Popen(command, env=env, stderr=child, stdout=subprocess.DEVNULL)
+        os.close(child)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(parent, 4096)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        process.wait(timeout=60)
+    finally:
+        os.close(parent)
+    return ANSI.sub("", b"".join(chunks).decode())
+
+
+def test_logs_are_rendered_for_people_on_a_terminal_and_as_json_otherwise(
+    tmp_path: Path,
+) -> None:
+    env = base_env(tmp_path)
+    piped = json.loads(log_line(env, terminal=False))
+    assert piped["event"] == "hello there" and piped["job_id"] == "j1"
+    shown = log_line(env, terminal=True)
+    assert re.search(r"\[warning\s*\] hello there\s+job_id=j1", shown), shown
+    assert not shown.lstrip().startswith("{")
+    # POSTEL_LOG_FORMAT forces either
+    forced = log_line({**env, "POSTEL_LOG_FORMAT": "console"}, terminal=False)
+    assert re.search(r"\[warning\s*\] hello there\s+job_id=j1", forced), forced
+    forced_json = log_line({**env, "POSTEL_LOG_FORMAT": "json"}, terminal=True)
+    assert json.loads(forced_json)["event"] == "hello there"

@@ -24,3 +24,19 @@ def test_every_content_type_renders() -> None:
         "## Title\n\nBody [chunk-1].\n\n- a\n- b\n\n1. x\n\n| who | with |\n|---|---|\n"
         "| A | B |\n\n```sql\nSELECT 1\n```"
     )
+
+
+def test_words_under_the_other_field_name_are_shown_not_an_empty_block() -> None:
+    """What the bundled model once wrote: code blocks whose words are under `text`; the demo
+    printed two empty fences for a document the validator had accepted for those words."""
+    document = {
+        "sections": [
+            {
+                "id": "c",
+                "content_type": "code_block",
+                "elements": [{"text": "The answer is here."}, {"code": "x = 1"}],
+            },
+            {"id": "p", "content_type": "paragraph", "elements": [{"code": "print(1)"}]},
+        ]
+    }
+    assert to_markdown(document) == "```\nThe answer is here.\n```\n\n```\nx = 1\n```\n\nprint(1)"

@@ -449,3 +449,47 @@ async def test_a_refine_applies_the_models_cap_changes() -> None:
         )
     )
     assert read.actions[0].commands == ["SET adapter.caps.max_results=50", PEOPLE]
+
+
+async def test_an_unparseable_plan_identical_to_one_already_run_is_not_run_again(
+    adapter: NetworkXAdapter,
+) -> None:
+    broken = ['FIND nodes WHERE entity_type = "PERSON" people']
+    model = Model(
+        answer("continue", (0.9, broken)),
+        answer("refine", (0.9, broken)),
+        answer("refine", (0.9, ['FIND   nodes WHERE entity_type = "PERSON"  people'])),
+        "COMPLETE: 371",
+    )
+    decisions: list[tuple[str, str]] = []
+    trail = await run_loop(
+        task_planned([COUNT_TASK], desired="int", max_rounds=4),
+        model,
+        adapter,
+        decisions=decisions,
+    )
+    plans = [m.plan.commands for m in of_type(trail, GaslPlanRequested)]
+    assert plans.count(broken) == 1  # the unparseable plan ran once, not three times
+    assert len(plans) == 3 and all(p[0].endswith("AS probe") for p in plans[1:])
+    assert [d for d, _ in decisions] == ["continue", "refine", "refine", "complete"]
+    assert "the one round 0 ran, which does not parse (command 1: line 1" in decisions[1][1]
+    assert "it was not run again" in model.prompts[2]
+    assert "it was not run again" in model.prompts[3]
+    assert isinstance(trail[-1], ValidationRequested)
+
+
+async def test_a_plan_that_parsed_may_run_again_as_the_state_changes(
+    adapter: NetworkXAdapter,
+) -> None:
+    """A failure that depends on the state (a variable not defined yet) is no reason to
+    refuse the same plan once an earlier round has defined what it needs."""
+    needs_people = ["COUNT people AS n"]
+    model = Model(
+        answer("continue", (0.9, needs_people)),
+        answer("refine", (0.9, [PEOPLE])),
+        answer("continue", (0.9, needs_people)),
+        "COMPLETE: 371",
+    )
+    trail = await run_loop(task_planned([COUNT_TASK], desired="int", max_rounds=4), model, adapter)
+    plans = [m.plan.commands for m in of_type(trail, GaslPlanRequested)]
+    assert plans == [needs_people, [PEOPLE], needs_people]

@@ -98,6 +98,20 @@ async def test_garbage_twice_falls_back_to_the_default_plan() -> None:
     assert result.plan.tasks[0].objective == intent().normalized_request
     assert "default plan" in result.notes[0] and "default plan" in result.plan.overview
 
+    incoming = IntentAnalyzed(
+        job_id="job1",
+        message_id="job1:intent",
+        request=request(),
+        progress=JobProgress(intent=intent()),
+    )
+    step = await on_intent_analyzed(
+        incoming, Script("no idea", "[1, 2").client, Capability.LIMITED, SUMMARY
+    )
+    # the event says the model's plan was unusable, never shows the default as the model's
+    assert step.figures.rationale.startswith(
+        "task plan unusable, fell back to the default plan: analyse graph_analysis: "
+    )
+
     without = Script("no idea", "still none")
     result = await plan_tasks(without.client, request(None), intent(), Capability.LIMITED, None)
     assert [t.kind for t in result.plan.tasks] == ["generation"]
