@@ -81,10 +81,13 @@ profile_option = click.option(
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """postel: typed LLM jobs through five worker queues on Redis."""
-    # every command logs to stderr from its first line: stdout carries only its output
-    logs_to_stderr()
+    # every command logs to stderr from its first line: stdout carries only its output;
+    # the demo's terminal is its story, so it logs to a file from its first line instead
+    if ctx.invoked_subcommand != "demo":
+        logs_to_stderr()
 
 
 web_port_option = click.option(
