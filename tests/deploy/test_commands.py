@@ -30,6 +30,7 @@ def test_the_readme_gives_the_two_commands_and_ci_runs_the_second() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     assert re.search(r"^lane tests ./scripts/test$", ci, re.MULTILINE)
     assert re.search(r"^lane bench ./scripts/test bench$", ci, re.MULTILINE)
+    assert re.search(r"^lane model ./scripts/test model$", ci, re.MULTILINE)
     for name in ("demo", "test", "install"):
         script = ROOT / "scripts" / name
         assert os.access(script, os.X_OK), f"scripts/{name} is not executable"
