@@ -12,6 +12,15 @@ Figures:
 - hop latency p50/p99: from a message's creation to the next stage starting it, with one job
   in flight (postel: the `received` event's wait_ms; bare arq: measured by the function);
 - hops/s: `jobs` jobs submitted at once, five hops each, divided by the time until all finish;
+- Redis time per hop, over that same throughput phase (the jobs' submission and waiting
+  included, as each side's own client does them): the server's CPU (INFO cpu, used_cpu_sys +
+  used_cpu_user: commands, I/O and the event loop) and the commands' own time (INFO
+  commandstats usec, with per-command calls and usec per hop), the INFO calls themselves
+  excluded from both. Redis counts a command a script runs both in the script's time and
+  under its own name, so the commandstats total counts script work twice: an upper bound for
+  postel, exact for bare arq (it runs no scripts). The CPU figure counts everything once;
+- ratios postel / bare arq at a 5 ms poll, at each process count: hops/s and Redis CPU per
+  hop;
 - at rest (one process per stage, no jobs, after a settling second): Redis commands per
   second per worker process (INFO commandstats over the window, the INFO calls themselves
   excluded) and CPU per worker process (Linux /proc, percent of one core).
@@ -86,6 +95,48 @@ def _cpu_seconds(pid: int) -> float | None:
         return None
     fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class RedisUsage:
+    """What Redis has spent so far: its CPU seconds and each command's calls and usec."""
+
+    cpu_s: float
+    commands: dict[str, tuple[int, int]]
+
+    @classmethod
+    async def read(cls, redis: aioredis.Redis) -> RedisUsage:
+        cpu = await redis.info("cpu")
+        stats = await redis.info("commandstats")
+        return cls(
+            float(cpu["used_cpu_sys"]) + float(cpu["used_cpu_user"]),
+            {
+                name.removeprefix("cmdstat_"): (int(value["calls"]), int(value["usec"]))
+                for name, value in stats.items()
+                if name.startswith("cmdstat_")
+            },
+        )
+
+    def per_hop(self, before: RedisUsage, hops: int) -> dict[str, Any]:
+        """Usage since `before`, per hop, the INFO calls excluded (their usec is taken off
+        the CPU figure too; the rest of their cost, a few µs a run, stays in)."""
+        spent: dict[str, tuple[int, int]] = {}
+        for name, (calls, usec) in self.commands.items():
+            was_calls, was_usec = before.commands.get(name, (0, 0))
+            if calls > was_calls:
+                spent[name] = (calls - was_calls, usec - was_usec)
+        info_usec = spent.pop("info", (0, 0))[1]
+        cpu_us = (self.cpu_s - before.cpu_s) * 1e6 - info_usec
+        ranked = sorted(spent.items(), key=lambda item: -item[1][1])
+        return {
+            "redis_cpu_us_per_hop": round(cpu_us / hops, 1),
+            "redis_command_us_per_hop": round(sum(u for _c, u in spent.values()) / hops, 1),
+            "redis_commands_per_hop": round(sum(c for c, _u in spent.values()) / hops, 2),
+            "redis_by_command": {
+                name: {"calls_per_hop": round(calls / hops, 2), "us_per_hop": round(usec / hops, 2)}
+                for name, (calls, usec) in ranked
+            },
+        }
 
 
 async def _commands_so_far(redis: aioredis.Redis) -> int:
@@ -181,13 +232,15 @@ async def _postel_hops(
             await client.wait_all([job_id], timeout=60)
             events = await client.events.read(job_id)
             waits.extend(e.wait_ms for e in events if e.status == "received")
+        usage = await RedisUsage.read(client.pool)
         started = time.perf_counter()
         ids = await asyncio.gather(*(client.submit("bench") for _ in range(jobs)))
         records = await client.wait_all(ids, timeout=600)
         elapsed = time.perf_counter() - started
+        spent = (await RedisUsage.read(client.pool)).per_hop(usage, jobs * STAGES)
     if any(record.status != "completed" for record in records.values()):
         raise RuntimeError("a bench job did not complete")
-    return _hop_figures(waits, jobs, elapsed)
+    return {**_hop_figures(waits, jobs, elapsed), **spent}
 
 
 async def _bare_hops(url: str, run: str, tag: str, latency_jobs: int, jobs: int) -> dict[str, Any]:
@@ -209,17 +262,19 @@ async def _bare_hops(url: str, run: str, tag: str, latency_jobs: int, jobs: int)
         for key in latency_keys:
             await start(key)
             await finish(1)
+        usage = await RedisUsage.read(pool)
         started = time.perf_counter()
         await asyncio.gather(*(start(f"{tag}:thr{n}") for n in range(jobs)))
         await finish(jobs)
         elapsed = time.perf_counter() - started
+        spent = (await RedisUsage.read(pool)).per_hop(usage, jobs * STAGES)
         results = await pool.mget(
             [f"arq:result:{key}:{stage}" for key in latency_keys for stage in range(STAGES)]
         )
     finally:
         await pool.aclose()
     waits = [float(json.loads(raw)["r"]) for raw in results if raw is not None]
-    return _hop_figures(waits, jobs, elapsed)
+    return {**_hop_figures(waits, jobs, elapsed), **spent}
 
 
 def _hop_figures(waits: list[float], jobs: int, elapsed: float) -> dict[str, Any]:
@@ -237,9 +292,13 @@ async def run_bus_bench(
     processes: tuple[int, ...] = (1, 2, 4),
     idle_s: float = 10.0,
     latency_jobs: int = 100,
+    sides_run: tuple[str, ...] = tuple(side.key for side in SIDES),
+    recording: bool = True,
 ) -> dict[str, Any]:
-    """Every side on one Redis: POSTEL_REDIS_URL if set, else a fresh embedded server."""
+    """The sides named in `sides_run` (all by default) on one Redis: POSTEL_REDIS_URL if
+    set, else a fresh embedded server; with `recording`, the recording cost too."""
     run = uuid.uuid4().hex[:8]
+    chosen = [side for side in SIDES if side.key in sides_run]
     figures: dict[str, Any] = {
         "jobs": jobs,
         "latency_jobs": latency_jobs,
@@ -250,13 +309,13 @@ async def run_bus_bench(
         "sides": {},
     }
     sides = figures["sides"]
-    for side in SIDES:
+    for side in chosen:
         sides[side.key] = {"label": side.label, "by_processes": {}}
     async with configured_or_scratch(settings.redis_url) as url:
         # sides side by side at each process count, so a machine whose load drifts during
         # the run (it is shared) skews them alike
         for count in processes:
-            for side in SIDES:
+            for side in chosen:
                 samples = max(int(latency_jobs * side.latency_share), 5)
                 async with Fleet(side, url, count, run) as fleet:
                     if count == processes[0]:
@@ -266,8 +325,11 @@ async def run_bus_bench(
                     else:
                         hops = await _bare_hops(url, run, f"{side.key}{count}", samples, jobs)
                 sides[side.key]["by_processes"][str(count)] = hops
-        figures["recording"] = await _recording_cost(url, settings, processes[0], run, jobs)
+        if recording:
+            figures["recording"] = await _recording_cost(url, settings, processes[0], run, jobs)
     figures["load_average_at_end"] = round(os.getloadavg()[0], 2)
+    if "postel" in sides and "arq_5ms" in sides:
+        figures["postel_vs_arq_5ms"] = _against_arq(sides["postel"], sides["arq_5ms"])
     figures["targets"] = _targets(figures)
     return figures
 
@@ -299,20 +361,49 @@ async def _recording_cost(
     }
 
 
+def _against_arq(postel: dict[str, Any], arq: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """postel / bare arq (5 ms poll) at each process count: hops/s and Redis time per hop."""
+    ratios = {}
+    for count, ours in postel["by_processes"].items():
+        theirs = arq["by_processes"][count]
+        ratios[count] = {
+            name: round(ours[name] / theirs[name], 2) if theirs[name] else 0.0
+            # not the commandstats total: it counts a script's commands twice (see above)
+            for name in ("hops_per_s", "redis_cpu_us_per_hop")
+        }
+    return ratios
+
+
 def _targets(figures: dict[str, Any]) -> dict[str, bool]:
-    push = figures["sides"]["postel"]
-    before = figures["sides"]["postel_poll"]["by_processes"]
+    """The targets whose sides ran."""
+    sides = figures["sides"]
+    if "postel" not in sides:
+        return {}
+    push = sides["postel"]
     runs = push["by_processes"]
     cpu = push["idle_cpu_pct_per_process"]
-    return {
+    targets = {
         "hop_p50_le_1ms": all(r["hop_latency_p50_ms"] <= TARGET_P50_MS for r in runs.values()),
         "hop_p99_le_5ms": all(r["hop_latency_p99_ms"] <= TARGET_P99_MS for r in runs.values()),
         "idle_le_5_commands_per_s": push["idle_commands_per_s_per_process"]
         <= TARGET_IDLE_COMMANDS_S,
         "idle_cpu_lt_1pct": cpu is not None and cpu < TARGET_IDLE_CPU_PCT,
-        "hops_per_s_ge_before": all(runs[n]["hops_per_s"] >= before[n]["hops_per_s"] for n in runs),
-        "recording_costs_lt_5pct": figures["recording"]["cost_pct"] < TARGET_RECORDING_COST_PCT,
     }
+    if "postel_poll" in sides:
+        before = sides["postel_poll"]["by_processes"]
+        targets["hops_per_s_ge_before"] = all(
+            runs[n]["hops_per_s"] >= before[n]["hops_per_s"] for n in runs
+        )
+    if ratios := figures.get("postel_vs_arq_5ms"):
+        targets["redis_cpu_per_hop_le_arq"] = all(
+            r["redis_cpu_us_per_hop"] <= 1.0 for r in ratios.values()
+        )
+        targets["hops_per_s_ge_arq"] = all(r["hops_per_s"] >= 1.0 for r in ratios.values())
+    if "recording" in figures:
+        targets["recording_costs_lt_5pct"] = (
+            figures["recording"]["cost_pct"] < TARGET_RECORDING_COST_PCT
+        )
+    return targets
 
 
 def format_bus_bench(figures: dict[str, Any]) -> str:
@@ -321,14 +412,27 @@ def format_bus_bench(figures: dict[str, Any]) -> str:
         f"latency: {figures['latency_jobs']} jobs one at a time; hops/s: {figures['jobs']} "
         f"jobs at once; redis {figures['redis']}; load average {figures['load_average_at_start']}"
         f" at start, {figures['load_average_at_end']} at end (the machine's other work skews it)",
-        f"{'':<34}{'procs/stage':>12}{'hop p50 ms':>12}{'hop p99 ms':>12}{'hops/s':>10}",
+        f"{'':<34}{'procs/stage':>12}{'hop p50 ms':>12}{'hop p99 ms':>12}{'hops/s':>10}"
+        f"{'redis cpu µs/hop':>18}{'cmd µs/hop':>12}{'cmds/hop':>10}",
     ]
     for side in figures["sides"].values():
         for count, run in side["by_processes"].items():
             rows.append(
                 f"{side['label']:<34}{count:>12}{run['hop_latency_p50_ms']:>12}"
                 f"{run['hop_latency_p99_ms']:>12}{run['hops_per_s']:>10}"
+                f"{run['redis_cpu_us_per_hop']:>18}{run['redis_command_us_per_hop']:>12}"
+                f"{run['redis_commands_per_hop']:>10}"
             )
+    for count, ratio in figures.get("postel_vs_arq_5ms", {}).items():
+        rows.append(
+            f"postel / bare arq (5 ms poll) at {count} per stage: hops/s x{ratio['hops_per_s']}, "
+            f"redis cpu per hop x{ratio['redis_cpu_us_per_hop']}"
+        )
+    if figures.get("postel_vs_arq_5ms"):
+        rows.append(
+            "(cmd µs/hop: INFO commandstats; a command a script runs counts in the script's "
+            "time and again under its own name, so postel's is an upper bound)"
+        )
     rows.append(f"at rest over {figures['idle_s']} s, one process per stage, per worker process:")
     rows.append(f"{'':<34}{'redis cmds/s':>14}{'cpu % core':>12}")
     for side in figures["sides"].values():
@@ -337,14 +441,14 @@ def format_bus_bench(figures: dict[str, Any]) -> str:
             f"{side['label']:<34}{side['idle_commands_per_s_per_process']:>14}"
             f"{'n/a' if cpu is None else cpu:>12}"
         )
-    recording = figures["recording"]
-    rows.append(
-        f"recording model calls ({recording['processes']} process per stage, one scripted call "
-        f"per hop): {recording['hops_per_s_recorded']} hops/s recorded, "
-        f"{recording['hops_per_s_unrecorded']} not recorded, cost {recording['cost_pct']} % "
-        f"(best of {RECORDING_ROUNDS * RECORDING_BATCHES} batches a side; one side's batches "
-        f"vary by {recording['batch_spread_pct']} %)"
-    )
+    if recording := figures.get("recording"):
+        rows.append(
+            f"recording model calls ({recording['processes']} process per stage, one scripted "
+            f"call per hop): {recording['hops_per_s_recorded']} hops/s recorded, "
+            f"{recording['hops_per_s_unrecorded']} not recorded, cost {recording['cost_pct']} % "
+            f"(best of {RECORDING_ROUNDS * RECORDING_BATCHES} batches a side; one side's "
+            f"batches vary by {recording['batch_spread_pct']} %)"
+        )
     targets = figures["targets"]
     rows.append(
         "targets (postel, push): "

@@ -718,11 +718,31 @@ def bench() -> None:
     show_default=True,
     help="Jobs run one at a time for the hop latency (bare arq at its defaults: a tenth).",
 )
+@click.option(
+    "--sides",
+    default="postel,postel_poll,arq_5ms,arq_default",
+    show_default=True,
+    help="Which sides run, separated by commas.",
+)
+@click.option(
+    "--recording/--no-recording",
+    default=True,
+    show_default=True,
+    help="Also measure what recording model calls costs a hop.",
+)
 @click.option("--json", "as_json", is_flag=True)
-def bench_bus(jobs: int, processes: str, idle_s: float, latency_jobs: int, as_json: bool) -> None:
+def bench_bus(
+    jobs: int,
+    processes: str,
+    idle_s: float,
+    latency_jobs: int,
+    sides: str,
+    recording: bool,
+    as_json: bool,
+) -> None:
     """Hop latency, hops/s and the cost of idle workers (no LLM), each stage in its own
     processes: postel against its former 5 ms poll and bare arq (5 ms poll, defaults)."""
-    from postel.infra.bench.bus import format_bus_bench, run_bus_bench
+    from postel.infra.bench.bus import SIDES, format_bus_bench, run_bus_bench
 
     try:
         counts = tuple(int(n) for n in processes.split(","))
@@ -730,8 +750,14 @@ def bench_bus(jobs: int, processes: str, idle_s: float, latency_jobs: int, as_js
         fail(f"--processes takes numbers separated by commas, not {processes!r}", EXIT_INPUT)
     if not counts or min(counts) < 1 or max(counts) > 32:
         fail(f"--processes takes counts from 1 to 32, not {processes!r}", EXIT_INPUT)
+    known = [side.key for side in SIDES]
+    chosen = tuple(side for side in sides.split(",") if side)
+    if not chosen or set(chosen) - set(known):
+        fail(f"--sides takes some of {', '.join(known)}, not {sides!r}", EXIT_INPUT)
     current = settings()
-    figures = run_async(run_bus_bench)(current, jobs, counts, idle_s, latency_jobs)
+    figures = run_async(run_bus_bench)(
+        current, jobs, counts, idle_s, latency_jobs, chosen, recording and "postel" in chosen
+    )
     click.echo(json.dumps(figures, indent=2) if as_json else format_bus_bench(figures))
 
 

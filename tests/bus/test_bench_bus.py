@@ -34,12 +34,21 @@ def test_bench_bus_measures_every_side_at_rest_and_in_flight() -> None:
         run = side["by_processes"]["1"]
         assert run["latency_samples"] >= 5 * 5 and run["hops_per_s"] > 0
         assert side["idle_commands_per_s_per_process"] > 0
+        assert run["redis_cpu_us_per_hop"] > 0 and run["redis_command_us_per_hop"] > 0
+        assert run["redis_commands_per_hop"] > 0
+        assert "info" not in run["redis_by_command"], "the INFO calls are left out"
+    # a hop of each side is at least its queue's write and its take
+    assert "evalsha" in figures["sides"]["postel"]["by_processes"]["1"]["redis_by_command"]
+    assert "zadd" in figures["sides"]["arq_5ms"]["by_processes"]["1"]["redis_by_command"]
+    assert set(figures["postel_vs_arq_5ms"]["1"]) == {"hops_per_s", "redis_cpu_us_per_hop"}
     assert set(figures["targets"]) == {
         "hop_p50_le_1ms",
         "hop_p99_le_5ms",
         "idle_le_5_commands_per_s",
         "idle_cpu_lt_1pct",
         "hops_per_s_ge_before",
+        "redis_cpu_per_hop_le_arq",
+        "hops_per_s_ge_arq",
         "recording_costs_lt_5pct",
     }
     recording = figures["recording"]
@@ -56,3 +65,39 @@ def test_bench_bus_refuses_a_bad_process_list() -> None:
     )
     assert done.returncode == 2
     assert "--processes takes numbers separated by commas, not '1,two'" in done.stderr
+
+
+@pytest.mark.bench
+@pytest.mark.slow
+def test_bench_bus_runs_only_the_sides_asked_for() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
+    env["POSTEL_LOG_LEVEL"] = "WARNING"
+    command = ["bench", "bus", "--jobs", "5", "--processes", "1", "--idle-s", "1"]
+    command += ["--latency-jobs", "5", "--sides", "postel,arq_5ms", "--no-recording", "--json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "postel", *command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    assert set(figures["sides"]) == {"postel", "arq_5ms"}
+    assert "recording" not in figures
+    assert set(figures["postel_vs_arq_5ms"]) == {"1"}
+    assert "redis_cpu_per_hop_le_arq" in figures["targets"]
+    assert "hops_per_s_ge_before" not in figures["targets"]
+
+
+def test_bench_bus_refuses_an_unknown_side() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "postel", "bench", "bus", "--sides", "postel,nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--sides takes some of postel, postel_poll, arq_5ms, arq_default, not 'postel,nope'" in (
+        done.stderr
+    )
