@@ -21,7 +21,7 @@ from arq.worker import func
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import WORKER_NAMES, Settings
-from postel.infra.runtime.wake import PushWorker
+from postel.infra.runtime.wake import _TAKE_JOBS, PushWorker
 from postel.infra.store import keys
 from postel.infra.store.redis_server import EmbeddedRedis, free_port
 from postel.infra.store.wire import connect_arq, dumps
@@ -358,3 +358,33 @@ async def test_a_taken_job_starts_before_its_worker_waits_again() -> None:
         await wake(pool, "t")
         await until(lambda: bool(started_by_next_wait), timeout=5)
         assert started_by_next_wait[0] == 1
+
+
+async def test_a_take_reads_past_the_running_front_of_the_queue_page_by_page() -> None:
+    """The take script reads the queue in growing pages: jobs behind a long front of jobs
+    other workers hold are taken, a page boundary loses none, and the look-ahead limit and
+    the first job not yet due still bound the read."""
+    async with private_redis() as url:
+        redis = aioredis.Redis.from_url(url)
+        take = redis.register_script(_TAKE_JOBS)
+
+        async def taken(free: int, limit: int) -> tuple[list[str], int, str]:
+            args = [free, limit, "arq:in-progress:", 5000, "arq:job:", "arq:retry:", 60]
+            jobs, left_behind, next_due = await take(keys=["q", "w"], args=args)
+            return [jobs[i].decode() for i in range(0, len(jobs), 4)], left_behind, next_due
+
+        try:
+            now_ms = int(time.time() * 1000)
+            await redis.zadd("q", {f"j{n:03}": now_ms - 10_000 + n for n in range(60)})
+            await redis.zadd("q", {"later": now_ms + 60_000})
+            for n in range(45):  # held by other workers: the first pages hold nothing free
+                await redis.set(f"arq:in-progress:j{n:03}", "1", px=60_000)
+            assert await taken(free=2, limit=100) == (["j045", "j046"], 1, b"")
+            # the look-ahead stops the read before any free job
+            assert await taken(free=2, limit=40) == ([], 0, b"")
+            # every free job taken, the read ends at the first job not yet due
+            names, left_behind, next_due = await taken(free=20, limit=100)
+            assert names == [f"j{n:03}" for n in range(47, 60)]
+            assert (left_behind, next_due) == (0, str(now_ms + 60_000).encode())
+        finally:
+            await redis.aclose()
