@@ -105,9 +105,9 @@ def state_text(state_summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def history_text(history: Sequence[RoundNote], last_shown: bool = False) -> str:
-    """The rounds so far, newest first, so a token cut drops the oldest. With `last_shown`
-    the newest round's results are in LAST RESULTS, so its outcome is not said twice."""
+def history_text(history: Sequence[RoundNote], newest_outcome: str | None = None) -> str:
+    """The rounds so far, newest first, so a token cut drops the oldest; `newest_outcome`
+    replaces the newest round's (its errors are in LAST RESULTS, not said twice)."""
     if not history:
         return "(first round)"
     lines = []
@@ -115,7 +115,7 @@ def history_text(history: Sequence[RoundNote], last_shown: bool = False) -> str:
         commands = "; ".join(note.plan.commands) if note.plan else "-"
         how = f" ({note.decision})" if note.decision else ""
         gone = " [abandoned: its state was dropped]" if note.abandoned else ""
-        outcome = "see LAST RESULTS" if last_shown and index == 0 else note.outcome or "pending"
+        outcome = newest_outcome if newest_outcome and index == 0 else note.outcome or "pending"
         lines.append(
             f"round {note.round}{how}{gone}: hypothesis: {note.hypothesis or '-'} | "
             f"plan: {commands} | outcome: {outcome}"
@@ -210,11 +210,15 @@ def _record_text(number: int, record: ExecutionRecord) -> RecordText:
     return RecordText(number, tuple(lines), rows, total, named)
 
 
-def outcome_digest(records: Sequence[ExecutionRecord], error: str | None = None) -> str:
+def outcome_digest(
+    records: Sequence[ExecutionRecord], error: str | None = None, *, errors_shown: bool = False
+) -> str:
     """One line per plan for the history: each command's status and count (a failed one's
-    error in brief; a worker failure no record holds, whole)."""
+    error in brief; a worker failure no record holds, whole). With `errors_shown` the errors
+    are in LAST RESULTS and the line points there instead."""
+    elsewhere = "(see LAST RESULTS)"
     if error and failure_line(records, error):
-        return f"gasl worker failed: {error}"
+        return f"gasl worker failed {elsewhere}" if errors_shown else f"gasl worker failed: {error}"
     if not records:
         return "nothing ran"
     parts = []
@@ -222,6 +226,10 @@ def outcome_digest(records: Sequence[ExecutionRecord], error: str | None = None)
         verb = record.command.split(maxsplit=1)[0] if record.command.strip() else "?"
         part = f"{verb} {record.status} {record.count}"
         if record.status == "error" and record.error:
-            part += f" ({record.error.splitlines()[0][:_TEXT_CHARS]})"
+            part += (
+                f" {elsewhere}"
+                if errors_shown
+                else f" ({record.error.splitlines()[0][:_TEXT_CHARS]})"
+            )
         parts.append(part)
     return ", ".join(parts)

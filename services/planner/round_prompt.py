@@ -11,7 +11,7 @@ rounds first), state, graph schema (each to a floor), the sample rows of LAST RE
 count, error and hint, fields, how many rows are not shown and how to name them) stays; only
 if even the heads cannot fit are the earliest left to one line. When the prompt has slack,
 the parts cut at their usual limits grow into it, the question first. The gasl error is
-shown once: the newest round's outcome in HISTORY points to LAST RESULTS. Budgets follow
+shown once: the newest round's outcome in HISTORY points to LAST RESULTS for it. Budgets follow
 capability: minimal models are the 2048-token local ones.
 """
 
@@ -30,6 +30,7 @@ from postel.services.planner.render import (
     failure_line,
     graph_text,
     history_text,
+    outcome_digest,
     record_texts,
     results_text,
     state_text,
@@ -102,14 +103,16 @@ def round_messages(capability: Capability, round_: RoundInputs) -> list[ChatMess
     results = _Results(
         texts, failure_line(round_.records, round_.error), [len(t.rows) for t in texts]
     )
-    shown = bool(round_.records or round_.error)
+    newest = (
+        outcome_digest(round_.records, round_.error, errors_shown=True)
+        if round_.records or round_.error
+        else None
+    )
     parts = {
         "QUESTION": _Part("QUESTION", round_.question, 250, 80),
         "GRAPH": _Part("GRAPH", graph_text(round_.graph_summary), 350, 160),
         "STATE": _Part("STATE", state_text(round_.state_summary), 250, 40),
-        "HISTORY": _Part(
-            "HISTORY (newest first)", history_text(round_.history, last_shown=shown), 250, 60
-        ),
+        "HISTORY": _Part("HISTORY (newest first)", history_text(round_.history, newest), 250, 60),
         "ROUND": _Part("ROUND", status, 40, 40),
     }
     if round_.problem:

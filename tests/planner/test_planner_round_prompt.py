@@ -152,7 +152,7 @@ def test_a_gasl_error_is_shown_once_with_its_hint(capability: Capability) -> Non
     assert text.count("column 34") == 1
     assert "Hint: NEIGHBORS needs `AS <name>` at the end" in text
     if capability is Capability.STANDARD:  # tighter budgets cut the history line first
-        assert "outcome: see LAST RESULTS" in text
+        assert "success 20, NEIGHBORS error 0 (see LAST RESULTS)" in text
 
 
 def test_a_worker_failure_no_record_holds_is_shown() -> None:
