@@ -174,3 +174,17 @@ def test_heads_that_cannot_all_fit_leave_the_earliest_out_and_keep_the_answer() 
     text = prompt(Capability.MINIMAL, records=records)
     assert "40. [success]" in text and "earlier commands not shown" in text
     assert "1. [success]" not in text
+
+
+def test_a_records_hint_is_shown_when_its_error_does_not_hold_it() -> None:
+    hint = "no item has field(s) year; fields: id, entity_type, release_year"
+    records = [
+        ExecutionRecord(
+            command="FILTER films WHERE year = 1999 AS ans",
+            status="success",
+            variable="ans",
+            detail={"hint": hint},
+        )
+    ]
+    for capability in Capability:
+        assert prompt(capability, records=records, question="Which? " * 300).count(hint) == 1
