@@ -234,10 +234,8 @@ def _round(prompt: str) -> int:
 
 
 def _hints(results: str) -> list[str]:
-    """Every `Hint:` text LAST RESULTS shows, whole ones first: the record's copy of an error
-    may be cut to fit the prompt where the worker's failure line still holds it."""
-    found = [piece.split("\n", 1)[0].strip() for piece in results.split("Hint:")[1:]]
-    return sorted(found, key=lambda hint: hint.endswith("…(cut)"))
+    """Every `Hint:` text LAST RESULTS shows (a failed record's error carries its hint whole)."""
+    return [piece.split("\n", 1)[0].strip() for piece in results.split("Hint:")[1:]]
 
 
 def _plan(decision: str, evaluation: str, commands: list[str]) -> str:

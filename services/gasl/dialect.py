@@ -65,6 +65,11 @@ def _quoted_list(words: str) -> str:
     return ", ".join(json.dumps(name) for name in names if name)
 
 
+# One relation name of a FOLLOW list: quoted whole (its quotes never swallowed into a
+# neighbour) or one bare word; anything else after FOLLOW is left to the parser's error.
+_RELATION = r"(?:\"[^\"]*\"|'[^']*'|[\w-]+)"
+
+
 def _graphwalk(match: re.Match[str]) -> str:
     start, into = match.group("start"), match.group("into") or f"{match.group('start')}_walk"
     follow = match.group("follow").strip()
@@ -73,8 +78,10 @@ def _graphwalk(match: re.Match[str]) -> str:
         if follow.lower() in ("any", "a", "an", "all", "*")
         else f" FOLLOW {_quoted_list(follow)}"
     )
+    direction = f" DIRECTION {match.group('direction').lower()}" if match.group("direction") else ""
     depth = f" DEPTH {match.group('depth')}" if match.group("depth") else ""
-    return f"GRAPHWALK FROM {start}{relations}{depth} AS {into}"
+    limit = f" LIMIT {match.group('limit')}" if match.group("limit") else ""
+    return f"GRAPHWALK FROM {start}{direction}{relations}{depth}{limit} AS {into}"
 
 
 def _try_block(match: re.Match[str]) -> str:
@@ -151,8 +158,11 @@ RULES: list[tuple[str, re.Pattern[str], str | Callable[[re.Match[str]], str]]] =
     (
         "GRAPHWALK from x follow r1, r2 depth n",
         re.compile(
-            r"^\s*GRAPHWALK\s+from\s+(?P<start>[\w${}.]+)\s+follow\s+(?P<follow>.+?)"
-            r"(?:\s+depth\s+(?P<depth>\d+))?(?:\s+AS\s+(?P<into>\w+))?\s*$",
+            r"^\s*GRAPHWALK\s+from\s+(?P<start>[\w${}.]+)"
+            r"(?:\s+direction\s+(?P<direction>out|in|both))?"
+            rf"\s+follow\s+(?P<follow>{_RELATION}(?:\s*(?:,|\bor\b)\s*{_RELATION})*)"
+            r"(?:\s+depth\s+(?P<depth>\d+))?(?:\s+limit\s+(?P<limit>\d+))?"
+            r"(?:\s+AS\s+(?P<into>\w+))?\s*$",
             _FLAGS,
         ),
         _graphwalk,

@@ -538,8 +538,10 @@ def parse(source: str) -> list[ast.Command]:
             raise
         try:
             commands = _parse(rewritten)
-        except GaslSyntaxError:
-            raise error from None
+        except GaslSyntaxError as later:
+            # the rewrite keeps lines; a failure on a later line means the rules mended the
+            # line first named, and the mistake left is the later one
+            raise (later if later.line > error.line else error) from None
     # a command whose canonical text is not in the source was written another way
     flat = " ".join(source.split())
     return [c if c.text in flat else replace(c, written=source.strip()) for c in commands]

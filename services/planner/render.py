@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from postel.messages.gasl import ExecutionRecord
@@ -104,68 +105,120 @@ def state_text(state_summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def history_text(history: Sequence[RoundNote]) -> str:
-    """The rounds so far, newest first, so a token cut drops the oldest."""
+def history_text(history: Sequence[RoundNote], newest_outcome: str | None = None) -> str:
+    """The rounds so far, newest first, so a token cut drops the oldest; `newest_outcome`
+    replaces the newest round's (its errors are in LAST RESULTS, not said twice)."""
     if not history:
         return "(first round)"
     lines = []
-    for note in reversed(history):
+    for index, note in enumerate(reversed(history)):
         commands = "; ".join(note.plan.commands) if note.plan else "-"
         how = f" ({note.decision})" if note.decision else ""
         gone = " [abandoned: its state was dropped]" if note.abandoned else ""
+        outcome = newest_outcome if newest_outcome and index == 0 else note.outcome or "pending"
         lines.append(
             f"round {note.round}{how}{gone}: hypothesis: {note.hypothesis or '-'} | "
-            f"plan: {commands} | outcome: {note.outcome or 'pending'}"
+            f"plan: {commands} | outcome: {outcome}"
         )
     return "\n".join(lines)
 
 
-def records_text(records: Sequence[ExecutionRecord], error: str | None = None) -> str:
-    """What each command of the last plan did; failures carry their full error text."""
-    lines = [f"the gasl worker failed: {error}"] if error else []
-    for index, record in enumerate(records, start=1):
-        head = f"{index}. [{record.status}] {record.command} -> {record.count}"
-        if record.variable:
-            head += f" as {record.variable}"
-        if record.caps_hit:
-            head += f" (caps hit: {', '.join(record.caps_hit)})"
-        lines.append(head)
-        written = record.detail.get("written")
-        if written:
-            lines.append(f"   you wrote: {written}; write it as above")
-        if record.error:
-            lines.append(f"   error: {record.error}")
-        if record.rows:
-            lines.extend(_rows_text(record))
+@dataclass(frozen=True)
+class RecordText:
+    """One record of the last plan as prompt lines: its head (command, status, count, what
+    was written, the error with its hint, the fields), always shown whole, and its sample
+    rows, which are what a tight prompt cuts."""
+
+    number: int
+    head: tuple[str, ...]
+    rows: tuple[str, ...]
+    total: int  # rows the record stands for
+    name_all: str  # how to name them all (`${var}`), or ""
+
+    def text(self, shown: int) -> str:
+        shown = max(0, min(shown, len(self.rows)))
+        lines = list(self.head)
+        if self.total > shown:
+            lines.append(f"   {self.total - shown} more rows not shown{self.name_all}")
+        if shown:
+            lines.append("   rows: " + "; ".join(self.rows[:shown]))
+        return "\n".join(lines)
+
+
+def record_texts(records: Sequence[ExecutionRecord]) -> list[RecordText]:
+    return [_record_text(index, record) for index, record in enumerate(records, start=1)]
+
+
+def failure_line(records: Sequence[ExecutionRecord], error: str | None) -> str | None:
+    """The worker's error, unless a record already shows it (it names a failed command's)."""
+    if not error or any(r.error and (error in r.error or r.error in error) for r in records):
+        return None
+    return f"the gasl worker failed: {error}"
+
+
+def results_text(
+    texts: Sequence[RecordText],
+    failure: str | None,
+    shown: Sequence[int] | None = None,
+    hidden: int = 0,
+) -> str:
+    """LAST RESULTS: the failure line, then each record with `shown[i]` sample rows (all it
+    has by default); the `hidden` earliest records are left to one line (HISTORY has them)."""
+    lines = [failure] if failure else []
+    if hidden:
+        lines.append(f"({hidden} earlier commands not shown: see this plan in HISTORY)")
+    for index, text in enumerate(texts):
+        if index >= hidden:
+            lines.append(text.text(len(text.rows) if shown is None else shown[index]))
     return "\n".join(lines) or "(no plan has run yet)"
 
 
-def _rows_text(record: ExecutionRecord) -> list[str]:
-    """A record's sample: its fields, how many rows are not shown and how to name them all
-    (`${var}`) rather than copy them, then its first rows (last, so a cut to fit the prompt
-    takes rows, not the count)."""
-    lines = []
+def records_text(records: Sequence[ExecutionRecord], error: str | None = None) -> str:
+    """What each command of the last plan did, every sample row shown; failures carry their
+    full error text, once."""
+    return results_text(record_texts(records), failure_line(records, error))
+
+
+def _record_text(number: int, record: ExecutionRecord) -> RecordText:
+    head = f"{number}. [{record.status}] {record.command} -> {record.count}"
+    if record.variable:
+        head += f" as {record.variable}"
+    if record.caps_hit:
+        head += f" (caps hit: {', '.join(record.caps_hit)})"
+    lines = [head]
+    written = record.detail.get("written")
+    if written:
+        lines.append(f"   you wrote: {written}; write it as above")
+    if record.error:
+        lines.append(f"   error: {record.error}")
+    hint = record.detail.get("hint")
+    if hint and str(hint) not in (record.error or ""):
+        lines.append(f"   hint: {hint}")
+    if not record.rows:
+        return RecordText(number, tuple(lines), (), 0, "")
     fields = fields_of(record.rows)
     if fields:
         lines.append("   fields: " + ", ".join(fields))
-    shown = record.rows[:_ROWS_SHOWN]
     # one plain value (a COUNT's number) is the whole result, whatever its count says
     whole = len(record.rows) == 1 and not isinstance(record.rows[0], dict | list)
     total = len(record.rows) if whole else max(record.count, len(record.rows))
-    if total > len(shown):
-        named = f"; name all {total} as ${{{record.variable}}}" if record.variable else ""
-        if named and fields:
-            field = next((name for name in NAME_FIELDS if name in fields), fields[0])
-            named += f" (one field of each: ${{{record.variable}.{field}}})"
-        lines.append(f"   {total - len(shown)} more rows not shown{named}")
-    lines.append("   rows: " + "; ".join(dumps(row) for row in shown))
-    return lines
+    named = f"; name all {total} as ${{{record.variable}}}" if record.variable else ""
+    if named and fields:
+        field = next((name for name in NAME_FIELDS if name in fields), fields[0])
+        named += f" (one field of each: ${{{record.variable}.{field}}})"
+    rows = tuple(dumps(row) for row in record.rows[:_ROWS_SHOWN])
+    return RecordText(number, tuple(lines), rows, total, named)
 
 
-def outcome_digest(records: Sequence[ExecutionRecord], error: str | None = None) -> str:
-    """One line per plan for the history: each command's status and count."""
-    if error:
-        return f"gasl worker failed: {error}"
+def outcome_digest(
+    records: Sequence[ExecutionRecord], error: str | None = None, *, errors_shown: bool = False
+) -> str:
+    """One line per plan for the history: each command's status and count (a failed one's
+    error in brief; a worker failure no record holds, whole). With `errors_shown` the errors
+    are in LAST RESULTS and the line points there instead."""
+    elsewhere = "(see LAST RESULTS)"
+    if error and failure_line(records, error):
+        return f"gasl worker failed {elsewhere}" if errors_shown else f"gasl worker failed: {error}"
     if not records:
         return "nothing ran"
     parts = []
@@ -173,6 +226,10 @@ def outcome_digest(records: Sequence[ExecutionRecord], error: str | None = None)
         verb = record.command.split(maxsplit=1)[0] if record.command.strip() else "?"
         part = f"{verb} {record.status} {record.count}"
         if record.status == "error" and record.error:
-            part += f" ({record.error.splitlines()[0][:_TEXT_CHARS]})"
+            part += (
+                f" {elsewhere}"
+                if errors_shown
+                else f" ({record.error.splitlines()[0][:_TEXT_CHARS]})"
+            )
         parts.append(part)
     return ", ".join(parts)

@@ -6,13 +6,18 @@ unusable, PROBLEM, each part between markers of its own. The question holds the 
 prompt and the graph's, state's and results' texts come from graphs and models, so no part
 may pose as another: a prompt holding "LAST RESULTS:" stays inside the QUESTION part. When
 the prompt is over budget the parts are cut in this order until it fits: history (oldest
-rounds first), state, graph schema, last results, question; each part keeps a floor.
-Budgets follow capability: minimal models are the 2048-token local ones.
+rounds first), state, graph schema (each to a floor), the sample rows of LAST RESULTS
+(earlier records' first), the question (to a floor). Every record's head (command, status,
+count, error and hint, fields, how many rows are not shown and how to name them) stays; only
+if even the heads cannot fit are the earliest left to one line. When the prompt has slack,
+the parts cut at their usual limits grow into it, the question first. The gasl error is
+shown once: the newest round's outcome in HISTORY points to LAST RESULTS for it. Budgets follow
+capability: minimal models are the 2048-token local ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +25,16 @@ from postel.messages.gasl import ExecutionRecord
 from postel.messages.pipeline import RoundNote
 from postel.services.llm import ChatMessage
 from postel.services.llm.tokens import count_tokens, truncate_to_tokens
-from postel.services.planner.render import graph_text, history_text, records_text, state_text
+from postel.services.planner.render import (
+    RecordText,
+    failure_line,
+    graph_text,
+    history_text,
+    outcome_digest,
+    record_texts,
+    results_text,
+    state_text,
+)
 from postel.services.prompts import Capability, build_prompt
 from postel.services.prompts.templates import HDT_ROUND
 
@@ -58,6 +72,25 @@ class _Part:
     floor: int  # tokens it keeps however tight the budget
 
 
+@dataclass
+class _Results:
+    """LAST RESULTS, fitted by rows rather than tokens: every record's head stays; what a
+    tight prompt cuts is sample rows, the earlier records' first."""
+
+    texts: list[RecordText]
+    failure: str | None
+    shown: list[int]
+    hidden: int = 0  # earliest records left to one line: only when their heads cannot fit
+
+    def text(self) -> str:
+        return results_text(self.texts, self.failure, self.shown, self.hidden)
+
+
+# The order parts are cut in when the prompt is over budget, and the reverse of the order
+# slack is given back in: history first, the question last.
+_CUT_ORDER = ("HISTORY", "STATE", "GRAPH", "QUESTION")
+
+
 def round_messages(capability: Capability, round_: RoundInputs) -> list[ChatMessage]:
     """The chat messages asking for the round's plan; at `round_number == max_rounds` the
     model is told to complete."""
@@ -66,30 +99,96 @@ def round_messages(capability: Capability, round_: RoundInputs) -> list[ChatMess
         if round_.round_number < round_.max_rounds
         else "no plan may run any more: decide complete with what the evidence holds"
     )
-    results = records_text(round_.records, round_.error)
+    texts = record_texts(round_.records)
+    results = _Results(
+        texts, failure_line(round_.records, round_.error), [len(t.rows) for t in texts]
+    )
+    newest = (
+        outcome_digest(round_.records, round_.error, errors_shown=True)
+        if round_.records or round_.error
+        else None
+    )
     parts = {
         "QUESTION": _Part("QUESTION", round_.question, 250, 80),
         "GRAPH": _Part("GRAPH", graph_text(round_.graph_summary), 350, 160),
         "STATE": _Part("STATE", state_text(round_.state_summary), 250, 40),
-        "HISTORY": _Part("HISTORY (newest first)", history_text(round_.history), 250, 60),
-        "LAST RESULTS": _Part("LAST RESULTS", results, 450, 120),
+        "HISTORY": _Part("HISTORY (newest first)", history_text(round_.history, newest), 250, 60),
         "ROUND": _Part("ROUND", status, 40, 40),
     }
     if round_.problem:
         parts["PROBLEM"] = _Part("PROBLEM WITH YOUR LAST ANSWER", round_.problem, 150, 60)
     budget = BUDGETS[capability]
-    messages = _render(capability, parts.values())
-    for name in ("HISTORY", "STATE", "GRAPH", "LAST RESULTS", "QUESTION"):
-        part = parts[name]
-        while _size(messages) > budget and part.limit > part.floor:
-            part.limit = max(part.floor, part.limit // 2)
-            messages = _render(capability, parts.values())
+
+    def render() -> list[ChatMessage]:
+        return _render(capability, parts, results)
+
+    messages = render()
+    if _size(messages) > budget:
+        messages = _shrink(parts, results, budget, render)
+    else:
+        messages = _grow(parts, budget, render)
     return messages
 
 
-def _render(capability: Capability, parts: Iterable[_Part]) -> list[ChatMessage]:
+def _shrink(
+    parts: dict[str, _Part],
+    results: _Results,
+    budget: int,
+    render: Callable[[], list[ChatMessage]],
+) -> list[ChatMessage]:
+    """Cut until the prompt fits: history, state and schema to their floors, then sample
+    rows (earlier records' first), then the question to its floor; the records' heads go
+    last, the earliest first, and the answer's record is never left out."""
+    messages = render()
+    for name in _CUT_ORDER[:-1]:
+        part = parts[name]
+        while _size(messages) > budget and part.limit > part.floor:
+            part.limit = max(part.floor, part.limit // 2)
+            messages = render()
+    for index in range(len(results.shown)):
+        while _size(messages) > budget and results.shown[index] > 0:
+            results.shown[index] -= 1
+            messages = render()
+    question = parts["QUESTION"]
+    while _size(messages) > budget and question.limit > question.floor:
+        question.limit = max(question.floor, question.limit // 2)
+        messages = render()
+    while _size(messages) > budget and results.hidden < len(results.texts) - 1:
+        results.hidden += 1
+        messages = render()
+    return messages
+
+
+def _grow(
+    parts: dict[str, _Part], budget: int, render: Callable[[], list[ChatMessage]]
+) -> list[ChatMessage]:
+    """Give the budget's slack to the parts that were cut at their usual limits, the
+    question first: each grows to its whole text or to the largest limit that fits."""
+    messages = render()
+    for name in reversed(_CUT_ORDER):
+        part = parts[name]
+        whole = count_tokens(part.text)
+        if whole <= part.limit:
+            continue
+        low, high = part.limit, whole
+        while low < high:  # the largest limit that keeps the prompt within budget
+            part.limit = (low + high + 1) // 2
+            if _size(render()) <= budget:
+                low = part.limit
+            else:
+                high = part.limit - 1
+        part.limit = low
+        messages = render()
+    return messages
+
+
+def _render(
+    capability: Capability, parts: dict[str, _Part], results: _Results
+) -> list[ChatMessage]:
     texts: dict[str, str] = {}
-    for part in parts:
+    for name, part in parts.items():
+        if name == "ROUND":
+            texts["LAST RESULTS"] = results.text()
         text, cut = truncate_to_tokens(part.text, part.limit)
         texts[part.title] = f"{text}{' …(cut)' if cut else ''}"
     return build_prompt(HDT_ROUND, capability, context={"ANALYSIS": texts})

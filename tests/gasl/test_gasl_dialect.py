@@ -14,7 +14,7 @@ from postel.services.gasl.adapters import NetworkXAdapter
 from postel.services.gasl.errors import GaslSyntaxError
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.loaders import DEMO_GRAPH
-from postel.services.gasl.parser import parse_one
+from postel.services.gasl.parser import parse, parse_one
 from postel.services.planner.render import records_text
 
 PEOPLE = "FIND nodes with entity_type=PERSON AS person_nodes"
@@ -156,3 +156,36 @@ def test_classify_with_an_unquoted_instruction_reads_as_using() -> None:
     command = parse_one(written)
     assert command == parse_one('CLASSIFY reports USING "the kind of study" AS kinds')
     assert command.written == written
+
+
+async def test_a_graphwalk_without_as_keeps_its_quoted_relation_and_limit(
+    adapter: NetworkXAdapter,
+) -> None:
+    written = 'GRAPHWALK FROM person_nodes FOLLOW "vaccine" DEPTH 1 LIMIT 20'
+    canonical = 'GRAPHWALK FROM person_nodes FOLLOW "vaccine" DEPTH 1 LIMIT 20 AS person_nodes_walk'
+    command = parse_one(written)
+    assert command.text == canonical and command.written == written
+    [*_, liberal] = await records_of(adapter, PEOPLE, written)
+    [*_, expected] = await records_of(adapter, PEOPLE, canonical)
+    assert liberal.status == "success" and liberal.count > 0
+    assert shape(liberal)[1:] == shape(expected)[1:]
+
+
+def test_a_graphwalk_with_more_after_follow_is_refused_not_swallowed() -> None:
+    # the quotes around a relation are never read as part of a longer relation name
+    with pytest.raises(GaslSyntaxError) as refused:
+        parse_one('GRAPHWALK FROM hop1 FOLLOW "directed_by" WHERE x = 1 LIMIT 20')
+    assert "GRAPHWALK needs `AS <name>`" in refused.value.hint
+
+
+def test_the_error_names_the_line_left_wrong_after_the_rewrite() -> None:
+    # line 1 is a dialect spelling the rules mend; the mistake is line 2's missing AS
+    source = (
+        'FIND nodes with entity_type=FILM and id=X AS start\nNEIGHBORS ${start} VIA "a" LIMIT 20'
+    )
+    with pytest.raises(GaslSyntaxError) as refused:
+        parse(source)
+    assert refused.value.line == 2 and "NEIGHBORS needs `AS <name>`" in refused.value.hint
+    with pytest.raises(GaslSyntaxError) as first:
+        parse('FIND nodes with entity_type AS x\nNEIGHBORS ${x} VIA "a" LIMIT 20')
+    assert first.value.line == 1
