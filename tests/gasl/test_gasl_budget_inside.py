@@ -38,7 +38,7 @@ def quick_graph(nodes: int, seed: int = 7) -> nx.Graph:
                 "id": name,
                 "entity_type": f"T{i % 50}",
                 "bucket": i % 10_000,
-                "shard": i % 5,
+                "shard": i % 2,
                 "name": name,
             },
         )
@@ -72,7 +72,7 @@ SETUP = [
 LONG = {
     "paths": "FIND paths FROM ${seeds} TO (bucket = 8) MAX_LENGTH 6 AS chains",
     "GRAPHCONNECT": "GRAPHCONNECT ${seeds} AND (bucket = 9) MAX_LENGTH 6 AS links",
-    # 20 million pairs, more than any machine makes in the budget
+    # 50 million pairs, far more than any machine makes in the budget
     "JOIN": "JOIN many WITH many ON shard AS pairs",
     "SELECT": "SELECT pairs WHERE key = 1 AS one",
     "AGGREGATE": "AGGREGATE pairs BY key WITH COUNT AS per_shard",
