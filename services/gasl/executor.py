@@ -800,6 +800,8 @@ class _Taken:
                 self.cap = spent.cap
                 return
             self.taken += 1
+            # a row command may make a container per row (ADD_FIELD, CREATE_*)
+            combine.kept_out_of_collections(self.taken)
             yield row
 
     def outcome(self, value: Any, **fields: Any) -> _Outcome:
