@@ -66,7 +66,7 @@ def invocations(job_id: str, export: Path, document: Path) -> dict[str, list[str
         "gasl run": ["gasl", "run", "--graph", "sample", PEOPLE, "--json"],
         "bench gasl": [
             *("bench", "gasl", "--nodes", "100", "--path-nodes", "100", "--repeat", "1"),
-            *("--no-cypher", "--plan-questions", "0", "--json"),
+            *("--no-cypher", "--plan-questions", "0", "--write-sizes", "", "--json"),
         ],
         "bench bus": [
             *("bench", "bus", "--jobs", "2", "--processes", "1", "--idle-s", "1"),
@@ -187,7 +187,7 @@ def test_logs_of_a_command_go_to_stderr_even_before_it_reads_its_settings(
     env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
     env.update(POSTEL_LOG_LEVEL="DEBUG", POSTEL_STATE_DIR=str(tmp_path))
     args = ["bench", "gasl", "--nodes", "100", "--path-nodes", "100", "--repeat", "1"]
-    args += ["--no-cypher", "--plan-questions", "1", "--json"]
+    args += ["--no-cypher", "--plan-questions", "1", "--write-sizes", "", "--json"]
     done = subprocess.run(
         [sys.executable, "-c", script, *args],
         env=env,
