@@ -197,6 +197,9 @@ end
 if status == 'completed' or status == 'failed' then
   return 'job_finished'
 end
+if status == 'queued' then
+  redis.call('HSET', KEYS[2], 'status', 'running')
+end
 for _, command in ipairs(cjson.decode(ARGV[2])) do
   redis.call(unpack(command))
 end
@@ -214,7 +217,8 @@ async def receive_once(
 ) -> Received:
     """Renew the lease and learn whether the message must run: `handled` (an earlier run
     committed it), `job_finished`, `missing` (no job record), or `new`, and only then
-    record `received`."""
+    record `received`. A queued job becomes running here: its first hop runs from now,
+    not from when it commits."""
     script = redis.register_script(_RECEIVE)
     reply = await script(
         keys=[done_key, keys.job(job_id), lease_key or ""],

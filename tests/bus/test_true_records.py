@@ -256,3 +256,25 @@ async def test_a_finished_job_whose_record_was_lost_runs_whole_when_resubmitted(
         events = await client.events.read("again")
     assert [e.status for e in events].count("submitted") == 1
     assert {e.worker for e in events if e.status == "completed"} >= {"intent", "validator"}
+
+
+async def test_a_job_is_running_from_the_moment_its_first_hop_is_received(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    """Its record said `queued` until the first hop committed, while a worker ran it."""
+    specs = [hanging_once(), *RELAY_WORKERS[1:]]
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs),
+        Client(redis_url, settings) as client,
+    ):
+        job_id = await client.submit("held", options=JobOptions(deadline_s=60))
+        assert (await client.status(job_id)).status in ("queued", "running")
+        await until(lambda: redis_client.exists(keys.job_events(job_id)))
+
+        async def received() -> bool:
+            return any(e.status == "received" for e in await client.events.read(job_id))
+
+        await until(received)  # the intent worker holds it, its handler hanging
+        record = await client.status(job_id)
+        assert record.status == "running" and record.stage == "intent"
+        await client.cancel(job_id, "done looking")
