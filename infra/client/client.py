@@ -32,12 +32,12 @@ from postel.infra.store.jobs import JobNotFound, JobRecord, JobStore
 from postel.infra.store.outage import RideOut
 from postel.infra.store.wire import connect_arq
 from postel.messages import AmbientContext, CodeSiteContext, JobOptions, JobRequest, TypeSpec
-from postel.messages.errors import PostelError
+from postel.messages.errors import Failed
 
 TERMINAL_TYPES = frozenset({"job.completed", "job.failed"})
 
 
-class JobFailedError(PostelError, RuntimeError):
+class JobFailedError(Failed, RuntimeError):
     """The job ended in failure; `status` is its documented FailureStatus."""
 
     def __init__(self, job_id: str, status: str, error: str, partial: Any = None) -> None:

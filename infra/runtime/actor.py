@@ -71,7 +71,7 @@ from postel.messages import (
     ids,
     utc_now,
 )
-from postel.messages.errors import GraphNotFound, PostelError
+from postel.messages.errors import GraphNotFound, TimedOut
 from postel.services.llm.budget import call_budget
 from postel.services.llm.call_log import LoggedCall, logging_calls
 from postel.services.llm.errors import LLMError
@@ -143,7 +143,7 @@ class WorkerSpec:
     setup: Callable[[Runtime], Awaitable[None]] | None = None
 
 
-class HopTimeout(PostelError):
+class HopTimeout(TimedOut):
     """A handler ran past its hop's time limit."""
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from postel.messages.errors import PostelError
+from postel.messages.errors import InvalidInput
 from postel.messages.types import TypeSpec
 from postel.services.llm.client import LLMClient
 from postel.services.llm.models import ChatMessage, LLMRequest, LLMResponse
@@ -31,7 +31,7 @@ _OBJECT = TypeSpec(kind="dict")
 PREVIOUS_ANSWER_CHARS = 1000  # enough to see the mistake, small enough for a 2k context
 
 
-class AnswerError(PostelError, ValueError):
+class AnswerError(InvalidInput):
     """A model answer that cannot be used; the message is worded for the model."""
 
 
