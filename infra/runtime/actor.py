@@ -61,6 +61,7 @@ from postel.infra.store.commit import (
 from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.deadletter import dead_letter, dead_letter_command, summarise_validation
 from postel.infra.store.events import Command, Event, EventLog, EventStatus, Metrics, run_commands
+from postel.infra.store.job_stores import job_stores
 from postel.infra.store.jobs import JobStore, publish_command
 from postel.messages import (
     Envelope,
@@ -122,14 +123,8 @@ class Runtime:
 
     @classmethod
     def create(cls, pool: ArqRedis, settings: Settings) -> Runtime:
-        return cls(
-            pool=pool,
-            settings=settings,
-            events=EventLog(
-                pool, settings.events_maxlen, settings.job_events_maxlen, settings.job_ttl_s
-            ),
-            jobs=JobStore(pool, settings.job_ttl_s),
-        )
+        events, jobs = job_stores(pool, settings)
+        return cls(pool=pool, settings=settings, events=events, jobs=jobs)
 
 
 Handler = Callable[[Envelope, Runtime], Awaitable[Outcome]]

@@ -17,10 +17,9 @@ from postel.infra.runtime.tracing import submit_span, with_trace
 from postel.infra.store import keys
 from postel.infra.store.commit import commit_once
 from postel.infra.store.events import Event, EventLog
-from postel.infra.store.graphs import GraphNotFound, GraphRegistry
 from postel.infra.store.jobs import JobStore
 from postel.messages import CarriesJob, Envelope, JobRequest, JobSubmitted, new_job_id, utc_now
-from postel.messages.errors import Conflict, InvalidInput
+from postel.messages.errors import Conflict, GraphNotFound, InvalidInput
 from postel.services.validation import check_desired_type
 
 INGRESS_ID_PREFIX = "ingress-"
@@ -77,7 +76,8 @@ async def submit_job(
     if job_id is not None and job_id.startswith(INGRESS_ID_PREFIX) and source != "ingress":
         raise ReservedJobId(f"job ids starting with {INGRESS_ID_PREFIX!r} are reserved for ingress")
     if request.graph is not None and not await pool.sismember(keys.GRAPHS, request.graph):
-        raise GraphNotFound(request.graph, await GraphRegistry(pool).names())
+        known = sorted(name.decode() for name in await pool.smembers(keys.GRAPHS))
+        raise GraphNotFound(request.graph, known)
     job_id = job_id or new_job_id()
     deadline_s = request.options.deadline_s
     with submit_span(job_id):
