@@ -1,17 +1,97 @@
-"""The root of postel's exception tree, and the error for input over a documented limit.
+"""The root of postel's exception tree, its branches by what a caller can do, and the one
+table mapping each branch to a CLI exit code and an HTTP status.
 
 Every error postel raises on purpose derives from PostelError, so a caller can catch the
-whole family in one clause; each layer adds its own branch (the model, validation, GASL,
-requests, the runtime)."""
+whole family in one clause. Each public error sits under exactly one branch below, named for
+what the caller can do about it (fix the input, look elsewhere, retry later, ...); the CLI
+(infra/cli/support.py) and the HTTP API (infra/web/errors.py) both answer from OUTCOMES, so
+one error gets one exit code and one status everywhere."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 
 class PostelError(Exception):
     """Anything postel raises on purpose."""
 
 
-class GraphNotFound(PostelError, LookupError):
+class InvalidInput(PostelError, ValueError):
+    """The input is wrong: fix it and try again (the message names what was wrong)."""
+
+
+class NotFound(PostelError, LookupError):
+    """What was named is not there: check the name or create it first."""
+
+
+class Conflict(PostelError):
+    """The request clashes with what is already there (a job id taken by another request):
+    pick another name or send the same request."""
+
+
+class Refused(PostelError):
+    """The thing exists but this operation cannot apply to it in its state (cancelling a
+    finished job, redriving a dead letter that still cannot work, requeueing a job that has
+    not failed)."""
+
+
+class Unavailable(PostelError):
+    """A service postel needs is not answering or gave no usable answer (Redis, the model):
+    try again later."""
+
+
+class Denied(PostelError):
+    """A service refused postel's credentials or permissions: fix the configuration."""
+
+
+class Misconfigured(PostelError):
+    """postel's own settings, environment or stored data are not usable as they are (no
+    model endpoint, no Redis binary, a bad Redis URL, a malformed job record): an operator
+    must fix them."""
+
+
+class TimedOut(PostelError):
+    """The work did not finish within its time: wait longer or give it more time."""
+
+
+class Failed(PostelError):
+    """The work was tried and failed (a job, a plan, an answer the model could not give in
+    the desired shape); its status and message say why."""
+
+
+class Outcome(NamedTuple):
+    exit_code: int
+    http_status: int
+
+
+# The one mapping of branches to exit codes and HTTP statuses (README: "Exit codes").
+OUTCOMES: dict[type[PostelError], Outcome] = {
+    Failed: Outcome(1, 500),
+    InvalidInput: Outcome(2, 422),
+    Conflict: Outcome(2, 409),
+    Misconfigured: Outcome(2, 500),
+    Unavailable: Outcome(3, 503),
+    NotFound: Outcome(4, 404),
+    TimedOut: Outcome(5, 504),
+    Refused: Outcome(6, 409),
+    Denied: Outcome(7, 503),
+}
+BRANCHES: tuple[type[PostelError], ...] = tuple(OUTCOMES)
+# A PostelError under no branch (a caller's own subclass) is treated as bad input.
+UNBRANCHED = OUTCOMES[InvalidInput]
+
+
+def outcome_of(exc: BaseException) -> Outcome | None:
+    """The exit code and HTTP status of a PostelError (None for anything else)."""
+    if not isinstance(exc, PostelError):
+        return None
+    for kind in type(exc).__mro__:
+        if kind in OUTCOMES:
+            return OUTCOMES[kind]
+    return UNBRANCHED
+
+
+class GraphNotFound(NotFound):
     """A job needs a graph that is not there: it names none, or none of that name is
     registered (`known`, when given, lists the names that are). A job whose graph is missing
     fails `invalid_request`, its message dead-lettered so that registering the graph and
@@ -28,7 +108,7 @@ class GraphNotFound(PostelError, LookupError):
         super().__init__(f"no graph named {name!r}{tail}")
 
 
-class LimitExceeded(PostelError, ValueError):
+class LimitExceeded(InvalidInput):
     """Input larger or deeper than a documented limit (messages.limits); the message names
     the limit, its value and what was seen."""
 

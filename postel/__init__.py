@@ -1,7 +1,9 @@
 """postel: an event-driven actor system for LLM pipelines that must not lose work.
 
 The public surface is small: ask for a typed value with `reason()` (or `await areason()`),
-or drive the system with `Client`; every error postel raises on purpose is a PostelError.
+or drive the system with `Client`; every error postel raises on purpose is a PostelError,
+under one branch that says what the caller can do (`NotFound`, `InvalidInput`, `Conflict`,
+`Refused`, `Unavailable`, ...).
 Everything else lives in the layers below: `postel.messages` (the contract),
 `postel.services` (pure logic), `postel.workers` (glue) and `postel.infra` (Redis, arq, CLI).
 Names are loaded on first use, so importing one layer does not start the others.
@@ -22,6 +24,21 @@ _PUBLIC = {
     "LLMError": "postel.services.llm.errors",
     "CoercionError": "postel.services.validation.errors",
     "LimitExceeded": "postel.messages.errors",
+    # the branches of the error tree, by what the caller can do (messages/errors.py)
+    **{
+        name: "postel.messages.errors"
+        for name in (
+            "InvalidInput",
+            "NotFound",
+            "Conflict",
+            "Refused",
+            "Unavailable",
+            "Denied",
+            "Misconfigured",
+            "TimedOut",
+            "Failed",
+        )
+    },
     "areason": "postel.infra.client.reason",
     "reason": "postel.infra.client.reason",
 }

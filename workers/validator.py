@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
 from postel.messages import Envelope, GenerationCompleted, ValidationRequested
-from postel.services.validation import stage
+from postel.services import validator
 
 
 async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     assert isinstance(message, GenerationCompleted | ValidationRequested)
-    return Outcome.of(await stage.handle(message))
+    return Outcome.of(await validator.handle(message))
 
 
 WORKER = WorkerSpec("validator", (GenerationCompleted, ValidationRequested), handle)

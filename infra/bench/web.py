@@ -21,6 +21,7 @@ from postel.infra.runtime.settings import WORKER_NAMES, Settings
 from postel.infra.store import keys
 from postel.infra.store.deadletter import DEAD_LETTER_MAXLEN
 from postel.infra.store.events import Event, EventLog, run_commands
+from postel.infra.store.job_stores import job_stores
 from postel.infra.store.jobs import JobStore
 from postel.infra.store.redis_server import configured_or_scratch
 from postel.infra.store.wire import connect_arq
@@ -172,8 +173,7 @@ async def run_web_bench(
     async with configured_or_scratch(None) as url:
         pool = await connect_arq(url)
         try:
-            log = EventLog(pool, sized.events_maxlen, sized.job_events_maxlen, sized.job_ttl_s)
-            store = JobStore(pool, sized.job_ttl_s)
+            log, store = job_stores(pool, sized)
             request = JobRequest(prompt="a job with many hops")
             await run_commands(pool, store.created_commands("bench-heavy", request, "-"))
             _status, heavy = _job_events("bench-heavy", 0, sized.job_events_maxlen)

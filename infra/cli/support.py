@@ -1,10 +1,10 @@
 """What every `postel` command shares: exit codes, failure messages, settings and logging.
 
-Exit codes a script can rely on:
+Exit codes a script can rely on (from messages.errors.OUTCOMES, shared with the HTTP API):
   0  success
   1  the job failed (its status and error are printed)
   2  bad input: usage error, invalid type or value
-  3  Redis unreachable
+  3  Redis (or, for a command that calls it, the model) unreachable
   4  no such job, graph or dead letter
   5  timed out waiting
   6  refused: the job has already finished (cancel), or the dead letter cannot be
@@ -22,26 +22,36 @@ from functools import wraps
 from typing import Any, TypeVar
 
 import click
-from postel.infra.client.client import JobFailedError
-from postel.infra.runtime.cancel import JobAlreadyFinished
 from postel.infra.runtime.local_model import LocalModelError
 from postel.infra.runtime.logging import configure_logging
-from postel.infra.runtime.redrive import RedriveRefused
 from postel.infra.runtime.settings import Settings
-from postel.infra.runtime.submit import JobConflict
 from postel.infra.store.connect import refusal
-from postel.infra.store.deadletter import DeadLetterNotFound
-from postel.infra.store.graphs import GraphNotFound
-from postel.infra.store.jobs import JobNotFound
-from postel.messages.errors import LimitExceeded, PostelError
+from postel.messages.errors import (
+    OUTCOMES,
+    Denied,
+    Failed,
+    InvalidInput,
+    NotFound,
+    Refused,
+    TimedOut,
+    Unavailable,
+    outcome_of,
+)
 from postel.services.urls import shown_url
 from pydantic import ValidationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 T = TypeVar("T")
 
-EXIT_FAILED, EXIT_INPUT, EXIT_REDIS, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_REFUSED = 1, 2, 3, 4, 5, 6
-EXIT_REDIS_REFUSED = 7
+
+# The exit codes come from messages.errors.OUTCOMES, the table the HTTP API answers from too.
+EXIT_FAILED = OUTCOMES[Failed].exit_code
+EXIT_INPUT = OUTCOMES[InvalidInput].exit_code
+EXIT_REDIS = OUTCOMES[Unavailable].exit_code
+EXIT_NOT_FOUND = OUTCOMES[NotFound].exit_code
+EXIT_TIMEOUT = OUTCOMES[TimedOut].exit_code
+EXIT_REFUSED = OUTCOMES[Refused].exit_code
+EXIT_REDIS_REFUSED = OUTCOMES[Denied].exit_code
 
 
 def _no_model(exc: BaseException) -> str:
@@ -59,19 +69,17 @@ def _no_redis(exc: BaseException) -> str:
     return f"cannot reach Redis: {reason}. Is `postel up` running, or POSTEL_REDIS_URL set?"
 
 
-# Known failures and their exit codes, checked in order (TimeoutError is an OSError, so it
-# comes before the Redis row).
+def _described(exc: BaseException) -> str:
+    # the model missing is a setup step the user can take; say which
+    return _no_model(exc) if isinstance(exc, LocalModelError) else str(exc)
+
+
+# Failures from outside postel and their exit codes, checked in order after postel's own
+# (TimeoutError is an OSError, so it comes before the Redis row).
 EXIT_TABLE: list[tuple[tuple[type[BaseException], ...], int, Callable[[BaseException], str]]] = [
     ((TimeoutError,), EXIT_TIMEOUT, lambda exc: "timed out waiting for the job"),
     ((RedisConnectionError, OSError), EXIT_REDIS, _no_redis),
-    ((JobNotFound, GraphNotFound, DeadLetterNotFound), EXIT_NOT_FOUND, str),
-    ((JobAlreadyFinished, RedriveRefused), EXIT_REFUSED, str),
-    ((JobFailedError,), EXIT_FAILED, str),
     ((ValidationError,), EXIT_INPUT, lambda exc: f"invalid input: {exc}"),
-    ((JobConflict, LimitExceeded), EXIT_INPUT, str),
-    ((LocalModelError,), EXIT_INPUT, _no_model),
-    # any other failure postel raises on purpose names what was wrong in its message
-    ((PostelError,), EXIT_INPUT, str),
 ]
 
 
@@ -87,6 +95,9 @@ def run_async(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T
             refused = refusal(exc)
             if refused is not None:
                 fail(str(refused), EXIT_REDIS_REFUSED)
+            known = outcome_of(exc)
+            if known is not None:
+                fail(_described(exc), known.exit_code)
             for kinds, code, describe in EXIT_TABLE:
                 if isinstance(exc, kinds):
                     fail(describe(exc), code)

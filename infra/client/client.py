@@ -28,16 +28,17 @@ from postel.infra.runtime.tracing import configure_from_environment
 from postel.infra.store import keys
 from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.events import Event, EventLog
+from postel.infra.store.job_stores import job_stores
 from postel.infra.store.jobs import JobNotFound, JobRecord, JobStore
 from postel.infra.store.outage import RideOut
 from postel.infra.store.wire import connect_arq
 from postel.messages import AmbientContext, CodeSiteContext, JobOptions, JobRequest, TypeSpec
-from postel.messages.errors import PostelError
+from postel.messages.errors import Failed
 
 TERMINAL_TYPES = frozenset({"job.completed", "job.failed"})
 
 
-class JobFailedError(PostelError, RuntimeError):
+class JobFailedError(Failed, RuntimeError):
     """The job ended in failure; `status` is its documented FailureStatus."""
 
     def __init__(self, job_id: str, status: str, error: str, partial: Any = None) -> None:
@@ -79,12 +80,11 @@ class Client:
 
     @property
     def events(self) -> EventLog:
-        s = self.settings
-        return EventLog(self.pool, s.events_maxlen, s.job_events_maxlen, s.job_ttl_s)
+        return job_stores(self.pool, self.settings).events
 
     @property
     def jobs(self) -> JobStore:
-        return JobStore(self.pool, self.settings.job_ttl_s)
+        return job_stores(self.pool, self.settings).jobs
 
     async def submit(
         self,

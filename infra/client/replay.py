@@ -36,7 +36,7 @@ from postel.infra.store.jobs import JobRecord
 from postel.infra.store.redis_server import free_port
 from postel.infra.store.stores import GaslRound, GaslStateStore
 from postel.messages import ExecutionRecord, JobRequest
-from postel.messages.errors import PostelError
+from postel.messages.errors import InvalidInput
 from postel.services.gasl import GaslExecutor
 from postel.services.gasl.adapters import NetworkXAdapter
 from postel.services.gasl.loaders import DEMO_GRAPH
@@ -53,7 +53,7 @@ from pydantic import BaseModel, Field
 EXPORT_FORMAT = "postel.job-export"
 
 
-class ReplayInputError(PostelError, ValueError):
+class ReplayInputError(InvalidInput):
     """An export or a graph that cannot be replayed (named in the message)."""
 
 

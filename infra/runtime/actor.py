@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -47,6 +46,7 @@ import structlog
 from arq import Retry
 from arq.connections import ArqRedis
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
+from postel.infra.runtime.retries import HopRetries
 from postel.infra.runtime.settings import QueueSettings, Settings
 from postel.infra.runtime.tracing import hop_span, with_trace
 from postel.infra.store import keys
@@ -61,6 +61,7 @@ from postel.infra.store.commit import (
 from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.deadletter import dead_letter, dead_letter_command, summarise_validation
 from postel.infra.store.events import Command, Event, EventLog, EventStatus, Metrics, run_commands
+from postel.infra.store.job_stores import job_stores
 from postel.infra.store.jobs import JobStore, publish_command
 from postel.messages import (
     Envelope,
@@ -71,7 +72,7 @@ from postel.messages import (
     ids,
     utc_now,
 )
-from postel.messages.errors import GraphNotFound, PostelError
+from postel.messages.errors import GraphNotFound, TimedOut
 from postel.services.llm.budget import call_budget
 from postel.services.llm.call_log import LoggedCall, logging_calls
 from postel.services.llm.errors import LLMError
@@ -122,14 +123,8 @@ class Runtime:
 
     @classmethod
     def create(cls, pool: ArqRedis, settings: Settings) -> Runtime:
-        return cls(
-            pool=pool,
-            settings=settings,
-            events=EventLog(
-                pool, settings.events_maxlen, settings.job_events_maxlen, settings.job_ttl_s
-            ),
-            jobs=JobStore(pool, settings.job_ttl_s),
-        )
+        events, jobs = job_stores(pool, settings)
+        return cls(pool=pool, settings=settings, events=events, jobs=jobs)
 
 
 Handler = Callable[[Envelope, Runtime], Awaitable[Outcome]]
@@ -143,7 +138,7 @@ class WorkerSpec:
     setup: Callable[[Runtime], Awaitable[None]] | None = None
 
 
-class HopTimeout(PostelError):
+class HopTimeout(TimedOut):
     """A handler ran past its hop's time limit."""
 
 
@@ -184,14 +179,6 @@ class HopLimit:
         return time.monotonic() >= self.ends_at - self.reserve - 0.05
 
 
-def retry_delay(exc: BaseException, attempt: int) -> float:
-    """Seconds before the next try: exponential with jitter, or the error's own Retry-After
-    when it names a longer one."""
-    backoff = min(0.5 * 2 ** (attempt - 1), 30.0) * random.uniform(0.8, 1.2)
-    retry_after = getattr(exc, "retry_after", None)
-    return max(backoff, float(retry_after)) if isinstance(retry_after, int | float) else backoff
-
-
 class Actor:
     """Runs one worker kind's handler on the messages of its queue."""
 
@@ -199,7 +186,7 @@ class Actor:
         self.spec = spec
         self.runtime = runtime
         self.queue = runtime.settings.queue(spec.name)
-        self.max_tries = self.queue.max_tries
+        self.retries = HopRetries.of(self.queue)
 
     async def handle_job(self, ctx: dict[str, Any], payload: Any) -> bool:
         """arq's entry point: `ctx["job_try"]` counts takes of the message by a worker,
@@ -307,7 +294,7 @@ class Actor:
             log.warning("the message's job has no record; dead-lettering it")
             await self.runtime.redis.execute_command(*self._record_missing(message, payload))
             return False
-        if attempt > self.max_tries:
+        if self.retries.exhausted(attempt):
             await self._give_up(message, payload, "out of tries (its worker died each time)")
             return False
         if message.deadline is not None and utc_now() > message.deadline:
@@ -411,7 +398,9 @@ class Actor:
                 job = json.loads(raw)
                 arguments = job.get("a") if isinstance(job, dict) else None
                 payload = arguments[0] if isinstance(arguments, list) and arguments else None
-        failure: FailureStatus = "out_of_tries" if attempt > self.max_tries else "invalid_request"
+        failure: FailureStatus = (
+            "out_of_tries" if self.retries.exhausted(attempt) else "invalid_request"
+        )
         error = f"queue entry {arq_job!r}: {error}"
         await self._poison(raw or "", payload, error, attempt, failure)
 
@@ -479,13 +468,13 @@ class Actor:
                 message, payload, error, status=status, keep=status != "deadline_exceeded"
             )
             return
-        if attempt < self.max_tries:
+        if self.retries.retries(attempt):
             if await self.runtime.redis.exists(keys.done(message.message_id)):
                 # a stale run (its worker froze past the lease): another run committed the
                 # message, so there is nothing to retry and nothing to record
                 log.info("handler failed after another run committed; nothing to retry")
                 return
-            delay = retry_delay(exc, attempt)
+            delay = self.retries.delay(exc, attempt)
             log.warning("handler failed; arq will retry", error=error, attempt=attempt)
             await self._record(message, "retried", error=error, started=started)
             raise Retry(defer=delay) from exc

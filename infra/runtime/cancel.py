@@ -16,7 +16,7 @@ from postel.infra.store import keys
 from postel.infra.store.events import Event, EventLog
 from postel.infra.store.jobs import JobNotFound, JobStore, publish_command
 from postel.messages import JobFailed
-from postel.messages.errors import PostelError
+from postel.messages.errors import Refused
 from redis.asyncio import Redis
 
 _SCRIPT = """
@@ -34,7 +34,7 @@ return {1, ''}
 """
 
 
-class JobAlreadyFinished(PostelError):
+class JobAlreadyFinished(Refused):
     """The job has finished (completed, failed or cancelled): there is nothing to cancel."""
 
     def __init__(self, job_id: str, status: str, failure: str) -> None:

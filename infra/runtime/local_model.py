@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 import structlog
-from postel.messages.errors import PostelError
+from postel.messages.errors import Misconfigured
 from postel.services.llm.openai import OpenAIConfig
 
 log = structlog.get_logger(__name__)
@@ -45,7 +45,7 @@ MODEL_ALIAS = "smollm2-135m-instruct"
 _TAIL_LINES = 40
 
 
-class LocalModelError(PostelError, RuntimeError):
+class LocalModelError(Misconfigured, RuntimeError):
     """The local model server could not be started."""
 
 

@@ -55,7 +55,7 @@ from postel.infra.store.events import Event, EventLog
 from postel.infra.store.graphs import GraphNotFound
 from postel.infra.store.jobs import JobStore
 from postel.messages import Envelope, JobRequest, decode_message, utc_now
-from postel.messages.errors import PostelError
+from postel.messages.errors import Refused
 from pydantic import BaseModel, ValidationError
 
 _REDRIVE_SUFFIX = re.compile(r"^(?P<base>.*):redrive(?P<n>\d+)$")
@@ -101,7 +101,7 @@ class Redriven(BaseModel):
     worker: str
 
 
-class RedriveRefused(PostelError):
+class RedriveRefused(Refused):
     """The dead letter stays dead; the message says why."""
 
     def __init__(self, entry_id: str, reason: str) -> None:

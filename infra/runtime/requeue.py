@@ -13,11 +13,11 @@ from postel.infra.runtime.submit import submit_job
 from postel.infra.store import keys
 from postel.infra.store.events import EventLog
 from postel.infra.store.jobs import JobStore
-from postel.messages.errors import PostelError
+from postel.messages.errors import Refused
 from pydantic import BaseModel
 
 
-class RequeueRefused(PostelError):
+class RequeueRefused(Refused):
     """The job is not one to requeue; the message says why."""
 
 

@@ -46,9 +46,7 @@ def load_worker(name: str) -> WorkerSpec:
 def build_arq_worker(spec: WorkerSpec, runtime: Runtime, url: str, concurrency: int) -> PushWorker:
     queue = runtime.settings.queue(spec.name)
     actor = Actor(spec, runtime)
-    # One try more than postel's own limit: the handler itself sees the last try and
-    # dead-letters the message, instead of arq dropping it silently.
-    tries = queue.max_tries + 1
+    tries = actor.retries.arq_tries
     settings = runtime.settings
     return PushWorker(
         functions=[

@@ -17,10 +17,9 @@ from postel.infra.runtime.tracing import submit_span, with_trace
 from postel.infra.store import keys
 from postel.infra.store.commit import commit_once
 from postel.infra.store.events import Event, EventLog
-from postel.infra.store.graphs import GraphNotFound, GraphRegistry
 from postel.infra.store.jobs import JobStore
 from postel.messages import CarriesJob, Envelope, JobRequest, JobSubmitted, new_job_id, utc_now
-from postel.messages.errors import PostelError
+from postel.messages.errors import Conflict, GraphNotFound, InvalidInput
 from postel.services.validation import check_desired_type
 
 INGRESS_ID_PREFIX = "ingress-"
@@ -33,7 +32,11 @@ def ingress_job_id(entry_id: str) -> str:
     return f"{INGRESS_ID_PREFIX}{entry_id.replace('-', '_')}"
 
 
-class JobConflict(PostelError, ValueError):
+class ReservedJobId(InvalidInput):
+    """A job id in the range ingress ids are made from; any other id is free to use."""
+
+
+class JobConflict(Conflict, ValueError):
     """The job id is taken by a job with a different request."""
 
 
@@ -71,9 +74,10 @@ async def submit_job(
     or any model is called."""
     check_desired_type(request.desired_type)
     if job_id is not None and job_id.startswith(INGRESS_ID_PREFIX) and source != "ingress":
-        raise ValueError(f"job ids starting with {INGRESS_ID_PREFIX!r} are reserved for ingress")
+        raise ReservedJobId(f"job ids starting with {INGRESS_ID_PREFIX!r} are reserved for ingress")
     if request.graph is not None and not await pool.sismember(keys.GRAPHS, request.graph):
-        raise GraphNotFound(request.graph, await GraphRegistry(pool).names())
+        known = sorted(name.decode() for name in await pool.smembers(keys.GRAPHS))
+        raise GraphNotFound(request.graph, known)
     job_id = job_id or new_job_id()
     deadline_s = request.options.deadline_s
     with submit_span(job_id):

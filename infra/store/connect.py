@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse, urlsplit
 
 from arq.connections import RedisSettings
-from postel.messages.errors import PostelError
+from postel.messages.errors import Denied, Misconfigured
 from postel.services.urls import shown_url
 from redis.asyncio import Redis
 from redis.asyncio.sentinel import Sentinel
@@ -49,11 +49,11 @@ TLS_FILES = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile")
 DEFAULT_PORT = 6379
 
 
-class RedisURLError(PostelError, ValueError):
+class RedisURLError(Misconfigured, ValueError):
     """A Redis URL postel cannot use (named in the message)."""
 
 
-class RedisRefused(PostelError):
+class RedisRefused(Denied):
     """Redis was reached but refuses this configuration: a wrong user or password, a
     permission the user lacks, or a TLS failure. Retrying cannot help, so it is fatal, never
     ridden out as an outage."""

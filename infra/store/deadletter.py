@@ -24,7 +24,7 @@ from typing import Any
 
 from postel.infra.store import keys
 from postel.messages import Envelope, JobRequest, decode_message, utc_now
-from postel.messages.errors import PostelError
+from postel.messages.errors import NotFound, Refused
 from postel.messages.limits import check_json_text
 from pydantic import BaseModel, Field, ValidationError, computed_field
 from redis.asyncio import Redis
@@ -85,7 +85,7 @@ class DeadLetter(BaseModel):
         return cls.model_validate({**data, "id": _text(entry_id)})
 
 
-class Unusable(PostelError, ValueError):
+class Unusable(Refused, ValueError):
     """A dead letter's payload cannot be sent back; the message says why, in words."""
 
 
@@ -149,7 +149,7 @@ class DeadPage(BaseModel):
     total: int
 
 
-class DeadLetterNotFound(PostelError, LookupError):
+class DeadLetterNotFound(NotFound):
     def __init__(self, entry_id: str) -> None:
         super().__init__(f"no dead letter {entry_id!r} (already redriven, or trimmed)")
 

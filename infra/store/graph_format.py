@@ -34,7 +34,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from postel.messages.errors import PostelError
+from postel.messages.errors import InvalidInput
 from postel.services.gasl.loaders import GraphTables
 
 MAGIC = b"postel-graph\n"
@@ -47,7 +47,7 @@ _REF_KEYS = frozenset(("id", "source", "target"))
 Shape = tuple[tuple[str, ...], tuple[int, ...]]
 
 
-class GraphFormatError(PostelError, ValueError):
+class GraphFormatError(InvalidInput):
     """A stored graph that cannot be read back (named in the message)."""
 
 

@@ -36,7 +36,7 @@ import redis.asyncio as aioredis
 import structlog
 from postel.infra.store import keys
 from postel.infra.store.graph_format import GraphFormatError, decode, encode
-from postel.messages.errors import GraphNotFound, PostelError
+from postel.messages.errors import GraphNotFound, InvalidInput, PostelError
 from postel.services.gasl.adapters import NetworkXAdapter
 from postel.services.gasl.graphml import RawGraph, read_graphml_bytes
 from postel.services.gasl.loaders import build_graph, gc_paused, normalise
@@ -64,11 +64,11 @@ _META_FIELDS = (
 )
 
 
-class InvalidGraphName(PostelError, ValueError):
+class InvalidGraphName(InvalidInput):
     pass
 
 
-class GraphFileError(PostelError, ValueError):
+class GraphFileError(InvalidInput):
     """The file cannot be read or is not a usable GraphML graph; nothing was stored."""
 
 

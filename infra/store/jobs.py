@@ -19,7 +19,7 @@ from postel.infra.store import keys
 from postel.infra.store.deadletter import summarise_validation
 from postel.infra.store.events import Command
 from postel.messages import Envelope, JobFailed, JobRequest, utc_now
-from postel.messages.errors import PostelError
+from postel.messages.errors import Misconfigured, NotFound
 from postel.messages.limits import MAX_INLINE_RESULT_BYTES
 from pydantic import BaseModel, ValidationError
 from redis.asyncio import Redis
@@ -64,11 +64,11 @@ class JobRecord(BaseModel):
         return self.status in ("completed", "failed")
 
 
-class JobNotFound(PostelError, LookupError):
+class JobNotFound(NotFound):
     pass
 
 
-class MalformedJobRecord(PostelError, ValueError):
+class MalformedJobRecord(Misconfigured):
     """A job record that cannot be read (written by something other than postel, or a
     fragment of a lost record)."""
 

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 import structlog
-from postel.messages.errors import PostelError
+from postel.messages.errors import Misconfigured
 
 log = structlog.get_logger(__name__)
 
 
-class EmbeddedRedisError(PostelError, RuntimeError):
+class EmbeddedRedisError(Misconfigured, RuntimeError):
     pass
 
 

@@ -3,9 +3,10 @@
 Request and response bodies are the pydantic models of messages/ and infra/: a job is
 submitted with the same JobRequest as the ingress stream, and a bad body gets 422 naming
 the field (a job id not of JOB_ID_PATTERN, a desired type with an unsupported JSON Schema,
-an unknown status filter). Status codes: 201 submitted or graph added, 404 no such job or
-dead letter or graph, 409 cancelling a finished job, a job id already taken or a dead letter
-that stays dead, 413 a body over MAX_PAYLOAD_BYTES (or a graph over MAX_GRAPH_BYTES
+an unknown status filter). Status codes: 201 submitted or graph added; a PostelError a route
+raises gets its status from messages.errors.OUTCOMES (infra/web/errors.py): 404 no such job
+or dead letter or graph, 409 cancelling a finished job, a job id already taken or a dead
+letter that stays dead; 413 a body over MAX_PAYLOAD_BYTES (or a graph over MAX_GRAPH_BYTES
 unpacked), 429 past POSTEL_WEB_MAX_STREAMS live streams, 401 without the token when one is
 configured (declared in the OpenAPI document).
 """
@@ -23,21 +24,19 @@ from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Requ
 from fastapi.responses import StreamingResponse
 from fastapi.security import APIKeyCookie, HTTPBearer
 from postel.infra.client.client import TERMINAL_TYPES
-from postel.infra.runtime.cancel import JobAlreadyFinished, cancel_job
+from postel.infra.runtime.cancel import cancel_job
 from postel.infra.runtime.redrive import (
     Redriven,
-    RedriveRefused,
     RedriveReport,
     redrive,
     redrive_matching,
 )
-from postel.infra.runtime.submit import JobConflict, submit_job
+from postel.infra.runtime.submit import ReservedJobId, submit_job
 from postel.infra.store import keys
 from postel.infra.store.calls import RecordedCall, read_calls
 from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.deadletter import (
     DeadLetter,
-    DeadLetterNotFound,
     DeadPage,
     get_dead,
     list_dead,
@@ -50,7 +49,7 @@ from postel.infra.store.graphs import (
     GraphRegistry,
     InvalidGraphName,
 )
-from postel.infra.store.jobs import JobNotFound, JobRecord, JobStatus
+from postel.infra.store.jobs import JobRecord, JobStatus
 from postel.infra.store.outage import RideOut
 from postel.infra.store.stores import GaslRound, GaslStateStore
 from postel.infra.web.outage import UNREACHABLE
@@ -117,10 +116,6 @@ class Submitted(BaseModel):
     url: str
 
 
-def _not_found(exc: Exception) -> HTTPException:
-    return HTTPException(404, str(exc))
-
-
 def _field_error(where: list[str], message: str, kind: str) -> HTTPException:
     return HTTPException(422, [{"loc": where, "msg": message, "type": kind}])
 
@@ -150,13 +145,11 @@ async def submit(
         )
     except GraphNotFound as exc:
         raise _field_error(["body", "graph"], str(exc), "unknown_graph") from exc
-    except JobConflict as exc:
-        raise HTTPException(409, str(exc)) from exc
     except UnsupportedSchemaError as exc:
         raise _field_error(["body", "desired_type"], str(exc), "unsupported_schema") from exc
     except ValidationError as exc:
         raise _field_error(["query", "job_id"], _first_error(exc), "invalid_job_id") from exc
-    except ValueError as exc:
+    except ReservedJobId as exc:
         raise _field_error(["query", "job_id"], str(exc), "reserved_job_id") from exc
     return Submitted(job_id=new_id, url=f"/jobs/{new_id}")
 
@@ -196,10 +189,7 @@ async def jobs(
 
 @router.get("/jobs/{job_id}", response_model=JobRecord, tags=["jobs"], responses={404: NOT_FOUND})
 async def job(job_id: JobId, state: State) -> JobRecord:
-    try:
-        return await state.jobs.get(job_id)
-    except JobNotFound as exc:
-        raise _not_found(exc) from exc
+    return await state.jobs.get(job_id)
 
 
 @router.get("/jobs/{job_id}/events", response_model=list[Event], tags=["jobs"])
@@ -231,13 +221,8 @@ async def job_rounds(job_id: JobId, state: State) -> list[GaslRound]:
 )
 async def cancel(job_id: JobId, state: State) -> JobRecord:
     """Cancel a queued or running job (409 if it has finished)."""
-    try:
-        await cancel_job(state.pool, state.events, job_id, by="web")
-        return await state.jobs.get(job_id)
-    except JobNotFound as exc:
-        raise _not_found(exc) from exc
-    except JobAlreadyFinished as exc:
-        raise HTTPException(409, str(exc)) from exc
+    await cancel_job(state.pool, state.events, job_id, by="web")
+    return await state.jobs.get(job_id)
 
 
 @router.get(
@@ -303,10 +288,7 @@ async def dead(
     "/dead/{entry_id}", response_model=DeadLetter, tags=["dead letters"], responses={404: NOT_FOUND}
 )
 async def dead_letter(entry_id: EntryId, state: State) -> DeadLetter:
-    try:
-        return await get_dead(state.pool, entry_id)
-    except DeadLetterNotFound as exc:
-        raise _not_found(exc) from exc
+    return await get_dead(state.pool, entry_id)
 
 
 @router.post(
@@ -317,12 +299,7 @@ async def dead_letter(entry_id: EntryId, state: State) -> DeadLetter:
 )
 async def redrive_one(entry_id: EntryId, state: State) -> Redriven:
     """Send a dead letter back as a new attempt (409 with the reason if it stays dead)."""
-    try:
-        return await redrive(state.pool, state.events, entry_id, by="web")
-    except DeadLetterNotFound as exc:
-        raise _not_found(exc) from exc
-    except RedriveRefused as exc:
-        raise HTTPException(409, str(exc)) from exc
+    return await redrive(state.pool, state.events, entry_id, by="web")
 
 
 @router.post("/dead/redrive", response_model=RedriveReport, tags=["dead letters"])

@@ -9,7 +9,7 @@ from arq.connections import ArqRedis
 from fastapi import FastAPI, Response
 from fastapi.staticfiles import StaticFiles
 from postel.infra.runtime.settings import Settings
-from postel.infra.web import api, operations, outage, pages
+from postel.infra.web import api, errors, operations, outage, pages
 from postel.infra.web.metrics import SystemMetrics
 from postel.infra.web.security import Guard
 from postel.infra.web.state import WebState
@@ -69,6 +69,7 @@ def create_app(
         separate_input_output_schemas=False,
     )
     app.state.web = state
+    errors.install(app)
     outage.install(app)
     metrics = SystemMetrics(pool)
 

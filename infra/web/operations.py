@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Annotated
 from urllib.parse import parse_qsl
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from postel.infra.runtime.cancel import JobAlreadyFinished, cancel_job
 from postel.infra.runtime.redrive import Discarded, discard, discard_matching
@@ -69,18 +69,13 @@ async def cancel_jobs(body: CancelMany, state: State) -> CancelReport:
     status_code=201,
     tags=["jobs"],
     responses={
-        404: {"description": "no such job"},
-        409: {"description": "not a failed job, or its graph is gone; `detail` says why"},
+        404: {"description": "no such job, or its graph is gone"},
+        409: {"description": "not a failed job; `detail` says why"},
     },
 )
 async def requeue(job_id: JobId, state: State) -> Requeued:
     """Run a failed job's request again under a new id; the records link to each other."""
-    try:
-        return await requeue_job(state.pool, state.events, state.jobs, job_id, by="web")
-    except JobNotFound as exc:
-        raise HTTPException(404, str(exc)) from exc
-    except (RequeueRefused, GraphNotFound) as exc:
-        raise HTTPException(409, str(exc)) from exc
+    return await requeue_job(state.pool, state.events, state.jobs, job_id, by="web")
 
 
 @pages.post("/jobs/cancel")
@@ -118,10 +113,7 @@ async def requeue_from_page(request: Request, job_id: JobId) -> RedirectResponse
 )
 async def discard_one(entry_id: EntryId, state: State) -> Discarded:
     """Drop a dead letter for good, recorded as a `discarded` event."""
-    try:
-        return await discard(state.pool, state.events, entry_id, by="web")
-    except DeadLetterNotFound as exc:
-        raise HTTPException(404, str(exc)) from exc
+    return await discard(state.pool, state.events, entry_id, by="web")
 
 
 @api.post("/dead/discard", response_model=Discarded, tags=["dead letters"])

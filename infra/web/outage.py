@@ -10,12 +10,14 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.jobs import MalformedJobRecord
+from postel.messages.errors import OUTCOMES, Misconfigured
 
 log = structlog.get_logger(__name__)
 
 RETRY_AFTER_S = 2
 """What a client is told to wait: a failover takes a few seconds, a restart about as long."""
 UNREACHABLE = "Redis is unreachable, retrying"
+_MALFORMED = OUTCOMES[Misconfigured].http_status
 
 _PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>postel: {title}</title>
@@ -44,9 +46,9 @@ async def redis_unavailable(request: Request, exc: Exception) -> Response:
 async def malformed_record(request: Request, exc: Exception) -> Response:
     log.warning("malformed job record", path=request.url.path, error=str(exc))
     if _api(request):
-        return JSONResponse({"detail": str(exc)}, status_code=500)
+        return JSONResponse({"detail": str(exc)}, status_code=_MALFORMED)
     page = _PAGE.format(title="malformed job record", refresh=3600, detail=str(exc))
-    return HTMLResponse(page, status_code=500)
+    return HTMLResponse(page, status_code=_MALFORMED)
 
 
 def install(app: FastAPI) -> None:

@@ -30,7 +30,7 @@ from postel.infra.web.app import create_app
 from postel.infra.web.metrics import SystemMetrics
 from postel.infra.web.security import Guard
 from postel.infra.web.state import WebState
-from postel.messages.errors import PostelError
+from postel.messages.errors import Misconfigured
 from redis.asyncio import Redis
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -46,7 +46,7 @@ KEEP_ALIVE_S = 5
 _RECEIVING = (h11.IDLE, h11.SEND_BODY)
 
 
-class WebError(PostelError, RuntimeError):
+class WebError(Misconfigured, RuntimeError):
     """The web server cannot start (a port in use, an open address without a token)."""
 
 

@@ -9,6 +9,7 @@ from arq.connections import ArqRedis
 from fastapi import Request
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.events import EventLog
+from postel.infra.store.job_stores import job_stores
 from postel.infra.store.jobs import JobStore
 
 
@@ -26,14 +27,9 @@ class WebState:
 
     @classmethod
     def create(cls, pool: ArqRedis, settings: Settings, *, token_required: bool) -> WebState:
+        events, jobs = job_stores(pool, settings)
         return cls(
-            pool=pool,
-            settings=settings,
-            events=EventLog(
-                pool, settings.events_maxlen, settings.job_events_maxlen, settings.job_ttl_s
-            ),
-            jobs=JobStore(pool, settings.job_ttl_s),
-            token_required=token_required,
+            pool=pool, settings=settings, events=events, jobs=jobs, token_required=token_required
         )
 
 

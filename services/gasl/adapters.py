@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import networkx as nx
+from postel.messages.errors import InvalidInput
 from postel.services.gasl import ast
 from postel.services.gasl.budget import Deadline
 from postel.services.gasl.conditions import MISSING, evaluate
@@ -36,6 +37,14 @@ HARD_MAXIMA: dict[str, int] = {
     "max_expansions": 2_000_000,
     "max_depth": 6,
 }
+
+
+class UnknownCap(InvalidInput, KeyError):
+    """A cap name that Caps does not have (a KeyError too, as a missing key)."""
+
+
+class InvalidCap(InvalidInput):
+    """A cap value that is not a positive integer."""
 
 
 @dataclass(frozen=True)
@@ -63,14 +72,14 @@ class Caps:
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - names)
         if unknown:
-            raise KeyError(f"unknown cap {unknown[0]!r}; caps are {', '.join(sorted(names))}")
+            raise UnknownCap(f"unknown cap {unknown[0]!r}; caps are {', '.join(sorted(names))}")
         return cls(**values)
 
     def with_value(self, key: str, value: Any) -> Caps:
         """A copy with one cap changed: any lower value, a higher one up to its hard maximum."""
         names = [f.name for f in fields(self)]
         if key not in names:
-            raise KeyError(f"unknown cap {key!r}; caps are {', '.join(names)}")
+            raise UnknownCap(f"unknown cap {key!r}; caps are {', '.join(names)}")
         _check_value(key, value)
         return replace(self, **{key: min(value, HARD_MAXIMA[key])})
 
@@ -80,7 +89,7 @@ class Caps:
 
 def _check_value(key: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"cap {key} needs a positive integer, got {value!r}")
+        raise InvalidCap(f"cap {key} needs a positive integer, got {value!r}")
 
 
 DEFAULT_CAPS = Caps()

@@ -7,11 +7,11 @@ the same way. The subclasses say where it went wrong: the text (syntax), a `${..
 
 from __future__ import annotations
 
-from postel.messages.errors import PostelError
+from postel.messages.errors import InvalidInput
 from postel.messages.gasl import FailedStatus
 
 
-class GaslError(PostelError):
+class GaslError(InvalidInput):
     """A GASL command that cannot run as written; `status` is how its record reports it."""
 
     def __init__(self, message: str, status: FailedStatus = "error") -> None:

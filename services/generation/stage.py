@@ -29,7 +29,7 @@ from postel.messages import (
     ids,
 )
 from postel.messages.document import document_output_schema
-from postel.messages.errors import PostelError
+from postel.messages.errors import NotFound
 from postel.services.generation.evidence import fit_evidence
 from postel.services.generation.loop import LoopState, StepResult, continuation_prompt, step
 from postel.services.ipv.context import build_call_context, desired_type_for, render_call_context
@@ -69,7 +69,7 @@ class GeneratorDeps:
     store: LoopStore
 
 
-class MissingAnchor(PostelError, LookupError):
+class MissingAnchor(NotFound):
     pass
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from postel.messages.errors import InvalidInput
 from postel.messages.job import JobRequest, ProfileName
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -83,12 +84,16 @@ PROFILES: dict[str, Profile] = {
 }
 
 
+class UnknownProfile(InvalidInput):
+    """A request names a profile that is not in PROFILES."""
+
+
 def get_profile(name: str) -> Profile:
     try:
         return PROFILES[name]
     except KeyError:
         known = ", ".join(PROFILES)
-        raise ValueError(f"unknown IPV profile {name!r}; known profiles: {known}") from None
+        raise UnknownProfile(f"unknown IPV profile {name!r}; known profiles: {known}") from None
 
 
 def effective_settings(request: JobRequest) -> Profile:

@@ -18,10 +18,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from postel.messages.errors import PostelError
+from postel.messages.errors import InvalidInput
 from postel.messages.types import TypeSpec
 from postel.services.llm.client import LLMClient
 from postel.services.llm.models import ChatMessage, LLMRequest, LLMResponse
+from postel.services.validation import CoercionError, coerce
 from pydantic import BaseModel, ValidationError
 
 T = TypeVar("T")
@@ -31,7 +32,7 @@ _OBJECT = TypeSpec(kind="dict")
 PREVIOUS_ANSWER_CHARS = 1000  # enough to see the mistake, small enough for a 2k context
 
 
-class AnswerError(PostelError, ValueError):
+class AnswerError(InvalidInput):
     """A model answer that cannot be used; the message is worded for the model."""
 
 
@@ -73,8 +74,6 @@ class JsonAnswer(Generic[T]):
 
 def read_object(text: str) -> dict[str, Any]:
     """The JSON object in `text`: fences, prose around it and JSON slop are tolerated."""
-    from postel.services.validation import CoercionError, coerce
-
     try:
         value: dict[str, Any] = coerce(text, _OBJECT)
     except CoercionError as error:
@@ -100,8 +99,6 @@ def reads_as(model: type[M]) -> Callable[[str], M]:
 
 def reads_schema(schema: dict[str, Any]) -> Callable[[str], Any]:
     """A reader: the JSON value in the text, checked against a JSON Schema."""
-    from postel.services.validation import coerce
-
     spec = TypeSpec(kind="json_schema", json_schema=schema)
     return lambda text: coerce(text, spec)
 

@@ -4,10 +4,10 @@ Messages name the endpoint, the status and the attempts made, never credentials.
 
 from __future__ import annotations
 
-from postel.messages.errors import PostelError
+from postel.messages.errors import Unavailable
 
 
-class LLMError(PostelError):
+class LLMError(Unavailable):
     """Base of every LLM call failure."""
 
 

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from postel.messages.errors import PostelError
+from postel.messages.errors import NotFound
 from postel.messages.limits import MAX_REFERENCE_BYTES
 from postel.messages.pipeline import GaslPlanExecuted
 from postel.services.gasl.conditions import MISSING, lookup
@@ -37,7 +37,7 @@ RoundReader = Callable[[int, int], Awaitable[dict[str, Any] | None]]
 (services.gasl.stage.ROUND_VARIABLES); None when the store holds none."""
 
 
-class ReferenceProblem(PostelError, LookupError):
+class ReferenceProblem(NotFound):
     """A reference that cannot be the answer, said so that the model can fix it."""
 
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from postel.messages.errors import PostelError
+from postel.messages.errors import InvalidInput
 
 
-class PromptError(PostelError, ValueError):
+class PromptError(InvalidInput):
     """A prompt that cannot be built: it asks for nothing, or names an unknown template."""

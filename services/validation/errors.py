@@ -6,13 +6,13 @@ import math
 import reprlib
 from typing import Any
 
-from postel.messages.errors import PostelError
+from postel.messages.errors import InvalidInput
 
 _SHOWN_CHARS = 80
 _SHOWN_INT_BITS = 4_000
 
 
-class CoercionError(PostelError, ValueError):
+class CoercionError(InvalidInput):
     """The raw output cannot be read as the desired type.
 
     The message is meant for two readers: a person looking at a failed job, and the model
@@ -34,7 +34,7 @@ class CoercionError(PostelError, ValueError):
         return CoercionError(self.reason, path=step + self.path)
 
 
-class UnsupportedSchemaError(PostelError, ValueError):
+class UnsupportedSchemaError(InvalidInput):
     """The desired JSON Schema is malformed ({"properties": 5}) or uses a keyword outside the
     supported subset.
 

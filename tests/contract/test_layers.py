@@ -6,10 +6,15 @@ CLI reaches the benchmarks only inside the bench commands."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from postel.infra.runtime.settings import Settings
+from postel.infra.store.job_stores import job_stores
+from redis.asyncio import Redis
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("messages", "services", "workers", "infra", "postel")
@@ -108,3 +113,105 @@ def test_the_check_sees_imports_and_rooms() -> None:
 )
 def test_rooms_are_read_from_module_names(module: str, room: str) -> None:
     assert room_of(module) == room
+
+
+def service_packages() -> dict[str, set[str]]:
+    """Each services package (or top-level module) and the others it imports, anywhere in
+    its files (imports inside functions count: a cycle hidden there is still a cycle)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "services").rglob("*.py")):
+        source = module_of(path).split(".")
+        if len(source) < 3:
+            continue  # services/__init__
+        imported = graph.setdefault(source[2], set())
+        for name in imports_of(path):
+            parts = name.split(".")
+            if parts[:2] == ["postel", "services"] and len(parts) > 2 and parts[2] != source[2]:
+                imported.add(parts[2])
+    return graph
+
+
+def cycles_in(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_services_packages_form_no_import_cycle() -> None:
+    graph = service_packages()
+    assert {"validation", "ipv", "llm", "validator"} <= set(graph)
+    assert cycles_in(graph) == []
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert cycles_in({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles_in({"a": {"b"}, "b": set()}) == []
+
+
+def test_postel_help_loads_no_heavy_module() -> None:
+    """`postel --help` imports neither GASL and networkx, nor the web app, the bundled
+    model or the benchmarks: each command imports what it needs when it runs."""
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from postel.infra.cli.main import main\n"
+        "result = CliRunner().invoke(main, ['--help'])\n"
+        "assert result.exit_code == 0, result.output\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(done.stdout.split())
+    assert "postel.infra.cli.main" in loaded
+    heavy = {
+        "networkx",
+        "postel.services.gasl",
+        "postel.infra.store.graphs",
+        "postel.infra.web",
+        "postel.infra.bench",
+        "fastapi",
+        "uvicorn",
+        "llama_cpp",
+    }
+    assert sorted(heavy & loaded) == []
+
+
+def test_one_function_builds_the_job_stores_from_settings() -> None:
+    limits = Settings(events_maxlen=500, job_events_maxlen=20, job_ttl_s=120)
+    events, jobs = job_stores(Redis(), limits)
+    assert (events.maxlen, events.job_maxlen, events.job_ttl_s, jobs.ttl_s) == (500, 20, 120, 120)
+    built = [
+        f"{path.relative_to(ROOT)}: {node.func.id}(...)"
+        for path in sorted(ROOT.glob("[ims]*/**/*.py"))
+        if path.name != "job_stores.py"
+        for node in ast.walk(ast.parse(path.read_text("utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "EventLog"
+    ]
+    assert built == []

@@ -37,7 +37,7 @@ from postel.services.planner.reference import Reference, ReferenceProblem, find_
 from postel.services.planner.round_grammar import round_answer_rules
 from postel.services.planner.round_prompt import RoundInputs, round_messages
 from postel.services.prompts import Capability
-from postel.services.validation.stage import validate
+from postel.services.validator import validate
 
 GRAPH = Path(__file__).resolve().parents[2] / "services/gasl/data/mmwr_nano_graphrag.graphml"
 FORTY = 'FIND nodes WHERE entity_type = "PERSON" LIMIT 40 AS ans'

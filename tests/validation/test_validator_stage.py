@@ -16,7 +16,7 @@ from postel.messages import (
     ValidationFailed,
 )
 from postel.services.generation.stage import value_schema
-from postel.services.validation.stage import validate
+from postel.services.validator import validate
 
 
 def completed(

@@ -1,5 +1,9 @@
 """IPV VALIDATE: the validator worker's service.
 
+It sits above services.validation (the pure coercion and checks) and services.ipv (the
+call context), so that ipv can ask the model through the validation core without a
+package cycle (tests/contract/test_layers.py).
+
 The last task's output is coerced to the job's desired type (an answer by reference, a
 state value the planner named, is read as rows first: services.validation.rows), refused
 when it says nothing (unless the request allows none or the evidence is empty too:

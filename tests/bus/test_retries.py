@@ -1,0 +1,42 @@
+"""The one retry policy of a message (infra/runtime/retries.py): postel's tries, arq's one
+more, when a failed try is retried, when a take is out of tries, the backoff; and the arq
+worker is built from it."""
+
+from __future__ import annotations
+
+import random
+
+from arq.connections import ArqRedis
+from postel.infra.runtime.actor import Actor, Runtime
+from postel.infra.runtime.retries import HopRetries
+from postel.infra.runtime.runner import build_arq_worker
+from postel.infra.runtime.settings import QueueSettings, Settings
+from postel.infra.store.wire import ARQ_FUNCTION
+
+from postel.testing.relay import RELAY_WORKERS
+
+
+class SlowDown(Exception):
+    retry_after = 7.0
+
+
+def test_the_policy_decides_tries_and_backoff() -> None:
+    policy = HopRetries.of(QueueSettings(job_timeout=5, max_tries=3))
+    assert policy.arq_tries == 4
+    assert [policy.retries(a) for a in (1, 2, 3)] == [True, True, False]
+    assert [policy.exhausted(a) for a in (3, 4)] == [False, True]
+    random.seed(1)
+    delays = [policy.delay(RuntimeError("x"), attempt) for attempt in (1, 2, 3, 10)]
+    assert 0.4 <= delays[0] <= 0.6 and 0.8 <= delays[1] <= 1.2 and 1.6 <= delays[2] <= 2.4
+    assert 24.0 <= delays[3] <= 36.0, "capped at 30 s, give or take the jitter"
+    assert policy.delay(SlowDown(), 1) == 7.0, "the error's own Retry-After when longer"
+
+
+def test_the_arq_worker_and_the_actor_share_the_policy(settings: Settings) -> None:
+    tuned = settings.model_copy(update={"validator": QueueSettings(job_timeout=9, max_tries=5)})
+    runtime = Runtime.create(ArqRedis(), tuned)
+    spec = next(s for s in RELAY_WORKERS if s.name == "validator")
+    worker = build_arq_worker(spec, runtime, "redis://127.0.0.1:1/0", concurrency=1)
+    assert Actor(spec, runtime).retries == HopRetries(max_tries=5)
+    assert worker.max_tries == 6
+    assert worker.functions[ARQ_FUNCTION].max_tries == 6
