@@ -4,12 +4,14 @@ watch: the relay workers, or the five real workers walking the story model's job
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
+from playwright.async_api import Browser, async_playwright
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.model import RESOURCE, Model
@@ -51,3 +53,30 @@ async def story_system(redis_url: str, settings: Settings) -> AsyncIterator[Loca
     model = Model(ScriptedClient(responder=thoughtful), Capability.STANDARD)
     async with LocalSystem(settings, redis_url=redis_url, resources={RESOURCE: model}) as system:
         yield system
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+"""Debian's chromium, which the browser tests drive through Playwright (never a download)."""
+
+
+@pytest.fixture
+def chromium() -> str:
+    """The browser's path, for a test that runs it as a plain command."""
+    return CHROMIUM
+
+
+@pytest.fixture(scope="module")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.getbasetemp() / "screenshots"
+    directory.mkdir(exist_ok=True)
+    return directory
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"]
+        )
+        yield launched
+        await launched.close()

@@ -7,14 +7,13 @@ under the test run's base temporary directory, `screenshots/`."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Page, expect
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import QueueSettings, Settings
 from postel.infra.web.server import WebServer
@@ -24,27 +23,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from recording import Breakable, Recorder
 from story_model import MAX_TOKENS, QUESTION
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 LIVE_S = 60_000  # ms Playwright waits for a live update
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.getbasetemp() / "screenshots"
-    directory.mkdir(exist_ok=True)
-    return directory
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"]
-        )
-        yield launched
-        await launched.close()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ temporary directory, `screenshots/` (docs/dashboard-*.png are these)."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -19,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 import redis.asyncio as aioredis
-from playwright.async_api import Browser, async_playwright, expect
+from playwright.async_api import Browser, expect
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.model import RESOURCE, Model
@@ -38,7 +37,6 @@ from postel.testing.relay import RELAY_WORKERS
 sys.path.insert(0, str(Path(__file__).parent))
 from story_model import MAX_TOKENS, QUESTION, respond
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 WIDTHS = (1024, 1400)
 LONG_PROMPT = (
     "Summarise every report in the collection by author, topic and year, listing for each "
@@ -56,23 +54,6 @@ class Scenes:
     running: str
     cancelled: str
     release: asyncio.Event
-
-
-@pytest.fixture(scope="module")
-def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.getbasetemp() / "screenshots"
-    directory.mkdir(exist_ok=True)
-    return directory
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"]
-        )
-        yield launched
-        await launched.close()
 
 
 @pytest.fixture
@@ -257,12 +238,12 @@ async def test_what_each_page_says_in_the_browser(
     ],
 )
 async def test_a_plain_headless_screenshot_of_a_live_page_ends(
-    scenes: Scenes, web: WebServer, tmp_path: Path, page: str, waiting: list[str]
+    scenes: Scenes, web: WebServer, tmp_path: Path, page: str, waiting: list[str], chromium: str
 ) -> None:
     path = page.replace("running", f"jobs/{scenes.running}")
     shot = tmp_path / "shot.png"
     command = [
-        CHROMIUM,
+        chromium,
         "--headless",
         "--no-sandbox",
         "--disable-gpu",

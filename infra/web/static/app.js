@@ -75,6 +75,9 @@
       const source = new EventSource(element.dataset.stream);
       source.addEventListener("open", function () {
         if (indicator) indicator.dataset.state = "live";
+        // what happened between the page being served and the stream opening (or while it
+        // was down) sent no event here: read the part once now
+        schedule();
       });
       source.addEventListener("error", function () {
         if (indicator) indicator.dataset.state = "down";
