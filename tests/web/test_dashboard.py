@@ -92,6 +92,7 @@ async def test_dead_letters_offer_redrive_only_where_it_can_work_and_say_why_in_
         "Redrive cannot work: the payload still cannot be decoded: it is not JSON" in (rows[poison])
     )
     assert "Redrive</button>" not in rows[poison]
+    assert "no try was counted" in rows[poison], "a payload that never decoded shows no tries"
     assert (
         "it is not a valid message" in rows[invalid] and "job_id: Field required" in rows[invalid]
     )
