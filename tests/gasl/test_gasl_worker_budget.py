@@ -20,6 +20,8 @@ from postel.messages import JobOptions
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability
 
+from postel.testing.stage_model import StageModel, one_task
+
 PATHS = 'FIND paths FROM ${all} TO (entity_type = "NOBODY") WHERE NOT id CONTAINS "zz" AS p'
 RUNAWAY_PLAN = [
     "SET adapter.caps.max_path_length=1000000",
@@ -34,20 +36,18 @@ INTENT = {
     "primaryGoal": "a number",
     "dataType": "numbers",
 }
-TASKS = {"tasks": [{"id": "t1", "objective": "Count the things", "kind": "graph_analysis"}]}
+TASKS = one_task("Count the things", "graph_analysis")
 
 
-def respond(request: LLMRequest) -> str:
-    system, prompt = request.messages[0].content, request.prompt_text()
-    if system.startswith("You analyse requests"):
-        return json.dumps(INTENT)
-    if system.startswith("You plan work"):
-        return json.dumps(TASKS)
-    if re.search(r"the plan_time_budget of [\d.]+ s is spent", prompt):
+def rounds(request: LLMRequest) -> str:
+    if re.search(r"the plan_time_budget of [\d.]+ s is spent", request.prompt_text()):
         return "COMPLETE: 60"
     plan = {"why": "every path", "commands": RUNAWAY_PLAN}
     action = {"action": "continue", "confidence": 0.9, "plan": plan}
     return json.dumps({"decision": "continue", "hypothesis": "h", "next_actions": [action]})
+
+
+respond = StageModel(INTENT, TASKS, rounds)
 
 
 def dense_graphml(path: Path) -> Path:

@@ -8,16 +8,17 @@ import re
 
 from postel.services.llm import LLMRequest
 
+from postel.testing.stage_model import StageModel, intent_of, one_task
+
 COUNT_RESULT = re.compile(r"\[success\] COUNT people AS n -> (\d+)")
 
-INTENT = {
-    "detectedLanguage": "en",
-    "normalizedRequest": "How many people are in the graph?",
-    "intent": "Count the people.",
-    "primaryGoal": "the number of people",
-    "dataType": "numbers",
-}
-TASKS = {"tasks": [{"id": "t1", "objective": "Count the PERSON nodes", "kind": "graph_analysis"}]}
+INTENT = intent_of(
+    "How many people are in the graph?",
+    "numbers",
+    intent="Count the people.",
+    primaryGoal="the number of people",
+)
+TASKS = one_task("Count the PERSON nodes", "graph_analysis")
 COUNT_PLAN = {
     "decision": "continue",
     "hypothesis": "People are PERSON nodes.",
@@ -37,14 +38,11 @@ COUNT_PLAN = {
 }
 
 
-def respond(request: LLMRequest) -> str:
-    system = request.messages[0].content
-    prompt = request.prompt_text()
-    if system.startswith("You analyse requests"):
-        return json.dumps(INTENT)
-    if system.startswith("You plan work"):
-        return json.dumps(TASKS)
-    counted = COUNT_RESULT.search(prompt)
+def rounds(request: LLMRequest) -> str:
+    counted = COUNT_RESULT.search(request.prompt_text())
     if counted:
         return f"COMPLETE: {counted.group(1)}"
     return json.dumps(COUNT_PLAN)
+
+
+respond = StageModel(INTENT, TASKS, rounds)

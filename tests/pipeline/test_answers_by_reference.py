@@ -17,14 +17,15 @@ from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability
 
+from postel.testing.stage_model import StageModel, answering, intent_of, one_task
+
 FORTY = 'FIND nodes WHERE entity_type = "PERSON" LIMIT 40 AS ans'
-INTENT = {
-    "detectedLanguage": "en",
-    "normalizedRequest": "Name 40 people in the graph.",
-    "intent": "List people.",
-    "primaryGoal": "the names of 40 people",
-    "dataType": "list",
-}
+INTENT = intent_of(
+    "Name 40 people in the graph.",
+    "list",
+    intent="List people.",
+    primaryGoal="the names of 40 people",
+)
 
 
 def plan(*commands: str) -> str:
@@ -48,17 +49,16 @@ def plan(*commands: str) -> str:
 def graph_model(prompts: list[str]) -> Callable[[LLMRequest], str]:
     """Plans the FIND, then completes by naming the variable the prompt says holds all 40."""
 
-    def respond(request: LLMRequest) -> str:
-        system, prompt = request.messages[0].content, request.prompt_text()
-        prompts.append(prompt)
-        if system.startswith("You analyse requests"):
-            return json.dumps(INTENT)
-        if system.startswith("You plan work"):
-            task = {"id": "t1", "objective": "Name 40 PERSON nodes", "kind": "graph_analysis"}
-            return json.dumps({"tasks": [task]})
-        if "name all 40 as ${ans}" in prompt:
+    def rounds(request: LLMRequest) -> str:
+        if "name all 40 as ${ans}" in request.prompt_text():
             return "COMPLETE: ${ans}"
         return plan(FORTY)
+
+    model = StageModel(INTENT, one_task("Name 40 PERSON nodes", "graph_analysis"), rounds)
+
+    def respond(request: LLMRequest) -> str:
+        prompts.append(request.prompt_text())
+        return model(request)
 
     return respond
 
@@ -109,15 +109,12 @@ HOLLOW = {
 def hollow_writer(prompts: list[str]) -> Callable[[LLMRequest], str]:
     """A writer that fills the document's shape and says nothing, however often it is told."""
 
+    intent = dict(INTENT, dataType="document")
+    model = StageModel(intent, one_task("Write about people"), answering(json.dumps(HOLLOW)))
+
     def respond(request: LLMRequest) -> str:
-        system, prompt = request.messages[0].content, request.prompt_text()
-        prompts.append(prompt)
-        if system.startswith("You analyse requests"):
-            return json.dumps(dict(INTENT, dataType="document"))
-        if system.startswith("You plan work"):
-            task = {"id": "t1", "objective": "Write about people", "kind": "generation"}
-            return json.dumps({"tasks": [task]})
-        return json.dumps(HOLLOW)
+        prompts.append(request.prompt_text())
+        return model(request)
 
     return respond
 

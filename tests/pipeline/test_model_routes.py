@@ -3,7 +3,6 @@ model; the others keep the global POSTEL_LLM_* one."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 import pytest
@@ -16,24 +15,9 @@ from postel.services.llm import LLMRequest
 from pydantic import SecretStr
 
 from postel.testing.fake_model import FakeModel
+from postel.testing.stage_model import StageModel, answering, intent_of, one_task
 
-INTENT = {
-    "detectedLanguage": "en",
-    "normalizedRequest": "the total",
-    "intent": "the total",
-    "primaryGoal": "the total",
-    "dataType": "numbers",
-}
-TASKS = {"tasks": [{"id": "t1", "objective": "total", "kind": "generation"}]}
-
-
-def answer(request: LLMRequest) -> str:
-    system = request.messages[0].content
-    if system.startswith("You analyse requests"):
-        return json.dumps(INTENT)
-    if system.startswith("You plan work"):
-        return json.dumps(TASKS)
-    return "$165.50"
+answer = StageModel(intent_of("the total", "numbers"), one_task("total"), answering("$165.50"))
 
 
 async def test_intent_calls_reach_the_intent_route_and_the_rest_the_global_model(

@@ -34,6 +34,7 @@ from pydantic import SecretStr
 
 from postel.testing.fake_model import FakeModel
 from postel.testing.oracle import Oracle
+from postel.testing.stage_model import StageModel, answering, one_task
 
 CASSETTES = Path(__file__).parent.parent / "pipeline" / "cassettes"
 INVOICE = "ACME Tools — Invoice 2026-118\n2 x hammer $40.00\nTOTAL DUE: $165.50"
@@ -71,21 +72,17 @@ LOOP_INTENT = {
     "primaryGoal": "the report",
     "dataType": "documents",
 }
-LOOP_TASKS = {"tasks": [{"id": "t1", "objective": "Write the report", "kind": "generation"}]}
+LOOP_TASKS = one_task("Write the report")
 
 
 def loop_model() -> Model:
     """Intent and task plan, then a document long enough for several continuations."""
     oracle = Oracle(LOOP_DOCUMENT, 300)
 
-    def respond(request: LLMRequest) -> str:
-        system = request.messages[0].content
-        if system.startswith("You analyse requests"):
-            return json.dumps(LOOP_INTENT)
-        if system.startswith("You plan work"):
-            return json.dumps(LOOP_TASKS)
+    def document(request: LLMRequest) -> str:
         return oracle.full_text(request.prompt_text())
 
+    respond = StageModel(LOOP_INTENT, LOOP_TASKS, document)
     return Model(ScriptedClient(responder=respond), Capability.STANDARD)
 
 
@@ -240,13 +237,11 @@ async def test_without_strict_a_changed_prompt_goes_to_the_configured_model(
     assert not report.same and report.divergence and report.divergence.startswith("generator")
 
 
-def reason_responder(request: LLMRequest) -> str:
-    system = request.messages[0].content
-    if system.startswith("You analyse requests"):
-        return json.dumps({**LOOP_INTENT, "normalizedRequest": "the total", "dataType": "numbers"})
-    if system.startswith("You plan work"):
-        return json.dumps({"tasks": [{"id": "t1", "objective": "total", "kind": "generation"}]})
-    return "$165.50"
+reason_responder = StageModel(
+    {**LOOP_INTENT, "normalizedRequest": "the total", "dataType": "numbers"},
+    one_task("total"),
+    answering("$165.50"),
+)
 
 
 API_KEY = "sk-never-recorded-4242"

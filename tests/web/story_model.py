@@ -13,6 +13,7 @@ from postel.services.generation.continuation import read_resume_offset
 from postel.services.llm import LLMRequest
 
 from postel.testing.oracle import Oracle, serialise
+from postel.testing.stage_model import StageModel
 
 QUESTION = "Which authors in these reports collaborate most, and on what topics?"
 MAX_TOKENS = 400
@@ -153,13 +154,8 @@ REPORT: dict[str, Any] = {
 ORACLE = Oracle(REPORT, MAX_TOKENS)
 
 
-def respond(request: LLMRequest) -> str:
-    system = request.messages[0].content
+def story(request: LLMRequest) -> str:
     prompt = request.prompt_text()
-    if system.startswith("You analyse requests"):
-        return json.dumps(INTENT)
-    if system.startswith("You plan work"):
-        return json.dumps(TASKS)
     if "(first round)" in prompt:
         return json.dumps(TYPO_PLAN)
     # the history line of the co-author round, once it has run: the evidence is in
@@ -170,3 +166,6 @@ def respond(request: LLMRequest) -> str:
     if "<<<BEGIN VALIDATION ERROR>>>" in prompt or read_resume_offset(prompt) is not None:
         return ORACLE.full_text(prompt)
     return serialise(FIRST_DRAFT)
+
+
+respond = StageModel(INTENT, TASKS, story)
