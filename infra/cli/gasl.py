@@ -15,9 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from postel.infra.cli import support as cli_support
-from postel.messages.gasl import FAILED_STATUSES
-from pydantic import ValidationError
 
 if TYPE_CHECKING:
     from postel.infra.store.graphs import GraphInfo, GraphRegistry
@@ -25,12 +22,14 @@ if TYPE_CHECKING:
 SAMPLE = "sample"
 
 
-# The heavy imports (networkx, the GASL executor) happen in the commands that need them,
-# so `postel --help` and the other commands start fast.
+# Every import beyond click (networkx, the GASL executor, pydantic, Redis, the command
+# line's support) happens in the commands that need it, so `postel --help` and the other
+# commands start fast.
 
 
 @asynccontextmanager
 async def _registry() -> AsyncIterator[GraphRegistry]:
+    from postel.infra.cli import support as cli_support
     from postel.infra.store.connect import redis_client
     from postel.infra.store.graphs import GraphRegistry
 
@@ -63,6 +62,7 @@ def graph_add(name: str, file: Path) -> None:
 
     The file is parsed first and refused if it is not a usable graph. Adding an existing
     NAME replaces it with a new version; workers reload it on their next use."""
+    from postel.infra.cli import support as cli_support
     from postel.infra.store.graphs import GraphFileError, InvalidGraphName, validate_name
 
     try:
@@ -88,6 +88,7 @@ def graph_add(name: str, file: Path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="A JSON array of the graphs' metadata.")
 def graph_list(as_json: bool) -> None:
     """List the registered graphs: name, version, size, format, when added, source file."""
+    from postel.infra.cli import support as cli_support
 
     async def go() -> list[GraphInfo]:
         async with _registry() as registry:
@@ -111,6 +112,7 @@ def graph_list(as_json: bool) -> None:
 @click.argument("name")
 def graph_info(name: str) -> None:
     """Print graph NAME's metadata as JSON (exit 4 if there is no such graph)."""
+    from postel.infra.cli import support as cli_support
     from postel.infra.store.graphs import GraphNotFound
 
     async def go() -> GraphInfo:
@@ -177,7 +179,9 @@ def gasl_run(
     postel gasl run --graph sample 'FIND nodes WHERE entity_type = "PERSON" LIMIT 5 AS p'
     """
     import networkx as nx
+    from postel.infra.cli import support as cli_support
     from postel.infra.cli.gasl_run import format_records_table, load_plan, records_json, run_plan
+    from postel.messages.gasl import FAILED_STATUSES
     from postel.services.gasl.loaders import DEMO_GRAPH
 
     if (plan is None) == (not commands):
@@ -207,6 +211,8 @@ def gasl_run(
 
 
 def _first_line(exc: Exception) -> str:
+    from pydantic import ValidationError
+
     if isinstance(exc, ValidationError):
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "plan"
@@ -220,6 +226,7 @@ def gasl_check(commands: tuple[str, ...]) -> None:
     """Parse the COMMANDs without running them: `ok`, or where and why one fails.
 
     Exit 2 if any command does not parse."""
+    from postel.infra.cli import support as cli_support
     from postel.infra.cli.gasl_run import check_commands
 
     failed = False
@@ -305,6 +312,7 @@ def bench_gasl(
     and how often the local model's round plans parse with and without the GASL grammar."""
     from postel.infra.bench.gasl import format_gasl_bench, run_gasl_bench
     from postel.infra.bench.plan_parse import format_plan_parse_rates, plan_parse_rates
+    from postel.infra.cli import support as cli_support
     from postel.infra.runtime.local_model import LocalModelError
 
     if not no_cypher:
@@ -343,6 +351,7 @@ def bench_graphs(triples: int, as_json: bool) -> None:
     (time, and the loading process's memory) against the former GraphML-parsing path, in
     fresh processes on a scratch Redis. Exit 1 if a target is missed."""
     from postel.infra.bench.graphs import format_graphs_bench, run_graphs_bench
+    from postel.infra.cli import support as cli_support
 
     cli_support.settings()
     figures = asyncio.run(run_graphs_bench(triples))

@@ -10,28 +10,23 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
 from postel.infra.cli.gasl import bench_gasl, bench_graphs, gasl, graph
-from postel.infra.cli.support import (
-    EXIT_FAILED,
-    EXIT_INPUT,
-    EXIT_REFUSED,
-    fail,
-    logs_to_stderr,
-    run_async,
-    settings,
-)
-from postel.infra.client.client import Client, JobFailedError
-from postel.infra.runtime.local_model import LocalModelError
-from postel.infra.runtime.settings import DEFAULT_EMBEDDED_PORT, WORKER_NAMES, Settings
-from postel.infra.store.events import HANDLED, Event
-from postel.services.step import parse_command_lines
-from pydantic import ValidationError
+from postel.infra.runtime.names import WORKER_NAMES
+
+if TYPE_CHECKING:
+    from postel.infra.client.client import Client
+    from postel.infra.store.events import Event
+
+# Each command imports what it needs when it runs (pydantic, Redis, the client, the
+# services): `postel --help` and every command start without the others' imports.
 
 
 def format_event(event: Event) -> str:
+    from postel.services.step import parse_command_lines
+
     figures = [f"attempt={event.attempt}"]
     if event.wait_ms:
         figures.append(f"wait={event.wait_ms:.1f}ms")
@@ -84,6 +79,8 @@ profile_option = click.option(
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """postel: typed LLM jobs through five worker queues on Redis."""
+    from postel.infra.cli.support import logs_to_stderr
+
     # every command logs to stderr from its first line: stdout carries only its output;
     # the demo's terminal is its story, so it logs to a file from its first line instead
     if ctx.invoked_subcommand != "demo":
@@ -113,6 +110,7 @@ def up(port: int | None, state_dir: Path | None, no_web: bool, web_port: int | N
     server (HTTP API and live dashboard, on loopback unless POSTEL_WEB_HOST says otherwise).
 
     Ctrl-C stops it cleanly; queued jobs survive a restart (AOF under the state dir)."""
+    from postel.infra.cli.support import EXIT_INPUT, fail, run_async, settings
     from postel.infra.runtime.local_system import LocalSystem
     from postel.infra.web.server import WebError, WebServer
 
@@ -160,6 +158,8 @@ def up(port: int | None, state_dir: Path | None, no_web: bool, web_port: int | N
 def other_shells_hint(url: str) -> str:
     """What another shell runs to reach this `postel up`, as printed: a plain shell finds
     only the default port, so any other is named in the command itself."""
+    from postel.infra.runtime.settings import DEFAULT_EMBEDDED_PORT, Settings
+
     submit = "postel submit 'hello'"
     if url == Settings(embedded_port=DEFAULT_EMBEDDED_PORT).embedded_url:
         return f"{submit}   (or POSTEL_REDIS_URL={url})"
@@ -182,6 +182,7 @@ def other_shells_hint(url: str) -> str:
 def web(host: str | None, port: int | None) -> None:
     """Serve the HTTP API (OpenAPI at /api/docs) and the live dashboard for the system at
     POSTEL_REDIS_URL, or the `postel up` running on this machine."""
+    from postel.infra.cli.support import EXIT_INPUT, fail, run_async, settings
     from postel.infra.web.server import WebError, WebServer
 
     current = settings()
@@ -231,6 +232,7 @@ def worker(name: str, concurrency: int | None, metrics_port: int | None, metrics
 
     Start as many as you like, on any machine: they share the queue. The intent worker
     also consumes the ingress stream."""
+    from postel.infra.cli.support import run_async, settings
     from postel.infra.runtime.runner import run_workers
     from postel.infra.web.server import MetricsServer
 
@@ -281,6 +283,9 @@ def submit(
     timeout: float,
 ) -> None:
     """Submit PROMPT as a job and print its id (with --wait: follow it and print the result)."""
+    from postel.infra.cli.support import run_async, settings
+    from postel.infra.client.client import Client
+
     current = settings()
     request = build_request(prompt, type_, graph, text_file, profile)
 
@@ -297,7 +302,9 @@ def submit(
 def build_request(
     prompt: str, type_: str, graph: str | None, text_file: Path | None, profile: str
 ) -> Any:
+    from postel.infra.cli.support import EXIT_INPUT, fail
     from postel.messages import JobRequest, TypeSpec
+    from pydantic import ValidationError
 
     try:
         spec = TypeSpec.model_validate(parse_type_option(type_))
@@ -357,7 +364,9 @@ def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
     the running system when POSTEL_REDIS_URL is set or `postel up` runs; the model at
     POSTEL_LLM_BASE_URL when set."""
     from postel.infra.cli.demo import evidence_lines, groundless_line, run_demo, verdict_lines
+    from postel.infra.cli.support import EXIT_FAILED, run_async
     from postel.infra.runtime.logging import log_to_file
+    from postel.infra.runtime.settings import Settings
     from postel.services.generation.markdown import to_markdown
 
     current = Settings()
@@ -410,6 +419,8 @@ def reason_command(
 
     Runs on the running system (POSTEL_REDIS_URL, or a `postel up` on this machine); with
     none, starts the whole system for this one job and stops it afterwards."""
+    from postel.infra.cli.support import run_async, settings
+    from postel.infra.client.client import JobFailedError
     from postel.infra.client.session import connected, run_job
 
     current = settings()
@@ -441,8 +452,10 @@ def reason_command(
 def coerce_command(type_: str, locale: str | None, value: str) -> None:
     """Coerce VALUE to the type as the validator would and print it as JSON (exit 2 and the
     reason if it cannot be)."""
+    from postel.infra.cli.support import EXIT_INPUT, fail
     from postel.messages import TypeSpec
     from postel.services.validation import CoercionError, UnsupportedSchemaError, coerce
+    from pydantic import ValidationError
 
     try:
         spec = TypeSpec.model_validate(parse_type_option(type_))
@@ -456,6 +469,9 @@ def coerce_command(type_: str, locale: str | None, value: str) -> None:
 @click.argument("job_id")
 def status(job_id: str) -> None:
     """Print the job record as JSON."""
+    from postel.infra.cli.support import run_async, settings
+    from postel.infra.client.client import Client
+
     current = settings()
 
     async def go() -> None:
@@ -472,6 +488,9 @@ def status(job_id: str) -> None:
 def cancel(job_id: str, reason: str) -> None:
     """Cancel a queued or running job: it fails as `cancelled` and none of its messages is
     handled afterwards (exit 6 if it had already finished, 4 if there is no such job)."""
+    from postel.infra.cli.support import run_async, settings
+    from postel.infra.client.client import Client
+
     current = settings()
 
     async def go() -> None:
@@ -488,6 +507,9 @@ def cancel(job_id: str, reason: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event.")
 def events(job_id: str, follow: bool, as_json: bool) -> None:
     """Print the job's events (every hop), in order."""
+    from postel.infra.cli.support import run_async, settings
+    from postel.infra.client.client import Client
+
     current = settings()
 
     async def go() -> None:
@@ -509,6 +531,8 @@ async def _aiter(items: list[Event]) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per process.")
 def workers(as_json: bool) -> None:
     """List the live worker processes (each refreshes its presence every few seconds)."""
+    from postel.infra.cli.support import run_async, settings
+    from postel.infra.client.client import Client
     from postel.infra.runtime.presence import live_workers
 
     current = settings()
@@ -548,6 +572,8 @@ def dead_list(
     worker: str | None, error: str | None, limit: int, before: str | None, as_json: bool
 ) -> None:
     """List dead letters, newest first."""
+    from postel.infra.cli.support import run_async, settings
+    from postel.infra.client.client import Client
     from postel.infra.store.deadletter import list_dead
 
     current = settings()
@@ -577,6 +603,8 @@ def dead_list(
 @click.argument("entry_id")
 def dead_show(entry_id: str) -> None:
     """Print one dead letter as JSON, its raw payload included."""
+    from postel.infra.cli.support import run_async, settings
+    from postel.infra.client.client import Client
     from postel.infra.store.deadletter import get_dead
 
     current = settings()
@@ -597,6 +625,8 @@ def dead_show(entry_id: str) -> None:
 def dead_redrive(entry_id: str | None, every: bool, worker: str | None, error: str | None) -> None:
     """Send a dead letter back as a new attempt (its tries reset, its job reopened); with
     --all, every one the filters match. Exit 6 if one stays dead (the reason is printed)."""
+    from postel.infra.cli.support import EXIT_INPUT, EXIT_REFUSED, fail, run_async, settings
+    from postel.infra.client.client import Client
     from postel.infra.runtime.redrive import redrive, redrive_matching
 
     if (entry_id is None) == (not every):
@@ -633,6 +663,8 @@ def dead_redrive(entry_id: str | None, every: bool, worker: str | None, error: s
 def dead_discard(entry_id: str | None, every: bool, worker: str | None, error: str | None) -> None:
     """Drop a dead letter for good (recorded as a `discarded` event); with --all, every one
     the filters match. Exit 4 if the id names no dead letter."""
+    from postel.infra.cli.support import EXIT_INPUT, fail, run_async, settings
+    from postel.infra.client.client import Client
     from postel.infra.runtime.redrive import discard, discard_matching
 
     if (entry_id is None) == (not every):
@@ -743,6 +775,7 @@ def bench_bus(
     """Hop latency, hops/s and the cost of idle workers (no LLM), each stage in its own
     processes: postel against its former 5 ms poll and bare arq (5 ms poll, defaults)."""
     from postel.infra.bench.bus import SIDES, format_bus_bench, run_bus_bench
+    from postel.infra.cli.support import EXIT_INPUT, fail, run_async, settings
 
     try:
         counts = tuple(int(n) for n in processes.split(","))
@@ -772,6 +805,7 @@ def bench_web(jobs: int, events: int, requests: int, as_json: bool) -> None:
     """The dashboard's and the API's server time per page with JOBS jobs and EVENTS events
     (on a scratch Redis), against the same pages with a hundredth of the jobs."""
     from postel.infra.bench.web import format_web_bench, run_web_bench
+    from postel.infra.cli.support import run_async, settings
 
     current = settings()
     figures = run_async(run_web_bench)(current, jobs, events, requests)
@@ -804,7 +838,9 @@ def bench_loop(document_path: Path, max_tokens: int, scale: str | None, as_json:
     calls against the minimum, the time to read each answer against a naive re-parse."""
     from postel.infra.bench.loop import format_loop_bench
     from postel.infra.bench.loop_bus import run_loop_bus_bench, run_loop_bus_scale
+    from postel.infra.cli.support import EXIT_FAILED, EXIT_INPUT, fail, run_async, settings
     from postel.messages import SectionsDocument
+    from pydantic import ValidationError
 
     current = settings()
     try:
@@ -890,6 +926,7 @@ def bench_qa(
     whole bus, accuracy against a networkx oracle, rounds, hops and time per job, and the
     graph's load time and RSS. Exit 1 if a planner misses its target."""
     from postel.infra.bench.qa import QaConfig, format_qa, run_qa
+    from postel.infra.cli.support import EXIT_FAILED, EXIT_INPUT, fail, run_async, settings
 
     settings()
     chosen = [p.strip() for p in planners.split(",") if p.strip()]
@@ -924,7 +961,8 @@ def model() -> None:
 def model_serve(host: str, port: int) -> None:
     """Serve the bundled SmolLM2-135M over the OpenAI-compatible protocol until stopped, so
     worker processes on other machines can use it (POSTEL_LLM_BASE_URL=http://HOST:PORT/v1)."""
-    from postel.infra.runtime.local_model import LocalModelServer
+    from postel.infra.cli.support import EXIT_INPUT, fail, run_async, settings
+    from postel.infra.runtime.local_model import LocalModelError, LocalModelServer
 
     settings()
 
@@ -951,10 +989,6 @@ bench.add_command(bench_gasl, "gasl")
 bench.add_command(bench_graphs, "graphs")
 
 
-if __name__ == "__main__":
-    main()
-
-
 @main.command("calls")
 @click.argument("job_id")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per call, whole.")
@@ -968,7 +1002,10 @@ if __name__ == "__main__":
 def calls_command(job_id: str, as_json: bool, chars: int) -> None:
     """Print the job's hops, each followed by the model calls it made: tokens, finish reason,
     the prompt's last message and the answer."""
+    from postel.infra.cli.support import run_async, settings
+    from postel.infra.client.client import Client
     from postel.infra.store.calls import RecordedCall, read_calls
+    from postel.infra.store.events import HANDLED
 
     current = settings()
 
@@ -1017,6 +1054,8 @@ def calls_command(job_id: str, as_json: bool, chars: int) -> None:
 def export_command(job_id: str, output: Path | None) -> None:
     """Write the job as one JSON file: request, record and result, events, recorded model
     calls (also as a cassette), GASL rounds and graph versions (`postel replay` reads it)."""
+    from postel.infra.cli.support import run_async, settings
+    from postel.infra.client.client import Client
     from postel.infra.client.replay import capability_of, export_job
 
     current = settings()
@@ -1051,6 +1090,8 @@ def replay_command(source: str, graph_files: tuple[str, ...], strict: bool, as_j
     """Re-run an exported job (a file from `postel export`, or a job id of the system at
     POSTEL_REDIS_URL) offline, from its recorded model calls; exit 0 if it reaches the same
     result the same way, 1 with the first divergence (the stage, and a diff of the prompts)."""
+    from postel.infra.cli.support import EXIT_FAILED, EXIT_INPUT, fail, run_async, settings
+    from postel.infra.client.client import Client
     from postel.infra.client.replay import (
         ReplayInputError,
         capability_of,
@@ -1111,3 +1152,7 @@ def replay_command(source: str, graph_files: tuple[str, ...], strict: bool, as_j
         run_async(go)()
     except ReplayInputError as exc:
         fail(str(exc), EXIT_INPUT)
+
+
+if __name__ == "__main__":
+    main()

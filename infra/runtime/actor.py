@@ -136,6 +136,16 @@ class WorkerSpec:
     accepts: tuple[type[Envelope], ...]
     handle: Handler
     setup: Callable[[Runtime], Awaitable[None]] | None = None
+    retries: HopRetries | None = None
+    """The retry policy of this worker's messages; None takes its queue's from settings
+    (`retry_policy`). The actor and the arq worker built for the spec both read that one."""
+
+    def retry_policy(self, settings: Settings) -> HopRetries:
+        """The policy a worker runs this spec's messages under, decided here only: the spec's
+        own, or one from its queue's settings (POSTEL_<NAME>__MAX_TRIES)."""
+        if self.retries is not None:
+            return self.retries
+        return HopRetries.of(settings.queue(self.name))
 
 
 class HopTimeout(TimedOut):
@@ -186,7 +196,7 @@ class Actor:
         self.spec = spec
         self.runtime = runtime
         self.queue = runtime.settings.queue(spec.name)
-        self.retries = HopRetries.of(self.queue)
+        self.retries = spec.retry_policy(runtime.settings)
 
     async def handle_job(self, ctx: dict[str, Any], payload: Any) -> bool:
         """arq's entry point: `ctx["job_try"]` counts takes of the message by a worker,

@@ -4,7 +4,8 @@ retried, when a message is out of tries, and how long to wait before the next tr
 
 The model layer's own retries (POSTEL_LLM_MAX_RETRIES, services.llm.retry) are a separate
 budget, spent inside one try: an LLMError that escapes them fails the job, it is not retried
-here again (infra/runtime/actor.py)."""
+here again (infra/runtime/actor.py). Which policy a worker runs under is its spec's
+(`WorkerSpec.retry_policy`, infra/runtime/actor.py)."""
 
 from __future__ import annotations
 

@@ -15,11 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+from postel.infra.runtime.names import WORKER_NAMES
 from postel.services.llm.structured import GrammarDialect, StructuredOutput
 from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-WORKER_NAMES: tuple[str, ...] = ("intent", "planner", "gasl", "generator", "validator")
 
 DEFAULT_EMBEDDED_PORT = 6391
 

@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse, urlsplit
 
 from arq.connections import RedisSettings
+from postel.infra.store.redis_packing import pack_with_hiredis
 from postel.messages.errors import Denied, Misconfigured
 from postel.services.urls import shown_url
 from redis.asyncio import Redis
@@ -36,6 +37,10 @@ from redis.exceptions import (
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+
+# Every process reaches Redis through here: its asyncio connections pack commands with
+# hiredis from the first one (infra/store/redis_packing.py).
+pack_with_hiredis()
 
 # redis-py raises these when the server cannot be reached or stops answering (refused, reset,
 # closed, loading its data after a restart); every other error is a real error.

@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -31,6 +32,7 @@ from postel.messages import (
     JobRequest,
     JobSubmitted,
     decode_message,
+    utc_now,
 )
 
 from postel.testing.relay import RELAY_WORKERS
@@ -470,14 +472,24 @@ async def test_a_hops_wait_runs_from_the_commit_that_sent_it(
 ) -> None:
     """The `received` event's wait_ms measures the bus: work the sender did after building a
     message (here half a second) belongs to the sender's hop, not to the next one's wait."""
-    intent = RELAY_WORKERS[0]
+    intent, planner = RELAY_WORKERS[:2]
+    moments: dict[str, datetime] = {}
 
     async def builds_then_works(message: JobSubmitted, runtime: Runtime) -> Outcome:
         outcome = await intent.handle(message, runtime)
         await asyncio.sleep(0.5)
+        moments["sender's work ended"] = utc_now()
         return outcome
 
-    specs = [dataclasses.replace(intent, handle=builds_then_works), *RELAY_WORKERS[1:]]
+    async def notes_its_start(message: Envelope, runtime: Runtime) -> Outcome:
+        moments["planner started"] = utc_now()
+        return await planner.handle(message, runtime)
+
+    specs = [
+        dataclasses.replace(intent, handle=builds_then_works),
+        dataclasses.replace(planner, handle=notes_its_start),
+        *RELAY_WORKERS[2:],
+    ]
     async with (
         LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
         Client(system.url, settings) as client,
@@ -488,7 +500,9 @@ async def test_a_hops_wait_runs_from_the_commit_that_sent_it(
     intent_done = next(e for e in events if e.worker == "intent" and e.status == "completed")
     planner_received = next(e for e in events if e.worker == "planner" and e.status == "received")
     assert intent_done.duration_ms >= 500
-    assert planner_received.wait_ms < 400
+    # the wait began after the sender's work, and ended before the planner's handler began
+    between = moments["planner started"] - moments["sender's work ended"]
+    assert planner_received.wait_ms <= between.total_seconds() * 1000 + 0.001
 
 
 async def test_a_hops_wait_ends_when_its_run_starts_decoding_is_handling(
@@ -497,17 +511,24 @@ async def test_a_hops_wait_ends_when_its_run_starts_decoding_is_handling(
     """The wait and the handling of a hop do not overlap: decoding the message (here slowed
     to 0.3 s) counts in the hop's duration_ms, not in its wait_ms."""
 
+    decoding_started: list[datetime] = []
+
     def slow_decode(raw: Any) -> Envelope:
+        decoding_started.append(utc_now())
         time.sleep(0.3)
         return decode_message(raw)
 
     monkeypatch.setattr(actor_module, "decode_message", slow_decode)
     async with intent_actor(redis_url, settings) as actor:
-        await actor.run(await submitted(actor, "slow"), attempt=1)
+        payload = await submitted(actor, "slow")
+        await actor.run(payload, attempt=1)
         events = await actor.runtime.events.read("slow")
     received = next(e for e in events if e.status == "received")
     completed = next(e for e in events if e.status == "completed")
-    assert received.wait_ms < 250
+    # the wait ran from the message's creation to no later than its decoding began
+    created = JobSubmitted.model_validate(payload).created_at
+    before_decoding = decoding_started[0] - created
+    assert received.wait_ms <= before_decoding.total_seconds() * 1000 + 0.001
     assert completed.duration_ms >= 300
 
 

@@ -4,6 +4,7 @@ ends the job with a documented failure, in time, instead of being cut off by arq
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -42,25 +43,39 @@ def test_the_model_budget_is_derived_from_the_workers_job_timeout() -> None:
     assert not limit.by_deadline
     short = HopLimit.of(message, QueueSettings(job_timeout=3))
     assert short.seconds == pytest.approx(2.0) and short.model_seconds == pytest.approx(1.8)
-    soon = message.model_copy(update={"deadline": utc_now() + timedelta(seconds=5)})
+    deadline = utc_now() + timedelta(seconds=5)
+    soon = message.model_copy(update={"deadline": deadline})
+    before = utc_now()
     by_deadline = HopLimit.of(soon, QueueSettings(job_timeout=120))
-    assert by_deadline.by_deadline and 4.5 < by_deadline.seconds <= 5.0
+    after = utc_now()
+    # what was left of the deadline when the limit was taken
+    assert by_deadline.by_deadline
+    left = sorted((deadline - moment).total_seconds() for moment in (before, after))
+    assert left[0] <= by_deadline.seconds <= left[1]
 
 
 async def test_model_calls_see_the_hop_budget(redis_url: str, settings: Settings) -> None:
-    seen: list[float | None] = []
+    """The model budget ends 8.1 s (job_timeout 10 s less the hop's and the model's reserves)
+    after the hop started, a moment between the submission and the answer."""
+    ends: list[float] = []
 
-    async def note_budget() -> None:
-        seen.append(remaining_budget())
+    async def note_budget_end() -> None:
+        left = remaining_budget()
+        assert left is not None
+        ends.append(time.monotonic() + left)
 
     settings.intent = QueueSettings(job_timeout=10)
-    specs = [intent_doing(note_budget), *RELAY_WORKERS[1:]]
+    specs = [intent_doing(note_budget_end), *RELAY_WORKERS[1:]]
     async with (
         LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
         Client(system.url, settings) as client,
     ):
+        submitted = time.monotonic()
         await client.result(await client.submit("x"), timeout=20)
-    assert seen and seen[0] is not None and 8.0 < seen[0] <= 8.1
+        answered = time.monotonic()
+    model_s = 8.1  # HopLimit.of: 10 s - 1 s for the commit - 0.9 s for recording the failure
+    assert len(ends) == 1
+    assert submitted + model_s - 1e-6 <= ends[0] <= answered + model_s + 1e-6
 
 
 async def test_a_handler_that_never_returns_ends_hop_timeout_before_arq_cuts_it(
@@ -72,21 +87,22 @@ async def test_a_handler_that_never_returns_ends_hop_timeout_before_arq_cuts_it(
         LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
         Client(system.url, settings) as client,
     ):
-        started = time.perf_counter()
         job_id = await client.submit("stuck")
         with pytest.raises(JobFailedError) as failure:
             await client.result(job_id, timeout=20)
-        elapsed = time.perf_counter() - started
+        received = [e for e in await client.events.read(job_id) if e.status == "received"]
     assert failure.value.status == "hop_timeout"
+    # the runtime's own limit (2 s) ended the run, not arq's cut at job_timeout (3 s), whose
+    # failure reads "arq cut the run off"; and the message was taken once, not again
     assert "intent ran past its time limit (2.0s; the worker's job_timeout is 3s)" in (
         failure.value.error
     )
-    assert elapsed < 3.0
+    assert len(received) == 1
     dead = await redis_client.xrange(keys.DEAD_LETTER)
     assert len(dead) == 1, "the message is kept to be redriven"
 
 
-async def test_a_deadline_passing_mid_hop_fails_the_job_within_a_second_of_it(
+async def test_a_deadline_passing_mid_hop_fails_the_job_by_the_deadline_not_the_timeout(
     redis_url: str, settings: Settings, redis_client: aioredis.Redis
 ) -> None:
     specs = [intent_doing(asyncio.Event().wait), *RELAY_WORKERS[1:]]
@@ -100,7 +116,11 @@ async def test_a_deadline_passing_mid_hop_fails_the_job_within_a_second_of_it(
             await client.result(job_id, timeout=20)
         elapsed = time.perf_counter() - started
     assert failure.value.status == "deadline_exceeded"
-    assert 1.8 < elapsed < 3.0
+    assert elapsed > 1.8, "the handler ran until the deadline"
+    # the hop's limit was what the deadline left (under 2 s), not the worker's 114 s
+    limit = re.search(r"ran past the job's deadline \((\d+\.\d)s;", failure.value.error)
+    assert limit is not None, failure.value.error
+    assert 0 < float(limit.group(1)) <= 2.0
     assert await redis_client.xlen(keys.DEAD_LETTER) == 0
 
 
@@ -172,14 +192,15 @@ async def test_a_hanging_model_on_default_model_settings_ends_llm_error(
         LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
         Client(system.url, settings) as client,
     ):
-        started = time.perf_counter()
         job_id = await client.submit("hello")
         with pytest.raises(JobFailedError) as failure:
             await client.result(job_id, timeout=30)
-        elapsed = time.perf_counter() - started
+    # llm_error, not hop_timeout: the model call ended inside the hop's 3 s, cut by the
+    # hop's budget rather than by its own 120 s timeout
     assert failure.value.status == "llm_error"
     assert "time budget" in failure.value.error or "no answer within" in failure.value.error
-    assert elapsed < 4.0
+    assert "within 120s" not in failure.value.error
+    assert fake_model.stats().by_fault.get("hang", 0) >= 1
 
 
 async def test_a_429_asking_for_longer_than_the_budget_ends_llm_error_at_once(
@@ -199,7 +220,7 @@ async def test_a_429_asking_for_longer_than_the_budget_ends_llm_error_at_once(
     assert fake_model.stats().total <= 2, "retries capped at 30 s fit, 600 s do not"
 
 
-async def test_a_5_s_deadline_with_a_hanging_model_ends_within_7_s(
+async def test_a_5_s_deadline_with_a_hanging_model_ends_deadline_exceeded(
     redis_url: str, settings: Settings, fake_model: FakeModel
 ) -> None:
     fake_model.set_faults(mode="hang")
@@ -208,13 +229,16 @@ async def test_a_5_s_deadline_with_a_hanging_model_ends_within_7_s(
         LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
         Client(system.url, settings) as client,
     ):
-        started = time.perf_counter()
         job_id = await client.submit("hello", options=JobOptions(deadline_s=5))
         with pytest.raises(JobFailedError) as failure:
             await client.result(job_id, timeout=30)
-        elapsed = time.perf_counter() - started
+        received = [e for e in await client.events.read(job_id) if e.status == "received"]
+    # the deadline ended the hop (the default job_timeout, 120 s, would be hop_timeout), and
+    # the hanging call was not retried in another try
     assert failure.value.status == "deadline_exceeded"
-    assert elapsed < 7.0
+    assert "within 120s" not in failure.value.error
+    assert len(received) == 1
+    assert fake_model.stats().by_fault.get("hang", 0) >= 1
 
 
 async def test_following_a_job_that_never_ends_times_out(
@@ -229,7 +253,9 @@ async def test_following_a_job_that_never_ends_times_out(
         LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
         Client(system.url, settings) as client,
     ):
-        started = time.perf_counter()
         with pytest.raises(TimeoutError):
-            await run_job(client, JobRequest(prompt="forever"), timeout=1.5, on_event=print)
-        assert time.perf_counter() - started < 5
+            await run_job(
+                client, JobRequest(prompt="forever"), timeout=1.5, on_event=print, job_id="forever"
+            )
+        # the job has not ended (its hop limit is 114 s): the timeout ended the following
+        assert (await client.status("forever")).status in ("queued", "running")

@@ -3,6 +3,8 @@ packer would, with redis-py's errors for what Redis cannot take."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 from postel.infra.store import redis_packing
 from redis.asyncio.connection import AbstractConnection, Connection
@@ -22,6 +24,9 @@ COMMANDS = [
 
 
 def test_postel_processes_pack_with_hiredis() -> None:
+    """Every connection is made through infra/store/connect.py, which installs the packer
+    when it is imported."""
+    importlib.import_module("postel.infra.store.connect")
     assert AbstractConnection.pack_command is redis_packing._pack_command
 
 

@@ -4,14 +4,21 @@ worker is built from it."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
+import pytest
+import redis.asyncio as aioredis
 from arq.connections import ArqRedis
-from postel.infra.runtime.actor import Actor, Runtime
+from postel.infra.client.client import Client, JobFailedError
+from postel.infra.runtime.actor import Actor, Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.retries import HopRetries
 from postel.infra.runtime.runner import build_arq_worker
 from postel.infra.runtime.settings import QueueSettings, Settings
+from postel.infra.store import keys
 from postel.infra.store.wire import ARQ_FUNCTION
+from postel.messages import Envelope
 
 from postel.testing.relay import RELAY_WORKERS
 
@@ -40,3 +47,42 @@ def test_the_arq_worker_and_the_actor_share_the_policy(settings: Settings) -> No
     assert Actor(spec, runtime).retries == HopRetries(max_tries=5)
     assert worker.max_tries == 6
     assert worker.functions[ARQ_FUNCTION].max_tries == 6
+
+
+def test_a_specs_own_policy_outranks_its_queues_settings(settings: Settings) -> None:
+    runtime = Runtime.create(ArqRedis(), settings)
+    assert settings.queue("validator").max_tries == 3
+    relay = next(s for s in RELAY_WORKERS if s.name == "validator")
+    spec = dataclasses.replace(relay, retries=HopRetries(max_tries=1))
+    worker = build_arq_worker(spec, runtime, "redis://127.0.0.1:1/0", concurrency=1)
+    assert Actor(spec, runtime).retries == HopRetries(max_tries=1)
+    assert worker.max_tries == 2 and worker.functions[ARQ_FUNCTION].max_tries == 2
+
+
+async def test_a_spec_with_one_try_dead_letters_after_its_first_failure(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    """The queue's settings allow 3 tries; the spec's own policy allows 1, and wins."""
+    tries: list[int] = []
+
+    async def failing(message: Envelope, runtime: Runtime) -> Outcome:
+        tries.append(message.attempt)
+        raise ConnectionError(f"failure on try {message.attempt}")
+
+    intent = WorkerSpec(
+        "intent", RELAY_WORKERS[0].accepts, failing, retries=HopRetries(max_tries=1)
+    )
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=[intent, *RELAY_WORKERS[1:]]) as system,
+        Client(system.url, settings) as client,
+    ):
+        job_id = await client.submit("once")
+        with pytest.raises(JobFailedError) as failure:
+            await client.result(job_id, timeout=20)
+        statuses = [e.status for e in await client.events.read(job_id) if e.worker == "intent"]
+    assert failure.value.status == "out_of_tries"
+    assert "gave up after 1 tries: ConnectionError: failure on try 1" in failure.value.error
+    assert tries == [1]
+    assert statuses == ["received", "dead_lettered", "completed", "failed"], "no retry"
+    dead = await redis_client.xrange(keys.DEAD_LETTER)
+    assert len(dead) == 1 and dead[0][1][b"job_id"] == job_id.encode()

@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -148,9 +147,7 @@ def test_schema_writes_one_json_schema_per_message(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", [["--help"], ["demo", "--help"], ["bench", "loop", "--help"]])
 def test_help_is_available(tmp_path: Path, command: list[str]) -> None:
-    started = time.perf_counter()
     assert postel(*command, env=base_env(tmp_path)).returncode == 0
-    assert time.perf_counter() - started < 60
 
 
 def test_every_command_is_in_the_readmes_command_reference() -> None:

@@ -176,7 +176,9 @@ def test_the_cycle_check_finds_a_cycle() -> None:
 
 def test_postel_help_loads_no_heavy_module() -> None:
     """`postel --help` imports neither GASL and networkx, nor the web app, the bundled
-    model or the benchmarks: each command imports what it needs when it runs."""
+    model or the benchmarks, nor pydantic, Redis, arq, the HTTP client or the messages: each
+    command imports what it needs when it runs. Of postel, only the command line's own
+    modules load."""
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
@@ -197,8 +199,29 @@ def test_postel_help_loads_no_heavy_module() -> None:
         "fastapi",
         "uvicorn",
         "llama_cpp",
+        "pydantic",
+        "pydantic_settings",
+        "redis",
+        "hiredis",
+        "arq",
+        "httpx",
+        "structlog",
+        "postel.messages",
+        "postel.services",
+        "postel.infra.store",
+        "postel.infra.client",
     }
     assert sorted(heavy & loaded) == []
+    postel_modules = {name for name in loaded if name.startswith("postel")}
+    assert postel_modules == {
+        "postel",
+        "postel.infra",
+        "postel.infra.cli",
+        "postel.infra.cli.gasl",
+        "postel.infra.cli.main",
+        "postel.infra.runtime",
+        "postel.infra.runtime.names",
+    }
 
 
 def test_one_function_builds_the_job_stores_from_settings() -> None:

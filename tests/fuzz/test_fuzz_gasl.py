@@ -36,11 +36,11 @@ from postel.services.gasl.parser import USAGE, parse
 
 BUDGET = TimeBudget(plan_s=0.25, command_s=0.05)
 # A run must stop computing within its budget: its thread's CPU time may pass the budget
-# only by the last deadline check, the records and the state's persisting. Its wall time
-# also counts whatever else the (shared, 2-core) machine runs, so it is checked loosely:
-# it catches a hang (a model step the budget failed to cut), not a busy neighbour.
+# only by the last deadline check, the records and the state's persisting. A run that
+# waits (a model step the budget failed to cut) spends no CPU: the model counts the slow
+# answers it finished, and there must be none. Wall time, which also counts whatever else
+# the (shared, 2-core) machine runs, is only reported.
 CPU_SLACK_S = 0.25
-WALL_SLACK_S = 5.0
 # The full size runs for minutes: past pytest's default limit of 300 s.
 pytestmark = pytest.mark.timeout(max(300, FUZZ_EXAMPLES * 0.15))
 
@@ -381,6 +381,7 @@ class FuzzModel:
     def __init__(self, answers: list[Any]) -> None:
         self.answers = answers
         self.calls = 0
+        self.slow_answers_finished = 0
 
     async def complete_json(
         self, step: str, parts: dict[str, str], schema: dict[str, Any]
@@ -391,6 +392,7 @@ class FuzzModel:
             raise ConnectionError("the endpoint went away")
         if answer == "slow":
             await asyncio.sleep(10)
+            self.slow_answers_finished += 1
         return answer, {"model": "fuzz"}
 
 
@@ -473,7 +475,8 @@ def test_fuzz_gasl_plans() -> None:
     @example(RUNAWAY, ["raise"])
     @example(SLOW_MODEL, ["slow"])
     def one(plan: dict[str, Any], answers: list[Any]) -> None:
-        executor = GaslExecutor(graph(), model=FuzzModel(answers), budget=BUDGET)
+        model = FuzzModel(answers)
+        executor = GaslExecutor(graph(), model=model, budget=BUDGET)
         started, started_cpu, gc_before = time.perf_counter(), time.thread_time(), collecting.total
         result = asyncio.run(executor.execute_plan(plan))
         in_gc = collecting.total - gc_before
@@ -489,7 +492,7 @@ def test_fuzz_gasl_plans() -> None:
         slowest["wall"], slowest["cpu"] = max(slowest["wall"], wall), max(slowest["cpu"], cpu)
         counts["over budget (wall)"] += wall > BUDGET.plan_s
         assert cpu <= BUDGET.plan_s + CPU_SLACK_S, f"{cpu:.2f} s CPU on a {BUDGET.plan_s} s budget"
-        assert wall <= BUDGET.plan_s + WALL_SLACK_S, f"{wall:.2f} s on a {BUDGET.plan_s} s budget"
+        assert model.slow_answers_finished == 0, "the budget let a model step run to its end"
 
     try:
         one()

@@ -1,7 +1,8 @@
 """Budgets hold inside commands: on a graph of 10^6 nodes every command that can run long
 (scans, walks, paths, joins, row commands, writes) reads the command and plan budgets as it
 goes, ends `partial` naming the budget it ran out of, and overruns neither budget by more
-than 10 %. The check is a ratio to the configured budget, never a fixed number of seconds."""
+than 10 %. The check is a ratio of the thread's CPU time to the configured budget, never a
+fixed number of seconds, nor wall time (on a busy machine that counts other processes too)."""
 
 from __future__ import annotations
 
@@ -87,31 +88,33 @@ LONG = {
 }
 
 
-async def run(adapter: NetworkXAdapter, budget: TimeBudget, commands: list[str]) -> tuple:
-    """The plan's records, a summary of them for failure messages, and its wall time as a
-    share of the plan budget."""
-    executor = GaslExecutor(adapter, StateStore(), caps=Caps(**HARD_MAXIMA), budget=budget)
-    plan = GaslPlan(
+def plan_of(commands: list[str]) -> GaslPlan:
+    return GaslPlan(
         plan_id="long",
         commands=commands,
         config={"stop_on_error": False, "continue_on_empty": True},
     )
-    started = time.perf_counter()
-    result = await executor.execute_plan(plan)
-    plan_ratio = (time.perf_counter() - started) / budget.plan_s
-    seen = [(r.command, r.status, r.caps_hit, r.duration_ms) for r in result.records]
-    return result.records, seen, plan_ratio
+
+
+def executor_on(adapter: NetworkXAdapter, budget: TimeBudget) -> GaslExecutor:
+    return GaslExecutor(adapter, StateStore(), caps=Caps(**HARD_MAXIMA), budget=budget)
 
 
 async def test_no_command_overruns_its_budget_on_a_million_nodes(
     million: NetworkXAdapter,
 ) -> None:
-    # a plan budget long enough for every command to run into its own budget
+    # a plan budget long enough for every command to run into its own budget; each command
+    # runs as a plan of its own (the executor keeps the variables), so its CPU time is its own
     budget = TimeBudget(plan_s=60, command_s=COMMAND_S)
-    records, seen, _ = await run(million, budget, [*SETUP, *LONG.values()])
-    assert len(records) == len(SETUP) + len(LONG), seen
-    for record in records:
-        assert record.duration_ms / 1000 / budget.command_s <= MOST_OVER, seen
+    executor = executor_on(million, budget)
+    records, seen = [], []
+    for command in [*SETUP, *LONG.values()]:
+        started = time.thread_time()
+        [record] = (await executor.execute_plan(plan_of([command]))).records
+        cpu_s = time.thread_time() - started
+        records.append(record)
+        seen.append((record.command, record.status, record.caps_hit, round(cpu_s, 3)))
+        assert cpu_s / budget.command_s <= MOST_OVER, seen
     by_command = {r.command: r for r in records}
     # the path searches and the join ran out of their own budget and kept what they found
     for name in ("paths", "GRAPHCONNECT", "JOIN"):
@@ -125,10 +128,12 @@ async def test_no_command_overruns_its_budget_on_a_million_nodes(
 async def test_no_plan_overruns_its_budget_on_a_million_nodes(million: NetworkXAdapter) -> None:
     budget = TimeBudget(plan_s=PLAN_S, command_s=COMMAND_S)
     commands = [*SETUP, LONG["paths"], LONG["GRAPHCONNECT"], LONG["scan"], "COUNT many AS n"]
-    records, seen, plan_ratio = await run(million, budget, commands)
+    started = time.thread_time()
+    result = await executor_on(million, budget).execute_plan(plan_of(commands))
+    plan_ratio = (time.thread_time() - started) / budget.plan_s
+    records = result.records
+    seen = [(r.command, r.status, r.caps_hit) for r in records]
     assert plan_ratio <= MOST_OVER, (plan_ratio, seen)
-    for record in records:
-        assert record.duration_ms / 1000 / budget.command_s <= MOST_OVER, seen
     # the command running when the plan's budget ran out stopped, naming it; none after ran
     named = [r for r in records if PLAN_BUDGET in r.caps_hit]
     assert named and records[-1] is named[-1], seen

@@ -79,10 +79,9 @@ async def test_ok_cuts_at_max_tokens_like_a_real_model(fake: FakeModel) -> None:
 async def test_hang_is_a_timeout_and_the_abandoned_request_is_released(fake: FakeModel) -> None:
     fake.set_faults(mode="hang")
     llm = client(fake, attempts=2, timeout=0.3)
-    started = time.perf_counter()
-    with pytest.raises(LLMTimeout, match="after 2 attempt"):
+    # each attempt ended at the client's 0.3 s timeout: the hang never answers
+    with pytest.raises(LLMTimeout, match=r"after 2 attempt.*no answer within 0\.3s"):
         await llm.complete(ask())
-    assert time.perf_counter() - started < 2
     await llm.aclose()
     assert fake.stats().by_fault == {"hang": 2}
     for _ in range(40):  # the client hung up: the server notices within its poll interval
@@ -95,11 +94,11 @@ async def test_hang_is_a_timeout_and_the_abandoned_request_is_released(fake: Fak
 async def test_a_hang_with_a_limit_closes_without_an_answer(fake: FakeModel) -> None:
     fake.set_faults(mode="hang", hang_s=0.2)
     llm = client(fake, attempts=1, timeout=3)
-    started = time.perf_counter()
+    # the server closed the connection (its 0.2 s limit): not the client's 3 s timeout
     with pytest.raises(LLMConnectionError, match="after 1 attempt"):
         await llm.complete(ask())
-    assert time.perf_counter() - started < 2
     await llm.aclose()
+    assert fake.stats().by_fault == {"hang": 1}
 
 
 async def test_429_carries_retry_after_which_the_client_honours(fake: FakeModel) -> None:
@@ -250,11 +249,10 @@ async def test_stop_releases_a_hanging_request_and_closes_the_port() -> None:
     call = asyncio.create_task(llm.complete(ask()))
     while fake.stats().in_flight == 0:
         await asyncio.sleep(0.02)
-    started = time.perf_counter()
     await asyncio.to_thread(fake.stop)
+    # the stopped server hung up: a connection error, not the client's 10 s timeout
     with pytest.raises(LLMConnectionError, match="after 1 attempt"):
         await call
-    assert time.perf_counter() - started < 3
     assert not port_is_open(fake.port)
     await llm.aclose()
 
