@@ -551,7 +551,7 @@ class GaslExecutor:
                 compared = combine.compare(*taken, on.path)
                 return _cut_short(_Outcome(compared, count=1), taken)
             case ast.AddField(source, name, value):
-                bound = self._bind_value(value)
+                bound = bind(value, self._resolve)
                 rows = self._taken(source)
                 return rows.outcome(
                     [{**combine.row_of(r), name: combine.computed(r, bound)} for r in rows]
@@ -605,13 +605,6 @@ class GaslExecutor:
         if meta["input_items"] < meta["input_total"]:
             detail["left_out"] = meta["input_total"] - meta["input_items"]
         return _Outcome(items, caps_hit=_excerpt_cut(meta, self.limits), detail=detail)
-
-    def _bind_value(self, value: ast.Operand | ast.Condition) -> ast.Operand | ast.Condition:
-        if isinstance(value, ast.Binding):
-            return ast.Value(as_value(self._resolve(value.name, value.path)))
-        if isinstance(value, ast.Field | ast.Value | ast.Len):
-            return value
-        return self._bind(value)
 
     def _show(
         self,
