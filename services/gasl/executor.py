@@ -283,9 +283,8 @@ class GaslExecutor(Scope):
             outcome = Outcome(status="error", caps_hit=[spent.cap])
             error = f"stopped: {spent}; ask for less in one command, or split the work"
         except GaslError as exc:
+            # bad input the handler named; any other exception is a bug and propagates
             outcome, error = Outcome(status=exc.status), str(exc)
-        except (KeyError, ValueError, TypeError) as exc:
-            outcome, error = Outcome(status="error"), f"{type(exc).__name__}: {exc}"
         value = outcome.value
         count = outcome.count if outcome.count is not None else size_of(value)
         status = outcome.status or self._status(command, count, outcome.caps_hit)

@@ -5,13 +5,15 @@ deadline (Scope.taken), so a cut-short command ends `partial` with the rows it t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 from postel.services.gasl import ast, combine
 from postel.services.gasl.commands.table import Handlers
 from postel.services.gasl.conditions import MISSING, as_value, bind, lookup
-from postel.services.gasl.context import size_of
+from postel.services.gasl.context import shorten, size_of
+from postel.services.gasl.errors import UnusableValue
 from postel.services.gasl.outcome import Outcome, cut_short
 from postel.services.gasl.scope import Scope
 
@@ -137,6 +139,14 @@ def aggregate(
         keys = [None] if by is None else _unwind(lookup(row, by.path))
         for key in keys:
             key = as_value(key) if isinstance(key, dict) else key
+            if not isinstance(key, Hashable):
+                assert by is not None  # without BY every row's key is None
+                raise UnusableValue(
+                    f"AGGREGATE ... BY {by.name}: a row's {by.name} holds "
+                    f"{json.dumps(shorten(key), default=str)}, which cannot be a group key "
+                    f"(only text, numbers and records with an id can); group BY one of its "
+                    f"fields instead, e.g. BY {by.name}.<field>"
+                )
             groups.setdefault(key, []).append(row)
     out: list[dict[str, Any]] = []
     for key in sorted(groups, key=_sort_key):
