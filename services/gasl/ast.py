@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields, is_dataclass, replace
+from functools import cache
 from typing import Any, Literal
 
 # --- conditions -------------------------------------------------------------------------
@@ -421,22 +422,26 @@ class CreateGroups(Command):
 # --- visiting a tree ----------------------------------------------------------------------
 
 
+@cache
+def _is_node_type(kind: type) -> bool:
+    return is_dataclass(kind) and kind.__module__ == __name__
+
+
 def _is_node(value: Any) -> bool:
     """Is `value` a syntax node (an instance of a dataclass of this module)?"""
-    return (
-        is_dataclass(value) and not isinstance(value, type) and type(value).__module__ == __name__
-    )
+    return _is_node_type(type(value))
 
 
-def _fields_of(node: Any) -> tuple[Any, ...]:
+@cache
+def _field_names(kind: type) -> tuple[str, ...]:
     # A Value is a leaf: what it holds is data (a literal, a variable's value), never syntax.
-    return () if isinstance(node, Value) else fields(node)
+    return () if kind is Value else tuple(f.name for f in fields(kind))
 
 
 def children(node: Any) -> Iterator[Any]:
     """The nodes directly under `node`, in field order (a tuple field gives each element)."""
-    for f in _fields_of(node):
-        value = getattr(node, f.name)
+    for name in _field_names(type(node)):
+        value = getattr(node, name)
         if _is_node(value):
             yield value
         elif isinstance(value, tuple):
@@ -461,14 +466,14 @@ def transform(node: Any, fn: Callable[[Any], Any]) -> Any:
     if replaced is not node:
         return replaced
     changes: dict[str, Any] = {}
-    for f in _fields_of(node):
-        value = getattr(node, f.name)
+    for name in _field_names(type(node)):
+        value = getattr(node, name)
         if _is_node(value):
             new = transform(value, fn)
             if new is not value:
-                changes[f.name] = new
+                changes[name] = new
         elif isinstance(value, tuple):
             items = tuple(transform(item, fn) if _is_node(item) else item for item in value)
             if any(a is not b for a, b in zip(items, value, strict=True)):
-                changes[f.name] = items
+                changes[name] = items
     return replace(node, **changes) if changes else node
