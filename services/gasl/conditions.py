@@ -163,6 +163,8 @@ def _text(op: str, left: Any, right: Any) -> bool:
 
 def evaluate(condition: ast.Condition, item: Any) -> bool:
     """Does `item` satisfy `condition`? Bindings must already be bound (see `bind`)."""
+    # The interpreter, not a traversal: AND/OR short-circuit, and it runs once per item
+    # scanned, so it matches the node kinds itself rather than visiting every node.
     match condition:
         case ast.Compare(left, op, right):
             return _compare(op, operand_value(left, item), operand_value(right, item))
