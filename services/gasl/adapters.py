@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import networkx as nx
-from postel.messages.errors import InvalidInput
 from postel.services.gasl import ast
 from postel.services.gasl.budget import Deadline
 from postel.services.gasl.conditions import MISSING, evaluate
-from postel.services.gasl.errors import BudgetSpent
+from postel.services.gasl.errors import BudgetSpent, InvalidCap, UnknownCap
 from postel.services.gasl.loaders import PARALLEL, load_graphml, relations_of
 from postel.services.gasl.overlay import Overlay
 
@@ -37,14 +36,6 @@ HARD_MAXIMA: dict[str, int] = {
     "max_expansions": 2_000_000,
     "max_depth": 6,
 }
-
-
-class UnknownCap(InvalidInput, KeyError):
-    """A cap name that Caps does not have (a KeyError too, as a missing key)."""
-
-
-class InvalidCap(InvalidInput):
-    """A cap value that is not a positive integer."""
 
 
 @dataclass(frozen=True)

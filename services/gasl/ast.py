@@ -1,12 +1,15 @@
 """Typed syntax tree of GASL: conditions and commands, as frozen dataclasses.
 
 Every command keeps `text`, its exact source slice, so records of nested commands (inside
-TRY or ON) can name what ran.
+TRY or ON) can name what ran. `walk` and `transform` visit any tree of these nodes, so code
+that reads or rewrites a condition or command says only what it does with each kind of node.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from functools import cache
 from typing import Any, Literal
 
 # --- conditions -------------------------------------------------------------------------
@@ -414,3 +417,63 @@ class CreateGroups(Command):
     source: VarRef
     by: Field
     into: str
+
+
+# --- visiting a tree ----------------------------------------------------------------------
+
+
+@cache
+def _is_node_type(kind: type) -> bool:
+    return is_dataclass(kind) and kind.__module__ == __name__
+
+
+def _is_node(value: Any) -> bool:
+    """Is `value` a syntax node (an instance of a dataclass of this module)?"""
+    return _is_node_type(type(value))
+
+
+@cache
+def _field_names(kind: type) -> tuple[str, ...]:
+    # A Value is a leaf: what it holds is data (a literal, a variable's value), never syntax.
+    return () if kind is Value else tuple(f.name for f in fields(kind))
+
+
+def children(node: Any) -> Iterator[Any]:
+    """The nodes directly under `node`, in field order (a tuple field gives each element)."""
+    for name in _field_names(type(node)):
+        value = getattr(node, name)
+        if _is_node(value):
+            yield value
+        elif isinstance(value, tuple):
+            yield from (item for item in value if _is_node(item))
+
+
+def walk(node: Any) -> Iterator[Any]:
+    """`node` and every node under it, depth first, each parent before its children."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(list(children(current))))
+
+
+def transform(node: Any, fn: Callable[[Any], Any]) -> Any:
+    """A copy of the tree with `fn` applied to each node, parents first: where `fn` returns a
+    new node, that node is the result and is not visited further (so a rewrite of `LEN ${v}`
+    sees the binding whole); where it returns its argument, the children are transformed and
+    the node rebuilt around them when any changed. Untouched subtrees are shared, not copied."""
+    replaced = fn(node)
+    if replaced is not node:
+        return replaced
+    changes: dict[str, Any] = {}
+    for name in _field_names(type(node)):
+        value = getattr(node, name)
+        if _is_node(value):
+            new = transform(value, fn)
+            if new is not value:
+                changes[name] = new
+        elif isinstance(value, tuple):
+            items = tuple(transform(item, fn) if _is_node(item) else item for item in value)
+            if any(a is not b for a, b in zip(items, value, strict=True)):
+                changes[name] = items
+    return replace(node, **changes) if changes else node

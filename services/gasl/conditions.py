@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast, overload
 
 from postel.services.gasl import ast
 from postel.services.gasl.errors import BindingError
@@ -26,6 +26,8 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
+# How `bind` reads a `${name.path}` binding's value.
+Resolver = Callable[[str, tuple[str, ...]], Any]
 
 
 def lookup(item: Any, path: tuple[str, ...]) -> Any:
@@ -48,39 +50,26 @@ def as_value(value: Any) -> Any:
     return value
 
 
-def bind(condition: ast.Condition, resolve: Callable[[str, tuple[str, ...]], Any]) -> ast.Condition:
-    """Replace every `${var}` by its value so evaluation (and index planning) sees constants.
+@overload
+def bind(node: ast.Condition, resolve: Resolver) -> ast.Condition: ...
+@overload
+def bind(node: ast.Operand, resolve: Resolver) -> ast.Operand: ...
+def bind(node: ast.Condition | ast.Operand, resolve: Resolver) -> ast.Condition | ast.Operand:
+    """Replace every `${var}` by its value so evaluation (and index planning) sees constants:
+    a binding by the value (a record by its id), `LEN ${var}` by the size of the value.
 
     `resolve(name, path)` raises BindingError when the variable does not exist.
     """
 
-    def operand(node: ast.Operand) -> ast.Operand:
-        if isinstance(node, ast.Binding):
-            return ast.Value(as_value(resolve(node.name, node.path)))
-        if isinstance(node, ast.Len):
-            inner = node.operand
-            if isinstance(inner, ast.Binding):
-                return ast.Value(_size(resolve(inner.name, inner.path)))
-            return ast.Len(operand(inner))
-        return node
+    def bound(item: Any) -> Any:
+        match item:
+            case ast.Binding(name, path):
+                return ast.Value(as_value(resolve(name, path)))
+            case ast.Len(ast.Binding(name, path)):
+                return ast.Value(_size(resolve(name, path)))
+        return item
 
-    def walk(node: ast.Condition) -> ast.Condition:
-        match node:
-            case ast.Compare(left, op, right):
-                return ast.Compare(operand(left), op, operand(right))
-            case ast.In(left, options, negated):
-                return ast.In(operand(left), operand(options), negated)
-            case ast.TextMatch(left, op, right):
-                return ast.TextMatch(operand(left), op, operand(right))
-            case ast.And(items):
-                return ast.And(tuple(walk(i) for i in items))
-            case ast.Or(items):
-                return ast.Or(tuple(walk(i) for i in items))
-            case ast.Not(item):
-                return ast.Not(walk(item))
-        raise TypeError(f"not a condition: {node!r}")
-
-    return walk(condition)
+    return cast("ast.Condition | ast.Operand", ast.transform(node, bound))
 
 
 def _size(value: Any) -> Any:
@@ -174,6 +163,8 @@ def _text(op: str, left: Any, right: Any) -> bool:
 
 def evaluate(condition: ast.Condition, item: Any) -> bool:
     """Does `item` satisfy `condition`? Bindings must already be bound (see `bind`)."""
+    # The interpreter, not a traversal: AND/OR short-circuit, and it runs once per item
+    # scanned, so it matches the node kinds itself rather than visiting every node.
     match condition:
         case ast.Compare(left, op, right):
             return _compare(op, operand_value(left, item), operand_value(right, item))
@@ -195,27 +186,4 @@ def fields_of(condition: ast.Condition | None) -> set[str]:
     """Names of the item fields a condition reads (for error hints)."""
     if condition is None:
         return set()
-    found: set[str] = set()
-
-    def operand(node: ast.Operand) -> None:
-        if isinstance(node, ast.Field):
-            found.add(node.name)
-        elif isinstance(node, ast.Len):
-            operand(node.operand)
-
-    def walk(node: ast.Condition) -> None:
-        match node:
-            case ast.Compare(left, _, right) | ast.TextMatch(left, _, right):
-                operand(left)
-                operand(right)
-            case ast.In(left, options, _):
-                operand(left)
-                operand(options)
-            case ast.And(items) | ast.Or(items):
-                for i in items:
-                    walk(i)
-            case ast.Not(inner):
-                walk(inner)
-
-    walk(condition)
-    return found
+    return {node.name for node in ast.walk(condition) if isinstance(node, ast.Field)}

@@ -3,7 +3,9 @@
 Every GASL failure is a GaslError, and each carries the status the command's execution record
 gets (one of the contract's failed statuses), so the executor turns any of them into a record
 the same way. The subclasses say where it went wrong: the text (syntax), a `${...}` reference
-(binding), the state (declare/update), a model step, or a time budget."""
+(binding), a cap (SET), a value in the data, the state (declare/update), a model step, or a
+time budget. Only these become command records: any other exception out of a command is a
+bug in postel and propagates."""
 
 from __future__ import annotations
 
@@ -51,6 +53,19 @@ class BindingError(GaslError, LookupError):
 
 class StateError(GaslError):
     """A DECLARE or UPDATE the persistent state refuses."""
+
+
+class UnknownCap(GaslError):
+    """A cap name that Caps does not have (`SET adapter.caps.<name>`, a replayed plan)."""
+
+
+class InvalidCap(GaslError):
+    """A cap value that is not a positive integer."""
+
+
+class UnusableValue(GaslError):
+    """A value in the data that the command cannot use as it is (a record without an id as
+    a group key); the message names the field and shows the value."""
 
 
 class StepFailure(GaslError):

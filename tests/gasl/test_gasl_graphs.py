@@ -8,6 +8,7 @@ import networkx as nx
 import pytest
 from postel.services.gasl.adapters import Caps, NetworkXAdapter
 from postel.services.gasl.conditions import bind
+from postel.services.gasl.errors import InvalidCap, UnknownCap
 from postel.services.gasl.loaders import load_graphml, split_parts
 from postel.services.gasl.parser import parse_one
 
@@ -122,9 +123,9 @@ def test_result_cap_is_reported_but_limit_is_not(tmp_path: Path) -> None:
     assert len(capped.items) == 1 and capped.caps_hit == ["max_results"]
     limited = adapter.find_nodes(None, 1, caps=Caps(max_results=1).with_value("max_results", 10))
     assert len(limited.items) == 1 and limited.caps_hit == []
-    with pytest.raises(KeyError):
+    with pytest.raises(UnknownCap, match="unknown cap 'bogus'"):
         Caps().with_value("bogus", 1)
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidCap, match="positive integer"):
         Caps().with_value("max_results", 0)
 
 
