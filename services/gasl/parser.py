@@ -533,7 +533,7 @@ def parse(source: str) -> list[ast.Command]:
     try:
         return _parse(source)
     except GaslSyntaxError as error:
-        rewrite = dialect.canonical(source, _parses)
+        rewrite = dialect.canonical(source, parses_as_written)
         if not rewrite.applied:
             raise _with_refusal(error, rewrite.refusals) from None
         try:
@@ -556,7 +556,8 @@ def _with_refusal(error: GaslSyntaxError, refusals: dict[int, str]) -> GaslSynta
     return GaslSyntaxError(error.line, error.column, error.expected, error.got, hint)
 
 
-def _parses(command: str) -> bool:
+def parses_as_written(command: str) -> bool:
+    """Is the text canonical GASL as written (no dialect rule read)?"""
     try:
         _parse(command)
     except GaslSyntaxError:

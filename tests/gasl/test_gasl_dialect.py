@@ -9,7 +9,7 @@ from typing import Any
 import networkx as nx
 import pytest
 from gasl_support import FakeModel
-from postel.messages.gasl import ExecutionRecord, GaslPlan
+from postel.messages.gasl import ExecutionRecord, GaslPlan, PlanConfig
 from postel.services.gasl.adapters import NetworkXAdapter
 from postel.services.gasl.ast import Process
 from postel.services.gasl.errors import GaslSyntaxError
@@ -36,10 +36,12 @@ def of_type(oracle: nx.Graph, kind: str) -> set[str]:
 
 
 async def records_of(
-    adapter: NetworkXAdapter, *commands: str, model: Any = None
+    adapter: NetworkXAdapter, *commands: str, model: Any = None, go_on: bool = False
 ) -> list[ExecutionRecord]:
+    """The records of a plan of `commands`; with `go_on`, past empty results and errors."""
     executor = GaslExecutor(adapter, model=model, max_rows=None)
-    plan = GaslPlan(plan_id="p", commands=list(commands))
+    config = PlanConfig(stop_on_error=not go_on, continue_on_empty=go_on)
+    plan = GaslPlan(plan_id="p", commands=list(commands), config=config)
     return (await executor.execute_plan(plan)).records
 
 
@@ -280,3 +282,21 @@ def test_a_command_that_parses_as_written_is_never_rewritten() -> None:
     first, second = parse("ASSERT n > 3\nFIND nodes with entity_type=PERSON AS p")
     assert first.text == "ASSERT n > 3" and not first.written
     assert second.text == 'FIND nodes WHERE entity_type = "PERSON" AS p'
+
+
+async def test_is_null_and_is_not_null_tell_missing_null_and_present_apart(
+    adapter: NetworkXAdapter,
+) -> None:
+    records = await records_of(
+        adapter,
+        "FIND nodes with entity_type=PERSON LIMIT 5 AS few",
+        "ADD_FIELD few field: tag = null AS tagged",
+        "COUNT tagged where tag is not null AS a",
+        "COUNT tagged where tag is null AS b",
+        "COUNT few where tag is null AS c",
+        "COUNT few where tag is not null AS d",
+        "COUNT few where description is not null AS e",
+        go_on=True,
+    )
+    assert [r.count for r in records[2:]] == [0, 5, 5, 0, 5]
+    assert records[2].command == "COUNT tagged where (tag != null AND tag = tag) AS a"
