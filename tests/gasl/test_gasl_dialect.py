@@ -300,3 +300,27 @@ async def test_is_null_and_is_not_null_tell_missing_null_and_present_apart(
     )
     assert [r.count for r in records[2:]] == [0, 5, 5, 0, 5]
     assert records[2].command == "COUNT tagged where (tag != null AND tag = tag) AS a"
+
+
+def test_a_hash_in_an_unquoted_instruction_is_the_models_word() -> None:
+    written = "PROCESS people using instruction: # of reports; per person AS tallies"
+    assert instruction_of(written) == "# of reports; per person"
+    assert parse_one("COUNT people AS n # how many").text == "COUNT people AS n"
+
+
+async def test_on_without_a_variable_guards_the_plan_command_before_it(
+    adapter: NetworkXAdapter, oracle: nx.Graph
+) -> None:
+    # each plan string parses alone first; this one needs its neighbour, so the plan is read
+    # as one text and the guard takes the variable the command before assigned
+    records = await records_of(
+        adapter,
+        'FIND nodes WHERE entity_type = "AUTHOR" AS authors',
+        "ON empty do FIND nodes with entity_type=PERSON AS authors",
+    )
+    assert [r.status for r in records] == ["empty", "success"]
+    assert records[1].detail["guard"].startswith("ON EMPTY authors THEN FIND nodes WHERE")
+    assert records[1].count == len(of_type(oracle, "PERSON"))
+    with pytest.raises(GaslSyntaxError) as alone:
+        parse_one("ON EMPTY do COUNT people AS n")
+    assert "ON without a variable guards the command before it" in alone.value.hint

@@ -4,7 +4,7 @@ A command ends at a `;` or a newline outside quotes. Inside a TRY block, TRY, CA
 its ANY), FINALLY and END are pieces of their own, so `TRY COUNT a AS n CATCH COUNT b AS m`
 holds two commands. The instruction of PROCESS, ANALYZE or CLASSIFY written without quotes
 (`with instruction: first; names AS y`) is one `text` token up to its closing `AS <name>`:
-its `;` and quotes are the model's words, not separators.
+its `;`, `#` and quotes are the model's words, not separators or a comment.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from postel.services.gasl.dialect.tokens import Token
+from postel.services.gasl.dialect.tokens import Token, tokenize
 
 INSTRUCTION_VERBS = ("PROCESS", "ANALYZE", "CLASSIFY")
 _BLOCK_WORDS = ("TRY", "CATCH", "FINALLY", "END")
@@ -49,6 +49,15 @@ def _closes_text(tokens: list[Token], at: int, verb: Token, in_try: bool) -> boo
     )
 
 
+def _reread(comment: Token) -> list[Token]:
+    """A comment's text as tokens, where it stood: `#` and what follows it."""
+    rest = [
+        Token(t.kind, t.text, t.start + comment.start + 1, t.end + comment.start + 1)
+        for t in tokenize(comment.text[1:])
+    ]
+    return [Token("other", "#", comment.start, comment.start + 1), *rest]
+
+
 def _free_instruction(
     tokens: list[Token], at: int, source: str, in_try: bool
 ) -> tuple[list[Token], int] | None:
@@ -67,12 +76,18 @@ def _free_instruction(
         begin += 1
     if begin >= len(tokens) or tokens[begin].kind == "sep":
         return None
-    stop = begin + 1
+    stop = begin
     while stop < len(tokens):
         ahead = tokens[stop]
-        if ahead.text == "\n" or (in_try and ahead.is_word(*_BLOCK_WORDS[1:])):
-            break
-        if ahead.is_word("AS") and _closes_text(tokens, stop, verb, in_try):
+        if ahead.kind == "comment":
+            # `#` in free text is the model's word (`# of reports`), not a comment
+            tokens[stop : stop + 1] = _reread(ahead)
+            continue
+        if stop > begin and (
+            ahead.text == "\n"
+            or (in_try and ahead.is_word(*_BLOCK_WORDS[1:]))
+            or (ahead.is_word("AS") and _closes_text(tokens, stop, verb, in_try))
+        ):
             break
         stop += 1
     first, last = tokens[begin], tokens[stop - 1]
