@@ -533,11 +533,17 @@ def parse(source: str) -> list[ast.Command]:
     try:
         return _parse(source)
     except GaslSyntaxError as error:
-        rewrite = dialect.canonical(source, parses_as_written)
+        # a text nested too deeply to read again keeps the error it has as written
+        try:
+            rewrite = dialect.canonical(source, parses_as_written)
+        except RecursionError:
+            raise error from None
         if not rewrite.applied:
             raise _with_refusal(error, rewrite.refusals) from None
         try:
             commands = _parse(rewrite.text)
+        except RecursionError:
+            raise error from None
         except GaslSyntaxError as later:
             # the rewrite keeps lines; a failure on a later line means the rules mended the
             # line first named, and the mistake left is the later one
@@ -560,7 +566,7 @@ def parses_as_written(command: str) -> bool:
     """Is the text canonical GASL as written (no dialect rule read)?"""
     try:
         _parse(command)
-    except GaslSyntaxError:
+    except (GaslSyntaxError, RecursionError):
         return False
     return True
 

@@ -268,15 +268,15 @@ WALKS = [
     Form("SUBGRAPH around vaccine radius 1 AS near", "SUBGRAPH FROM vaccine DEPTH 1 AS near"),
     Form("SUBGRAPH around robin radius 2", "SUBGRAPH FROM robin DEPTH 2 AS robin_subgraph"),
     Form("SUBGRAPH around people radius 1 AS around_people", "SUBGRAPH FROM people DEPTH 1 AS around_people"),
-    Form("NEIGHBORS robin via co-author AS circle", 'NEIGHBORS robin VIA "co-author" AS circle'),
-    Form("NEIGHBORS vaccine via vaccine depth 1 AS doses", 'NEIGHBORS vaccine VIA "vaccine" DEPTH 1 AS doses'),
-    Form("SUBGRAPH FROM robin via co-author DEPTH 2 AS coauthors", 'SUBGRAPH FROM robin VIA "co-author" DEPTH 2 AS coauthors'),
+    Form("GRAPHCONNECT robin and orgs via co-author AS circle", 'GRAPHCONNECT robin AND orgs VIA "co-author" AS circle'),
+    Form("GRAPHCONNECT vaccine to sample via vaccine max_length 1 AS doses", 'GRAPHCONNECT vaccine TO sample VIA "vaccine" MAX_LENGTH 1 AS doses'),
+    Form("GRAPHCONNECT robin , people via co-author max_length 2 AS coauthors", 'GRAPHCONNECT robin, people VIA "co-author" MAX_LENGTH 2 AS coauthors'),
     Form("GRAPHCONNECT robin to people via co-author AS links", 'GRAPHCONNECT robin TO people VIA "co-author" AS links'),
     Form("GRAPHCONNECT people and orgs via author max_length 2 AS ties",
          'GRAPHCONNECT people AND orgs VIA "author" MAX_LENGTH 2 AS ties'),
     Form("GRAPHCONNECT robin with vaccine via report AS linked", 'GRAPHCONNECT robin WITH vaccine VIA "report" AS linked'),
-    Form("FIND paths FROM robin TO orgs via co-author MAX_LENGTH 2 AS via_paths",
-         'FIND paths FROM robin TO orgs VIA "co-author" MAX_LENGTH 2 AS via_paths'),
+    Form("GRAPHCONNECT people with orgs via report limit 5 AS via_paths",
+         'GRAPHCONNECT people WITH orgs VIA "report" LIMIT 5 AS via_paths'),
 ]  # fmt: skip
 
 ADD_FIELDS = [
