@@ -4,11 +4,14 @@ the record keeps what was written and the next round's prompt shows the canonica
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import networkx as nx
 import pytest
 from gasl_support import FakeModel
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from postel.messages.gasl import ExecutionRecord, GaslPlan, PlanConfig
 from postel.services.gasl.adapters import NetworkXAdapter
 from postel.services.gasl.ast import Process
@@ -324,3 +327,33 @@ async def test_on_without_a_variable_guards_the_plan_command_before_it(
     with pytest.raises(GaslSyntaxError) as alone:
         parse_one("ON EMPTY do COUNT people AS n")
     assert "ON without a variable guards the command before it" in alone.value.hint
+
+
+# The heads of the dialect's forms, each followed by words the rules look for: whatever
+# follows, reading a text raises GaslSyntaxError or gives commands, never another error.
+DIALECT_HEADS = [
+    "COUNT", "COUNT FIND", "FIND nodes", "FIND paths with", "ON EMPTY", "ON EMPTY x do",
+    "PROCESS x", "CLASSIFY x", "ANALYZE k", "AGGREGATE x", "RANK x", "UPDATE k WITH x",
+    "REQUIRE", "ASSERT", "GRAPHWALK", "GRAPHWALK from x", "SUBGRAPH around",
+    "GRAPHCONNECT a to b", "JOIN a WITH b", "ADD_FIELD x field :", "CREATE_NODES from x",
+    "CREATE_EDGES from x with", "CREATE_GROUPS from", "TRY", "x is",
+]  # fmt: skip
+DIALECT_WORDS = [
+    "with", "AS", "as", "x", "1", "=", ":", "(", ")", ",", "and", "or", "is", "not", "null",
+    "do", "instruction", "by", "group", "field", "WITH", "AVG", "OF", "order", "desc",
+    "operation", "filter", "where", "has", "count", "<", '"s"', "follow", "any", "depth",
+    "radius", "include", "via", "ON", "/", "type", "source", "CATCH", "END", ";", "${x}",
+    "source_filter", "target_filter", "x.count", "#", "'",
+]  # fmt: skip
+
+
+@given(
+    st.sampled_from(DIALECT_HEADS),
+    st.lists(st.sampled_from(DIALECT_WORDS), max_size=7),
+)
+@example("COUNT", ["<", "as", "and"])  # found by this test: read past a short command's end
+@example("GRAPHWALK", ["follow", "OF"])
+@settings(max_examples=400, deadline=None)
+def test_a_dialect_form_cut_short_or_garbled_is_a_syntax_error(head: str, words: list[str]) -> None:
+    with contextlib.suppress(GaslSyntaxError):
+        parse(" ".join([head, *words]))

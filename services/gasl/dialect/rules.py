@@ -293,9 +293,9 @@ def count_by(tokens: list[Token], context: Context) -> list[Token] | None:
     if len(tokens) < 4 or not tokens[0].is_word("COUNT"):
         return None
     body, into = _into(tokens)
-    if body[2].is_word("GROUP") and len(body) == 5 and body[3].is_word("BY"):
+    if len(body) == 5 and body[2].is_word("GROUP") and body[3].is_word("BY"):
         field_token = body[4]
-    elif body[2].is_word("FIELD", "BY") and len(body) == 4:
+    elif len(body) == 4 and body[2].is_word("FIELD", "BY"):
         field_token = body[3]
     else:
         return None
@@ -462,7 +462,7 @@ def graphwalk(tokens: list[Token], context: Context) -> list[Token] | None:
         for index, relation in enumerate(names):
             follow.extend([punct(","), relation] if index else [relation])
     head = tokens[:at]
-    if head[1].is_word("FROM"):
+    if len(head) > 1 and head[1].is_word("FROM"):
         head = [head[0], word("FROM"), *head[2:]]
     return [*head, *follow, *tokens[end:]]
 
