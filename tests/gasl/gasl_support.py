@@ -68,8 +68,9 @@ class SchemaModel:
         self, step: str, parts: dict[str, str], schema: dict[str, Any]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         said = hashlib.sha256("\n".join(parts.values()).encode()).hexdigest()[:12]
-        data = parts.get("DATA") or parts.get("FINDINGS") or ""
-        shown = int(re.search(r"\d+", data).group()) if re.search(r"\d+", data) else 0
+        # the excerpt's part starts with how many items it shows ("3 of 40 items ...")
+        counted = re.match(r"\d+", parts.get("DATA") or parts.get("FINDINGS") or "")
+        shown = int(counted.group()) if counted else 0
         properties = schema.get("properties", {})
         if step == "analyze":
             answer: dict[str, Any] = {"answer": said, "rationale": parts["INSTRUCTION"]}

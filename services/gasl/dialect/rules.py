@@ -52,6 +52,7 @@ _AS = word("AS")
 # Words that end a clause of a command (what follows a value or a relation list).
 _CLAUSE_WORDS = ("AS", "LIMIT", "DEPTH", "DIRECTION", "MAX_LENGTH", "WHERE", "VIA", "TO", "ORDER")
 _LITERAL_WORDS = ("TRUE", "FALSE", "NULL")
+_COMPARE = ("=", "==", "!=", "<>", ">", ">=", "<", "<=")
 
 
 def rewrite_command(tokens: list[Token], context: Context) -> list[Token]:
@@ -133,9 +134,6 @@ def _pairs(tokens: list[Token], context: Context) -> list[Token] | None:
             return None
         condition.extend([word("AND"), *piece] if condition else piece)
     return condition
-
-
-_COMPARE = ("=", "==", "!=", "<>", ">", ">=", "<", "<=")
 
 
 def _index(tokens: list[Token], *words: str, start: int = 0) -> int | None:
