@@ -137,7 +137,7 @@ Direction = Literal["out", "in", "both"]
 @dataclass(frozen=True)
 class Command:
     text: str = field(default="", kw_only=True, compare=False)
-    # what the model wrote when it used another spelling (services/gasl/dialect.py)
+    # what the model wrote when it used another spelling (services/gasl/dialect/)
     written: str = field(default="", kw_only=True, compare=False)
 
     @property

@@ -524,7 +524,7 @@ def _expected(error: UnexpectedInput) -> list[str]:
 
 def parse(source: str) -> list[ast.Command]:
     """Parse one or more commands (separated by newlines or `;`) into AST commands; the
-    spellings of services/gasl/dialect.py are read as their canonical commands, each keeping
+    spellings of services/gasl/dialect/ are read as their canonical commands, each keeping
     what was written.
 
     Raises GaslSyntaxError, and only that, for any input that is not valid GASL (the error
@@ -533,18 +533,42 @@ def parse(source: str) -> list[ast.Command]:
     try:
         return _parse(source)
     except GaslSyntaxError as error:
-        rewritten, applied = dialect.canonical(source)
-        if not applied:
-            raise
+        # a text nested too deeply to read again keeps the error it has as written
         try:
-            commands = _parse(rewritten)
+            rewrite = dialect.canonical(source, parses_as_written)
+        except RecursionError:
+            raise error from None
+        if not rewrite.applied:
+            raise _with_refusal(error, rewrite.refusals) from None
+        try:
+            commands = _parse(rewrite.text)
+        except RecursionError:
+            raise error from None
         except GaslSyntaxError as later:
             # the rewrite keeps lines; a failure on a later line means the rules mended the
             # line first named, and the mistake left is the later one
-            raise (later if later.line > error.line else error) from None
+            failure = later if later.line > error.line else error
+            raise _with_refusal(failure, rewrite.refusals) from None
     # a command whose canonical text is not in the source was written another way
     flat = " ".join(source.split())
     return [c if c.text in flat else replace(c, written=source.strip()) for c in commands]
+
+
+def _with_refusal(error: GaslSyntaxError, refusals: dict[int, str]) -> GaslSyntaxError:
+    """The error, with the dialect's own hint when it refused a form on that line."""
+    hint = refusals.get(error.line)
+    if hint is None:
+        return error
+    return GaslSyntaxError(error.line, error.column, error.expected, error.got, hint)
+
+
+def parses_as_written(command: str) -> bool:
+    """Is the text canonical GASL as written (no dialect rule read)?"""
+    try:
+        _parse(command)
+    except (GaslSyntaxError, RecursionError):
+        return False
+    return True
 
 
 def _parse(source: str) -> list[ast.Command]:

@@ -3,6 +3,8 @@ pytest puts this folder on sys.path, so tests import it as `gasl_support`."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import Any
 
 import networkx as nx
@@ -55,3 +57,29 @@ class FakeModel:
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         self.prompts.append("\n".join(f"{title}: {text}" for title, text in parts.items()))
         return self.answers.pop(0), {"model": "fake", "tokens": 7}
+
+
+class SchemaModel:
+    """Deterministic stand-in that answers any model step from its prompt alone: the same
+    instruction over the same data gets the same answer, a different one a different
+    answer, whatever the order of the calls."""
+
+    async def complete_json(
+        self, step: str, parts: dict[str, str], schema: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        said = hashlib.sha256("\n".join(parts.values()).encode()).hexdigest()[:12]
+        # the excerpt's part starts with how many items it shows ("3 of 40 items ...")
+        counted = re.match(r"\d+", parts.get("DATA") or parts.get("FINDINGS") or "")
+        shown = int(counted.group()) if counted else 0
+        properties = schema.get("properties", {})
+        if step == "analyze":
+            answer: dict[str, Any] = {"answer": said, "rationale": parts["INSTRUCTION"]}
+        elif "classes" in properties:
+            label = schema["$defs"]["ItemClass"]["properties"]["label"]
+            chosen = label.get("enum", [said])[0]
+            answer = {"classes": [{"index": i, "label": chosen} for i in range(shown)]}
+        elif "values" in properties:
+            answer = {"values": [{"index": i, "value": f"{said}-{i}"} for i in range(shown)]}
+        else:
+            answer = {"items": [{"id": said, "instruction": parts["INSTRUCTION"]}]}
+        return answer, {"model": "schema", "tokens": 7}

@@ -4,13 +4,17 @@ the record keeps what was written and the next round's prompt shows the canonica
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import networkx as nx
 import pytest
 from gasl_support import FakeModel
-from postel.messages.gasl import ExecutionRecord, GaslPlan
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from postel.messages.gasl import ExecutionRecord, GaslPlan, PlanConfig
 from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.ast import Process
 from postel.services.gasl.errors import GaslSyntaxError
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.loaders import DEMO_GRAPH
@@ -35,10 +39,12 @@ def of_type(oracle: nx.Graph, kind: str) -> set[str]:
 
 
 async def records_of(
-    adapter: NetworkXAdapter, *commands: str, model: Any = None
+    adapter: NetworkXAdapter, *commands: str, model: Any = None, go_on: bool = False
 ) -> list[ExecutionRecord]:
+    """The records of a plan of `commands`; with `go_on`, past empty results and errors."""
     executor = GaslExecutor(adapter, model=model, max_rows=None)
-    plan = GaslPlan(plan_id="p", commands=list(commands))
+    config = PlanConfig(stop_on_error=not go_on, continue_on_empty=go_on)
+    plan = GaslPlan(plan_id="p", commands=list(commands), config=config)
     return (await executor.execute_plan(plan)).records
 
 
@@ -189,3 +195,165 @@ def test_the_error_names_the_line_left_wrong_after_the_rewrite() -> None:
     with pytest.raises(GaslSyntaxError) as first:
         parse('FIND nodes with entity_type AS x\nNEIGHBORS ${x} VIA "a" LIMIT 20')
     assert first.value.line == 1
+
+
+# --- the dialect works on tokens: quotes, `;` and composed forms
+
+
+def instruction_of(written: str) -> str:
+    command = parse_one(written)
+    assert isinstance(command, Process)
+    return command.instruction
+
+
+async def test_an_unquoted_instruction_keeps_its_semicolon(adapter: NetworkXAdapter) -> None:
+    written = "PROCESS few with instruction: first; names AS y"
+    assert instruction_of(written) == "first; names"
+    model = FakeModel({"items": [{"id": "x"}]})
+    records = await run(
+        adapter, "FIND nodes with entity_type=PERSON LIMIT 2 AS few", written, model=model
+    )
+    assert records[1].command == 'PROCESS few USING "first; names" AS y'
+    assert "INSTRUCTION: first; names\n" in model.prompts[0]
+
+
+def test_a_semicolon_in_quotes_is_not_a_separator() -> None:
+    commands = parse('PROCESS x with instruction: "a; b" AS y; COUNT y AS n')
+    assert [c.text for c in commands] == ['PROCESS x USING "a; b" AS y', "COUNT y AS n"]
+
+
+def test_an_instruction_keeps_its_closing_quote_and_its_lower_case_as() -> None:
+    assert instruction_of(
+        "PROCESS people with instruction: write each pair as 'A & B' AS pairs"
+    ) == ("write each pair as 'A & B'")
+    stored = "extract the first name and store as first_name"
+    assert instruction_of(f"PROCESS people with instruction: {stored} AS y") == stored
+    # no closing AS: the whole line is the instruction, the variable is derived
+    command = parse_one(f"PROCESS people with instruction: {stored}")
+    assert isinstance(command, Process)
+    assert (command.instruction, command.into) == (stored, "people_processed")
+    # a lower-case verb closes its instruction with a lower-case as
+    assert parse_one("process people with instruction: names as y").into == "y"
+
+
+async def test_graphwalk_follow_relationship_means_every_relation(
+    adapter: NetworkXAdapter, oracle: nx.Graph
+) -> None:
+    start = 'FIND nodes with id="ROBIN LEE" AS p'
+    [_, walked] = await run(adapter, start, "GRAPHWALK from p follow relationship depth 2")
+    [_, every] = await run(adapter, start, "GRAPHWALK from p follow any depth 2 AS p_walk")
+    reach = nx.single_source_shortest_path_length(oracle, '"ROBIN LEE"', cutoff=2)
+    assert walked.count == every.count == len(reach) - 1 > 1
+    assert walked.rows == every.rows
+    assert walked.command.upper() == "GRAPHWALK FROM P DEPTH 2 AS P_WALK"
+
+
+async def test_add_field_from_a_bare_variable_is_refused_with_the_exact_forms(
+    adapter: NetworkXAdapter,
+) -> None:
+    with pytest.raises(GaslSyntaxError) as refused:
+        parse_one("ADD_FIELD few field: ids = chosen AS y")
+    assert "pairs rows by position" in refused.value.hint
+    assert "FIELD ids = ${chosen}" in refused.value.hint
+    # the form the hint names gives the variable's value on every row
+    records = await run(
+        adapter,
+        "FIND nodes with entity_type=PERSON LIMIT 3 AS few",
+        "SELECT few FIELDS id AS chosen",
+        "ADD_FIELD few FIELD ids = ${chosen} AS y",
+    )
+    ids = [row["id"] for row in records[0].rows]
+    assert [row["ids"] for row in records[2].rows] == [ids] * 3
+
+
+async def test_forms_compose(adapter: NetworkXAdapter, oracle: nx.Graph) -> None:
+    records = await records_of(
+        adapter,
+        'FIND nodes WHERE entity_type = "NOBODY" AS people',
+        "ON EMPTY people do FIND nodes with entity_type=PERSON AS people",
+    )
+    assert [r.status for r in records] == ["empty", "success"]
+    guard = records[1]
+    assert guard.command == 'FIND nodes WHERE entity_type = "PERSON" AS people'
+    assert guard.detail["guard"] == f"ON EMPTY people THEN {guard.command}"
+    assert {row["id"] for row in guard.rows} <= of_type(oracle, "PERSON")
+    assert guard.count == len(of_type(oracle, "PERSON"))
+
+
+def test_a_command_that_parses_as_written_is_never_rewritten() -> None:
+    # the text fails on line 2, yet line 1 (a field comparison) is kept as written
+    first, second = parse("ASSERT n > 3\nFIND nodes with entity_type=PERSON AS p")
+    assert first.text == "ASSERT n > 3" and not first.written
+    assert second.text == 'FIND nodes WHERE entity_type = "PERSON" AS p'
+
+
+async def test_is_null_and_is_not_null_tell_missing_null_and_present_apart(
+    adapter: NetworkXAdapter,
+) -> None:
+    records = await records_of(
+        adapter,
+        "FIND nodes with entity_type=PERSON LIMIT 5 AS few",
+        "ADD_FIELD few field: tag = null AS tagged",
+        "COUNT tagged where tag is not null AS a",
+        "COUNT tagged where tag is null AS b",
+        "COUNT few where tag is null AS c",
+        "COUNT few where tag is not null AS d",
+        "COUNT few where description is not null AS e",
+        go_on=True,
+    )
+    assert [r.count for r in records[2:]] == [0, 5, 5, 0, 5]
+    assert records[2].command == "COUNT tagged where (tag != null AND tag = tag) AS a"
+
+
+def test_a_hash_in_an_unquoted_instruction_is_the_models_word() -> None:
+    written = "PROCESS people using instruction: # of reports; per person AS tallies"
+    assert instruction_of(written) == "# of reports; per person"
+    assert parse_one("COUNT people AS n # how many").text == "COUNT people AS n"
+
+
+async def test_on_without_a_variable_guards_the_plan_command_before_it(
+    adapter: NetworkXAdapter, oracle: nx.Graph
+) -> None:
+    # each plan string parses alone first; this one needs its neighbour, so the plan is read
+    # as one text and the guard takes the variable the command before assigned
+    records = await records_of(
+        adapter,
+        'FIND nodes WHERE entity_type = "AUTHOR" AS authors',
+        "ON empty do FIND nodes with entity_type=PERSON AS authors",
+    )
+    assert [r.status for r in records] == ["empty", "success"]
+    assert records[1].detail["guard"].startswith("ON EMPTY authors THEN FIND nodes WHERE")
+    assert records[1].count == len(of_type(oracle, "PERSON"))
+    with pytest.raises(GaslSyntaxError) as alone:
+        parse_one("ON EMPTY do COUNT people AS n")
+    assert "ON without a variable guards the command before it" in alone.value.hint
+
+
+# The heads of the dialect's forms, each followed by words the rules look for: whatever
+# follows, reading a text raises GaslSyntaxError or gives commands, never another error.
+DIALECT_HEADS = [
+    "COUNT", "COUNT FIND", "FIND nodes", "FIND paths with", "ON EMPTY", "ON EMPTY x do",
+    "PROCESS x", "CLASSIFY x", "ANALYZE k", "AGGREGATE x", "RANK x", "UPDATE k WITH x",
+    "REQUIRE", "ASSERT", "GRAPHWALK", "GRAPHWALK from x", "SUBGRAPH around",
+    "GRAPHCONNECT a to b", "JOIN a WITH b", "ADD_FIELD x field :", "CREATE_NODES from x",
+    "CREATE_EDGES from x with", "CREATE_GROUPS from", "TRY", "x is",
+]  # fmt: skip
+DIALECT_WORDS = [
+    "with", "AS", "as", "x", "1", "=", ":", "(", ")", ",", "and", "or", "is", "not", "null",
+    "do", "instruction", "by", "group", "field", "WITH", "AVG", "OF", "order", "desc",
+    "operation", "filter", "where", "has", "count", "<", '"s"', "follow", "any", "depth",
+    "radius", "include", "via", "ON", "/", "type", "source", "CATCH", "END", ";", "${x}",
+    "source_filter", "target_filter", "x.count", "#", "'",
+]  # fmt: skip
+
+
+@given(
+    st.sampled_from(DIALECT_HEADS),
+    st.lists(st.sampled_from(DIALECT_WORDS), max_size=7),
+)
+@example("COUNT", ["<", "as", "and"])  # found by this test: read past a short command's end
+@example("GRAPHWALK", ["follow", "OF"])
+@settings(max_examples=400, deadline=None)
+def test_a_dialect_form_cut_short_or_garbled_is_a_syntax_error(head: str, words: list[str]) -> None:
+    with contextlib.suppress(GaslSyntaxError):
+        parse(" ".join([head, *words]))
