@@ -55,9 +55,16 @@ _LITERAL_WORDS = ("TRUE", "FALSE", "NULL")
 _COMPARE = ("=", "==", "!=", "<>", ">", ">=", "<", "<=")
 
 
+MAX_DIALECT_TOKENS = 256
+"""A command of more tokens is left as written: no model writes one (a quoted instruction is
+one token), and nested forms would make every rule re-read the rest of the command, so a
+hostile text of a few kilobytes could hold a worker for minutes."""
+
+
 def rewrite_command(tokens: list[Token], context: Context) -> list[Token]:
-    """One command through every rule in order; a command that parses as written is kept."""
-    if context.parses(render(tokens)):
+    """One command through every rule in order; a command that parses as written, or one
+    longer than MAX_DIALECT_TOKENS, is kept."""
+    if len(tokens) > MAX_DIALECT_TOKENS or context.parses(render(tokens)):
         return tokens
     for name, rule in RULES:
         rewritten = rule(tokens, context)
