@@ -206,7 +206,7 @@ async def test_jobs_filter_by_failure_and_time_cancel_many_requeue_and_chart_the
 
 
 async def test_a_hop_in_progress_shows_its_worker_attempt_and_model_call_in_flight(
-    redis_url: str, settings: Settings, api: httpx.AsyncClient
+    redis_url: str, settings: Settings, api: httpx.AsyncClient, quick_presence: float
 ) -> None:
     answer = asyncio.Event()
 
