@@ -4,7 +4,8 @@ a job whose every model call failed (and its dead letter), one redriven to compl
 in progress with its model call in flight, one cancelled, and poison dead letters. Every page
 fits a 1024 px window without scrolling sideways; a plain `chromium --headless --screenshot`
 of a live page ends. Screenshots at 1024 and 1400 px are saved under the test run's base
-temporary directory, `screenshots/` (docs/dashboard-*.png are these)."""
+temporary directory, `screenshots/` (on several xdist workers, the worker's:
+`popen-gwN/screenshots/`; docs/dashboard-*.png are these)."""
 
 from __future__ import annotations
 
