@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import pty
 import re
@@ -11,14 +10,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
-import structlog
-from click.testing import CliRunner, Result
-from postel.infra.cli.main import main
+from click.testing import Result
 from postel.infra.store.redis_server import free_port
 
 CASSETTE = Path(__file__).parents[1] / "pipeline" / "cassettes" / "invoice_total.json"
@@ -110,28 +107,6 @@ def test_web_serves_the_running_system_and_refuses_an_open_address_without_a_tok
         web.send_signal(signal.SIGINT)
         web.communicate(timeout=30)
     assert web.returncode == 0
-
-
-@pytest.fixture
-def in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Result]]:
-    """`postel ARGS` run in this process by click's CliRunner, with `env` over an environment
-    without POSTEL_ variables: for tests of what a command answers, where starting a process
-    (about 2 s of CPU each) is not the point. A command configures logging to the stream it
-    was given; the test process's logging is put back after."""
-    for name in list(os.environ):
-        if name.startswith("POSTEL_"):
-            monkeypatch.delenv(name)
-    structlog_config = structlog.get_config()
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-
-    def run(*args: str, env: dict[str, str] | None = None) -> Result:
-        base = {"POSTEL_LOG_LEVEL": "WARNING", "POSTEL_STATE_DIR": str(tmp_path / "state")}
-        return CliRunner().invoke(main, list(args), env={**base, **(env or {})})
-
-    yield run
-    structlog.configure(**structlog_config)
-    root.handlers[:], root.level = handlers, level
 
 
 def test_exit_codes(redis_url: str, in_process: Callable[..., Result]) -> None:
