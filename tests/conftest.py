@@ -15,7 +15,6 @@ import os
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis
@@ -25,26 +24,11 @@ from click.testing import CliRunner, Result
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.redis_server import EmbeddedRedis, free_port
+from xdist_databases import worker_database_url
 
 from postel.testing.relay import RELAY_WORKERS
 
 BACKENDS = ["embedded"] + (["system"] if os.environ.get("POSTEL_TEST_REDIS_URL") else [])
-
-
-def worker_database_url(url: str, xdist_worker: str | None) -> str:
-    """`url` with the database of this pytest-xdist worker: the URL's own for gw0 (or no
-    xdist), one lower for each worker after it (db 15 -> 15, 14, 13, ...)."""
-    if not xdist_worker:
-        return url
-    index = int(xdist_worker.removeprefix("gw"))
-    parts = urlsplit(url)
-    base = int(parts.path.strip("/") or 0)
-    if index > base:
-        raise pytest.UsageError(
-            f"POSTEL_TEST_REDIS_URL={url}: xdist worker {xdist_worker} needs database"
-            f" {base} - {index}; use a database number of at least {index}, or fewer workers"
-        )
-    return urlunsplit(parts._replace(path=f"/{base - index}"))
 
 
 @pytest.fixture(scope="session")
