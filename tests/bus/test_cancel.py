@@ -5,13 +5,13 @@ cannot be cancelled."""
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
+from click.testing import Result
 from postel.infra.client.client import Client, JobFailedError
 from postel.infra.runtime.cancel import JobAlreadyFinished
 from postel.infra.runtime.local_system import LocalSystem
@@ -101,9 +101,7 @@ async def test_cancel_twice_is_refused_the_second_time(redis_url: str, settings:
     assert len(terminal) == 1
 
 
-def test_postel_cancel_exit_codes(redis_url: str, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
-    env.update(POSTEL_REDIS_URL=redis_url, POSTEL_LOG_LEVEL="WARNING")
+def test_postel_cancel_exit_codes(redis_url: str, in_process: Callable[..., Result]) -> None:
 
     async def submit() -> str:
         async with Client(redis_url) as client:
@@ -111,19 +109,12 @@ def test_postel_cancel_exit_codes(redis_url: str, tmp_path: Path) -> None:
 
     job_id = asyncio.run(submit())
 
-    def cancel(job: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "postel", "cancel", job, "--reason", "test"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+    def cancel(job: str) -> Result:
+        return in_process("cancel", job, "--reason", "test", env={"POSTEL_REDIS_URL": redis_url})
 
     first = cancel(job_id)
-    assert first.returncode == 0, first.stderr
+    assert first.exit_code == 0, first.stderr
     assert first.stdout.strip() == f"{job_id} cancelled: cancelled by cli: test"
     again = cancel(job_id)
-    assert again.returncode == 6 and "already finished" in again.stderr
-    assert cancel("no-such-job").returncode == 4
+    assert again.exit_code == 6 and "already finished" in again.stderr
+    assert cancel("no-such-job").exit_code == 4

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
+from click.testing import Result
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.redrive import RedriveRefused, redrive, redrive_matching
@@ -177,9 +176,7 @@ async def test_the_filters_pick_by_worker_and_error(
         assert [d.worker for d in booms.items] == ["planner"]
 
 
-def test_postel_dead_commands(redis_url: str, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
-    env.update(POSTEL_REDIS_URL=redis_url, POSTEL_LOG_LEVEL="WARNING")
+def test_postel_dead_commands(redis_url: str, in_process: Callable[..., Result]) -> None:
 
     async def poison() -> str:
         async with Client(redis_url) as client:
@@ -189,25 +186,18 @@ def test_postel_dead_commands(redis_url: str, tmp_path: Path) -> None:
 
     entry = asyncio.run(poison())
 
-    def postel(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "postel", "dead", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+    def postel(*args: str) -> Result:
+        return in_process("dead", *args, env={"POSTEL_REDIS_URL": redis_url})
 
     listed = postel("list", "--json")
-    assert listed.returncode == 0 and json.loads(listed.stdout)["id"] == entry
+    assert listed.exit_code == 0 and json.loads(listed.stdout)["id"] == entry
     shown = postel("show", entry)
-    assert shown.returncode == 0 and json.loads(shown.stdout)["raw"] == "x"
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["raw"] == "x"
     refused = postel("redrive", entry)
-    assert refused.returncode == 6 and "stays dead: the payload still cannot be decoded" in (
+    assert refused.exit_code == 6 and "stays dead: the payload still cannot be decoded" in (
         refused.stderr
     )
-    assert postel("redrive", "1-1").returncode == 4
-    assert postel("redrive").returncode == 2
+    assert postel("redrive", "1-1").exit_code == 4
+    assert postel("redrive").exit_code == 2
     every = postel("redrive", "--all", "--worker", "intent")
-    assert every.returncode == 6 and "redriven 0, refused 1" in every.stderr
+    assert every.exit_code == 6 and "redriven 0, refused 1" in every.stderr

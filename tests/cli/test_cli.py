@@ -9,10 +9,12 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import Result
 from postel.infra.store.redis_server import free_port
 
 CASSETTE = Path(__file__).parents[1] / "pipeline" / "cassettes" / "invoice_total.json"
@@ -106,30 +108,35 @@ def test_web_serves_the_running_system_and_refuses_an_open_address_without_a_tok
     assert web.returncode == 0
 
 
-def test_exit_codes(tmp_path: Path, redis_url: str) -> None:
-    env = base_env(tmp_path, POSTEL_REDIS_URL=redis_url)
-    assert postel("status", "no-such-job", env=env).returncode == 4
-    bad_type = postel("submit", "x", "--type", "banana", env=env)
-    assert bad_type.returncode == 2 and "unknown type 'banana'" in bad_type.stderr
-    bad_schema = postel("submit", "x", "--type", '{"type": "nosuchtype"}', env=env)
-    assert bad_schema.returncode == 2, bad_schema.stderr
+def test_exit_codes(redis_url: str, in_process: Callable[..., Result]) -> None:
+    def postel(*args: str, **env: str) -> Result:
+        return in_process(*args, env={"POSTEL_REDIS_URL": redis_url, **env})
+
+    assert postel("status", "no-such-job").exit_code == 4
+    bad_type = postel("submit", "x", "--type", "banana")
+    assert bad_type.exit_code == 2 and "unknown type 'banana'" in bad_type.stderr
+    bad_schema = postel("submit", "x", "--type", '{"type": "nosuchtype"}')
+    assert bad_schema.exit_code == 2, bad_schema.stderr
     assert "unknown JSON Schema type ['nosuchtype']" in bad_schema.stderr
-    unknown_graph = postel("submit", "x", "--graph", "nowhere", env=env)
-    assert unknown_graph.returncode == 4 and "no graph named 'nowhere'" in unknown_graph.stderr
-    unreachable = postel(
-        "submit", "x", env=base_env(tmp_path, POSTEL_REDIS_URL="redis://127.0.0.1:1/0")
-    )
-    assert unreachable.returncode == 3 and "cannot reach Redis" in unreachable.stderr
-    coerce = postel("coerce", "--type", "float", "--", "-$5.00", env=env)
-    assert (coerce.returncode, coerce.stdout.strip()) == (0, "-5.0")
-    maybe = postel("coerce", "--type", "bool", "maybe", env=env)
-    assert maybe.returncode == 2 and "expected bool" in maybe.stderr
+    unknown_graph = postel("submit", "x", "--graph", "nowhere")
+    assert unknown_graph.exit_code == 4 and "no graph named 'nowhere'" in unknown_graph.stderr
+    unreachable = postel("submit", "x", POSTEL_REDIS_URL="redis://127.0.0.1:1/0")
+    assert unreachable.exit_code == 3 and "cannot reach Redis" in unreachable.stderr
+    coerce = postel("coerce", "--type", "float", "--", "-$5.00")
+    assert (coerce.exit_code, coerce.stdout.strip()) == (0, "-5.0")
+    maybe = postel("coerce", "--type", "bool", "maybe")
+    assert maybe.exit_code == 2 and "expected bool" in maybe.stderr
     # no worker runs here: the wait times out (a TimeoutError is an OSError, not Redis)
-    waited = postel("submit", "x", "--wait", "--timeout", "1", env=env)
-    assert waited.returncode == 5 and "timed out" in waited.stderr
+    waited = postel("submit", "x", "--wait", "--timeout", "1")
+    assert waited.exit_code == 5 and "timed out" in waited.stderr
     # one queue setting alone keeps the kind's other defaults instead of crashing
-    alone = postel("status", "no-such-job", env={**env, "POSTEL_GASL__MAX_TRIES": "5"})
-    assert alone.returncode == 4, alone.stderr
+    alone = postel("status", "no-such-job", POSTEL_GASL__MAX_TRIES="5")
+    assert alone.exit_code == 4, alone.stderr
+
+
+def test_the_exit_code_of_the_postel_process_is_the_commands(tmp_path: Path) -> None:
+    """What test_exit_codes checks in this process holds for the `postel` process too."""
+    assert postel("coerce", "--type", "bool", "maybe", env=base_env(tmp_path)).returncode == 2
 
 
 def test_schema_writes_one_json_schema_per_message(tmp_path: Path) -> None:

@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+# one xdist worker builds the wheel, once: two pip builds of the source tree at a time would
+# share its build/ folder
+pytestmark = pytest.mark.xdist_group("wheel")
+
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ("messages", "services", "workers", "infra")
 

@@ -19,6 +19,9 @@ from postel.services.gasl.combine import FREEZE_EVERY
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.state import StateStore
 
+# the million-node graph (about 20 s to build) is built once, on one xdist worker
+pytestmark = pytest.mark.xdist_group("million_nodes")
+
 NODES = 1_000_000
 COMMAND_S = 1.0
 PLAN_S = 1.5

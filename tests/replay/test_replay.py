@@ -11,11 +11,12 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import Result
 from postel.infra.bench.loop import sample_document
 from postel.infra.client.client import Client
 from postel.infra.client.replay import JobExport, export_job, replay_gasl_rounds, replay_job
@@ -172,50 +173,28 @@ async def test_a_changed_prompt_is_reported_at_its_stage_with_the_diff(
 
 
 def test_postel_export_and_replay_commands(
-    tmp_path: Path, embedded_redis_url: str, settings: Settings
+    tmp_path: Path,
+    embedded_redis_url: str,
+    settings: Settings,
+    in_process: Callable[..., Result],
 ) -> None:
     export = asyncio.run(run_and_export(embedded_redis_url, settings, "reason"))
-    env = {"POSTEL_REDIS_URL": embedded_redis_url, "POSTEL_LOG_LEVEL": "WARNING"}
-    base = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
+    env = {"POSTEL_REDIS_URL": embedded_redis_url}
     out = tmp_path / "job.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "postel", "export", export.job_id, "-o", str(out)],
-        env={**base, **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
+    done = in_process("export", export.job_id, "-o", str(out), env=env)
+    assert done.exit_code == 0, done.stderr
     written = json.loads(out.read_text())
     assert written["format"] == "postel.job-export" and len(written["calls"]) == 3
     assert "api_key" not in out.read_text()
-    shown = subprocess.run(
-        [sys.executable, "-m", "postel", "calls", export.job_id],
-        env={**base, **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert shown.returncode == 0 and "intent" in shown.stdout and "165.50" in shown.stdout
-    replayed = subprocess.run(
-        [sys.executable, "-m", "postel", "replay", str(out), "--strict"],
-        env={**base, "POSTEL_LOG_LEVEL": "WARNING"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    shown = in_process("calls", export.job_id, env=env)
+    assert shown.exit_code == 0 and "intent" in shown.stdout and "165.50" in shown.stdout
+    replayed = in_process("replay", str(out), "--strict")
+    assert replayed.exit_code == 0, replayed.stdout + replayed.stderr
     assert "same result" in replayed.stdout
     written["calls"][-1]["request"]["messages"][-1]["content"] += " (changed)"
     out.write_text(json.dumps(written))
-    diverged = subprocess.run(
-        [sys.executable, "-m", "postel", "replay", str(out), "--strict"],
-        env={**base, "POSTEL_LOG_LEVEL": "WARNING"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert diverged.returncode == 1
+    diverged = in_process("replay", str(out), "--strict")
+    assert diverged.exit_code == 1
     assert "generator" in diverged.stdout and "(changed)" in diverged.stdout
 
 
@@ -369,36 +348,27 @@ async def test_strict_fails_naming_the_route_a_call_would_have_taken(
 
 
 def test_postel_replay_strict_with_stage_routes_calls_nothing(
-    tmp_path: Path, embedded_redis_url: str, settings: Settings, counting_endpoint: FakeModel
+    tmp_path: Path,
+    embedded_redis_url: str,
+    settings: Settings,
+    counting_endpoint: FakeModel,
+    in_process: Callable[..., Result],
 ) -> None:
     export = asyncio.run(run_and_export(embedded_redis_url, settings, "reason"))
     out = tmp_path / "job.json"
     out.write_text(export.model_dump_json())
-    base = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
-    env = {**base, "POSTEL_LOG_LEVEL": "WARNING"}
+    env: dict[str, str] = {}
     for stage in ("INTENT", "PLANNER", "GENERATOR"):
         env[f"POSTEL_{stage}__LLM_BASE_URL"] = counting_endpoint.base_url
         env[f"POSTEL_{stage}__LLM_API_KEY"] = API_KEY
-    replayed = subprocess.run(
-        [sys.executable, "-m", "postel", "replay", str(out), "--strict"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    replayed = in_process("replay", str(out), "--strict", env=env)
+    assert replayed.exit_code == 0, replayed.stdout + replayed.stderr
     assert "same result" in replayed.stdout and "3 model calls served" in replayed.stdout
     written = json.loads(out.read_text())
     del written["calls"][0]  # the intent call, unrecorded now
     out.write_text(json.dumps(written))
-    diverged = subprocess.run(
-        [sys.executable, "-m", "postel", "replay", str(out), "--strict"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert diverged.returncode == 1, diverged.stdout + diverged.stderr
+    diverged = in_process("replay", str(out), "--strict", env=env)
+    assert diverged.exit_code == 1, diverged.stdout + diverged.stderr
     assert "the intent route (POSTEL_INTENT__LLM_*: openai at" in diverged.stdout
     assert API_KEY not in diverged.stdout + diverged.stderr
     assert counting_endpoint.stats().total == 0

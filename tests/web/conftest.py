@@ -13,6 +13,7 @@ import httpx
 import pytest
 from playwright.async_api import Browser, async_playwright
 from postel.infra.client.client import Client
+from postel.infra.runtime import presence
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.model import RESOURCE, Model
 from postel.infra.runtime.settings import Settings
@@ -53,6 +54,14 @@ async def story_system(redis_url: str, settings: Settings) -> AsyncIterator[Loca
     model = Model(ScriptedClient(responder=thoughtful), Capability.STANDARD)
     async with LocalSystem(settings, redis_url=redis_url, resources={RESOURCE: model}) as system:
         yield system
+
+
+@pytest.fixture
+def quick_presence(monkeypatch: pytest.MonkeyPatch) -> float:
+    """The in-process workers refresh their presence every 0.2 s, not every BEAT_S (5 s): a
+    test waiting for a page to show a model call in flight waits a beat, not up to 5 s."""
+    monkeypatch.setattr(presence, "BEAT_S", 0.2)
+    return presence.BEAT_S
 
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

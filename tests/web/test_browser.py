@@ -2,7 +2,8 @@
 a job submitted through the API appears and completes live, its page shows its hops,
 rounds, iterations and repairs, a job is cancelled and a dead letter redriven from the
 pages. Every page may load only from the server itself (no CDN). Screenshots are saved
-under the test run's base temporary directory, `screenshots/`."""
+under the test run's base temporary directory, `screenshots/` (on several xdist workers, the
+worker's: `popen-gwN/screenshots/`)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ a job whose every model call failed (and its dead letter), one redriven to compl
 in progress with its model call in flight, one cancelled, and poison dead letters. Every page
 fits a 1024 px window without scrolling sideways; a plain `chromium --headless --screenshot`
 of a live page ends. Screenshots at 1024 and 1400 px are saved under the test run's base
-temporary directory, `screenshots/` (docs/dashboard-*.png are these)."""
+temporary directory, `screenshots/` (on several xdist workers, the worker's:
+`popen-gwN/screenshots/`; docs/dashboard-*.png are these)."""
 
 from __future__ import annotations
 
@@ -80,6 +81,7 @@ async def scenes(
     api: httpx.AsyncClient,
     failing_model: FakeModel,
     redis_client: aioredis.Redis,
+    quick_presence: float,
 ) -> AsyncIterator[Scenes]:
     """The system in the state the pages are looked at in; its workers stay up (the running
     job's model call waits for `release`)."""
@@ -136,7 +138,7 @@ async def scenes(
         running = (await api.post("/api/jobs", json={"prompt": QUESTION, **document})).json()
         cancelled = (await api.post("/api/jobs", json={"prompt": LONG_PROMPT})).json()
         await api.post(f"/api/jobs/{cancelled['job_id']}/cancel")
-        async with asyncio.timeout(30):  # the worker reports its model call every few seconds
+        async with asyncio.timeout(30):  # the worker reports its model call every beat
             while "model-call-in-flight" not in (await api.get(f"/jobs/{running['job_id']}")).text:
                 await asyncio.sleep(0.2)
         failed = next(job_id for job_id in down if job_id != dead[-1]["job_id"])
