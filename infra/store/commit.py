@@ -41,7 +41,6 @@ run records `received`.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Literal, cast
 
@@ -60,60 +59,93 @@ RecordMode = Literal["require", "create", "any"]
 JOB_RECORD_MISSING = "job record missing"
 """The error of a message dead-lettered because its job has no record."""
 
-# KEYS: done marker, job record, job events. ARGV: done ttl, commands, queued jobs, wake
-# tokens max, dropped commands, record mode, missing commands, done marker prefix.
-_SCRIPT = """
-local record = redis.call('EXISTS', KEYS[2]) == 1
+# Commands travel flat, not as JSON: each is its number of words, then its words, so the
+# script runs them without decoding anything (cjson.decode was a third of the script's time).
+# `_RUN_FLAT` runs the commands in ARGV[first..last] so laid out.
+_RUN_FLAT = """
+local function run_flat(first, last)
+  local i = first
+  while i <= last do
+    local words = tonumber(ARGV[i])
+    redis.call(unpack(ARGV, i + 1, i + words))
+    i = i + words + 1
+  end
+end
+"""
+
+# KEYS: done marker, job record, job events. ARGV: done ttl, wake tokens max, record mode,
+# done marker prefix, then how many ARGV entries each of four sections takes (commands,
+# queued jobs, dropped commands, missing commands), then the sections in that order: the
+# commands flat, each queued job as its 8 fields (QueuedJob.fields). A job record is a hash
+# with a status: one HGET says whether it exists and whether the job has finished.
+_SCRIPT = (
+    _RUN_FLAT
+    + """
+local job_status = redis.call('HGET', KEYS[2], 'status')
+local record = job_status ~= false
+local commands_at = 9
+local jobs_at = commands_at + tonumber(ARGV[5])
+local dropped_at = jobs_at + tonumber(ARGV[6])
+local missing_at = dropped_at + tonumber(ARGV[7])
+local missing_end = missing_at + tonumber(ARGV[8]) - 1
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  if ARGV[6] ~= 'create' or record then
+  if ARGV[3] ~= 'create' or record then
     return 0
   end
   for _, entry in ipairs(redis.call('XRANGE', KEYS[3], '-', '+')) do
     local fields = entry[2]
     for i = 1, #fields, 2 do
       if fields[i] == 'message_id' then
-        redis.call('DEL', ARGV[8] .. fields[i + 1])
+        redis.call('DEL', ARGV[4] .. fields[i + 1])
       end
     end
   end
   redis.call('DEL', KEYS[3])
 end
-if ARGV[6] == 'require' and not record then
-  for _, command in ipairs(cjson.decode(ARGV[7])) do
-    redis.call(unpack(command))
-  end
+if ARGV[3] == 'require' and not record then
+  run_flat(missing_at, missing_end)
   return -2
 end
 redis.call('SET', KEYS[1], '1', 'EX', ARGV[1])
-local job_status = redis.call('HGET', KEYS[2], 'status')
 if job_status == 'completed' or job_status == 'failed' then
-  for _, command in ipairs(cjson.decode(ARGV[5])) do
-    redis.call(unpack(command))
-  end
+  run_flat(dropped_at, missing_at - 1)
   return -1
 end
-for _, job in ipairs(cjson.decode(ARGV[3])) do
-  local job_key, result_key, queue, job_id, score, ttl, payload, wake = unpack(job)
+for j = jobs_at, dropped_at - 1, 8 do
+  local job_key, result_key, queue, job_id, score, ttl, payload, wake = unpack(ARGV, j, j + 7)
   if redis.call('EXISTS', job_key, result_key) == 0 then
     redis.call('PSETEX', job_key, ttl, payload)
     redis.call('ZADD', queue, score, job_id)
     redis.call('LPUSH', wake, '1')
-    redis.call('LTRIM', wake, 0, ARGV[4] - 1)
+    redis.call('LTRIM', wake, 0, ARGV[2] - 1)
   end
 end
-for _, command in ipairs(cjson.decode(ARGV[2])) do
-  if command[1] == 'MARK_RUNNING' then
-    local status = redis.call('HGET', command[2], 'status')
+local i = commands_at
+while i < jobs_at do
+  local words = tonumber(ARGV[i])
+  if ARGV[i + 1] == 'MARK_RUNNING' then
+    local status = redis.call('HGET', ARGV[i + 2], 'status')
     if status ~= 'completed' and status ~= 'failed' then
-      redis.call('HSET', command[2], 'status', 'running', 'stage', command[3],
-                 'updated_at', command[4])
+      redis.call('HSET', ARGV[i + 2], 'status', 'running', 'stage', ARGV[i + 3],
+                 'updated_at', ARGV[i + 4])
     end
   else
-    redis.call(unpack(command))
+    redis.call(unpack(ARGV, i + 1, i + words))
   end
+  i = i + words + 1
 end
 return 1
 """
+)
+
+
+def flat(commands: list[Command]) -> list[str | int]:
+    """`commands` as the scripts take them: each command's number of words, then its words."""
+    laid_out: list[str | int] = []
+    for command in commands:
+        laid_out.append(len(command))
+        laid_out.extend(command)
+    return laid_out
 
 
 @dataclass(frozen=True)
@@ -163,18 +195,26 @@ async def commit_once(
     and the job has no record (only `missing` ran). Downstream messages stay queued for up to
     `message_ttl_s`, their job record's lifetime."""
     script = redis.register_script(_SCRIPT)
-    recorded, if_refused = json.dumps(commands), json.dumps(dropped or [])
+    recorded, if_refused, if_missing = flat(commands), flat(dropped or []), flat(missing or [])
     # last, as each downstream message is stamped sent as it is serialised
-    jobs = [QueuedJob(message, message_ttl_s).fields() for message in downstream or []]
+    jobs = [
+        field
+        for message in downstream or []
+        for field in QueuedJob(message, message_ttl_s).fields()
+    ]
     args = [
         ttl_s,
-        recorded,
-        json.dumps(jobs),
         keys.WAKE_TOKENS_MAX,
-        if_refused,
         record,
-        json.dumps(missing or []),
         keys.done(""),
+        len(recorded),
+        len(jobs),
+        len(if_refused),
+        len(if_missing),
+        *recorded,
+        *jobs,
+        *if_refused,
+        *if_missing,
     ]
     result = await script(keys=[done_key, keys.job(job_id), keys.job_events(job_id)], args=args)
     return _RESULTS[int(result)]
@@ -182,8 +222,11 @@ async def commit_once(
 
 Received = Literal["new", "handled", "job_finished", "missing"]
 
-# KEYS: done marker, job record, lease (or ''). ARGV: lease ms, `received` commands.
-_RECEIVE = """
+# KEYS: done marker, job record, lease (or ''). ARGV: lease ms, then the `received`
+# commands flat.
+_RECEIVE = (
+    _RUN_FLAT
+    + """
 if KEYS[3] ~= '' then
   redis.call('PEXPIRE', KEYS[3], ARGV[1])
 end
@@ -200,11 +243,10 @@ end
 if status == 'queued' then
   redis.call('HSET', KEYS[2], 'status', 'running')
 end
-for _, command in ipairs(cjson.decode(ARGV[2])) do
-  redis.call(unpack(command))
-end
+run_flat(2, #ARGV)
 return 'new'
 """
+)
 
 
 async def receive_once(
@@ -222,6 +264,6 @@ async def receive_once(
     script = redis.register_script(_RECEIVE)
     reply = await script(
         keys=[done_key, keys.job(job_id), lease_key or ""],
-        args=[lease_ms, json.dumps(received)],
+        args=[lease_ms, *flat(received)],
     )
     return cast(Received, reply.decode() if isinstance(reply, bytes) else str(reply))
