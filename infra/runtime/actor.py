@@ -3,7 +3,7 @@
 For every arq job a worker takes:
 
   decode -> (poison? dead-letter, fail the job, go on)
-  -> take the lease, learn if an earlier run already committed (stop), the job has
+  -> learn if an earlier run already committed (stop), the job has
      finished, cancelled say (`dropped` event, stop), or has no record (dead-letter, stop);
      only then record `received`
   -> call the worker's handler within the hop's time limit
@@ -234,8 +234,8 @@ class Actor:
         return int(self.runtime.settings.lease_s * 1000)
 
     async def _renew_lease(self, key: str) -> None:
-        """The lease is renewed with the `received` event (one round trip); renew it four
-        times per lease. A renewal that cannot reach Redis is retried at the next beat; one
+        """The take script set the lease (infra/runtime/wake.py); renew it four times per
+        lease. A renewal that cannot reach Redis is retried at the next beat; one
         that finds the lease gone (it lapsed while Redis was away, so another worker may run
         this message too, and only one run commits) stops renewing: a lapsed lease is never
         recreated over another worker's."""
@@ -282,7 +282,7 @@ class Actor:
     ) -> bool:
         """Receive, check and handle the message, then commit its outcome."""
         received = self._event(message, "received", wait_ms=_age_ms(message.created_at, arrived))
-        seen = await self._receive(message, received, lease_key)
+        seen = await self._receive(message, received)
         if seen == "handled":
             log.info("message already handled; skipping the re-run")
             return False
@@ -339,8 +339,8 @@ class Actor:
                 f"job_timeout is {self.queue.job_timeout:g}s)"
             ) from exc
 
-    async def _receive(self, message: Envelope, received: Event, lease_key: str | None) -> Received:
-        """Take the lease and learn whether the message was already committed by an earlier
+    async def _receive(self, message: Envelope, received: Event) -> Received:
+        """Learn whether the message was already committed by an earlier
         run, its job has finished (cancelled, say) or has no record; record `received` only
         for a message that runs: one round trip."""
         return await receive_once(
@@ -348,8 +348,6 @@ class Actor:
             keys.done(message.message_id),
             message.job_id,
             self.runtime.events.commands(received),
-            lease_key,
-            self.lease_ms,
         )
 
     def _record_missing(self, message: Envelope, payload: Any) -> Command:

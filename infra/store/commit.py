@@ -55,6 +55,7 @@ from redis.asyncio import Redis
 
 CommitResult = Literal["committed", "duplicate", "refused", "missing"]
 _RESULTS: dict[int, CommitResult] = {1: "committed", 0: "duplicate", -1: "refused", -2: "missing"}
+_RESEND_WITH_RARE = -3
 RecordMode = Literal["require", "create", "any"]
 JOB_RECORD_MISSING = "job record missing"
 """The error of a message dead-lettered because its job has no record."""
@@ -75,15 +76,20 @@ end
 
 # KEYS: done marker, job record, job events. ARGV: done ttl, wake tokens max, record mode,
 # done marker prefix, then how many ARGV entries each of four sections takes (commands,
-# queued jobs, dropped commands, missing commands), then the sections in that order: the
-# commands flat, each queued job as its 8 fields (QueuedJob.fields). A job record is a hash
-# with a status: one HGET says whether it exists and whether the job has finished.
+# queued jobs, dropped commands, missing commands), whether the last two were sent ('1') or
+# left out ('0'), then the sections in that order: the commands flat, each queued job as its
+# 8 fields (QueuedJob.fields). A job record is a hash with a status: one HGET says whether
+# it exists and whether the job has finished.
+# The dropped and missing commands (an event, a dead letter with the whole payload) are
+# rarely run but would double what every commit sends: they are left out, and a commit that
+# needs them returns -3 having changed nothing, to be sent again with them.
 _SCRIPT = (
     _RUN_FLAT
     + """
 local job_status = redis.call('HGET', KEYS[2], 'status')
 local record = job_status ~= false
-local commands_at = 9
+local commands_at = 10
+local rare_sent = ARGV[9] == '1'
 local jobs_at = commands_at + tonumber(ARGV[5])
 local dropped_at = jobs_at + tonumber(ARGV[6])
 local missing_at = dropped_at + tonumber(ARGV[7])
@@ -103,11 +109,18 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('DEL', KEYS[3])
 end
 if ARGV[3] == 'require' and not record then
+  if not rare_sent then
+    return -3
+  end
   run_flat(missing_at, missing_end)
   return -2
 end
+local finished = job_status == 'completed' or job_status == 'failed'
+if finished and not rare_sent then
+  return -3
+end
 redis.call('SET', KEYS[1], '1', 'EX', ARGV[1])
-if job_status == 'completed' or job_status == 'failed' then
+if finished then
   run_flat(dropped_at, missing_at - 1)
   return -1
 end
@@ -116,8 +129,9 @@ for j = jobs_at, dropped_at - 1, 8 do
   if redis.call('EXISTS', job_key, result_key) == 0 then
     redis.call('PSETEX', job_key, ttl, payload)
     redis.call('ZADD', queue, score, job_id)
-    redis.call('LPUSH', wake, '1')
-    redis.call('LTRIM', wake, 0, ARGV[2] - 1)
+    if redis.call('LPUSH', wake, '1') > tonumber(ARGV[2]) then
+      redis.call('LTRIM', wake, 0, ARGV[2] - 1)
+    end
   end
 end
 local i = commands_at
@@ -202,34 +216,23 @@ async def commit_once(
         for message in downstream or []
         for field in QueuedJob(message, message_ttl_s).fields()
     ]
-    args = [
-        ttl_s,
-        keys.WAKE_TOKENS_MAX,
-        record,
-        keys.done(""),
-        len(recorded),
-        len(jobs),
-        len(if_refused),
-        len(if_missing),
-        *recorded,
-        *jobs,
-        *if_refused,
-        *if_missing,
-    ]
-    result = await script(keys=[done_key, keys.job(job_id), keys.job_events(job_id)], args=args)
-    return _RESULTS[int(result)]
+    script_keys = [done_key, keys.job(job_id), keys.job_events(job_id)]
+    sizes = [len(recorded), len(jobs), len(if_refused), len(if_missing)]
+    head = [ttl_s, keys.WAKE_TOKENS_MAX, record, keys.done(""), *sizes]
+    rare = [*if_refused, *if_missing]
+    result = int(await script(keys=script_keys, args=[*head, int(not rare), *recorded, *jobs]))
+    if result == _RESEND_WITH_RARE:
+        result = int(await script(keys=script_keys, args=[*head, 1, *recorded, *jobs, *rare]))
+    return _RESULTS[result]
 
 
 Received = Literal["new", "handled", "job_finished", "missing"]
 
-# KEYS: done marker, job record, lease (or ''). ARGV: lease ms, then the `received`
-# commands flat.
+# KEYS: done marker, job record. ARGV: the `received` commands flat. The lease needs no
+# renewal here: the take script set it a moment ago (infra/runtime/wake.py).
 _RECEIVE = (
     _RUN_FLAT
     + """
-if KEYS[3] ~= '' then
-  redis.call('PEXPIRE', KEYS[3], ARGV[1])
-end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 'handled'
 end
@@ -243,7 +246,7 @@ end
 if status == 'queued' then
   redis.call('HSET', KEYS[2], 'status', 'running')
 end
-run_flat(2, #ARGV)
+run_flat(1, #ARGV)
 return 'new'
 """
 )
@@ -254,16 +257,11 @@ async def receive_once(
     done_key: str,
     job_id: str,
     received: list[Command],
-    lease_key: str | None,
-    lease_ms: int,
 ) -> Received:
-    """Renew the lease and learn whether the message must run: `handled` (an earlier run
+    """Learn whether the message must run: `handled` (an earlier run
     committed it), `job_finished`, `missing` (no job record), or `new`, and only then
     record `received`. A queued job becomes running here: its first hop runs from now,
     not from when it commits."""
     script = redis.register_script(_RECEIVE)
-    reply = await script(
-        keys=[done_key, keys.job(job_id), lease_key or ""],
-        args=[lease_ms, *flat(received)],
-    )
+    reply = await script(keys=[done_key, keys.job(job_id)], args=flat(received))
     return cast(Received, reply.decode() if isinstance(reply, bytes) else str(reply))
