@@ -535,9 +535,8 @@ class Actor:
         own); True if it did. `gave_up` (a dead letter and its event) is committed with the
         outcome."""
         extra = [*(gave_up or [])]
-        missing = [self._record_missing(message, payload)]
         try:
-            result = await self._commit_outcome(message, outcome, started, arq_job, extra, missing)
+            result = await self._commit_outcome(message, payload, outcome, started, arq_job, extra)
         except (ValueError, TypeError, RecursionError, ResponseError) as exc:
             if any(isinstance(m, JobFailed) for m in outcome.messages):
                 raise
@@ -547,7 +546,7 @@ class Actor:
                 JobFailed, key=ids.FAILED, status="invalid_request", error=error[:2000]
             )
             result = await self._commit_outcome(
-                message, Outcome([failed]), started, arq_job, extra, missing
+                message, payload, Outcome([failed]), started, arq_job, extra
             )
         if result == "duplicate":
             log.info("another run committed this message first")
@@ -560,11 +559,11 @@ class Actor:
     async def _commit_outcome(
         self,
         message: Envelope,
+        payload: Any,
         outcome: Outcome,
         started: float,
         arq_job: str | None,
         extra: list[Command],
-        missing: list[Command],
     ) -> CommitResult:
         downstream = [with_trace(m) for m in outcome.messages if m.destination is not None]
         duration_ms = (time.perf_counter() - started) * 1000
@@ -580,8 +579,7 @@ class Actor:
         if self.runtime.settings.record_calls:
             ttl = self.runtime.settings.job_ttl_s
             commands.extend(record_commands(outcome.calls, message.job_id, ttl))
-        dropped = self._event(message, "dropped", duration_ms=duration_ms, error=_DROPPED_AT_COMMIT)
-        dropped_commands = self.runtime.events.commands(dropped)
+        finished: list[Command] = []
         if arq_job is not None:
             # the queue forgets the job with the commit; its in-progress key (the lease) just
             # expires, as nothing can take a job that is no longer queued
@@ -590,8 +588,17 @@ class Actor:
                 ["ZREM", keys.queue(self.spec.name), arq_job],
             ]
             commands.extend(finished)
-            dropped_commands.extend(finished)
-            missing = [*missing, *finished]
+
+        # built only for a commit that runs them (rarely): a hop spends no CPU on them
+        def dropped() -> list[Command]:
+            event = self._event(
+                message, "dropped", duration_ms=duration_ms, error=_DROPPED_AT_COMMIT
+            )
+            return [*self.runtime.events.commands(event), *finished]
+
+        def missing() -> list[Command]:
+            return [self._record_missing(message, payload), *finished]
+
         return await commit_once(
             self.runtime.redis,
             keys.done(message.message_id),
@@ -600,7 +607,7 @@ class Actor:
             downstream,
             job_id=message.job_id,
             message_ttl_s=self.runtime.settings.job_ttl_s,
-            dropped=dropped_commands,
+            dropped=dropped,
             record="require",
             missing=missing,
         )

@@ -41,6 +41,7 @@ run records `received`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, cast
 
@@ -56,6 +57,8 @@ from redis.asyncio import Redis
 CommitResult = Literal["committed", "duplicate", "refused", "missing"]
 _RESULTS: dict[int, CommitResult] = {1: "committed", 0: "duplicate", -1: "refused", -2: "missing"}
 _RESEND_WITH_RARE = -3
+RareCommands = Callable[[], list[Command]]
+"""Makes the commands of a commit's rare outcome (refused, missing) when it happens."""
 RecordMode = Literal["require", "create", "any"]
 JOB_RECORD_MISSING = "job record missing"
 """The error of a message dead-lettered because its job has no record."""
@@ -200,16 +203,17 @@ async def commit_once(
     *,
     job_id: str,
     message_ttl_s: int,
-    dropped: list[Command] | None = None,
+    dropped: RareCommands | None = None,
     record: RecordMode = "any",
-    missing: list[Command] | None = None,
+    missing: RareCommands | None = None,
 ) -> CommitResult:
     """`committed` by this call; `duplicate` if the message was already committed; `refused`
-    if job `job_id` had finished (only `dropped` ran); `missing` if `record` is "require"
-    and the job has no record (only `missing` ran). Downstream messages stay queued for up to
-    `message_ttl_s`, their job record's lifetime."""
+    if job `job_id` had finished (only the `dropped` commands ran); `missing` if `record` is
+    "require" and the job has no record (only the `missing` commands ran). `dropped` and
+    `missing` are called for their commands only when the commit needs them. Downstream
+    messages stay queued for up to `message_ttl_s`, their job record's lifetime."""
     script = redis.register_script(_SCRIPT)
-    recorded, if_refused, if_missing = flat(commands), flat(dropped or []), flat(missing or [])
+    recorded = flat(commands)
     # last, as each downstream message is stamped sent as it is serialised
     jobs = [
         field
@@ -217,12 +221,16 @@ async def commit_once(
         for field in QueuedJob(message, message_ttl_s).fields()
     ]
     script_keys = [done_key, keys.job(job_id), keys.job_events(job_id)]
-    sizes = [len(recorded), len(jobs), len(if_refused), len(if_missing)]
-    head = [ttl_s, keys.WAKE_TOKENS_MAX, record, keys.done(""), *sizes]
-    rare = [*if_refused, *if_missing]
-    result = int(await script(keys=script_keys, args=[*head, int(not rare), *recorded, *jobs]))
+    head = [ttl_s, keys.WAKE_TOKENS_MAX, record, keys.done(""), len(recorded), len(jobs)]
+    rare = dropped is not None or missing is not None
+    args = [*head, 0, 0, int(not rare), *recorded, *jobs]
+    result = int(await script(keys=script_keys, args=args))
     if result == _RESEND_WITH_RARE:
-        result = int(await script(keys=script_keys, args=[*head, 1, *recorded, *jobs, *rare]))
+        if_refused = flat(dropped() if dropped is not None else [])
+        if_missing = flat(missing() if missing is not None else [])
+        sizes = [len(if_refused), len(if_missing), 1]
+        args = [*head, *sizes, *recorded, *jobs, *if_refused, *if_missing]
+        result = int(await script(keys=script_keys, args=args))
     return _RESULTS[result]
 
 
