@@ -82,7 +82,9 @@ end
 # queued jobs, dropped commands, missing commands), whether the last two were sent ('1') or
 # left out ('0'), then the sections in that order: the commands flat, each queued job as its
 # 8 fields (QueuedJob.fields). A job record is a hash with a status: one HGET says whether
-# it exists and whether the job has finished.
+# it exists and whether the job has finished, and MARK_RUNNING on this job's record goes by
+# that status (a commit that marks its job running does not also finish it). Where the
+# record exists, SET NX both checks and writes the done marker.
 # The dropped and missing commands (an event, a dead letter with the whole payload) are
 # rarely run but would double what every commit sends: they are left out, and a commit that
 # needs them returns -3 having changed nothing, to be sent again with them.
@@ -90,42 +92,54 @@ _SCRIPT = (
     _RUN_FLAT
     + """
 local job_status = redis.call('HGET', KEYS[2], 'status')
-local record = job_status ~= false
 local commands_at = 10
 local rare_sent = ARGV[9] == '1'
 local jobs_at = commands_at + tonumber(ARGV[5])
 local dropped_at = jobs_at + tonumber(ARGV[6])
 local missing_at = dropped_at + tonumber(ARGV[7])
 local missing_end = missing_at + tonumber(ARGV[8]) - 1
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  if ARGV[3] ~= 'create' or record then
-    return 0
+if not job_status then
+  local marked = redis.call('EXISTS', KEYS[1]) == 1
+  if ARGV[3] == 'require' then
+    if marked then
+      return 0
+    end
+    if not rare_sent then
+      return -3
+    end
+    run_flat(missing_at, missing_end)
+    return -2
   end
-  for _, entry in ipairs(redis.call('XRANGE', KEYS[3], '-', '+')) do
-    local fields = entry[2]
-    for i = 1, #fields, 2 do
-      if fields[i] == 'message_id' then
-        redis.call('DEL', ARGV[4] .. fields[i + 1])
+  if marked then
+    if ARGV[3] ~= 'create' then
+      return 0
+    end
+    for _, entry in ipairs(redis.call('XRANGE', KEYS[3], '-', '+')) do
+      local fields = entry[2]
+      for i = 1, #fields, 2 do
+        if fields[i] == 'message_id' then
+          redis.call('DEL', ARGV[4] .. fields[i + 1])
+        end
       end
     end
+    redis.call('DEL', KEYS[3])
   end
-  redis.call('DEL', KEYS[3])
-end
-if ARGV[3] == 'require' and not record then
-  if not rare_sent then
+  redis.call('SET', KEYS[1], '1', 'EX', ARGV[1])
+else
+  local finished = job_status == 'completed' or job_status == 'failed'
+  if finished and not rare_sent then
+    if redis.call('EXISTS', KEYS[1]) == 1 then
+      return 0
+    end
     return -3
   end
-  run_flat(missing_at, missing_end)
-  return -2
-end
-local finished = job_status == 'completed' or job_status == 'failed'
-if finished and not rare_sent then
-  return -3
-end
-redis.call('SET', KEYS[1], '1', 'EX', ARGV[1])
-if finished then
-  run_flat(dropped_at, missing_at - 1)
-  return -1
+  if not redis.call('SET', KEYS[1], '1', 'EX', ARGV[1], 'NX') then
+    return 0
+  end
+  if finished then
+    run_flat(dropped_at, missing_at - 1)
+    return -1
+  end
 end
 for j = jobs_at, dropped_at - 1, 8 do
   local job_key, result_key, queue, job_id, score, ttl, payload, wake = unpack(ARGV, j, j + 7)
@@ -141,7 +155,10 @@ local i = commands_at
 while i < jobs_at do
   local words = tonumber(ARGV[i])
   if ARGV[i + 1] == 'MARK_RUNNING' then
-    local status = redis.call('HGET', ARGV[i + 2], 'status')
+    local status = job_status
+    if ARGV[i + 2] ~= KEYS[2] then
+      status = redis.call('HGET', ARGV[i + 2], 'status')
+    end
     if status ~= 'completed' and status ~= 'failed' then
       redis.call('HSET', ARGV[i + 2], 'status', 'running', 'stage', ARGV[i + 3],
                  'updated_at', ARGV[i + 4])
