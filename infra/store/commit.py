@@ -34,6 +34,10 @@ marker, so a resubmission under the same id runs the job afresh. A submission
 record was lost), so the submission goes ahead and first clears what the lost job left: its
 events and the done markers they name.
 
+The `dropped` and `missing` commands are made and sent only when a commit needs them: the
+first call of the script leaves them out and, finding the job finished or its record gone,
+returns having changed nothing; the second call, with them, decides again atomically.
+
 `receive_once` is the check at the start of a hop, in one round trip: whether the message
 was committed already, its job finished or its record is missing; only a message that will
 run records `received`.
