@@ -3,7 +3,7 @@
 For every arq job a worker takes:
 
   decode -> (poison? dead-letter, fail the job, go on)
-  -> take the lease, learn if an earlier run already committed (stop), the job has
+  -> learn if an earlier run already committed (stop), the job has
      finished, cancelled say (`dropped` event, stop), or has no record (dead-letter, stop);
      only then record `received`
   -> call the worker's handler within the hop's time limit
@@ -244,8 +244,8 @@ class Actor:
         return int(self.runtime.settings.lease_s * 1000)
 
     async def _renew_lease(self, key: str) -> None:
-        """The lease is renewed with the `received` event (one round trip); renew it four
-        times per lease. A renewal that cannot reach Redis is retried at the next beat; one
+        """The take script set the lease (infra/runtime/wake.py); renew it four times per
+        lease. A renewal that cannot reach Redis is retried at the next beat; one
         that finds the lease gone (it lapsed while Redis was away, so another worker may run
         this message too, and only one run commits) stops renewing: a lapsed lease is never
         recreated over another worker's."""
@@ -292,7 +292,7 @@ class Actor:
     ) -> bool:
         """Receive, check and handle the message, then commit its outcome."""
         received = self._event(message, "received", wait_ms=_age_ms(message.created_at, arrived))
-        seen = await self._receive(message, received, lease_key)
+        seen = await self._receive(message, received)
         if seen == "handled":
             log.info("message already handled; skipping the re-run")
             return False
@@ -349,8 +349,8 @@ class Actor:
                 f"job_timeout is {self.queue.job_timeout:g}s)"
             ) from exc
 
-    async def _receive(self, message: Envelope, received: Event, lease_key: str | None) -> Received:
-        """Take the lease and learn whether the message was already committed by an earlier
+    async def _receive(self, message: Envelope, received: Event) -> Received:
+        """Learn whether the message was already committed by an earlier
         run, its job has finished (cancelled, say) or has no record; record `received` only
         for a message that runs: one round trip."""
         return await receive_once(
@@ -358,8 +358,6 @@ class Actor:
             keys.done(message.message_id),
             message.job_id,
             self.runtime.events.commands(received),
-            lease_key,
-            self.lease_ms,
         )
 
     def _record_missing(self, message: Envelope, payload: Any) -> Command:
@@ -547,9 +545,8 @@ class Actor:
         own); True if it did. `gave_up` (a dead letter and its event) is committed with the
         outcome."""
         extra = [*(gave_up or [])]
-        missing = [self._record_missing(message, payload)]
         try:
-            result = await self._commit_outcome(message, outcome, started, arq_job, extra, missing)
+            result = await self._commit_outcome(message, payload, outcome, started, arq_job, extra)
         except (ValueError, TypeError, RecursionError, ResponseError) as exc:
             if any(isinstance(m, JobFailed) for m in outcome.messages):
                 raise
@@ -559,7 +556,7 @@ class Actor:
                 JobFailed, key=ids.FAILED, status="invalid_request", error=error[:2000]
             )
             result = await self._commit_outcome(
-                message, Outcome([failed]), started, arq_job, extra, missing
+                message, payload, Outcome([failed]), started, arq_job, extra
             )
         if result == "duplicate":
             log.info("another run committed this message first")
@@ -572,11 +569,11 @@ class Actor:
     async def _commit_outcome(
         self,
         message: Envelope,
+        payload: Any,
         outcome: Outcome,
         started: float,
         arq_job: str | None,
         extra: list[Command],
-        missing: list[Command],
     ) -> CommitResult:
         downstream = [with_trace(m) for m in outcome.messages if m.destination is not None]
         duration_ms = (time.perf_counter() - started) * 1000
@@ -592,8 +589,7 @@ class Actor:
         if self.runtime.settings.record_calls:
             ttl = self.runtime.settings.job_ttl_s
             commands.extend(record_commands(outcome.calls, message.job_id, ttl))
-        dropped = self._event(message, "dropped", duration_ms=duration_ms, error=_DROPPED_AT_COMMIT)
-        dropped_commands = self.runtime.events.commands(dropped)
+        finished: list[Command] = []
         if arq_job is not None:
             # the queue forgets the job with the commit; its in-progress key (the lease) just
             # expires, as nothing can take a job that is no longer queued
@@ -602,8 +598,17 @@ class Actor:
                 ["ZREM", keys.queue(self.spec.name), arq_job],
             ]
             commands.extend(finished)
-            dropped_commands.extend(finished)
-            missing = [*missing, *finished]
+
+        # built only for a commit that runs them (rarely): a hop spends no CPU on them
+        def dropped() -> list[Command]:
+            event = self._event(
+                message, "dropped", duration_ms=duration_ms, error=_DROPPED_AT_COMMIT
+            )
+            return [*self.runtime.events.commands(event), *finished]
+
+        def missing() -> list[Command]:
+            return [self._record_missing(message, payload), *finished]
+
         return await commit_once(
             self.runtime.redis,
             keys.done(message.message_id),
@@ -612,7 +617,7 @@ class Actor:
             downstream,
             job_id=message.job_id,
             message_ttl_s=self.runtime.settings.job_ttl_s,
-            dropped=dropped_commands,
+            dropped=dropped,
             record="require",
             missing=missing,
         )

@@ -16,7 +16,9 @@ and replaces the timer, the start of a job and, for a job that commits, its fini
   and counts its try, which is what arq's `start_jobs` and the start of its `run_job` do with
   a WATCH/MULTI exchange per job and a pipeline per job. A worker that loses the race for a
   job has spent one round trip, not one per job, and a taken job starts with no further round
-  trip.
+  trip. A taken job's score moves to when its lease ends, so the jobs being run lie past the
+  ready ones and a take does not look at them again; a job run again (a retry, a worker
+  closing) is scored from the time it ends.
 - A chain, not a stampede: if ready jobs are left behind (this worker is full) and no token
   is waiting, the script leaves one, which wakes the next idle replica; the full worker takes
   more as soon as one of its own slots frees.
@@ -79,7 +81,7 @@ class TakenJob:
     """A job the take script took: its payload (None if its key had expired) and try."""
 
     job_id: str
-    score: int
+    score: int  # its score once taken: when its lease ends
     payload: bytes | None
     job_try: int
 
@@ -101,10 +103,15 @@ line: the worker dead-letters it (infra/runtime/actor.py)."""
 # The queue is read in pages, a few more than the free slots first, then doubling: its
 # front holds the jobs other workers are running, and reading the whole look-ahead at every
 # take cost Redis more per hop than the rest of the take (a deep queue after a burst).
+# A taken job is scored when its lease ends (its new score is the one returned), after the
+# loop so the pages' ranks hold: the jobs being run then lie past the ready ones, and a
+# take reads only ready jobs instead of checking every running one's in-progress key each
+# time; a job whose worker died is due again as its lease lapses.
 _TAKE_JOBS = """
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.ceil(tonumber(clock[2]) / 1000)
 local free = tonumber(ARGV[1])
+local leased_until = now + tonumber(ARGV[4])
 local limit = tonumber(ARGV[2])
 local taken = {}
 local left_behind = 0
@@ -131,13 +138,21 @@ while looking and first < limit do
       redis.call('SET', in_progress, '1', 'PX', ARGV[4])
       local tries = ARGV[6] .. queued[i]
       taken[#taken + 1] = queued[i]
-      taken[#taken + 1] = queued[i + 1]
+      taken[#taken + 1] = leased_until
       taken[#taken + 1] = redis.call('GET', ARGV[5] .. queued[i]) or ''
       taken[#taken + 1] = redis.call('INCR', tries)
       redis.call('EXPIRE', tries, ARGV[7])
     end
   end
   first, page = last + 1, 2 * page
+end
+if #taken > 0 then
+  local rescored = {}
+  for t = 1, #taken, 4 do
+    rescored[#rescored + 1] = leased_until
+    rescored[#rescored + 1] = taken[t]
+  end
+  redis.call('ZADD', KEYS[1], 'XX', unpack(rescored))
 end
 if left_behind == 1 and redis.call('LLEN', KEYS[2]) == 0 then
   redis.call('LPUSH', KEYS[2], '1')
@@ -303,7 +318,8 @@ class PushWorker(Worker):
             "score": job.score,
         }
         timeout_s = self.job_timeout_s if function.timeout_s is None else function.timeout_s
-        finish, incr_score, removed_by_itself = True, None, False
+        finish, removed_by_itself = True, False
+        defer_ms = 0
         try:
             # run in this task (arq starts one more and waits for it): a hop starts sooner
             async with asyncio.timeout(timeout_s):
@@ -312,8 +328,7 @@ class PushWorker(Worker):
             self.jobs_complete += 1
         except Retry as retry:
             finish = False
-            if retry.defer_score:
-                incr_score = retry.defer_score + (timestamp_ms() - job.score)
+            defer_ms = retry.defer_score or 0
             self.jobs_retried += 1
         except asyncio.CancelledError:
             # the worker is closing: the job stays queued and runs again
@@ -324,6 +339,8 @@ class PushWorker(Worker):
             self.jobs_failed += 1
         if finish and removed_by_itself:
             return
+        # a job run again is due `defer_ms` from now, not when the lease it was taken on ends
+        incr_score = None if finish else defer_ms + timestamp_ms() - job.score
         await asyncio.shield(self.finish_job(job_id, finish, None, None, False, incr_score, None))
 
     async def _drop(self, job: TakenJob, reason: str, job_try: int | None = None) -> None:

@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -425,7 +425,7 @@ async def test_a_late_commit_upstream_does_not_reopen_a_finished_job(
             late,
             job_id="raced",
             message_ttl_s=60,
-            dropped=dropped,
+            dropped=lambda: dropped,
         )
         assert result == "refused"
         assert await redis_client.exists(keys.done("raced:earlier"), "raced:dropped") == 2
@@ -546,3 +546,68 @@ async def test_a_queued_message_lives_as_long_as_its_job_record(
     for queued in ("arq:job:lasting:intent", "arq:job:waiting:submitted"):
         lives_ms = await redis_client.pttl(queued)
         assert (days - 0.01) * 24 * 3600 * 1000 < lives_ms <= days * 24 * 3600 * 1000, queued
+
+
+async def test_a_commit_sends_its_dropped_and_missing_commands_only_when_it_runs_them(
+    redis_url: str, redis_client: aioredis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dropped and missing commands (an event, a dead letter carrying the payload) would
+    double what every hop's commit sends Redis: a commit neither makes nor sends them, and
+    one that needs them is sent again with them."""
+    from postel.infra.store.commit import commit_once
+    from postel.infra.store.jobs import JobStore
+
+    pool = await connect_arq(redis_url)
+    sent: list[tuple[Any, ...]] = []
+    evalsha = pool.evalsha
+
+    async def spying(*args: Any) -> Any:
+        sent.append(args)
+        return await evalsha(*args)
+
+    monkeypatch.setattr(pool, "evalsha", spying)
+    dropped = [["SET", "rare:dropped", "1"]]
+    missing = [["SET", "rare:missing", "1"]]
+    made: list[str] = []
+
+    def making(name: str, commands: list[list[str]]) -> Callable[[], list[list[str]]]:
+        def make() -> list[list[str]]:
+            made.append(name)
+            return commands
+
+        return make
+
+    def carried(word: str) -> bool:
+        return any(word in args for args in sent)
+
+    try:
+        jobs = JobStore(pool, 3600)
+        await run_commands(pool, jobs.created_commands("rare", JobRequest(prompt="x"), "-"))
+        running = [JobStore.running_command("rare", "gasl")]
+        common = {
+            "job_id": "rare",
+            "message_ttl_s": 60,
+            "dropped": making("dropped", dropped),
+            "missing": making("missing", missing),
+        }
+        result = await commit_once(
+            pool, keys.done("rare:a"), 60, running, record="require", **common
+        )
+        assert (result, len(sent), made) == ("committed", 1, [])
+        assert not carried("rare:dropped") and not carried("rare:missing")
+        await run_commands(pool, [JobStore.finished_command("rare", result=1)])
+        sent.clear()
+        result = await commit_once(
+            pool, keys.done("rare:b"), 60, running, record="require", **common
+        )
+        assert (result, len(sent)) == ("refused", 2)
+        assert await redis_client.exists("rare:dropped", keys.done("rare:b")) == 2
+        sent.clear()
+        result = await commit_once(
+            pool, keys.done("gone:a"), 60, running, record="require", **{**common, "job_id": "gone"}
+        )
+        assert (result, len(sent)) == ("missing", 2)
+        assert await redis_client.exists("rare:missing") == 1
+        assert await redis_client.exists(keys.done("gone:a")) == 0
+    finally:
+        await pool.aclose()

@@ -407,9 +407,37 @@ async def test_a_take_reads_past_the_running_front_of_the_queue_page_by_page() -
             assert await taken(free=2, limit=100) == (["j045", "j046"], 1, b"")
             # the look-ahead stops the read before any free job
             assert await taken(free=2, limit=40) == ([], 0, b"")
-            # every free job taken, the read ends at the first job not yet due
+            # every free job taken, the read ends at the first job not yet due: the first
+            # job taken above, now due when its lease ends
             names, left_behind, next_due = await taken(free=20, limit=100)
             assert names == [f"j{n:03}" for n in range(47, 60)]
-            assert (left_behind, next_due) == (0, str(now_ms + 60_000).encode())
+            lease_end = await redis.zscore("q", "j045")
+            assert (left_behind, next_due) == (0, str(int(lease_end)).encode())
+        finally:
+            await redis.aclose()
+
+
+async def test_a_taken_job_is_due_again_when_its_lease_ends_so_takes_pass_it_by() -> None:
+    """The take scores a job it takes at its lease's end (and says so): the next take reads
+    the ready jobs behind it, not the running ones, within a look-ahead of two."""
+    async with private_redis() as url:
+        redis = aioredis.Redis.from_url(url)
+        take = redis.register_script(_TAKE_JOBS)
+
+        async def taken(free: int, limit: int) -> list[tuple[str, int]]:
+            args = [free, limit, "arq:in-progress:", 5000, "arq:job:", "arq:retry:", 60]
+            jobs, _left_behind, _next_due = await take(keys=["q", "w"], args=args)
+            return [(jobs[i].decode(), int(jobs[i + 1])) for i in range(0, len(jobs), 4)]
+
+        try:
+            now_ms = int(time.time() * 1000)
+            await redis.zadd("q", {f"j{n}": now_ms - 1_000 + n for n in range(6)})
+            first = await taken(free=2, limit=2)
+            assert [name for name, _score in first] == ["j0", "j1"]
+            for name, score in first:
+                assert await redis.zscore("q", name) == score
+                assert score >= now_ms + 5000  # Redis took it at now_ms or later
+                assert await redis.pttl(f"arq:in-progress:{name}") > 0
+            assert [name for name, _score in await taken(free=2, limit=2)] == ["j2", "j3"]
         finally:
             await redis.aclose()
