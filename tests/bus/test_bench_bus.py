@@ -12,7 +12,6 @@ import pytest
 
 
 @pytest.mark.bench
-@pytest.mark.slow
 def test_bench_bus_measures_every_side_at_rest_and_in_flight() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
     env["POSTEL_LOG_LEVEL"] = "WARNING"
@@ -68,7 +67,6 @@ def test_bench_bus_refuses_a_bad_process_list() -> None:
 
 
 @pytest.mark.bench
-@pytest.mark.slow
 def test_bench_bus_runs_only_the_sides_asked_for() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
     env["POSTEL_LOG_LEVEL"] = "WARNING"

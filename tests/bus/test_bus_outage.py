@@ -70,7 +70,6 @@ def start_relay_process(url: str, log: Path) -> subprocess.Popen[bytes]:
         )
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("outage_s", [1, 10])
 async def test_workers_ride_out_a_redis_outage(
     tmp_path: Path, settings: Settings, outage_s: float

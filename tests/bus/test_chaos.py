@@ -46,7 +46,6 @@ EVERY_FAULT = ",".join(f"{fault}=0.05" for fault in FAULTS if fault != "ok")
 
 
 @pytest.mark.bench
-@pytest.mark.slow
 @pytest.mark.timeout(420)
 async def test_small_drill_loses_nothing_and_duplicates_nothing(settings: Settings) -> None:
     """20 jobs, one of each persistent fault, 5 % passing 500s, one SIGKILL of a worker

@@ -24,8 +24,6 @@ from postel.services.llm.budget import remaining_budget
 from postel.testing.fake_model import FakeModel
 from postel.testing.relay import RELAY_WORKERS
 
-pytestmark = pytest.mark.slow
-
 
 def intent_doing(work: object) -> WorkerSpec:
     async def handle(message: object, runtime: Runtime) -> Outcome:

@@ -29,8 +29,6 @@ from postel.messages import GenerationCompleted, JobCompleted
 
 from postel.testing.relay import RELAY_WORKERS
 
-pytestmark = pytest.mark.slow
-
 
 def nested(depth: int) -> str:
     return "[" * depth + "]" * depth

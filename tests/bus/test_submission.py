@@ -23,8 +23,6 @@ from postel.infra.store import keys
 from postel.messages import TypeSpec
 from postel.services.validation import UnsupportedSchemaError
 
-pytestmark = pytest.mark.slow
-
 
 async def test_resubmitting_the_same_job_is_a_no_op_that_returns_it(
     relay_system: LocalSystem, settings: Settings

@@ -28,8 +28,6 @@ from postel.services.llm.errors import LLMError
 
 from postel.testing.relay import RELAY_WORKERS
 
-pytestmark = pytest.mark.slow
-
 
 async def dead_letters(redis: aioredis.Redis) -> list[dict[str, str]]:
     return [

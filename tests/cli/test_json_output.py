@@ -27,8 +27,6 @@ from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import ScriptedClient
 from postel.services.prompts import Capability
 
-pytestmark = pytest.mark.slow
-
 CASSETTE = Path(__file__).parents[1] / "pipeline" / "cassettes" / "invoice_total.json"
 PEOPLE = 'FIND nodes WHERE entity_type = "PERSON" LIMIT 3 AS p'
 

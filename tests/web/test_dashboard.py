@@ -36,8 +36,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from recording import Recorder
 from story_model import QUESTION, respond
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture
 def failing_model() -> Iterator[FakeModel]:

@@ -45,8 +45,6 @@ LONG_PROMPT = (
     "with the counts, as a document with one section per author"
 )
 
-pytestmark = pytest.mark.slow
-
 
 @dataclass
 class Scenes:
