@@ -56,7 +56,7 @@ from typing import Any
 
 import structlog
 from arq import Retry, Worker
-from arq.connections import create_pool
+from arq.connections import RedisSettings, create_pool
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 from arq.jobs import SerializationError, deserialize_job_raw
 from arq.utils import ms_to_datetime, timestamp_ms
@@ -87,6 +87,10 @@ class TakenJob:
 Unrunnable = Callable[[str, bytes | None, str, int], Awaitable[None]]
 """Called with (job id, payload, reason, try) for a queue entry arq would drop with a log
 line: the worker dead-letters it (infra/runtime/actor.py)."""
+
+Locate = Callable[[], Awaitable[RedisSettings]]
+"""Where the queue lives now: on a cluster, the primary of the queue's lane, asked again
+after an outage (a failover moves it)."""
 
 
 # KEYS: queue, wake list. ARGV: free slots, how many queued jobs to look at, arq's
@@ -157,10 +161,12 @@ class PushWorker(Worker):
         lease_s: float,
         give_up_s: float | None = None,
         unrunnable: Unrunnable | None = None,
+        locate: Locate | None = None,
         **arq_options: Any,
     ) -> None:
         super().__init__(poll_delay=fallback_poll_s, **arq_options)
         self.unrunnable = unrunnable
+        self.locate = locate
         self.wake_key = wake_key
         self.fallback_poll_s = fallback_poll_s
         self.give_up_s = give_up_s
@@ -174,13 +180,7 @@ class PushWorker(Worker):
         """Take what is ready, then sleep until woken, a slot frees or the fallback elapses;
         on a Redis outage, retry with backoff (giving up after `give_up_s`, if set)."""
         reconnect = RideOut(f"worker {self.queue_name}", self.give_up_s)
-        while self._pool is None:
-            try:
-                self._pool = await self._connect()
-            except REDIS_UNAVAILABLE as exc:
-                await reconnect.failed(exc)
-        self.ctx["redis"] = self.pool
-        self._take_script = self.pool.register_script(_TAKE_JOBS)
+        await self._open(reconnect)
         wait = False  # the first look at the queue does not wait
         while True:
             try:
@@ -194,11 +194,25 @@ class PushWorker(Worker):
                 # Back, the loop looks at the queue at once: wake-ups may have been lost.
                 wait = False
                 await reconnect.failed(exc)
+                if self.locate is not None:
+                    await self.pool.aclose()
+                    self._pool = None
+                    await self._open(reconnect)
+
+    async def _open(self, reconnect: RideOut) -> None:
+        while self._pool is None:
+            try:
+                self._pool = await self._connect()
+            except REDIS_UNAVAILABLE as exc:
+                await reconnect.failed(exc)
+        self.ctx["redis"] = self.pool
+        self._take_script = self.pool.register_script(_TAKE_JOBS)
 
     async def _connect(self) -> Any:
-        assert self.redis_settings is not None
+        settings = await self.locate() if self.locate is not None else self.redis_settings
+        assert settings is not None
         return await create_pool(
-            dataclasses.replace(self.redis_settings, conn_retries=0),
+            dataclasses.replace(settings, conn_retries=0),
             job_serializer=self.job_serializer,
             job_deserializer=self.job_deserializer,
             default_queue_name=self.queue_name,

@@ -125,7 +125,8 @@ class QueuedJob:
 
     def fields(self) -> list[str | int]:
         assert self.message.destination is not None
-        job_id = self.message.message_id
+        job_id = keys.arq_id(self.message.message_id)
+        lane = keys.lane_of(self.message.job_id)
         # A message is created when it is sent: its hop's wait (the `received` event's
         # wait_ms) measures the bus, not the work its sender did after building it.
         sent = self.message.model_copy(update={"created_at": utc_now()})
@@ -136,12 +137,12 @@ class QueuedJob:
         return [
             job_key_prefix + job_id,
             result_key_prefix + job_id,
-            keys.queue(self.message.destination),
+            keys.queue(self.message.destination, lane),
             job_id,
             now,
             self.lives_s * 1000,
             payload.decode(),
-            keys.wake(self.message.destination),
+            keys.wake(self.message.destination, lane),
         ]
 
 
@@ -182,9 +183,9 @@ async def commit_once(
 
 Received = Literal["new", "handled", "job_finished", "missing"]
 
-# KEYS: done marker, job record, lease (or ''). ARGV: lease ms, `received` commands.
+# KEYS: done marker, job record, lease (if any). ARGV: lease ms, `received` commands.
 _RECEIVE = """
-if KEYS[3] ~= '' then
+if KEYS[3] then
   redis.call('PEXPIRE', KEYS[3], ARGV[1])
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -221,7 +222,8 @@ async def receive_once(
     not from when it commits."""
     script = redis.register_script(_RECEIVE)
     reply = await script(
-        keys=[done_key, keys.job(job_id), lease_key or ""],
+        # no placeholder for a missing lease: on a cluster every key must be in the job's slot
+        keys=[done_key, keys.job(job_id), *([lease_key] if lease_key else [])],
         args=[lease_ms, json.dumps(received)],
     )
     return cast(Received, reply.decode() if isinstance(reply, bytes) else str(reply))

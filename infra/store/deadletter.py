@@ -204,7 +204,8 @@ def dead_letter_command(
         "at": utc_now().isoformat(),
     }
     flat = [item for pair in fields.items() for item in pair]
-    return ["XADD", keys.DEAD_LETTER, "MAXLEN", "~", str(DEAD_LETTER_MAXLEN), "*", *flat]
+    stream = keys.dead_letters(keys.lane_of(job_id))
+    return ["XADD", stream, "MAXLEN", "~", str(DEAD_LETTER_MAXLEN), "*", *flat]
 
 
 async def dead_letter(
