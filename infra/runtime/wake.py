@@ -60,7 +60,7 @@ from arq.connections import RedisSettings, create_pool
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 from arq.jobs import SerializationError, deserialize_job_raw
 from arq.utils import ms_to_datetime, timestamp_ms
-from postel.infra.store.connect import REDIS_UNAVAILABLE
+from postel.infra.store.connect import REDIS_UNAVAILABLE, with_cluster_errors
 from postel.infra.store.outage import RideOut
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError
@@ -211,13 +211,14 @@ class PushWorker(Worker):
     async def _connect(self) -> Any:
         settings = await self.locate() if self.locate is not None else self.redis_settings
         assert settings is not None
-        return await create_pool(
+        pool = await create_pool(
             dataclasses.replace(settings, conn_retries=0),
             job_serializer=self.job_serializer,
             job_deserializer=self.job_deserializer,
             default_queue_name=self.queue_name,
             expires_extra_ms=self.expires_extra_ms,
         )
+        return pool if self.locate is None else await with_cluster_errors(pool)
 
     async def _take_jobs(self, *, wait: bool) -> None:
         """Take ready jobs; with `wait`, first sleep until woken (or the fallback, or the

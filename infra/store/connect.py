@@ -37,7 +37,7 @@ from postel.infra.store import keys
 from postel.messages.errors import Denied, Misconfigured
 from postel.services.urls import shown_url
 from redis.asyncio import Redis
-from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.cluster import ClusterNode, ClusterParser, RedisCluster
 from redis.asyncio.sentinel import Sentinel
 from redis.exceptions import (
     AuthenticationError,
@@ -253,6 +253,18 @@ async def lane_settings(url: str, lane: str) -> RedisSettings:
         password=server.password,
         **server.tls_options(),
     )
+
+
+async def with_cluster_errors(redis: Redis) -> Redis:
+    """`redis`, a plain client of one cluster node (a lane's arq pool), made to raise MOVED,
+    CLUSTERDOWN and TRYAGAIN as redis-py's cluster errors, which REDIS_UNAVAILABLE holds,
+    instead of plain ResponseErrors: a failover is then ridden out like an outage."""
+    pool = redis.connection_pool
+    pool.connection_kwargs["parser_class"] = ClusterParser
+    await pool.disconnect()  # the connections already made reconnect with the new parser
+    for connection in pool._available_connections:
+        connection.set_parser(ClusterParser)
+    return redis
 
 
 async def primary_client(url: str, key: str) -> Redis:
