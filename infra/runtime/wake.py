@@ -180,7 +180,7 @@ class PushWorker(Worker):
         """Take what is ready, then sleep until woken, a slot frees or the fallback elapses;
         on a Redis outage, retry with backoff (giving up after `give_up_s`, if set)."""
         reconnect = RideOut(f"worker {self.queue_name}", self.give_up_s)
-        await self._open(reconnect)
+        self._use(await self._connected(reconnect))
         wait = False  # the first look at the queue does not wait
         while True:
             try:
@@ -195,18 +195,23 @@ class PushWorker(Worker):
                 wait = False
                 await reconnect.failed(exc)
                 if self.locate is not None:
-                    await self.pool.aclose()
-                    self._pool = None
-                    await self._open(reconnect)
+                    # the lane's primary may have moved (a failover): connect to where it is
+                    # now, then drop the old pool; jobs still running finish on the new one
+                    old = self.pool
+                    self._use(await self._connected(reconnect))
+                    await old.aclose()
 
-    async def _open(self, reconnect: RideOut) -> None:
-        while self._pool is None:
+    async def _connected(self, reconnect: RideOut) -> Any:
+        while True:
             try:
-                self._pool = await self._connect()
+                return await self._connect()
             except REDIS_UNAVAILABLE as exc:
                 await reconnect.failed(exc)
-        self.ctx["redis"] = self.pool
-        self._take_script = self.pool.register_script(_TAKE_JOBS)
+
+    def _use(self, pool: Any) -> None:
+        self._pool = pool
+        self.ctx["redis"] = pool
+        self._take_script = pool.register_script(_TAKE_JOBS)
 
     async def _connect(self) -> Any:
         settings = await self.locate() if self.locate is not None else self.redis_settings

@@ -66,6 +66,8 @@ class LoopbackCluster:
                     "--cluster-port", str(free_port()),
                     "--cluster-config-file", str(self.directory / f"nodes-{port}.conf"),
                     "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
+                    # a replica takes over however long ago it last heard its primary
+                    "--cluster-replica-validity-factor", "0",
                     "--save", "",
                     "--appendonly", "no",
                     "--dir", str(self.directory),
@@ -103,9 +105,12 @@ class LoopbackCluster:
         try:
             state = node.cluster("INFO")
             known = len(node.cluster("NODES"))
+            replication = node.info("replication")
         finally:
             node.close()
-        return state["cluster_state"] == "ok" and known == len(self.ports)
+        # a replica still syncing could not take over: settled means its link is up
+        synced = replication["role"] == "master" or replication["master_link_status"] == "up"
+        return state["cluster_state"] == "ok" and known == len(self.ports) and synced
 
     def primary_ports(self) -> list[int]:
         """The ports of the nodes that are primaries now."""
@@ -122,6 +127,25 @@ class LoopbackCluster:
                     if "master" in info["flags"] and "fail" not in info["flags"]
                 )
         raise ClusterStartError("no node of the cluster is running")
+
+    def kill_synced(self, port: int) -> None:
+        """SIGKILL primary `port` once its replicas hold every write it acknowledged: writes
+        are paused, the replicas catch up, then the kill. A test of failover, not of the
+        asynchronous replication window (README: Scaling past one Redis)."""
+        node = redis.Redis(port=port)
+        try:
+            node.execute_command("CLIENT", "PAUSE", 10_000, "WRITE")
+
+            def caught_up() -> bool:
+                info = node.info("replication")
+                replicas = [info[k] for k in info if k.startswith("slave") and k[5:].isdigit()]
+                target = info["master_repl_offset"]
+                return bool(replicas) and all(r["offset"] >= target for r in replicas)
+
+            self._wait(caught_up)
+        finally:
+            node.close()
+        self.kill(port)
 
     def kill(self, port: int) -> None:
         process = self.processes[port]

@@ -123,12 +123,7 @@ async def test_a_primary_killed_mid_run_fails_over_with_no_job_lost_or_run_twice
         }
         for n in range(JOBS):
             if n == JOBS // 2:
-                # what the victim acknowledged is on its replica: the kill tests failover,
-                # not the asynchronous replication window (README)
-                node = redis.Redis(port=victim)
-                node.execute_command("WAIT", 1, 2000)
-                node.close()
-                replicated_cluster.kill(victim)
+                replicated_cluster.kill_synced(victim)
             while True:  # a producer retries a refused submission under the same id
                 try:
                     submitted.append(await client.submit(f"job {n}", job_id=f"failover-{n}"))
