@@ -260,7 +260,8 @@ class GraphRegistry:
         # One script: a reader never sees a new version number with the old data. The name
         # is listed after, as its own command: on a cluster the list is in another slot.
         fields = [item for pair in {**meta, _PACKED: packed.stored}.items() for item in pair]
-        version = await self.redis.eval(_STORE, 1, keys.graph(name), _LEGACY, *fields)  # type: ignore[misc]
+        store = self.redis.register_script(_STORE)
+        version = await store(keys=[keys.graph(name)], args=[_LEGACY, *fields])
         await self.redis.sadd(keys.GRAPHS, name)  # type: ignore[misc]
         info = self._info(name, {**meta, "version": version})
         log.info(
