@@ -346,6 +346,32 @@ class PushWorker(Worker):
             return
         await asyncio.shield(self.finish_job(job_id, finish, None, None, False, incr_score, None))
 
+    async def finish_job(
+        self,
+        job_id: str,
+        finish: bool,
+        result_data: bytes | None,
+        result_timeout_s: float | None,
+        keep_result_forever: bool,
+        incr_score: int | None,
+        keep_in_progress: float | None,
+    ) -> None:
+        """arq's finish, less its abort set: `arq:abort` is one key for every queue, so on a
+        cluster it is in another slot than the job's keys, and postel aborts no job (nor
+        keeps a result, nor keeps a lease past its job)."""
+        async with self.pool.pipeline(transaction=True) as transaction:
+            ended = [in_progress_key_prefix + job_id]
+            if finish:
+                ended += [retry_key_prefix + job_id, job_key_prefix + job_id]
+                transaction.zrem(self.queue_name, job_id)
+            elif incr_score:
+                transaction.zincrby(self.queue_name, incr_score, job_id)
+            transaction.delete(*ended)
+            await transaction.execute()
+
+    async def finish_failed_job(self, job_id: str, result_data: bytes | None) -> None:
+        await self.finish_job(job_id, True, None, None, False, None, None)
+
     async def _drop(self, job: TakenJob, reason: str, job_try: int | None = None) -> None:
         self.jobs_failed += 1
         if self.unrunnable is not None:

@@ -66,14 +66,23 @@ def arq_id(message_id: str) -> str:
     return lane_of(job_of(message_id)) + message_id
 
 
+def split_lane(tagged: str) -> tuple[str, str]:
+    """(lane, rest) of an id that starts with its lane's tag (an arq job id, a dead letter's
+    id on a cluster); `("", tagged)` for an id without one."""
+    if tagged.startswith("{") and "}" in tagged:
+        end = tagged.index("}") + 1
+        return tagged[:end], tagged[end:]
+    return "", tagged
+
+
 def message_of(arq_job: str) -> str:
     """The message id an arq job id names (`arq_id` undone)."""
-    return arq_job.split("}", 1)[1] if arq_job.startswith("{") else arq_job
+    return split_lane(arq_job)[1]
 
 
 def lane_of_arq(arq_job: str) -> str:
     """The lane of a queued arq job (its tag), `""` on one Redis."""
-    return arq_job[: arq_job.index("}") + 1] if arq_job.startswith("{") else ""
+    return split_lane(arq_job)[0]
 
 
 def _in(lane: str, name: str) -> str:

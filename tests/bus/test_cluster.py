@@ -4,24 +4,37 @@ spread over every lane and every shard, and each completes through every worker 
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import redis
 from postel.infra.client.client import Client
 from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
-from postel.infra.runtime.settings import Settings
-from postel.infra.store import keys
+from postel.infra.runtime.settings import QueueSettings, Settings
+from postel.infra.store import keys, lanes
 from postel.infra.store.connect import RedisURLError, cluster_of, primary_of
+from postel.infra.store.lanes import LaneCursor, id_order
+from postel.infra.store.wire import connect_arq
+from postel.infra.web.app import create_app
 from postel.messages import Envelope, JobRequest
 from redis.crc import key_slot
 
 from postel.testing.cluster import LoopbackCluster
 from postel.testing.relay import RELAY_WORKERS
 
+sys.path.insert(0, str(Path(__file__).parent))
+from recording import Breakable
+
 JOBS = 40
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def test_a_cluster_url_names_its_nodes_credentials_and_lanes() -> None:
@@ -145,3 +158,84 @@ async def test_a_primary_killed_mid_run_fails_over_with_no_job_lost_or_run_twice
         f"{retried} submissions retried"
     )
     assert on_victim_lanes, "some jobs lived on the killed shard"
+
+
+async def test_dead_letters_redrive_cancel_ingress_and_the_views_merge_every_lane(
+    cluster_url: str, settings: Settings
+) -> None:
+    quick = settings.model_copy(update={"planner": QueueSettings(job_timeout=30, max_tries=2)})
+    breakable = Breakable()
+    async with (
+        LocalSystem(quick, redis_url=cluster_url, specs=breakable.specs()),
+        Client(cluster_url, quick) as client,
+    ):
+        web_pool = await connect_arq(cluster_url)
+        app, _state = create_app(web_pool, quick, loopback_only=False)
+        api = httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://127.0.0.1")
+        failed = [await client.submit(f"dead {n}") for n in range(12)]
+        records = await client.wait_all(failed, timeout=60)
+        assert {r.failure for r in records.values()} == {"out_of_tries"}
+        doomed = await client.submit("cancel me")
+        assert (await api.post(f"/api/jobs/{doomed}/cancel")).status_code == 200
+
+        letters = (await api.get("/api/dead", params={"limit": 50})).json()
+        assert letters["total"] == 12
+        ids = [letter["id"] for letter in letters["items"]]
+        assert len({keys.split_lane(i)[0] for i in ids}) > 1, "letters of several lanes"
+        newest_first = sorted(
+            ids,
+            key=lambda i: (id_order(keys.split_lane(i)[1]), keys.split_lane(i)[0]),
+            reverse=True,
+        )
+        assert ids == newest_first, "by entry id, ties (two shards, one millisecond) by lane"
+        paged, before = [], None
+        while True:
+            after = {"before": before} if before else {}
+            page = (await api.get("/api/dead", params={"limit": 5, **after})).json()
+            paged += [letter["id"] for letter in page["items"]]
+            if (before := page["next"]) is None:
+                break
+        assert paged == ids, "pages of 5 walk every lane's letters once, newest first"
+        assert (await api.get(f"/api/dead/{ids[0]}")).json()["id"] == ids[0]
+
+        breakable.broken = False
+        one = (await api.post(f"/api/dead/{ids[0]}/redrive")).json()
+        rest = (await api.post("/api/dead/redrive")).json()
+        assert len(rest["redriven"]) == 11 and not rest["refused"]
+        entries = [
+            await client.pool.xadd(keys.INGRESS, {"job": json.dumps({"prompt": f"in {n}"})})
+            for n in range(5)
+        ]
+        ingested = [f"ingress-{_text(e).replace('-', '_')}" for e in entries]
+        async with asyncio.timeout(30):
+            while not all([await client.pool.exists(keys.job(i)) for i in ingested]):
+                await asyncio.sleep(0.1)
+        done = await client.wait_all([*failed, *ingested], timeout=60)
+        assert {r.status for r in done.values()} == {"completed"}
+        assert one["job_id"] in failed
+
+        jobs = (await api.get("/api/jobs", params={"limit": 100})).json()
+        every = {*failed, *ingested, doomed}
+        assert jobs["total"] == len(every) and {j["job_id"] for j in jobs["items"]} == every
+        paged_jobs, before = [], None
+        while True:
+            after = {"before": before} if before else {}
+            page = (await api.get("/api/jobs", params={"limit": 4, **after})).json()
+            paged_jobs += [j["job_id"] for j in page["items"]]
+            if (before := page["next"]) is None:
+                break
+        assert paged_jobs == [j["job_id"] for j in jobs["items"]]
+        assert (await api.get("/api/jobs/" + doomed)).json()["failure"] == "cancelled"
+        queues = (await api.get("/api/queues")).json()
+        assert (queues["jobs"], queues["dead_letters"]) == (len(every), 0)
+
+        cursor = LaneCursor.parse("0-0")
+        merged = await lanes.read_after(client.pool, keys.events, cursor, count=10_000)
+        per_job = sum([len(await client.events.read(job_id)) for job_id in every])
+        assert len(merged) == per_job, "the merged stream holds every job's every event"
+        assert [e.id for e in merged] == sorted((e.id for e in merged), key=id_order)
+        metrics = (await api.get("/metrics")).text
+        completed = 'postel_jobs_total{status="completed"} ' + f"{len(every) - 1}.0"
+        assert completed in metrics
+        await api.aclose()
+        await web_pool.aclose()
