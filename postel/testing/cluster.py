@@ -47,6 +47,7 @@ class LoopbackCluster:
     replicas: int = 0
     ports: list[int] = field(default_factory=list)
     processes: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
+    bus_ports: dict[int, int] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -63,7 +64,7 @@ class LoopbackCluster:
                     "--bind", "127.0.0.1",
                     "--cluster-enabled", "yes",
                     # the bus port defaults to port + 10000, which may be taken or past 65535
-                    "--cluster-port", str(free_port()),
+                    "--cluster-port", str(self.bus_ports.setdefault(port, free_port())),
                     "--cluster-config-file", str(self.directory / f"nodes-{port}.conf"),
                     "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
                     # a replica takes over however long ago it last heard its primary
@@ -77,11 +78,8 @@ class LoopbackCluster:
         try:
             for port in self.ports:
                 self._wait(lambda port=port: redis.Redis(port=port).ping())
-            if self.primaries == 1 and self.replicas == 0:
-                # redis-cli refuses a cluster of one node: give it every slot by hand
-                node = redis.Redis(port=self.ports[0])
-                node.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
-                node.close()
+            if self.primaries < 3 and self.replicas == 0:
+                self._create_by_hand()
             else:
                 subprocess.run(
                     [
@@ -99,6 +97,23 @@ class LoopbackCluster:
         except BaseException:
             self.stop()
             raise
+
+    def _create_by_hand(self) -> None:
+        """What `redis-cli --cluster create` does, for the one or two primaries it refuses:
+        an even share of the slots each, and every node meets the first."""
+        share = 16384 // len(self.ports)
+        for index, port in enumerate(self.ports):
+            last = 16383 if index == len(self.ports) - 1 else (index + 1) * share - 1
+            node = redis.Redis(port=port)
+            try:
+                node.execute_command("CLUSTER", "ADDSLOTSRANGE", index * share, last)
+                if index:
+                    first = self.ports[0]
+                    node.execute_command(
+                        "CLUSTER", "MEET", "127.0.0.1", first, self.bus_ports[first]
+                    )
+            finally:
+                node.close()
 
     def _settled(self, port: int) -> bool:
         node = redis.Redis(port=port)
