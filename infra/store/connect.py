@@ -45,6 +45,7 @@ from redis.exceptions import (
     ClusterDownError,
     MovedError,
     NoPermissionError,
+    SlotNotCoveredError,
     TryAgainError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -52,14 +53,16 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 # redis-py raises these when the server cannot be reached or stops answering (refused, reset,
 # closed, loading its data after a restart); every other error is a real error.
-# On a cluster, a shard being failed over answers CLUSTERDOWN or TRYAGAIN, and a connection
-# to a lane's old primary answers MOVED: each passes once the cluster has settled.
+# On a cluster, a shard being failed over answers CLUSTERDOWN or TRYAGAIN, a connection to a
+# lane's old primary answers MOVED, and the cluster client may find a slot with no primary:
+# each passes once the cluster has settled.
 REDIS_UNAVAILABLE: tuple[type[Exception], ...] = (
     RedisConnectionError,
     RedisTimeoutError,
     ClusterDownError,
     TryAgainError,
     MovedError,
+    SlotNotCoveredError,
 )
 
 
