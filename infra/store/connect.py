@@ -37,8 +37,9 @@ from postel.infra.store import keys
 from postel.messages.errors import Denied, Misconfigured
 from postel.services.urls import shown_url
 from redis.asyncio import Redis
-from redis.asyncio.cluster import ClusterNode, ClusterParser, RedisCluster
+from redis.asyncio.cluster import ClusterNode, ClusterParser, NodesManager, RedisCluster
 from redis.asyncio.sentinel import Sentinel
+from redis.cluster import PRIMARY
 from redis.exceptions import (
     AuthenticationError,
     AuthenticationWrongNumberOfArgsError,
@@ -190,6 +191,34 @@ def is_cluster(url: str) -> bool:
     return urlsplit(url).scheme in CLUSTER_SCHEMES
 
 
+class _SeededNodes(NodesManager):
+    """redis-py's map of a cluster's nodes, falling back on the URL's nodes: redis-py forgets
+    each node it fails to reach, and a failover on a busy machine can make it forget them all,
+    after which every command would fail for good ("Redis Cluster cannot be connected")."""
+
+    seeds: list[tuple[str, int]]
+
+    async def initialize(self) -> None:
+        for host, port in self.seeds:
+            node = ClusterNode(host, port, PRIMARY, **self.connection_kwargs)
+            self.startup_nodes.setdefault(node.name, node)
+        await super().initialize()
+
+
+class _SeededCluster(RedisCluster):
+    def __init__(self, seeds: list[tuple[str, int]], **options: Any) -> None:
+        super().__init__(startup_nodes=[ClusterNode(host, port) for host, port in seeds], **options)
+        made = self.nodes_manager
+        self.nodes_manager = _SeededNodes(
+            list(made.startup_nodes.values()),
+            made.require_full_coverage,
+            made.connection_kwargs,
+            address_remap=made.address_remap,
+            event_dispatcher=self._event_dispatcher,
+        )
+        self.nodes_manager.seeds = seeds
+
+
 @dataclass(frozen=True)
 class Cluster:
     """A Redis Cluster URL: the nodes to ask first (credentials and TLS alike) and the lanes."""
@@ -200,8 +229,8 @@ class Cluster:
     def client(self) -> RedisCluster:
         """redis-py's cluster client: each command to the shard holding its key."""
         first = self.seeds[0]
-        return RedisCluster(
-            startup_nodes=[ClusterNode(seed.host, seed.port) for seed in self.seeds],
+        return _SeededCluster(
+            [(seed.host, seed.port) for seed in self.seeds],
             username=first.username,
             password=first.password,
             **first.tls_options(),

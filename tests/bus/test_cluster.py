@@ -239,3 +239,16 @@ async def test_dead_letters_redrive_cancel_ingress_and_the_views_merge_every_lan
         assert completed in metrics
         await api.aclose()
         await web_pool.aclose()
+
+
+async def test_the_cluster_client_falls_back_on_the_urls_nodes(cluster_url: str) -> None:
+    """redis-py forgets a node it could not reach; having forgotten every one (a failover
+    on a busy machine), it finds the cluster again from the URL's nodes."""
+    client = cluster_of(cluster_url).client()
+    try:
+        await client.initialize()
+        client.nodes_manager.startup_nodes.clear()
+        await client.nodes_manager.initialize()
+        assert await client.set(keys.job("seeded"), "1")
+    finally:
+        await client.aclose()
