@@ -23,9 +23,11 @@ import structlog
 from click.testing import CliRunner, Result
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
+from postel.infra.store import keys
 from postel.infra.store.redis_server import EmbeddedRedis, free_port
 from xdist_databases import worker_database_url
 
+from postel.testing.cluster import LoopbackCluster
 from postel.testing.relay import RELAY_WORKERS
 
 BACKENDS = ["embedded"] + (["system"] if os.environ.get("POSTEL_TEST_REDIS_URL") else [])
@@ -37,6 +39,24 @@ def embedded_redis_url() -> Iterator[str]:
     asyncio.run(server.start())
     yield server.url
     asyncio.run(server.stop())
+
+
+@pytest.fixture(scope="session")
+def loopback_cluster() -> Iterator[LoopbackCluster]:
+    """A Redis Cluster of three primaries on loopback, shared by the tests that need one."""
+    with LoopbackCluster(Path(tempfile.mkdtemp(prefix="postel-test-cluster-"))) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def cluster_url(loopback_cluster: LoopbackCluster) -> Iterator[str]:
+    """The shared cluster, emptied; the process's keys are back to one lane afterwards."""
+    for port in loopback_cluster.primary_ports():
+        node = redis.Redis(port=port)
+        node.flushall()
+        node.close()
+    yield loopback_cluster.url
+    keys.use_lanes(1)
 
 
 @pytest.fixture(params=BACKENDS)

@@ -34,6 +34,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -45,8 +46,11 @@ from postel.infra.bench.bus_worker import STAGES, bare_done, bare_queue
 from postel.infra.client.client import Client
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.connect import redis_client
+from postel.infra.store.keys import CLUSTER_LANES
 from postel.infra.store.redis_server import configured_or_scratch
 from postel.infra.store.wire import connect_arq
+
+from postel.testing.cluster import LoopbackCluster
 
 TARGET_P50_MS = 1.0
 TARGET_P99_MS = 5.0
@@ -454,4 +458,88 @@ def format_bus_bench(figures: dict[str, Any]) -> str:
         "targets (postel, push): "
         + ", ".join(f"{name} {'yes' if met else 'NO'}" for name, met in targets.items())
     )
+    return "\n".join(rows)
+
+
+async def _cluster_hops(
+    cluster: LoopbackCluster, settings: Settings, latency_jobs: int, jobs: int
+) -> dict[str, Any]:
+    """`_postel_hops` on a cluster, with each primary's Redis time per hop of the whole run."""
+    shards = [aioredis.Redis(port=port) for port in cluster.primary_ports()]
+    try:
+        async with Client(cluster.url, settings) as client:
+            waits: list[float] = []
+            for _ in range(latency_jobs):
+                job_id = await client.submit("bench")
+                await client.wait_all([job_id], timeout=60)
+                events = await client.events.read(job_id)
+                waits.extend(e.wait_ms for e in events if e.status == "received")
+            before = [await RedisUsage.read(shard) for shard in shards]
+            started = time.perf_counter()
+            ids = await asyncio.gather(*(client.submit("bench") for _ in range(jobs)))
+            records = await client.wait_all(ids, timeout=600)
+            elapsed = time.perf_counter() - started
+            spent = [
+                (await RedisUsage.read(shard)).per_hop(usage, jobs * STAGES)
+                for shard, usage in zip(shards, before, strict=True)
+            ]
+    finally:
+        for shard in shards:
+            await shard.aclose()
+    if any(record.status != "completed" for record in records.values()):
+        raise RuntimeError("a bench job did not complete")
+    cpu = [shard["redis_cpu_us_per_hop"] for shard in spent]
+    return {
+        **_hop_figures(waits, jobs, elapsed),
+        "redis_cpu_us_per_hop_by_shard": cpu,
+        "redis_cpu_us_per_hop_all_shards": round(sum(cpu), 1),
+    }
+
+
+async def run_cluster_bench(
+    settings: Settings,
+    shards: int,
+    jobs: int = 200,
+    processes: int = 1,
+    latency_jobs: int = 100,
+) -> dict[str, Any]:
+    """postel's side on a real Redis Cluster of 1, 2 … `shards` primaries on loopback (made
+    for the run, in a scratch directory): hops/s, hop latency and each primary's Redis CPU
+    per hop, `processes` worker processes per stage."""
+    run = uuid.uuid4().hex[:8]
+    postel = next(side for side in SIDES if side.key == "postel")
+    figures: dict[str, Any] = {
+        "jobs": jobs,
+        "processes_per_stage": processes,
+        "lanes": CLUSTER_LANES,
+        "cores": os.cpu_count(),
+        "load_average_at_start": round(os.getloadavg()[0], 2),
+        "by_shards": {},
+    }
+    for count in range(1, shards + 1):
+        with (
+            tempfile.TemporaryDirectory(prefix="postel-bench-cluster-") as directory,
+            LoopbackCluster(Path(directory), primaries=count) as cluster,
+        ):
+            async with Fleet(postel, cluster.url, processes, run):
+                samples = max(int(latency_jobs * postel.latency_share), 5)
+                hops = await _cluster_hops(cluster, settings, samples, jobs)
+        figures["by_shards"][str(count)] = hops
+    figures["load_average_at_end"] = round(os.getloadavg()[0], 2)
+    return figures
+
+
+def format_cluster_bench(figures: dict[str, Any]) -> str:
+    rows = [
+        f"postel on a Redis Cluster: {figures['jobs']} jobs, {figures['processes_per_stage']} "
+        f"process(es) per stage, {figures['lanes']} lanes, {figures['cores']} cores",
+        f"{'shards':>6}{'hops/s':>10}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'redis cpu µs/hop, all shards':>30}  by shard",
+    ]
+    for count, run in figures["by_shards"].items():
+        rows.append(
+            f"{count:>6}{run['hops_per_s']:>10}{run['hop_latency_p50_ms']:>9}"
+            f"{run['hop_latency_p99_ms']:>9}"
+            f"{run['redis_cpu_us_per_hop_all_shards']:>30}  {run['redis_cpu_us_per_hop_by_shard']}"
+        )
     return "\n".join(rows)

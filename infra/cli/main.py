@@ -762,6 +762,13 @@ def bench() -> None:
     show_default=True,
     help="Also measure what recording model calls costs a hop.",
 )
+@click.option(
+    "--cluster",
+    type=click.IntRange(1, 16),
+    default=None,
+    help="Instead: postel on a Redis Cluster made on loopback, of 1, 2 … N primaries "
+    "(hops/s and each primary's Redis CPU per hop; the first of --processes per stage).",
+)
 @click.option("--json", "as_json", is_flag=True)
 def bench_bus(
     jobs: int,
@@ -770,11 +777,18 @@ def bench_bus(
     latency_jobs: int,
     sides: str,
     recording: bool,
+    cluster: int | None,
     as_json: bool,
 ) -> None:
     """Hop latency, hops/s and the cost of idle workers (no LLM), each stage in its own
     processes: postel against its former 5 ms poll and bare arq (5 ms poll, defaults)."""
-    from postel.infra.bench.bus import SIDES, format_bus_bench, run_bus_bench
+    from postel.infra.bench.bus import (
+        SIDES,
+        format_bus_bench,
+        format_cluster_bench,
+        run_bus_bench,
+        run_cluster_bench,
+    )
     from postel.infra.cli.support import EXIT_INPUT, fail, run_async, settings
 
     try:
@@ -788,6 +802,10 @@ def bench_bus(
     if not chosen or set(chosen) - set(known):
         fail(f"--sides takes some of {', '.join(known)}, not {sides!r}", EXIT_INPUT)
     current = settings()
+    if cluster is not None:
+        figures = run_async(run_cluster_bench)(current, cluster, jobs, counts[0], latency_jobs)
+        click.echo(json.dumps(figures, indent=2) if as_json else format_cluster_bench(figures))
+        return
     figures = run_async(run_bus_bench)(
         current, jobs, counts, idle_s, latency_jobs, chosen, recording and "postel" in chosen
     )

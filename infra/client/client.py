@@ -25,7 +25,7 @@ from postel.infra.runtime.cancel import cancel_job
 from postel.infra.runtime.settings import Settings
 from postel.infra.runtime.submit import submit_job
 from postel.infra.runtime.tracing import configure_from_environment
-from postel.infra.store import keys
+from postel.infra.store import keys, lanes
 from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.events import Event, EventLog
 from postel.infra.store.job_stores import job_stores
@@ -154,13 +154,13 @@ class Client:
             return await self._status(job_id, None)
 
     async def wait_all(self, job_ids: list[str], timeout: float = 60.0) -> dict[str, JobRecord]:
-        """Wait for many jobs at once by reading the results stream, not one stream each."""
+        """Wait for many jobs at once by reading the results streams (one per lane), not one
+        stream each."""
         pending = set(job_ids)
         records: dict[str, JobRecord] = {}
         reconnect = RideOut("waiting for jobs", None)
         async with asyncio.timeout(timeout):
-            newest = await self.pool.xrevrange(keys.RESULTS, count=1)
-            last = newest[0][0] if newest else b"0-0"
+            cursor = await lanes.newest(self.pool, keys.results)
             for job_id in job_ids:
                 record = await self._status(job_id, None)
                 if record.finished:
@@ -168,18 +168,18 @@ class Client:
                     pending.discard(job_id)
             while pending:
                 try:
-                    batches = await self.pool.xread({keys.RESULTS: last}, block=1000, count=500)
+                    entries = await lanes.read_after(
+                        self.pool, keys.results, cursor, count=500, block_ms=1000
+                    )
                 except REDIS_UNAVAILABLE as exc:
                     await reconnect.failed(exc)
                     continue
                 reconnect.succeeded()
-                for _stream, entries in batches:
-                    for entry_id, fields in entries:
-                        last = entry_id
-                        job_id = fields[b"job_id"].decode()
-                        if job_id in pending:
-                            records[job_id] = await self._status(job_id, None)
-                            pending.discard(job_id)
+                for entry in entries:
+                    job_id = entry.fields[b"job_id"].decode()
+                    if job_id in pending:
+                        records[job_id] = await self._status(job_id, None)
+                        pending.discard(job_id)
         return records
 
     async def result(self, job_id: str, timeout: float = 60.0) -> Any:

@@ -397,7 +397,7 @@ class Actor:
         dead-lettered like any poison, with the job it names failed. An entry without a
         payload whose message was committed (its arq id is the message id) is what a stale
         run's late retry left behind: nothing was lost, and nothing is recorded."""
-        if not raw and await self.runtime.redis.exists(keys.done(arq_job)):
+        if not raw and await self.runtime.redis.exists(keys.done(keys.message_of(arq_job))):
             log.info("a committed message's leftover queue entry; dropped", arq_job=arq_job)
             return
         payload: Any = None
@@ -595,7 +595,7 @@ class Actor:
             # expires, as nothing can take a job that is no longer queued
             finished = [
                 ["DEL", job_key_prefix + arq_job, retry_key_prefix + arq_job],
-                ["ZREM", keys.queue(self.spec.name), arq_job],
+                ["ZREM", keys.queue(self.spec.name, keys.lane_of_arq(arq_job)), arq_job],
             ]
             commands.extend(finished)
 

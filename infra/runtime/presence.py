@@ -103,7 +103,11 @@ async def live_workers(redis: Redis) -> list[Presence]:
     """The processes whose presence has not expired, read through the set of announced
     instances (not a keyspace scan); instances that died without withdrawing leave it."""
     instances = sorted(_text(i) for i in await redis.smembers(keys.WORKERS))
-    values = await redis.mget([keys.worker(i) for i in instances]) if instances else []
+    # a GET each, in one pipeline: on a cluster the presences are in different slots
+    async with redis.pipeline(transaction=False) as pipe:
+        for instance in instances:
+            pipe.get(keys.worker(instance))
+        values = await pipe.execute() if instances else []
     gone = [i for i, value in zip(instances, values, strict=True) if value is None]
     if gone:
         await redis.srem(keys.WORKERS, *gone)

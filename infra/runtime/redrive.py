@@ -46,6 +46,7 @@ from postel.infra.store.deadletter import (
     DeadLetterNotFound,
     Unusable,
     get_dead,
+    letter_stream,
     list_dead,
     message_of,
     request_of,
@@ -60,6 +61,17 @@ from pydantic import BaseModel, ValidationError
 
 _REDRIVE_SUFFIX = re.compile(r"^(?P<base>.*):redrive(?P<n>\d+)$")
 _ID_ATTEMPTS = 5
+
+# KEYS: the letter's stream. ARGV: its entry id, the `discarded` event's commands.
+_DISCARD = """
+local removed = redis.call('XDEL', KEYS[1], ARGV[1])
+if removed == 1 then
+  for _, command in ipairs(cjson.decode(ARGV[2])) do
+    redis.call(unpack(command))
+  end
+end
+return removed
+"""
 
 _SCRIPT = """
 if #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) == 0 then
@@ -182,14 +194,15 @@ async def discard(pool: ArqRedis, events: EventLog, entry_id: str, *, by: str) -
         status="discarded",
         rationale=f"dead letter {letter.id}: {letter.error}",
     )
+    stream, entry = letter_stream(letter.id)
     commands = events.commands(event)
-    if not letter.job_id:  # no job to file it under: the global stream only
-        commands = commands[:1]
-    async with pool.pipeline(transaction=True) as pipe:
-        pipe.xdel(keys.DEAD_LETTER, letter.id)
-        for command in commands:
-            pipe.execute_command(*command)
-        removed, *_ = await pipe.execute()
+    if not letter.job_id:  # no job to file it under: the letter's lane's stream only
+        lane = keys.split_lane(letter.id)[0]
+        commands = [["XADD", keys.events(lane), *commands[0][2:]]]
+    # one script, not MULTI (a cluster client has none): the letter's stream and the
+    # event's streams are in the letter's lane
+    script = pool.register_script(_DISCARD)
+    removed = await script(keys=[stream], args=[entry, json.dumps(commands)])
     if not removed:
         raise DeadLetterNotFound(entry_id)
     return Discarded(discarded=[letter.id])
@@ -251,9 +264,10 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
             status="redriven",
             rationale=f"dead letter {letter.id}: {letter.error}",
         )
+        stream, entry = letter_stream(letter.id)
         code, detail = await script(
             keys=[
-                keys.DEAD_LETTER,
+                stream,
                 keys.job(message.job_id),
                 job_key,
                 result_key,
@@ -262,7 +276,7 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
                 wake,
             ],
             args=[
-                letter.id,
+                entry,
                 payload,
                 score,
                 ttl,
@@ -290,7 +304,8 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
 
 async def _resubmit(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str) -> Redriven:
     fields, request = _request(letter)
-    job_id = fields.get("job_id") or f"redriven-{letter.id.replace('-', '_')}"
+    entry = keys.split_lane(letter.id)[1]
+    job_id = fields.get("job_id") or f"redriven-{entry.replace('-', '_')}"
     jobs = JobStore(pool, events.job_ttl_s)
     try:
         # Idempotent: an earlier redrive that submitted and stopped before deleting the dead
@@ -298,7 +313,7 @@ async def _resubmit(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: st
         await submit_job(pool, events, jobs, request, job_id, source=by)
     except (JobConflict, GraphNotFound, ValueError, ValidationError) as exc:
         raise RedriveRefused(letter.id, str(exc)) from exc
-    await pool.xdel(keys.DEAD_LETTER, letter.id)
+    await pool.xdel(*letter_stream(letter.id))
     return Redriven(
         dead_letter=letter.id, job_id=job_id, message_id=f"{job_id}:submitted", worker="intent"
     )

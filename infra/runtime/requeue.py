@@ -37,7 +37,9 @@ async def requeue_job(
     if record.request is None:
         raise RequeueRefused(f"job {job_id} has no request to run again")
     new_id = await submit_job(pool, events, jobs, record.request, source=by)
-    async with pool.pipeline(transaction=True) as pipe:
+    # two records, each written whole by its own command (no MULTI: on a cluster the two
+    # jobs are in different lanes)
+    async with pool.pipeline(transaction=False) as pipe:
         pipe.hset(keys.job(new_id), "requeued_from", job_id)
         pipe.hset(keys.job(job_id), "requeued_as", new_id)
         await pipe.execute()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib
 from typing import Any
 
@@ -23,7 +24,7 @@ from postel.infra.runtime.settings import WORKER_NAMES, Settings
 from postel.infra.runtime.tracing import configure_from_environment
 from postel.infra.runtime.wake import PushWorker
 from postel.infra.store import keys
-from postel.infra.store.connect import REDIS_UNAVAILABLE, arq_settings
+from postel.infra.store.connect import REDIS_UNAVAILABLE, arq_settings, lane_settings
 from postel.infra.store.outage import RideOut
 from postel.infra.store.wire import ARQ_FUNCTION, connect_arq, dumps, loads
 from postel.services.urls import shown_url
@@ -43,7 +44,11 @@ def load_worker(name: str) -> WorkerSpec:
     return spec
 
 
-def build_arq_worker(spec: WorkerSpec, runtime: Runtime, url: str, concurrency: int) -> PushWorker:
+def build_arq_worker(
+    spec: WorkerSpec, runtime: Runtime, url: str, concurrency: int, lane: str = ""
+) -> PushWorker:
+    """The arq worker of `spec` for one lane's queue (the only lane, `""`, on one Redis; on
+    a cluster it connects to the lane's primary, wherever that is now)."""
     queue = runtime.settings.queue(spec.name)
     actor = Actor(spec, runtime)
     tries = actor.retries.arq_tries
@@ -52,13 +57,14 @@ def build_arq_worker(spec: WorkerSpec, runtime: Runtime, url: str, concurrency: 
         functions=[
             func(actor.handle_job, name=ARQ_FUNCTION, timeout=queue.job_timeout, max_tries=tries)
         ],
-        queue_name=keys.queue(spec.name),
-        wake_key=keys.wake(spec.name),
+        queue_name=keys.queue(spec.name, lane),
+        wake_key=keys.wake(spec.name, lane),
         fallback_poll_s=settings.fallback_poll_s,
         lease_s=settings.lease_s,
         give_up_s=settings.redis_give_up_s,
         unrunnable=actor.unrunnable,
-        redis_settings=arq_settings(url),
+        redis_settings=None if lane else arq_settings(url),
+        locate=functools.partial(lane_settings, url, lane) if lane else None,
         job_timeout=queue.job_timeout,
         max_tries=tries,
         max_jobs=concurrency,
@@ -95,8 +101,12 @@ async def run_workers(
     for spec in chosen:
         if spec.setup is not None:
             await spec.setup(runtime)
+    # one arq worker per kind and lane: a BLPOP waits on one wake-up list, and on a cluster
+    # each lane's list is in its own slot
     workers = [
-        build_arq_worker(spec, runtime, url, concurrency or settings.concurrency) for spec in chosen
+        build_arq_worker(spec, runtime, url, concurrency or settings.concurrency, lane)
+        for spec in chosen
+        for lane in keys.lanes()
     ]
     tasks = [asyncio.create_task(worker.async_run()) for worker in workers]
     if ingress:

@@ -58,11 +58,11 @@ from typing import Any
 
 import structlog
 from arq import Retry, Worker
-from arq.connections import create_pool
+from arq.connections import RedisSettings, create_pool
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 from arq.jobs import SerializationError, deserialize_job_raw
 from arq.utils import ms_to_datetime, timestamp_ms
-from postel.infra.store.connect import REDIS_UNAVAILABLE
+from postel.infra.store.connect import REDIS_UNAVAILABLE, with_cluster_errors
 from postel.infra.store.outage import RideOut
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError
@@ -89,6 +89,10 @@ class TakenJob:
 Unrunnable = Callable[[str, bytes | None, str, int], Awaitable[None]]
 """Called with (job id, payload, reason, try) for a queue entry arq would drop with a log
 line: the worker dead-letters it (infra/runtime/actor.py)."""
+
+Locate = Callable[[], Awaitable[RedisSettings]]
+"""Where the queue lives now: on a cluster, the primary of the queue's lane, asked again
+after an outage (a failover moves it)."""
 
 
 # KEYS: queue, wake list. ARGV: free slots, how many queued jobs to look at, arq's
@@ -172,10 +176,12 @@ class PushWorker(Worker):
         lease_s: float,
         give_up_s: float | None = None,
         unrunnable: Unrunnable | None = None,
+        locate: Locate | None = None,
         **arq_options: Any,
     ) -> None:
         super().__init__(poll_delay=fallback_poll_s, **arq_options)
         self.unrunnable = unrunnable
+        self.locate = locate
         self.wake_key = wake_key
         self.fallback_poll_s = fallback_poll_s
         self.give_up_s = give_up_s
@@ -189,13 +195,7 @@ class PushWorker(Worker):
         """Take what is ready, then sleep until woken, a slot frees or the fallback elapses;
         on a Redis outage, retry with backoff (giving up after `give_up_s`, if set)."""
         reconnect = RideOut(f"worker {self.queue_name}", self.give_up_s)
-        while self._pool is None:
-            try:
-                self._pool = await self._connect()
-            except REDIS_UNAVAILABLE as exc:
-                await reconnect.failed(exc)
-        self.ctx["redis"] = self.pool
-        self._take_script = self.pool.register_script(_TAKE_JOBS)
+        self._use(await self._connected(reconnect))
         wait = False  # the first look at the queue does not wait
         while True:
             try:
@@ -209,16 +209,36 @@ class PushWorker(Worker):
                 # Back, the loop looks at the queue at once: wake-ups may have been lost.
                 wait = False
                 await reconnect.failed(exc)
+                if self.locate is not None:
+                    # the lane's primary may have moved (a failover): connect to where it is
+                    # now, then drop the old pool; jobs still running finish on the new one
+                    old = self.pool
+                    self._use(await self._connected(reconnect))
+                    await old.aclose()
+
+    async def _connected(self, reconnect: RideOut) -> Any:
+        while True:
+            try:
+                return await self._connect()
+            except REDIS_UNAVAILABLE as exc:
+                await reconnect.failed(exc)
+
+    def _use(self, pool: Any) -> None:
+        self._pool = pool
+        self.ctx["redis"] = pool
+        self._take_script = pool.register_script(_TAKE_JOBS)
 
     async def _connect(self) -> Any:
-        assert self.redis_settings is not None
-        return await create_pool(
-            dataclasses.replace(self.redis_settings, conn_retries=0),
+        settings = await self.locate() if self.locate is not None else self.redis_settings
+        assert settings is not None
+        pool = await create_pool(
+            dataclasses.replace(settings, conn_retries=0),
             job_serializer=self.job_serializer,
             job_deserializer=self.job_deserializer,
             default_queue_name=self.queue_name,
             expires_extra_ms=self.expires_extra_ms,
         )
+        return pool if self.locate is None else await with_cluster_errors(pool)
 
     async def _take_jobs(self, *, wait: bool) -> None:
         """Take ready jobs; with `wait`, first sleep until woken (or the fallback, or the
@@ -342,6 +362,32 @@ class PushWorker(Worker):
         # a job run again is due `defer_ms` from now, not when the lease it was taken on ends
         incr_score = None if finish else defer_ms + timestamp_ms() - job.score
         await asyncio.shield(self.finish_job(job_id, finish, None, None, False, incr_score, None))
+
+    async def finish_job(
+        self,
+        job_id: str,
+        finish: bool,
+        result_data: bytes | None,
+        result_timeout_s: float | None,
+        keep_result_forever: bool,
+        incr_score: int | None,
+        keep_in_progress: float | None,
+    ) -> None:
+        """arq's finish, less its abort set: `arq:abort` is one key for every queue, so on a
+        cluster it is in another slot than the job's keys, and postel aborts no job (nor
+        keeps a result, nor keeps a lease past its job)."""
+        async with self.pool.pipeline(transaction=True) as transaction:
+            ended = [in_progress_key_prefix + job_id]
+            if finish:
+                ended += [retry_key_prefix + job_id, job_key_prefix + job_id]
+                transaction.zrem(self.queue_name, job_id)
+            elif incr_score:
+                transaction.zincrby(self.queue_name, incr_score, job_id)
+            transaction.delete(*ended)
+            await transaction.execute()
+
+    async def finish_failed_job(self, job_id: str, result_data: bytes | None) -> None:
+        await self.finish_job(job_id, True, None, None, False, None, None)
 
     async def _drop(self, job: TakenJob, reason: str, job_try: int | None = None) -> None:
         self.jobs_failed += 1

@@ -21,6 +21,8 @@ from redis.asyncio import Redis
 from redis.exceptions import NoPermissionError, ResponseError
 
 KEY_PATTERNS = (f"{keys.PREFIX}:*", "arq:*")
+PROBE_TAG = "{probe}"
+"""The probe keys share one hash slot: on a cluster they are checked on the shard holding it."""
 
 # a script's calls are checked against the user's ACL too: the probe script asks the time
 _PROBE_SCRIPT = "return redis.call('TIME')"
@@ -115,8 +117,8 @@ def _refused(answer: object) -> str | None:
 
 async def check_access(redis: Redis) -> None:
     """Run every command postel needs once; RedisRefused naming those the user may not run."""
-    probe = f"{keys.PREFIX}:probe:{uuid.uuid4().hex}"
-    names = {"K": probe, "N": f"{probe}:none", "A": "arq:probe:none"}
+    probe = f"{keys.PREFIX}:{PROBE_TAG}:{uuid.uuid4().hex}"
+    names = {"K": probe, "N": f"{probe}:none", "A": f"arq:{PROBE_TAG}:none"}
     async with redis.pipeline(transaction=False) as pipe:
         for command, arguments in _PROBES.items():
             pipe.execute_command(command.upper(), *(names.get(a, a) for a in arguments))

@@ -195,7 +195,8 @@ class QueuedJob:
 
     def fields(self) -> list[str | int]:
         assert self.message.destination is not None
-        job_id = self.message.message_id
+        job_id = keys.arq_id(self.message.message_id)
+        lane = keys.lane_of(self.message.job_id)
         # A message is created when it is sent: its hop's wait (the `received` event's
         # wait_ms) measures the bus, not the work its sender did after building it.
         sent = self.message.model_copy(update={"created_at": utc_now()})
@@ -206,12 +207,12 @@ class QueuedJob:
         return [
             job_key_prefix + job_id,
             result_key_prefix + job_id,
-            keys.queue(self.message.destination),
+            keys.queue(self.message.destination, lane),
             job_id,
             now,
             self.lives_s * 1000,
             payload.decode(),
-            keys.wake(self.message.destination),
+            keys.wake(self.message.destination, lane),
         ]
 
 

@@ -14,26 +14,41 @@ Every process connects through here: workers, ingress, the client, the web serve
   connection error); postel's processes ride that out like any outage (infra/store/outage.py) and
   their new connections reach the new primary, with no action by anyone. The password, if
   any, is the data servers' (Sentinels without auth).
+- `redis+cluster://[user:password@]host:port[,host:port...][?lanes=N]` (TLS:
+  `rediss+cluster://`, with the rediss:// parameters): a Redis Cluster, found from any of the
+  nodes named. postel's keys are cut into N lanes (16 by default; infra/store/keys.py), each
+  in one hash slot; commands go to the shard holding their key (redis-py's cluster client),
+  and each worker's arq queue of a lane talks to that lane's primary (`lane_settings`), asked
+  of the cluster again after a failover. N must be the same for every process of a
+  deployment.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, unquote, urlparse, urlsplit
 
 from arq.connections import RedisSettings
+from postel.infra.store import keys
 from postel.infra.store.redis_packing import pack_with_hiredis
 from postel.messages.errors import Denied, Misconfigured
 from postel.services.urls import shown_url
 from redis.asyncio import Redis
+from redis.asyncio.cluster import ClusterNode, ClusterParser, NodesManager, RedisCluster
 from redis.asyncio.sentinel import Sentinel
+from redis.cluster import PRIMARY
 from redis.exceptions import (
     AuthenticationError,
     AuthenticationWrongNumberOfArgsError,
+    ClusterDownError,
+    MovedError,
     NoPermissionError,
+    SlotNotCoveredError,
+    TryAgainError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -44,12 +59,24 @@ pack_with_hiredis()
 
 # redis-py raises these when the server cannot be reached or stops answering (refused, reset,
 # closed, loading its data after a restart); every other error is a real error.
-REDIS_UNAVAILABLE: tuple[type[Exception], ...] = (RedisConnectionError, RedisTimeoutError)
+# On a cluster, a shard being failed over answers CLUSTERDOWN or TRYAGAIN, a connection to a
+# lane's old primary answers MOVED, and the cluster client may find a slot with no primary:
+# each passes once the cluster has settled.
+REDIS_UNAVAILABLE: tuple[type[Exception], ...] = (
+    RedisConnectionError,
+    RedisTimeoutError,
+    ClusterDownError,
+    TryAgainError,
+    MovedError,
+    SlotNotCoveredError,
+)
 
 
 SENTINEL_SCHEME = "redis+sentinel"
 DEFAULT_SENTINEL_PORT = 26379
 SERVER_SCHEMES = ("redis", "rediss", "unix")
+CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
+"""A cluster URL's scheme, and the scheme of each of its nodes."""
 TLS_FILES = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile")
 DEFAULT_PORT = 6379
 
@@ -98,8 +125,8 @@ def server_of(url: str) -> Server:
     parts = urlsplit(url)
     if parts.scheme not in SERVER_SCHEMES:
         raise RedisURLError(
-            f"a Redis URL starts with redis://, rediss://, unix:// or {SENTINEL_SCHEME}://,"
-            f" not {shown_url(url)}"
+            f"a Redis URL starts with redis://, rediss://, unix://, {SENTINEL_SCHEME}:// or"
+            f" redis+cluster://, not {shown_url(url)}"
         )
     query = parse_qs(parts.query, keep_blank_values=True)
     unknown = sorted(set(query) - {"db", *TLS_FILES})
@@ -165,8 +192,135 @@ def is_sentinel(url: str) -> bool:
     return url.startswith(f"{SENTINEL_SCHEME}://")
 
 
+def is_cluster(url: str) -> bool:
+    return urlsplit(url).scheme in CLUSTER_SCHEMES
+
+
+class _SeededNodes(NodesManager):
+    """redis-py's map of a cluster's nodes, falling back on the URL's nodes: redis-py forgets
+    each node it fails to reach, and a failover on a busy machine can make it forget them all,
+    after which every command would fail for good ("Redis Cluster cannot be connected")."""
+
+    seeds: list[tuple[str, int]]
+
+    async def initialize(self) -> None:
+        for host, port in self.seeds:
+            node = ClusterNode(host, port, PRIMARY, **self.connection_kwargs)
+            self.startup_nodes.setdefault(node.name, node)
+        await super().initialize()
+
+
+class _SeededCluster(RedisCluster):
+    def __init__(self, seeds: list[tuple[str, int]], **options: Any) -> None:
+        super().__init__(startup_nodes=[ClusterNode(host, port) for host, port in seeds], **options)
+        made = self.nodes_manager
+        self.nodes_manager = _SeededNodes(
+            list(made.startup_nodes.values()),
+            made.require_full_coverage,
+            made.connection_kwargs,
+            address_remap=made.address_remap,
+            event_dispatcher=self._event_dispatcher,
+        )
+        self.nodes_manager.seeds = seeds
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A Redis Cluster URL: the nodes to ask first (credentials and TLS alike) and the lanes."""
+
+    seeds: list[Server]
+    lanes: int
+
+    def client(self) -> RedisCluster:
+        """redis-py's cluster client: each command to the shard holding its key."""
+        first = self.seeds[0]
+        return _SeededCluster(
+            [(seed.host, seed.port) for seed in self.seeds],
+            username=first.username,
+            password=first.password,
+            **first.tls_options(),
+        )
+
+
+def cluster_of(url: str) -> Cluster:
+    """The cluster a redis+cluster:// URL names; RedisURLError naming what is wrong otherwise."""
+    parts = urlsplit(url)
+    node_scheme = CLUSTER_SCHEMES.get(parts.scheme)
+    if node_scheme is None:
+        raise RedisURLError(f"a cluster URL starts with redis+cluster://, not {shown_url(url)}")
+    credentials, _, hosts = parts.netloc.rpartition("@")
+    if not hosts or parts.path not in ("", "/", "/0"):
+        raise RedisURLError(
+            "a cluster URL is redis+cluster://[user:password@]host:port[,host:port...]"
+            f"[?lanes=N] (a cluster has one database), not {shown_url(url)}"
+        )
+    query = parse_qs(parts.query, keep_blank_values=True)
+    lanes_given = query.pop("lanes", [str(keys.CLUSTER_LANES)])[-1]
+    if not lanes_given.isdigit() or int(lanes_given) < 2:
+        raise RedisURLError(f"lanes={lanes_given} of {shown_url(url)}: a whole number, at least 2")
+    rest = "&".join(f"{name}={values[-1]}" for name, values in query.items())
+    login = f"{credentials}@" if credentials else ""
+    seeds = [
+        server_of(f"{node_scheme}://{login}{host}{'?' + rest if rest else ''}")
+        for host in hosts.split(",")
+    ]
+    return Cluster(seeds=seeds, lanes=int(lanes_given))
+
+
+async def primary_of(url: str, key: str) -> Server:
+    """The primary of cluster `url` that holds `key` now, asked of the cluster."""
+    cluster = cluster_of(url)
+    client = cluster.client()
+    try:
+        await client.initialize()
+        node = client.get_node_from_key(key)
+    finally:
+        await client.aclose()
+    return dataclasses.replace(cluster.seeds[0], host=node.host, port=node.port)
+
+
+async def lane_settings(url: str, lane: str) -> RedisSettings:
+    """arq's settings for the primary that holds `lane` now: a worker's queue of that lane
+    connects there (again, after a failover)."""
+    server = await primary_of(url, lane)
+    return RedisSettings(
+        host=server.host,
+        port=server.port,
+        username=server.username,
+        password=server.password,
+        **server.tls_options(),
+    )
+
+
+async def with_cluster_errors(redis: Redis) -> Redis:
+    """`redis`, a plain client of one cluster node (a lane's arq pool), made to raise MOVED,
+    CLUSTERDOWN and TRYAGAIN as redis-py's cluster errors, which REDIS_UNAVAILABLE holds,
+    instead of plain ResponseErrors: a failover is then ridden out like an outage."""
+    pool = redis.connection_pool
+    pool.connection_kwargs["parser_class"] = ClusterParser
+    await pool.disconnect()  # the connections already made reconnect with the new parser
+    for connection in pool._available_connections:
+        connection.set_parser(ClusterParser)
+    return redis
+
+
+async def primary_client(url: str, key: str) -> Redis:
+    """A plain client of the primary of cluster `url` that holds `key` (transactions and
+    scripts without keys run there)."""
+    server = await primary_of(url, key)
+    return Redis(
+        host=server.host,
+        port=server.port,
+        username=server.username,
+        password=server.password,
+        **server.tls_options(),
+    )
+
+
 def arq_settings(url: str) -> RedisSettings:
-    """arq's connection settings for `url`."""
+    """arq's connection settings for `url` (on a cluster, each lane's: `lane_settings`)."""
+    if is_cluster(url):
+        raise RedisURLError(f"{shown_url(url)} is a cluster: arq connects per lane")
     if not is_sentinel(url):
         server = server_of(url)
         return RedisSettings(
@@ -190,7 +344,14 @@ def arq_settings(url: str) -> RedisSettings:
 
 
 def redis_client(url: str) -> Redis:
-    """A plain asyncio client for `url` (no arq job helpers)."""
+    """A plain asyncio client for `url` (no arq job helpers). On a cluster, redis-py's
+    cluster client, which answers every command postel sends a Redis, each at the shard of
+    its keys; this process's keys then have the cluster's lanes."""
+    if is_cluster(url):
+        cluster = cluster_of(url)
+        keys.use_lanes(cluster.lanes)
+        return cast(Redis, cluster.client())
+    keys.use_lanes(1)
     if not is_sentinel(url):
         server = server_of(url)
         return Redis(

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from postel.infra.store import keys
+from postel.infra.store.lanes import id_order, length
 from postel.messages import Envelope, JobRequest, decode_message, utc_now
 from postel.messages.errors import NotFound, Refused
 from postel.messages.limits import check_json_text
@@ -80,9 +81,13 @@ class DeadLetter(BaseModel):
         return self.source.removeprefix("worker:")
 
     @classmethod
-    def from_entry(cls, entry_id: bytes | str, fields: dict[Any, Any]) -> DeadLetter:
+    def from_entry(
+        cls, entry_id: bytes | str, fields: dict[Any, Any], lane: str = ""
+    ) -> DeadLetter:
+        """On a cluster the letter's id starts with its lane's tag (`{p3}1700000000000-0`):
+        the id alone finds the letter's stream."""
         data = {_text(k): _text(v) for k, v in fields.items()}
-        return cls.model_validate({**data, "id": _text(entry_id)})
+        return cls.model_validate({**data, "id": lane + _text(entry_id)})
 
 
 class Unusable(Refused, ValueError):
@@ -204,7 +209,8 @@ def dead_letter_command(
         "at": utc_now().isoformat(),
     }
     flat = [item for pair in fields.items() for item in pair]
-    return ["XADD", keys.DEAD_LETTER, "MAXLEN", "~", str(DEAD_LETTER_MAXLEN), "*", *flat]
+    stream = keys.dead_letters(keys.lane_of(job_id))
+    return ["XADD", stream, "MAXLEN", "~", str(DEAD_LETTER_MAXLEN), "*", *flat]
 
 
 async def dead_letter(
@@ -247,14 +253,52 @@ def matches(letter: DeadLetter, worker: str | None, error: str | None) -> bool:
     return not error or error.lower() in letter.error.lower()
 
 
-async def get_dead(redis: Redis, entry_id: str) -> DeadLetter:
+def letter_stream(letter_id: str) -> tuple[str, str]:
+    """(the stream, the entry id) of dead letter `letter_id`; DeadLetterNotFound if its lane
+    is not one of this keyspace's."""
+    lane, entry_id = keys.split_lane(letter_id)
+    if lane not in keys.lanes():
+        raise DeadLetterNotFound(letter_id)
+    return keys.dead_letters(lane), entry_id
+
+
+async def get_dead(redis: Redis, letter_id: str) -> DeadLetter:
+    stream, entry_id = letter_stream(letter_id)
     try:
-        entries = await redis.xrange(keys.DEAD_LETTER, min=entry_id, max=entry_id)
+        entries = await redis.xrange(stream, min=entry_id, max=entry_id)
     except ResponseError as exc:  # not a stream id (`<ms>-<seq>`)
-        raise DeadLetterNotFound(entry_id) from exc
+        raise DeadLetterNotFound(letter_id) from exc
     if not entries:
-        raise DeadLetterNotFound(entry_id)
-    return DeadLetter.from_entry(*entries[0])
+        raise DeadLetterNotFound(letter_id)
+    return DeadLetter.from_entry(*entries[0], lane=keys.split_lane(letter_id)[0])
+
+
+def _order(letter_id: str) -> tuple[tuple[int, int], str]:
+    """Newest first is this order reversed: by entry id, then lane (two shards may give
+    entries the same id, as each stream's sequence starts at 0 every millisecond)."""
+    lane, entry_id = keys.split_lane(letter_id)
+    return id_order(entry_id), lane
+
+
+async def _older(redis: Redis, before: str | None, count: int) -> list[DeadLetter]:
+    """Up to `count` letters of every lane older than letter `before` (None: the newest),
+    newest first."""
+    lanes = keys.lanes()
+    top = keys.split_lane(before)[1] if before else "+"
+    async with redis.pipeline(transaction=False) as pipe:
+        for lane in lanes:
+            # inclusive: another lane may hold a letter with the cursor's very id
+            pipe.xrevrange(keys.dead_letters(lane), max=top, min="-", count=count + 1)
+        answers = await pipe.execute()
+    letters = [
+        DeadLetter.from_entry(entry_id, fields, lane=lane)
+        for lane, answer in zip(lanes, answers, strict=True)
+        for entry_id, fields in answer
+    ]
+    if before is not None:
+        letters = [letter for letter in letters if _order(letter.id) < _order(before)]
+    letters.sort(key=lambda letter: _order(letter.id), reverse=True)
+    return letters[:count]
 
 
 async def list_dead(
@@ -268,18 +312,17 @@ async def list_dead(
     """One page of dead letters, newest first, older than the cursor `before`."""
     found: list[DeadLetter] = []
     scanned = 0
-    cursor = f"({before}" if before else "+"
+    cursor = before
     exhausted = False
     size = 200 if worker or error else limit
     while len(found) < limit and scanned < SCAN_LIMIT:
-        batch = await redis.xrevrange(keys.DEAD_LETTER, max=cursor, min="-", count=size)
+        batch = await _older(redis, cursor, size)
         if not batch:
             exhausted = True
             break
-        for entry_id, fields in batch:
+        for letter in batch:
             scanned += 1
-            letter = DeadLetter.from_entry(entry_id, fields)
-            cursor = f"({letter.id}"
+            cursor = letter.id
             if matches(letter, worker, error):
                 found.append(letter)
                 if len(found) == limit:
@@ -287,6 +330,6 @@ async def list_dead(
         if len(batch) < size and len(found) < limit:
             exhausted = True
             break
-    total = await redis.xlen(keys.DEAD_LETTER)
-    following = None if exhausted else cursor[1:]
+    total = await length(redis, keys.dead_letters)
+    following = None if exhausted else cursor
     return DeadPage(items=found, next=following, total=total)

@@ -148,8 +148,9 @@ class EventLog:
         inside the commit script, so an event lands together with what it reports."""
         flat = [item for pair in event.fields().items() for item in pair]
         job_stream = keys.job_events(event.job_id)
+        lane_stream = keys.events(keys.lane_of(event.job_id))
         commands = [
-            ["XADD", keys.EVENTS, "MAXLEN", "~", str(self.maxlen), "*", *flat],
+            ["XADD", lane_stream, "MAXLEN", "~", str(self.maxlen), "*", *flat],
             ["XADD", job_stream, "MAXLEN", "~", str(self.job_maxlen), "*", *flat],
             ["EXPIRE", job_stream, str(self.job_ttl_s)],
         ]
@@ -160,11 +161,13 @@ class EventLog:
     def _tallies(self, event: Event) -> list[Command]:
         handler = f"{event.instance}/{event.worker}"
         ttl = str(self.job_ttl_s)
+        lane = keys.lane_of(event.job_id)
+        handled, last = keys.tally_handled(lane), keys.tally_last(lane)
         tallies = [
-            ["HINCRBY", keys.TALLY_HANDLED, handler, "1"],
-            ["HSET", keys.TALLY_LAST, handler, utc_now().isoformat()],
-            ["EXPIRE", keys.TALLY_HANDLED, ttl],
-            ["EXPIRE", keys.TALLY_LAST, ttl],
+            ["HINCRBY", handled, handler, "1"],
+            ["HSET", last, handler, utc_now().isoformat()],
+            ["EXPIRE", handled, ttl],
+            ["EXPIRE", last, ttl],
         ]
         job = keys.job(event.job_id)
         for name in ("llm_calls", "failed_llm_calls", "prompt_tokens", "completion_tokens"):

@@ -42,6 +42,7 @@ from postel.services.gasl.graphml import RawGraph, read_graphml_bytes
 from postel.services.gasl.loaders import build_graph, gc_paused, normalise
 from postel.services.gasl.schema_summary import summarize_graph
 from pydantic import BaseModel
+from redis.asyncio.cluster import RedisCluster
 
 log = structlog.get_logger(__name__)
 
@@ -49,6 +50,14 @@ GraphFormat = Literal["nano-graphrag", "LightRAG", "GraphML"]
 
 _PACKED = "packed"  # the graph in infra/store/graph_format.py's form
 _LEGACY = "data"  # gzip GraphML, as postel stored graphs before the packed form
+
+# KEYS: the graph. ARGV: the legacy field, then field, value, ... Returns the new version.
+_STORE = """
+local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('HDEL', KEYS[1], ARGV[1])
+return version
+"""
 NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,100}")
 _META_FIELDS = (
     "version",
@@ -185,8 +194,16 @@ def load_legacy(stored: bytes) -> NetworkXAdapter:
     return NetworkXAdapter.from_graph(parse_graphml(gzip.decompress(stored)).graph)
 
 
+def _connection_kwargs(redis: aioredis.Redis) -> dict[str, Any]:
+    if isinstance(redis, RedisCluster):
+        return redis.get_connection_kwargs()
+    return redis.connection_pool.connection_kwargs
+
+
 def _server_id(redis: aioredis.Redis) -> str:
-    kwargs = redis.connection_pool.connection_kwargs
+    if isinstance(redis, RedisCluster):
+        return "cluster:" + ",".join(sorted(redis.nodes_manager.startup_nodes))
+    kwargs = _connection_kwargs(redis)
     if "path" in kwargs:
         return f"unix:{kwargs['path']}/{kwargs.get('db', 0)}"
     return f"{kwargs.get('host')}:{kwargs.get('port')}/{kwargs.get('db', 0)}"
@@ -200,7 +217,7 @@ class GraphRegistry:
     """Named graphs in Redis. `cache` defaults to the process-wide one."""
 
     def __init__(self, redis: aioredis.Redis, cache: AdapterCache | None = None) -> None:
-        if redis.connection_pool.connection_kwargs.get("decode_responses"):
+        if _connection_kwargs(redis).get("decode_responses"):
             raise ValueError("GraphRegistry needs a Redis client with decode_responses=False")
         self.redis = redis
         self.cache = SHARED_CACHE if cache is None else cache
@@ -240,13 +257,12 @@ class GraphRegistry:
             "stored_bytes": len(packed.stored),
             "added_at": datetime.now(UTC).isoformat(),
         }
-        # One transaction: a reader never sees a new version number with the old data.
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hincrby(keys.graph(name), "version", 1)
-            pipe.hset(keys.graph(name), mapping={**meta, _PACKED: packed.stored})
-            pipe.hdel(keys.graph(name), _LEGACY)
-            pipe.sadd(keys.GRAPHS, name)
-            version, *_ = await pipe.execute()
+        # One script: a reader never sees a new version number with the old data. The name
+        # is listed after, as its own command: on a cluster the list is in another slot.
+        fields = [item for pair in {**meta, _PACKED: packed.stored}.items() for item in pair]
+        store = self.redis.register_script(_STORE)
+        version = await store(keys=[keys.graph(name)], args=[_LEGACY, *fields])
+        await self.redis.sadd(keys.GRAPHS, name)  # type: ignore[misc]
         info = self._info(name, {**meta, "version": version})
         log.info(
             "graph.added",

@@ -90,6 +90,7 @@ class JobStore:
         now = utc_now()
         created_ms = int(now.timestamp() * 1000)
         key = keys.job(job_id)
+        index = keys.jobs(keys.lane_of(job_id))
         fields = {
             "job_id": job_id,
             "status": "queued",
@@ -103,8 +104,8 @@ class JobStore:
         return [
             ["HSET", key, *(item for pair in fields.items() for item in pair)],
             ["EXPIRE", key, str(self.ttl_s)],
-            ["ZADD", keys.JOBS, str(created_ms), job_id],
-            ["ZREMRANGEBYSCORE", keys.JOBS, "-inf", f"({created_ms - self.ttl_s * 1000}"],
+            ["ZADD", index, str(created_ms), job_id],
+            ["ZREMRANGEBYSCORE", index, "-inf", f"({created_ms - self.ttl_s * 1000}"],
         ]
 
     async def fingerprint(self, job_id: str) -> str | None:
@@ -163,7 +164,7 @@ def publish_command(final: Envelope, maxlen: int) -> Command:
     inline = ["message", body] if len(body) <= MAX_INLINE_RESULT_BYTES else ["in", "record"]
     return [
         "XADD",
-        keys.RESULTS,
+        keys.results(keys.lane_of(final.job_id)),
         "MAXLEN",
         "~",
         str(maxlen),

@@ -1,37 +1,147 @@
-"""Every Redis key and stream name postel uses, in one place."""
+"""Every Redis key and stream name postel uses, in one place.
+
+Lanes (Redis Cluster). A script must touch keys of one hash slot only, and postel's commit
+writes a job's record, its events, the next queue, a wake-up list and the shared streams in
+one script. So the keyspace is cut into lanes: a lane is a hash tag, every key of a job
+carries its lane's tag, and each lane has its own queues, wake-up lists, event, results and
+dead-letter streams, jobs index and tallies (readers merge the lanes). A job's lane is a
+stable hash of its id (`lane_of`); the arq job id of its messages carries the tag too
+(`arq_id`), so arq's own keys (`arq:job:<id>`...) fall in the same slot.
+
+On one Redis there is one lane, `""`, and every key has the name it always had. On a cluster
+there are `CLUSTER_LANES` lanes (POSTEL_CLUSTER_LANES), `{p0}`..: a fixed count, so a job's
+lane never changes when shards are added or moved. The process's layout is set once, by
+connecting (infra/store/connect.py): `use_lanes`.
+"""
 
 from __future__ import annotations
 
+import zlib
+from dataclasses import dataclass
+
 PREFIX = "postel"
 
-EVENTS = f"{PREFIX}:events"
-DEAD_LETTER = f"{PREFIX}:dead"
-INGRESS = f"{PREFIX}:ingress"
-INGRESS_GROUP = f"{PREFIX}-ingress"
-RESULTS = f"{PREFIX}:results"
-GRAPHS = f"{PREFIX}:graphs"
+CLUSTER_LANES = 16
+"""The lanes of a cluster unless POSTEL_CLUSTER_LANES says otherwise: more lanes than
+shards, so every shard holds some, and few enough that a worker's per-lane waits stay cheap."""
 
-JOBS = f"{PREFIX}:jobs"
-"""Every job id, scored by its creation time in ms: the dashboard's paged, newest-first list
-(entries older than the job TTL are trimmed when a job is created)."""
+
+@dataclass
+class _Layout:
+    lanes: int = 1
+
+
+_layout = _Layout()
+
+
+def use_lanes(count: int) -> None:
+    """One lane (one Redis) or `count` (a cluster) for every key this process names."""
+    if count < 1:
+        raise ValueError(f"a keyspace has at least one lane, not {count}")
+    _layout.lanes = count
+
+
+def lanes() -> list[str]:
+    """Every lane's tag: `[""]` on one Redis."""
+    if _layout.lanes == 1:
+        return [""]
+    return [f"{{p{index}}}" for index in range(_layout.lanes)]
+
+
+def lane_of(job_id: str) -> str:
+    """The lane (hash tag) of job `job_id`'s keys."""
+    if _layout.lanes == 1:
+        return ""
+    return f"{{p{zlib.crc32(job_id.encode()) % _layout.lanes}}}"
+
+
+def job_of(message_id: str) -> str:
+    """The job a message id belongs to: message ids are `<job_id>` or `<job_id>:<key>`
+    (messages/ids.py), and a job id holds no colon."""
+    return message_id.split(":", 1)[0]
+
+
+def arq_id(message_id: str) -> str:
+    """The arq job id of a queued message: its id, after its lane's tag on a cluster."""
+    return lane_of(job_of(message_id)) + message_id
+
+
+def split_lane(tagged: str) -> tuple[str, str]:
+    """(lane, rest) of an id that starts with its lane's tag (an arq job id, a dead letter's
+    id on a cluster); `("", tagged)` for an id without one."""
+    if tagged.startswith("{") and "}" in tagged:
+        end = tagged.index("}") + 1
+        return tagged[:end], tagged[end:]
+    return "", tagged
+
+
+def message_of(arq_job: str) -> str:
+    """The message id an arq job id names (`arq_id` undone)."""
+    return split_lane(arq_job)[1]
+
+
+def lane_of_arq(arq_job: str) -> str:
+    """The lane of a queued arq job (its tag), `""` on one Redis."""
+    return split_lane(arq_job)[0]
+
+
+def _in(lane: str, name: str) -> str:
+    return f"{PREFIX}:{lane}:{name}" if lane else f"{PREFIX}:{name}"
+
+
+def events(lane: str) -> str:
+    """A lane's stream of every job's events."""
+    return _in(lane, "events")
+
+
+def dead_letters(lane: str) -> str:
+    return _in(lane, "dead")
+
+
+def results(lane: str) -> str:
+    """A lane's stream of finished jobs (Client.wait_all)."""
+    return _in(lane, "results")
+
+
+def jobs(lane: str) -> str:
+    """A lane's job ids, scored by creation time in ms: the dashboard's paged, newest-first
+    list (entries older than the job TTL are trimmed when a job is created)."""
+    return _in(lane, "jobs")
+
+
+def tally_handled(lane: str) -> str:
+    """Messages handled per `<instance>/<worker>` (infra/store/events.py)."""
+    return _in(lane, "tally:handled")
+
+
+def tally_last(lane: str) -> str:
+    """When each `<instance>/<worker>` last handled a message."""
+    return _in(lane, "tally:last")
+
+
+EVENTS = events("")
+DEAD_LETTER = dead_letters("")
+RESULTS = results("")
+JOBS = jobs("")
+TALLY_HANDLED = tally_handled("")
+TALLY_LAST = tally_last("")
+
+INGRESS = f"{PREFIX}:ingress"
+"""One stream on a cluster too (its commands touch it alone): producers need not know lanes."""
+INGRESS_GROUP = f"{PREFIX}-ingress"
+GRAPHS = f"{PREFIX}:graphs"
 
 WORKERS = f"{PREFIX}:workers"
 """The instances that announced a presence (infra/runtime/presence.py)."""
 
-TALLY_HANDLED = f"{PREFIX}:tally:handled"
-"""Messages handled per `<instance>/<worker>` (infra/store/events.py)."""
 
-TALLY_LAST = f"{PREFIX}:tally:last"
-"""When each `<instance>/<worker>` last handled a message."""
+def queue(worker: str, lane: str = "") -> str:
+    return _in(lane, f"q:{worker}")
 
 
-def queue(worker: str) -> str:
-    return f"{PREFIX}:q:{worker}"
-
-
-def wake(worker: str) -> str:
+def wake(worker: str, lane: str = "") -> str:
     """The worker kind's wake-up list: one token per queued message (infra/runtime/wake.py)."""
-    return f"{PREFIX}:wake:{worker}"
+    return _in(lane, f"wake:{worker}")
 
 
 WAKE_TOKENS_MAX = 64
@@ -39,41 +149,46 @@ WAKE_TOKENS_MAX = 64
 
 
 def job(job_id: str) -> str:
-    return f"{PREFIX}:job:{job_id}"
+    return _in(lane_of(job_id), f"job:{job_id}")
 
 
 def submission(job_id: str) -> str:
     """Set with the job's record and first message, atomically; a second submission of the
     same id sees it."""
-    return f"{PREFIX}:submitted:{job_id}"
+    return _in(lane_of(job_id), f"submitted:{job_id}")
 
 
 def job_events(job_id: str) -> str:
-    return f"{PREFIX}:events:{job_id}"
+    return _in(lane_of(job_id), f"events:{job_id}")
 
 
 def job_calls(job_id: str) -> str:
     """The job's model calls, in commit order (infra/store/calls.py); expires with the record."""
-    return f"{PREFIX}:calls:{job_id}"
+    return _in(lane_of(job_id), f"calls:{job_id}")
+
+
+def _route(route: str) -> str:
+    # one script reads both keys of a route: on a cluster they share the route's own tag
+    return f"{PREFIX}:route:{{{route}}}" if _layout.lanes > 1 else f"{PREFIX}:route:{route}"
 
 
 def route_budget(route: str) -> str:
     """A model route's shared buckets and pause (infra/store/budgets.py)."""
-    return f"{PREFIX}:route:{route}:budget"
+    return f"{_route(route)}:budget"
 
 
 def route_slots(route: str) -> str:
     """A model route's concurrent calls, each with its lease (infra/store/budgets.py)."""
-    return f"{PREFIX}:route:{route}:slots"
+    return f"{_route(route)}:slots"
 
 
 def done(message_id: str) -> str:
     """Set once a message's handling has been committed; a re-run sees it and stops."""
-    return f"{PREFIX}:done:{message_id}"
+    return _in(lane_of(job_of(message_id)), f"done:{message_id}")
 
 
 def _job_scoped(job_id: str, *parts: str) -> str:
-    return ":".join((PREFIX, "job", job_id, *parts))
+    return ":".join((job(job_id), *parts))
 
 
 def loop_anchor(job_id: str, task_id: str) -> str:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, cast
 
 from arq.connections import ArqRedis, create_pool
 from postel.infra.store import keys
-from postel.infra.store.access import check_access
-from postel.infra.store.connect import arq_settings
+from postel.infra.store.access import PROBE_TAG, check_access
+from postel.infra.store.connect import arq_settings, is_cluster, primary_client, redis_client
 from postel.messages.limits import MAX_MESSAGE_BYTES, check_json_text
 
 ARQ_FUNCTION = "handle"
@@ -63,7 +63,17 @@ def _is_postel_job(value: Any) -> bool:
 
 async def connect_arq(url: str) -> ArqRedis:
     """An arq pool speaking JSON, for enqueuing and for the workers, once Redis has let
-    this user run every command postel needs (infra/store/access.py)."""
+    this user run every command postel needs (infra/store/access.py). On a cluster, the
+    cluster client (`redis_client`): postel enqueues with its commit script, never with arq's
+    `enqueue_job`, and each worker's arq queue connects to its lane's primary itself."""
+    if is_cluster(url):
+        probed = await primary_client(url, PROBE_TAG)
+        try:
+            await check_access(probed)
+        finally:
+            await probed.aclose()
+        return cast(ArqRedis, redis_client(url))
+    keys.use_lanes(1)
     settings = arq_settings(url)
     # Fail fast with a clear error rather than arq's five one-second retries.
     settings.conn_retries = 1

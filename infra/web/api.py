@@ -32,7 +32,7 @@ from postel.infra.runtime.redrive import (
     redrive_matching,
 )
 from postel.infra.runtime.submit import ReservedJobId, submit_job
-from postel.infra.store import keys
+from postel.infra.store import keys, lanes
 from postel.infra.store.calls import RecordedCall, read_calls
 from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.deadletter import (
@@ -50,6 +50,7 @@ from postel.infra.store.graphs import (
     InvalidGraphName,
 )
 from postel.infra.store.jobs import JobRecord, JobStatus
+from postel.infra.store.lanes import LaneCursor
 from postel.infra.store.outage import RideOut
 from postel.infra.store.stores import GaslRound, GaslStateStore
 from postel.infra.web.outage import UNREACHABLE
@@ -100,7 +101,8 @@ JobId = Annotated[
         description="1-100 letters, digits, '.', '_' or '-'; anything else is 422",
     ),
 ]
-ENTRY_ID_PATTERN = r"^\d{1,20}-\d{1,20}$"
+ENTRY_ID_PATTERN = r"^(\{p\d{1,5}\})?\d{1,20}-\d{1,20}$"
+"""A dead letter's stream entry id, after its lane's tag on a cluster (infra/store/keys.py)."""
 EntryId = Annotated[str, Path(pattern=ENTRY_ID_PATTERN, description="a stream entry id")]
 KEEPALIVE_S = 15.0
 STREAM_RETRY_AFTER_S = 5
@@ -263,13 +265,12 @@ async def follow_all(
     ] = None,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
-    """Every job's events as Server-Sent Events (the dashboard's live feed)."""
-
-    async def never(_event: Event) -> bool:
-        return False
-
-    start = _stream_id(last_event_id or since or "$")
-    return _sse(state, _follow(state, request, keys.EVENTS, start, never))
+    """Every job's events as Server-Sent Events (the dashboard's live feed). On a cluster an
+    event's id is where every lane's stream stands (their ids joined by commas): a
+    reconnecting client's Last-Event-ID resumes each lane where it was."""
+    start = last_event_id or since or "$"
+    cursor = None if start == "$" else _lane_cursor(start)
+    return _sse(state, _follow_lanes(state, request, cursor))
 
 
 @router.get("/dead", response_model=DeadPage, tags=["dead letters"])
@@ -363,6 +364,49 @@ def _gunzip(data: bytes) -> bytes:
     if len(unpacked) > MAX_GRAPH_BYTES:
         raise HTTPException(413, f"a graph unpacked may be {MAX_GRAPH_BYTES} bytes at most")
     return unpacked
+
+
+def _lane_cursor(value: str) -> LaneCursor:
+    """Stream ids, one per lane (or one for every lane)."""
+    try:
+        cursor = LaneCursor.parse(value)
+    except ValueError as exc:
+        raise _field_error(["query", "since"], str(exc), "invalid_id") from None
+    for entry_id in cursor.ids.values():
+        _stream_id(entry_id)
+    return cursor
+
+
+async def _follow_lanes(
+    state: WebState, request: Request, cursor: LaneCursor | None
+) -> AsyncIterator[str]:
+    """`_follow` for the events stream of every lane, merged (infra/store/lanes.py); from
+    now on if `cursor` is None."""
+    quiet_s = 0.0
+    reconnect = RideOut("live stream of every job's events")
+    while not await request.is_disconnected() and not state.stopping.is_set():
+        try:
+            if cursor is None:  # from now on: where each lane ends, so nothing slips between
+                cursor = await lanes.newest(state.pool, keys.events)
+            position = LaneCursor(dict(cursor.ids))
+            entries = await lanes.read_after(state.pool, keys.events, cursor, 200, _BLOCK_MS)
+        except REDIS_UNAVAILABLE as exc:
+            yield f": {UNREACHABLE}\n\n"
+            await reconnect.failed(exc)
+            continue
+        reconnect.succeeded()
+        if not entries:
+            quiet_s += _BLOCK_MS / 1000
+            if quiet_s >= KEEPALIVE_S:
+                quiet_s = 0.0
+                yield ": keepalive\n\n"
+            continue
+        quiet_s = 0.0
+        for entry in entries:
+            position.advance([entry])
+            event = Event.from_entry(entry.id, entry.fields)
+            yield f"id: {position.text()}\nevent: hop\ndata: {event.model_dump_json()}\n\n"
+        await asyncio.sleep(0)
 
 
 def _stream_id(value: str) -> str:

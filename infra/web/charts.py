@@ -19,7 +19,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from postel.infra.runtime.settings import WORKER_NAMES
-from postel.infra.store import keys
+from postel.infra.store import keys, lanes
+from postel.infra.store.lanes import LaneCursor, id_order
 from postel.messages import utc_now
 from redis.asyncio import Redis
 
@@ -166,8 +167,8 @@ class ChartWindow:
         self._reset()
 
     def _reset(self) -> None:
-        self.last_event: str | None = None
-        self.last_result: str | None = None
+        self.last_event: LaneCursor | None = None
+        self.last_result: LaneCursor | None = None
         self.partial_from_ms: int | None = None
         self.outcomes: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         self.waits: dict[str, dict[int, list[float]]] = defaultdict(
@@ -218,35 +219,33 @@ class ChartWindow:
 
     async def _catch_up(self, redis: Redis, start_ms: int) -> bool:
         """Add what was written since the last read; False when more came than one read
-        takes (the window then starts over from the newest)."""
-        async with redis.pipeline(transaction=False) as pipe:
-            for stream, last, cap in (
-                (keys.RESULTS, self.last_result, CHART_RESULTS),
-                (keys.EVENTS, self.last_event, CHART_EVENTS),
-            ):
-                if last is None:
-                    pipe.xrevrange(stream, max="+", min=str(start_ms), count=cap)
-                else:
-                    pipe.xrange(stream, min=f"({last}", max="+", count=cap)
-            results, events = await pipe.execute()
-        if self.last_result is None:
+        takes (the window then starts over from the newest). Every lane's streams are read
+        and merged (infra/store/lanes.py)."""
+        if self.last_result is None or self.last_event is None:
+            results = await lanes.read_newest(redis, keys.results, CHART_RESULTS, str(start_ms))
+            events = await lanes.read_newest(redis, keys.events, CHART_EVENTS, str(start_ms))
             results.reverse()
             events.reverse()
             capped = [
-                int(_text(entries[0][0]).split("-")[0])
+                id_order(entries[0].id)[0]
                 for entries, cap in ((results, CHART_RESULTS), (events, CHART_EVENTS))
                 if len(entries) == cap
             ]
             self.partial_from_ms = max(capped) if capped else None
-        elif len(results) == CHART_RESULTS or len(events) == CHART_EVENTS:
-            return False
-        for entry_id, fields in results:
-            self._result(entry_id, fields)
-        for entry_id, fields in events:
-            self._event(entry_id, fields)
-        # nothing yet: the next read starts at the hour's beginning, not the stream's
-        self.last_result = _text(results[-1][0]) if results else self.last_result or f"{start_ms}-0"
-        self.last_event = _text(events[-1][0]) if events else self.last_event or f"{start_ms}-0"
+            # nothing yet: the next read starts at the hour's beginning, not the stream's
+            self.last_result = LaneCursor.parse(f"{start_ms}-0")
+            self.last_event = LaneCursor.parse(f"{start_ms}-0")
+            self.last_result.advance(results)
+            self.last_event.advance(events)
+        else:
+            results = await lanes.read_after(redis, keys.results, self.last_result, CHART_RESULTS)
+            events = await lanes.read_after(redis, keys.events, self.last_event, CHART_EVENTS)
+            if len(results) >= CHART_RESULTS or len(events) >= CHART_EVENTS:
+                return False
+        for entry in results:
+            self._result(entry.id, entry.fields)
+        for entry in events:
+            self._event(entry.id, entry.fields)
         return True
 
     def _result(self, entry_id: bytes | str, fields: dict[bytes, bytes]) -> None:

@@ -26,6 +26,7 @@ from postel.infra.runtime.presence import live_workers
 from postel.infra.runtime.settings import WORKER_NAMES
 from postel.infra.store import keys
 from postel.infra.store.events import HANDLED, Event
+from postel.infra.store.lanes import LaneCursor, read_after
 from postel.infra.web.queries import queues_view
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -58,7 +59,7 @@ class SystemMetrics:
         self.redis = redis
         self._reading = asyncio.Lock()
         self.registry = CollectorRegistry()
-        self._after = "0-0"
+        self._after: LaneCursor | None = None  # once connected: the lanes are known then
         self._gauges = _Gauges()
         self.registry.register(self._gauges)
         self.hops = Counter(
@@ -113,14 +114,12 @@ class SystemMetrics:
             self._gauges.families = await self._read_gauges()
 
     async def _read_events(self) -> None:
+        if self._after is None:
+            self._after = LaneCursor.parse("0-0")
         while True:
-            entries = await self.redis.xrange(
-                keys.EVENTS, min=f"({self._after}", count=EVENTS_PER_READ
-            )
-            for entry_id, fields in entries:
-                self._count(Event.from_entry(entry_id, fields))
-            if entries:
-                self._after = entries[-1][0].decode()
+            entries = await read_after(self.redis, keys.events, self._after, EVENTS_PER_READ)
+            for entry in entries:
+                self._count(Event.from_entry(entry.id, entry.fields))
             if len(entries) < EVENTS_PER_READ:
                 break
 

@@ -21,7 +21,7 @@ from markupsafe import Markup
 from postel.infra.runtime.cancel import JobAlreadyFinished, cancel_job
 from postel.infra.runtime.redrive import RedriveRefused, redrive, redrive_matching
 from postel.infra.runtime.settings import WORKER_NAMES
-from postel.infra.store import keys
+from postel.infra.store import keys, lanes
 from postel.infra.store.deadletter import DeadLetterNotFound, list_dead
 from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.jobs import JobNotFound
@@ -51,11 +51,7 @@ EVENTS_SHOWN = 300  # rows of the raw events table on a job's page; the API has 
 async def global_stream(state: WebState) -> str:
     """The live feed from the newest event at render time: nothing that happens between
     rendering the page and the script connecting is missed."""
-    newest = await state.pool.xrevrange(keys.EVENTS, count=1)
-    if not newest:
-        return _url(GLOBAL_STREAM, since="0-0")
-    entry_id = newest[0][0]
-    return _url(GLOBAL_STREAM, since=entry_id.decode() if isinstance(entry_id, bytes) else entry_id)
+    return _url(GLOBAL_STREAM, since=(await lanes.newest(state.pool, keys.events)).text())
 
 
 def _ms(value: float) -> str:

@@ -121,7 +121,10 @@ async def _index_after(
 ) -> list[tuple[str, float]]:
     """Up to `count` (job id, score) of the index, newest first, after `cursor`. The cursor's
     job is found by rank, so jobs submitted meanwhile neither repeat nor hide entries; if it
-    has left the index, its score serves instead."""
+    has left the index, its score serves instead. On a cluster, every lane's index read
+    from the cursor's score and merged."""
+    if len(keys.lanes()) > 1:
+        return await _lanes_after(redis, cursor, count)
     if cursor is None:
         start = 0
     else:
@@ -134,6 +137,32 @@ async def _index_after(
         start = rank + 1
     found = await redis.zrevrange(keys.JOBS, start, start + count - 1, withscores=True)
     return [(_text(m) or "", float(s)) for m, s in found]
+
+
+async def _lanes_after(
+    redis: Redis, cursor: tuple[float, str] | None, count: int
+) -> list[tuple[str, float]]:
+    """`_index_after` over every lane's index: newest first, ties by id, as ZREVRANGE
+    orders one index."""
+    top = str(cursor[0]) if cursor else "+inf"
+    async with redis.pipeline(transaction=False) as pipe:
+        for lane in keys.lanes():
+            # the cursor's score is read again: a job of another lane may share it
+            pipe.zrevrangebyscore(
+                keys.jobs(lane), top, "-inf", start=0, num=count + 1, withscores=True
+            )
+        answers = await pipe.execute()
+    entries = [(_text(m) or "", float(s)) for answer in answers for m, s in answer]
+    if cursor is not None:
+        entries = [(m, s) for m, s in entries if (s, m) < (cursor[0], cursor[1])]
+    return sorted(entries, key=lambda entry: (entry[1], entry[0]), reverse=True)[:count]
+
+
+async def _index_size(redis: Redis) -> int:
+    async with redis.pipeline(transaction=False) as pipe:
+        for lane in keys.lanes():
+            pipe.zcard(keys.jobs(lane))
+        return sum(await pipe.execute())
 
 
 def _summary(job_id: str, values: list[Any]) -> JobSummary | None:
@@ -198,7 +227,7 @@ async def list_jobs(
     or title, and creation within the last `within_s` seconds. A `q` that is a job's exact
     id finds it directly, however old."""
     limit = max(1, min(limit, PAGE_LIMIT))
-    total = await redis.zcard(keys.JOBS)
+    total = await _index_size(redis)
     # only a well-formed id is looked up: "x:gen:0" would name another job's key
     is_id = q is not None and _JOB_ID.match(q) is not None
     if q and is_id and before is None and await redis.exists(keys.job(q)):
@@ -531,14 +560,23 @@ class WorkerView(BaseModel):
 
 async def workers_view(redis: Redis) -> list[WorkerView]:
     presences = await live_workers(redis)
+    lanes = keys.lanes()
     async with redis.pipeline(transaction=False) as pipe:
-        pipe.hgetall(keys.TALLY_HANDLED)
-        pipe.hgetall(keys.TALLY_LAST)
+        for lane in lanes:
+            pipe.hgetall(keys.tally_handled(lane))
+            pipe.hgetall(keys.tally_last(lane))
         for presence in presences:
             pipe.pttl(keys.worker(presence.instance))
-        handled_raw, last_raw, *ttls = await pipe.execute()
-    handled = {_text(k): int(v) for k, v in handled_raw.items()}
-    last = {_text(k): datetime.fromisoformat(_text(v) or "") for k, v in last_raw.items()}
+        replies = await pipe.execute()
+    tallies, ttls = replies[: 2 * len(lanes)], replies[2 * len(lanes) :]
+    handled: dict[str, int] = {}
+    last: dict[str, datetime] = {}
+    for handled_raw, last_raw in zip(tallies[::2], tallies[1::2], strict=True):
+        for k, v in handled_raw.items():
+            handled[_text(k)] = handled.get(_text(k), 0) + int(v)
+        for k, v in last_raw.items():
+            stamp = datetime.fromisoformat(_text(v) or "")
+            last[_text(k)] = max(stamp, last.get(_text(k), stamp))
     now = utc_now()
     views = []
     for presence, ttl_ms in zip(presences, ttls, strict=True):
@@ -584,21 +622,29 @@ class QueuesView(BaseModel):
 
 
 async def queues_view(redis: Redis) -> QueuesView:
+    lanes = keys.lanes()
     async with redis.pipeline(transaction=False) as pipe:
         for worker in WORKER_NAMES:
-            pipe.zcard(keys.queue(worker))
-            pipe.zrange(keys.queue(worker), 0, 0, withscores=True)
+            for lane in lanes:
+                pipe.zcard(keys.queue(worker, lane))
+                pipe.zrange(keys.queue(worker, lane), 0, 0, withscores=True)
         pipe.xlen(keys.INGRESS)
-        pipe.xlen(keys.DEAD_LETTER)
-        pipe.zcard(keys.JOBS)
+        for lane in lanes:
+            pipe.xlen(keys.dead_letters(lane))
+            pipe.zcard(keys.jobs(lane))
         replies = await pipe.execute()
     now_ms = utc_now().timestamp() * 1000
     queues = []
+    per_worker = 2 * len(lanes)
     for n, worker in enumerate(WORKER_NAMES):
-        depth, first = replies[2 * n], replies[2 * n + 1]
-        oldest = (now_ms - float(first[0][1])) / 1000 if first else None
-        queues.append(QueueView(worker=worker, depth=int(depth), oldest_wait_s=oldest))
-    ingress_length, dead, jobs = replies[-3:]
+        answers = replies[n * per_worker : (n + 1) * per_worker]
+        depth = sum(int(count) for count in answers[::2])
+        firsts = [float(first[0][1]) for first in answers[1::2] if first]
+        oldest = (now_ms - min(firsts)) / 1000 if firsts else None
+        queues.append(QueueView(worker=worker, depth=depth, oldest_wait_s=oldest))
+    totals = replies[len(WORKER_NAMES) * per_worker :]
+    ingress_length = totals[0]
+    dead, jobs = sum(totals[1::2]), sum(totals[2::2])
     pending = 0
     if ingress_length:
         try:

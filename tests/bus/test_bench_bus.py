@@ -99,3 +99,27 @@ def test_bench_bus_refuses_an_unknown_side() -> None:
     assert "--sides takes some of postel, postel_poll, arq_5ms, arq_default, not 'postel,nope'" in (
         done.stderr
     )
+
+
+@pytest.mark.bench
+@pytest.mark.slow
+def test_bench_bus_on_a_cluster_measures_each_primary_for_one_and_two_shards() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
+    env["POSTEL_LOG_LEVEL"] = "WARNING"
+    command = ["bench", "bus", "--cluster", "2", "--jobs", "5", "--processes", "1"]
+    command += ["--latency-jobs", "10", "--json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "postel", *command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    assert set(figures["by_shards"]) == {"1", "2"}
+    for shards, run in figures["by_shards"].items():
+        by_shard = run["redis_cpu_us_per_hop_by_shard"]
+        assert len(by_shard) == int(shards) and all(cpu > 0 for cpu in by_shard)
+        assert run["hops_per_s"] > 0 and run["latency_samples"] >= 5 * 5
+        assert run["redis_cpu_us_per_hop_all_shards"] == pytest.approx(sum(by_shard), abs=0.2)

@@ -1,6 +1,7 @@
 """The private part of arq that infra/runtime/wake.py relies on, pinned: PushWorker overrides
-`main` and `_release_sem_dec_counter_on_complete`, does the work of `run_job` itself, calls
-`finish_job`/`finish_failed_job`, and reads Worker attributes set in `Worker.__init__`. The
+`main`, `_release_sem_dec_counter_on_complete` and `finish_job`/`finish_failed_job` (without
+arq's abort set, which a cluster keeps in another slot), does the work of `run_job` itself,
+and reads Worker attributes set in `Worker.__init__`. The
 pyproject pin (<0.29) keeps arq where this holds; this test names what breaks if a release
 changes any of it, instead of a worker that fails at run time."""
 
@@ -67,7 +68,12 @@ def test_the_worker_methods_wake_overrides_or_calls_keep_their_signatures() -> N
     overridden = {
         name for name in WORKER_METHODS if name in vars(PushWorker) and name in vars(Worker)
     }
-    assert overridden == {"main", "_release_sem_dec_counter_on_complete"}
+    assert overridden == {
+        "main",
+        "_release_sem_dec_counter_on_complete",
+        "finish_job",
+        "finish_failed_job",
+    }
 
 
 def test_the_worker_attributes_wake_reads_are_set_by_arq() -> None:

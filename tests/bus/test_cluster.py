@@ -1,0 +1,254 @@
+"""postel on a real Redis Cluster (three primaries on loopback, tests/conftest.py): jobs
+spread over every lane and every shard, and each completes through every worker kind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+from postel.infra.client.client import Client
+from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.settings import QueueSettings, Settings
+from postel.infra.store import keys, lanes
+from postel.infra.store.connect import RedisURLError, cluster_of, primary_of
+from postel.infra.store.lanes import LaneCursor, id_order
+from postel.infra.store.wire import connect_arq
+from postel.infra.web.app import create_app
+from postel.messages import Envelope, JobRequest
+from redis.crc import key_slot
+
+from postel.testing.cluster import LoopbackCluster
+from postel.testing.relay import RELAY_WORKERS
+
+sys.path.insert(0, str(Path(__file__).parent))
+from recording import Breakable
+
+JOBS = 40
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def test_a_cluster_url_names_its_nodes_credentials_and_lanes() -> None:
+    cluster = cluster_of("redis+cluster://u:p%40ss@10.0.0.1:7000,10.0.0.2:7001?lanes=8")
+    assert [(s.host, s.port) for s in cluster.seeds] == [("10.0.0.1", 7000), ("10.0.0.2", 7001)]
+    assert {(s.username, s.password) for s in cluster.seeds} == {("u", "p@ss")}
+    assert cluster.lanes == 8
+    assert cluster_of("redis+cluster://10.0.0.1:7000").lanes == keys.CLUSTER_LANES
+    assert cluster_of("rediss+cluster://10.0.0.1:7000").seeds[0].tls
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        ("redis+cluster://h:1?lanes=1", "lanes=1"),
+        ("redis+cluster://h:1?lanes=x", "lanes=x"),
+        ("redis+cluster://h:1/3", "one database"),
+        ("redis+cluster://h:1?colour=red", "colour"),
+    ],
+)
+def test_a_bad_cluster_url_is_refused_naming_what_is_wrong(url: str, named: str) -> None:
+    with pytest.raises(RedisURLError, match=named):
+        cluster_of(url)
+
+
+def test_a_job_keeps_every_key_in_its_lane_and_one_redis_keeps_todays_names() -> None:
+    assert keys.job("j1") == "postel:job:j1"
+    assert keys.arq_id("j1:intent") == "j1:intent"
+    keys.use_lanes(16)
+    try:
+        lane = keys.lane_of("j1")
+        assert lane.startswith("{p")
+        job_keys = [
+            keys.job("j1"),
+            keys.done("j1:intent"),
+            keys.job_events("j1"),
+            keys.submission("j1"),
+            keys.gasl_rounds("j1"),
+            "arq:job:" + keys.arq_id("j1:intent"),
+            keys.queue("intent", lane),
+            keys.events(lane),
+        ]
+        assert {key_slot(key.encode()) for key in job_keys} == {key_slot(lane.encode())}
+        assert keys.message_of(keys.arq_id("j1:intent")) == "j1:intent"
+        route = [keys.route_budget("openai/gpt"), keys.route_slots("openai/gpt")]
+        assert len({key_slot(key.encode()) for key in route}) == 1
+    finally:
+        keys.use_lanes(1)
+
+
+async def test_relay_jobs_complete_across_every_lane_and_shard(
+    cluster_url: str, loopback_cluster: LoopbackCluster, settings: Settings
+) -> None:
+    async with (
+        LocalSystem(settings, redis_url=cluster_url, specs=RELAY_WORKERS),
+        Client(cluster_url, settings) as client,
+    ):
+        job_ids = [await client.submit_request(JobRequest(prompt=f"q{i}")) for i in range(JOBS)]
+        records = [await client.wait(job_id, timeout=60) for job_id in job_ids]
+    assert {record.status for record in records} == {"completed"}
+    lanes = {keys.lane_of(job_id) for job_id in job_ids}
+    assert len(lanes) > len(loopback_cluster.primary_ports())
+    shards = {(await primary_of(cluster_url, lane)).port for lane in lanes}
+    assert shards == set(loopback_cluster.primary_ports())
+
+
+@pytest.fixture
+def replicated_cluster(tmp_path: Path) -> Iterator[LoopbackCluster]:
+    """Three primaries, each with a replica that takes over when it dies."""
+    with LoopbackCluster(tmp_path, primaries=3, replicas=1) as cluster:
+        yield cluster
+    keys.use_lanes(1)
+
+
+def slow_relay() -> list[WorkerSpec]:
+    """The relay stages, the planner taking 0.3 s a hop: jobs are in flight at the kill."""
+    intent, planner, *rest = RELAY_WORKERS
+
+    async def handle(message: Envelope, runtime: Runtime) -> Outcome:
+        await asyncio.sleep(0.3)
+        return await planner.handle(message, runtime)
+
+    return [intent, WorkerSpec("planner", planner.accepts, handle), *rest]
+
+
+async def test_a_primary_killed_mid_run_fails_over_with_no_job_lost_or_run_twice(
+    replicated_cluster: LoopbackCluster, settings: Settings
+) -> None:
+    url = replicated_cluster.url
+    victim = replicated_cluster.primary_ports()[0]
+    submitted: list[str] = []
+    retried = 0
+    async with (
+        LocalSystem(settings, redis_url=url, specs=slow_relay()),
+        Client(url, settings) as client,
+    ):
+        victim_lanes = {
+            lane for lane in keys.lanes() if (await primary_of(url, lane)).port == victim
+        }
+        for n in range(JOBS):
+            if n == JOBS // 2:
+                replicated_cluster.kill_synced(victim)
+            while True:  # a producer retries a refused submission under the same id
+                try:
+                    submitted.append(await client.submit(f"job {n}", job_id=f"failover-{n}"))
+                    break
+                except (redis.RedisError, OSError):
+                    retried += 1
+                    await asyncio.sleep(0.2)
+        records = await client.wait_all(submitted, timeout=120)
+        histories = {job_id: await client.events.read(job_id) for job_id in submitted}
+    assert victim not in replicated_cluster.primary_ports(), "a replica took over"
+    assert {record.status for record in records.values()} == {"completed"}
+    assert len(records) == len(submitted) == JOBS
+    for job_id, events in histories.items():
+        committed = [e.message_id for e in events if e.status == "completed"]
+        assert len(committed) == len(set(committed)) == 6, f"{job_id} ran a hop twice: {events}"
+    on_victim_lanes = {job_id for job_id in submitted if keys.lane_of(job_id) in victim_lanes}
+    print(
+        f"\ncluster failover: {len(on_victim_lanes)} of {JOBS} jobs on the killed shard, "
+        f"{retried} submissions retried"
+    )
+    assert on_victim_lanes, "some jobs lived on the killed shard"
+
+
+async def test_dead_letters_redrive_cancel_ingress_and_the_views_merge_every_lane(
+    cluster_url: str, settings: Settings
+) -> None:
+    quick = settings.model_copy(update={"planner": QueueSettings(job_timeout=30, max_tries=2)})
+    breakable = Breakable()
+    async with (
+        LocalSystem(quick, redis_url=cluster_url, specs=breakable.specs()),
+        Client(cluster_url, quick) as client,
+    ):
+        web_pool = await connect_arq(cluster_url)
+        app, _state = create_app(web_pool, quick, loopback_only=False)
+        api = httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://127.0.0.1")
+        failed = [await client.submit(f"dead {n}") for n in range(12)]
+        records = await client.wait_all(failed, timeout=60)
+        assert {r.failure for r in records.values()} == {"out_of_tries"}
+        doomed = await client.submit("cancel me")
+        assert (await api.post(f"/api/jobs/{doomed}/cancel")).status_code == 200
+
+        letters = (await api.get("/api/dead", params={"limit": 50})).json()
+        assert letters["total"] == 12
+        ids = [letter["id"] for letter in letters["items"]]
+        assert len({keys.split_lane(i)[0] for i in ids}) > 1, "letters of several lanes"
+        newest_first = sorted(
+            ids,
+            key=lambda i: (id_order(keys.split_lane(i)[1]), keys.split_lane(i)[0]),
+            reverse=True,
+        )
+        assert ids == newest_first, "by entry id, ties (two shards, one millisecond) by lane"
+        paged, before = [], None
+        while True:
+            after = {"before": before} if before else {}
+            page = (await api.get("/api/dead", params={"limit": 5, **after})).json()
+            paged += [letter["id"] for letter in page["items"]]
+            if (before := page["next"]) is None:
+                break
+        assert paged == ids, "pages of 5 walk every lane's letters once, newest first"
+        assert (await api.get(f"/api/dead/{ids[0]}")).json()["id"] == ids[0]
+
+        breakable.broken = False
+        one = (await api.post(f"/api/dead/{ids[0]}/redrive")).json()
+        rest = (await api.post("/api/dead/redrive")).json()
+        assert len(rest["redriven"]) == 11 and not rest["refused"]
+        entries = [
+            await client.pool.xadd(keys.INGRESS, {"job": json.dumps({"prompt": f"in {n}"})})
+            for n in range(5)
+        ]
+        ingested = [f"ingress-{_text(e).replace('-', '_')}" for e in entries]
+        async with asyncio.timeout(30):
+            while not all([await client.pool.exists(keys.job(i)) for i in ingested]):
+                await asyncio.sleep(0.1)
+        done = await client.wait_all([*failed, *ingested], timeout=60)
+        assert {r.status for r in done.values()} == {"completed"}
+        assert one["job_id"] in failed
+
+        jobs = (await api.get("/api/jobs", params={"limit": 100})).json()
+        every = {*failed, *ingested, doomed}
+        assert jobs["total"] == len(every) and {j["job_id"] for j in jobs["items"]} == every
+        paged_jobs, before = [], None
+        while True:
+            after = {"before": before} if before else {}
+            page = (await api.get("/api/jobs", params={"limit": 4, **after})).json()
+            paged_jobs += [j["job_id"] for j in page["items"]]
+            if (before := page["next"]) is None:
+                break
+        assert paged_jobs == [j["job_id"] for j in jobs["items"]]
+        assert (await api.get("/api/jobs/" + doomed)).json()["failure"] == "cancelled"
+        queues = (await api.get("/api/queues")).json()
+        assert (queues["jobs"], queues["dead_letters"]) == (len(every), 0)
+
+        cursor = LaneCursor.parse("0-0")
+        merged = await lanes.read_after(client.pool, keys.events, cursor, count=10_000)
+        per_job = sum([len(await client.events.read(job_id)) for job_id in every])
+        assert len(merged) == per_job, "the merged stream holds every job's every event"
+        assert [e.id for e in merged] == sorted((e.id for e in merged), key=id_order)
+        metrics = (await api.get("/metrics")).text
+        completed = 'postel_jobs_total{status="completed"} ' + f"{len(every) - 1}.0"
+        assert completed in metrics
+        await api.aclose()
+        await web_pool.aclose()
+
+
+async def test_the_cluster_client_falls_back_on_the_urls_nodes(cluster_url: str) -> None:
+    """redis-py forgets a node it could not reach; having forgotten every one (a failover
+    on a busy machine), it finds the cluster again from the URL's nodes."""
+    client = cluster_of(cluster_url).client()
+    try:
+        await client.initialize()
+        client.nodes_manager.startup_nodes.clear()
+        await client.nodes_manager.initialize()
+        assert await client.set(keys.job("seeded"), "1")
+    finally:
+        await client.aclose()
