@@ -102,7 +102,6 @@ def test_bench_bus_refuses_an_unknown_side() -> None:
 
 
 @pytest.mark.bench
-@pytest.mark.slow
 def test_bench_bus_on_a_cluster_measures_each_primary_for_one_and_two_shards() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
     env["POSTEL_LOG_LEVEL"] = "WARNING"
