@@ -9,9 +9,9 @@ stable hash of its id (`lane_of`); the arq job id of its messages carries the ta
 (`arq_id`), so arq's own keys (`arq:job:<id>`...) fall in the same slot.
 
 On one Redis there is one lane, `""`, and every key has the name it always had. On a cluster
-there are `CLUSTER_LANES` lanes (POSTEL_CLUSTER_LANES), `{p0}`..: a fixed count, so a job's
-lane never changes when shards are added or moved. The process's layout is set once, by
-connecting (infra/store/connect.py): `use_lanes`.
+there are `CLUSTER_LANES` lanes unless the URL's `?lanes=N` says otherwise, `{p0}`..: a
+fixed count, so a job's lane never changes when shards are added or moved. The process's
+layout is set once, by connecting (infra/store/connect.py): `use_lanes`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from dataclasses import dataclass
 PREFIX = "postel"
 
 CLUSTER_LANES = 16
-"""The lanes of a cluster unless POSTEL_CLUSTER_LANES says otherwise: more lanes than
-shards, so every shard holds some, and few enough that a worker's per-lane waits stay cheap."""
+"""The lanes of a cluster unless its URL says otherwise (`redis+cluster://...?lanes=N`): more
+lanes than shards, so every shard holds some, and few enough that a worker's per-lane waits
+stay cheap."""
 
 
 @dataclass
