@@ -266,8 +266,12 @@ async def test_failed_attempts_of_a_hop_that_then_succeeded_are_counted_too(
 async def test_a_queue_is_listed_in_pages_and_jobs_by_when_they_were_created(
     redis_url: str, settings: Settings, api: httpx.AsyncClient, redis_client: aioredis.Redis
 ) -> None:
+    ids = []
     async with Client(redis_url, settings) as client:  # no workers: everything waits
-        ids = [await client.submit(f"waiting {n}") for n in range(QUEUE_PAGE + 2)]
+        for n in range(QUEUE_PAGE + 2):
+            ids.append(await client.submit(f"waiting {n}"))
+            # a queue orders by the millisecond a message was queued: two in one are a tie
+            await asyncio.sleep(0.002)
     first = await _text(api, "/queues?worker=intent")
     assert first.count("<tr data-message=") == QUEUE_PAGE
     assert f'offset={QUEUE_PAGE}" id="queue-next"' in first
