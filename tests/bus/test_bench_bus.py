@@ -7,18 +7,16 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any, cast
 
 import pytest
 
 
-@pytest.mark.bench
-def test_bench_bus_measures_every_side_at_rest_and_in_flight() -> None:
+def bench_bus(command: list[str]) -> dict[str, Any]:
+    """A `postel bench bus` run's --json figures, in a process of its own, with no POSTEL_
+    setting of this shell."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
     env["POSTEL_LOG_LEVEL"] = "WARNING"
-    # an idle postel worker looks at Redis once per 1 s fallback (BLPOP's timeout fires up to
-    # ~0.1 s late): a 2 s window always sees it
-    command = ["bench", "bus", "--jobs", "5", "--processes", "1", "--idle-s", "2"]
-    command += ["--latency-jobs", "10", "--json"]
     done = subprocess.run(
         [sys.executable, "-m", "postel", *command],
         env=env,
@@ -27,7 +25,16 @@ def test_bench_bus_measures_every_side_at_rest_and_in_flight() -> None:
         timeout=240,
     )
     assert done.returncode == 0, done.stderr
-    figures = json.loads(done.stdout)
+    return cast(dict[str, Any], json.loads(done.stdout))
+
+
+@pytest.mark.bench
+def test_bench_bus_measures_every_side_at_rest_and_in_flight() -> None:
+    # an idle postel worker looks at Redis once per 1 s fallback (BLPOP's timeout fires up to
+    # ~0.1 s late): a 2 s window always sees it
+    command = ["bench", "bus", "--jobs", "5", "--processes", "1", "--idle-s", "2"]
+    command += ["--latency-jobs", "10", "--json"]
+    figures = bench_bus(command)
     assert set(figures["sides"]) == {"postel", "postel_poll", "arq_5ms", "arq_default"}
     for side in figures["sides"].values():
         run = side["by_processes"]["1"]
@@ -68,19 +75,9 @@ def test_bench_bus_refuses_a_bad_process_list() -> None:
 
 @pytest.mark.bench
 def test_bench_bus_runs_only_the_sides_asked_for() -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
-    env["POSTEL_LOG_LEVEL"] = "WARNING"
     command = ["bench", "bus", "--jobs", "5", "--processes", "1", "--idle-s", "1"]
     command += ["--latency-jobs", "5", "--sides", "postel,arq_5ms", "--no-recording", "--json"]
-    done = subprocess.run(
-        [sys.executable, "-m", "postel", *command],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr
-    figures = json.loads(done.stdout)
+    figures = bench_bus(command)
     assert set(figures["sides"]) == {"postel", "arq_5ms"}
     assert "recording" not in figures
     assert set(figures["postel_vs_arq_5ms"]) == {"1"}
@@ -103,19 +100,9 @@ def test_bench_bus_refuses_an_unknown_side() -> None:
 
 @pytest.mark.bench
 def test_bench_bus_on_a_cluster_measures_each_primary_for_one_and_two_shards() -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
-    env["POSTEL_LOG_LEVEL"] = "WARNING"
     command = ["bench", "bus", "--cluster", "2", "--jobs", "5", "--processes", "1"]
     command += ["--latency-jobs", "10", "--json"]
-    done = subprocess.run(
-        [sys.executable, "-m", "postel", *command],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr
-    figures = json.loads(done.stdout)
+    figures = bench_bus(command)
     assert set(figures["by_shards"]) == {"1", "2"}
     for shards, run in figures["by_shards"].items():
         by_shard = run["redis_cpu_us_per_hop_by_shard"]
