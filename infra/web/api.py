@@ -248,7 +248,8 @@ async def follow_job(
         return event.type in TERMINAL_TYPES and (await state.jobs.get(job_id)).finished
 
     stream = keys.job_events(job_id)
-    return _sse(state, _follow(state, request, stream, _stream_id(last_event_id or "0-0"), ended))
+    read = _stream_reader(state, stream, _stream_id(last_event_id or "0-0"))
+    return _sse(state, _follow(state, request, stream, read, ended))
 
 
 @router.get(
@@ -270,7 +271,7 @@ async def follow_all(
     reconnecting client's Last-Event-ID resumes each lane where it was."""
     start = last_event_id or since or "$"
     cursor = None if start == "$" else _lane_cursor(start)
-    return _sse(state, _follow_lanes(state, request, cursor))
+    return _sse(state, _follow(state, request, "every job's events", _lanes_reader(state, cursor)))
 
 
 @router.get("/dead", response_model=DeadPage, tags=["dead letters"])
@@ -377,36 +378,45 @@ def _lane_cursor(value: str) -> LaneCursor:
     return cursor
 
 
-async def _follow_lanes(
-    state: WebState, request: Request, cursor: LaneCursor | None
-) -> AsyncIterator[str]:
-    """`_follow` for the events stream of every lane, merged (infra/store/lanes.py); from
-    now on if `cursor` is None."""
-    quiet_s = 0.0
-    reconnect = RideOut("live stream of every job's events")
-    while not await request.is_disconnected() and not state.stopping.is_set():
-        try:
-            if cursor is None:  # from now on: where each lane ends, so nothing slips between
-                cursor = await lanes.newest(state.pool, keys.events)
-            position = LaneCursor(dict(cursor.ids))
-            entries = await lanes.read_after(state.pool, keys.events, cursor, 200, _BLOCK_MS)
-        except REDIS_UNAVAILABLE as exc:
-            yield f": {UNREACHABLE}\n\n"
-            await reconnect.failed(exc)
-            continue
-        reconnect.succeeded()
-        if not entries:
-            quiet_s += _BLOCK_MS / 1000
-            if quiet_s >= KEEPALIVE_S:
-                quiet_s = 0.0
-                yield ": keepalive\n\n"
-            continue
-        quiet_s = 0.0
-        for entry in entries:
+Frames = list[tuple[str, Event]]
+"""Events read from a stream, each with the SSE id a client resumes after."""
+
+
+def _lanes_reader(state: WebState, cursor: LaneCursor | None) -> Callable[[], Awaitable[Frames]]:
+    """Reads of every lane's events stream, merged (infra/store/lanes.py); from now on if
+    `cursor` is None."""
+
+    async def read() -> Frames:
+        nonlocal cursor
+        if cursor is None:  # from now on: where each lane ends, so nothing slips between
+            cursor = await lanes.newest(state.pool, keys.events)
+        position = LaneCursor(dict(cursor.ids))
+        frames: Frames = []
+        for entry in await lanes.read_after(state.pool, keys.events, cursor, 200, _BLOCK_MS):
             position.advance([entry])
-            event = Event.from_entry(entry.id, entry.fields)
-            yield f"id: {position.text()}\nevent: hop\ndata: {event.model_dump_json()}\n\n"
-        await asyncio.sleep(0)
+            frames.append((position.text(), Event.from_entry(entry.id, entry.fields)))
+        return frames
+
+    return read
+
+
+def _stream_reader(state: WebState, stream: str, last: str) -> Callable[[], Awaitable[Frames]]:
+    """Reads of one stream after `last` (`$`: from now on)."""
+
+    async def read() -> Frames:
+        nonlocal last
+        if last == "$":  # from now on: the newest entry's id, so nothing slips between reads
+            newest = await state.pool.xrevrange(stream, count=1)
+            last = newest[0][0].decode() if newest else "0-0"
+        frames: Frames = []
+        for _stream, entries in await state.pool.xread({stream: last}, block=_BLOCK_MS, count=200):
+            for entry_id, fields in entries:
+                event = Event.from_entry(entry_id, fields)
+                last = event.id or last
+                frames.append((last, event))
+        return frames
+
+    return read
 
 
 def _stream_id(value: str) -> str:
@@ -456,43 +466,37 @@ def _sse(state: WebState, body: AsyncIterator[str]) -> StreamingResponse:
 async def _follow(
     state: WebState,
     request: Request,
-    stream: str,
-    last: str,
-    ended: Callable[[Event], Awaitable[bool]],
+    what: str,
+    read: Callable[[], Awaitable[Frames]],
+    ended: Callable[[Event], Awaitable[bool]] | None = None,
 ) -> AsyncIterator[str]:
-    """The stream's entries after `last` as SSE frames. A Redis outage (a restart, a
-    failover) does not end the stream: reading is retried with backoff, a comment line
-    telling the client why it waits, and resumes after the last entry sent."""
+    """What `read` returns, as SSE frames, until the client goes or `ended` says the last
+    event was the end. A Redis outage (a restart, a failover) does not end the stream:
+    reading is retried with backoff, a comment line telling the client why it waits, and
+    resumes after the last entry read."""
     quiet_s = 0.0
-    reconnect = RideOut(f"live stream {stream}")
+    reconnect = RideOut(f"live stream {what}")
     while not await request.is_disconnected() and not state.stopping.is_set():
         try:
-            if last == "$":  # from now on: the newest entry's id, so nothing slips between reads
-                newest = await state.pool.xrevrange(stream, count=1)
-                last = newest[0][0].decode() if newest else "0-0"
-            batches = await state.pool.xread({stream: last}, block=_BLOCK_MS, count=200)
+            frames = await read()
         except REDIS_UNAVAILABLE as exc:
             yield f": {UNREACHABLE}\n\n"
             await reconnect.failed(exc)
             continue
         reconnect.succeeded()
-        if not batches:
+        if not frames:
             quiet_s += _BLOCK_MS / 1000
             if quiet_s >= KEEPALIVE_S:
                 quiet_s = 0.0
                 yield ": keepalive\n\n"
             continue
         quiet_s = 0.0
-        for _stream, entries in batches:
-            for entry_id, fields in entries:
-                event = Event.from_entry(entry_id, fields)
-                last = event.id or last
-                yield f"id: {last}\nevent: hop\ndata: {event.model_dump_json()}\n\n"
-                if await _riding_out(reconnect, ended, event):
-                    yield "event: end\ndata: {}\n\n"
-                    return
+        for frame_id, event in frames:
+            yield f"id: {frame_id}\nevent: hop\ndata: {event.model_dump_json()}\n\n"
+            if ended is not None and await _riding_out(reconnect, ended, event):
+                yield "event: end\ndata: {}\n\n"
+                return
         await asyncio.sleep(0)
-    return
 
 
 async def _riding_out(
