@@ -226,24 +226,36 @@ class Fleet:
         }
 
 
+async def _hop_waits(client: Client, latency_jobs: int) -> list[float]:
+    """Every hop's wait of `latency_jobs` jobs run one at a time."""
+    waits: list[float] = []
+    for _ in range(latency_jobs):
+        job_id = await client.submit("bench")
+        await client.wait_all([job_id], timeout=60)
+        events = await client.events.read(job_id)
+        waits.extend(e.wait_ms for e in events if e.status == "received")
+    return waits
+
+
+async def _all_at_once(client: Client, jobs: int) -> float:
+    """Seconds `jobs` jobs submitted at once take to complete, every one of them."""
+    started = time.perf_counter()
+    ids = await asyncio.gather(*(client.submit("bench") for _ in range(jobs)))
+    records = await client.wait_all(ids, timeout=600)
+    elapsed = time.perf_counter() - started
+    if any(record.status != "completed" for record in records.values()):
+        raise RuntimeError("a bench job did not complete")
+    return elapsed
+
+
 async def _postel_hops(
     url: str, settings: Settings, latency_jobs: int, jobs: int
 ) -> dict[str, Any]:
     async with Client(url, settings) as client:
-        waits: list[float] = []
-        for _ in range(latency_jobs):
-            job_id = await client.submit("bench")
-            await client.wait_all([job_id], timeout=60)
-            events = await client.events.read(job_id)
-            waits.extend(e.wait_ms for e in events if e.status == "received")
+        waits = await _hop_waits(client, latency_jobs)
         usage = await RedisUsage.read(client.pool)
-        started = time.perf_counter()
-        ids = await asyncio.gather(*(client.submit("bench") for _ in range(jobs)))
-        records = await client.wait_all(ids, timeout=600)
-        elapsed = time.perf_counter() - started
+        elapsed = await _all_at_once(client, jobs)
         spent = (await RedisUsage.read(client.pool)).per_hop(usage, jobs * STAGES)
-    if any(record.status != "completed" for record in records.values()):
-        raise RuntimeError("a bench job did not complete")
     return {**_hop_figures(waits, jobs, elapsed), **spent}
 
 
@@ -468,17 +480,9 @@ async def _cluster_hops(
     shards = [aioredis.Redis(port=port) for port in cluster.primary_ports()]
     try:
         async with Client(cluster.url, settings) as client:
-            waits: list[float] = []
-            for _ in range(latency_jobs):
-                job_id = await client.submit("bench")
-                await client.wait_all([job_id], timeout=60)
-                events = await client.events.read(job_id)
-                waits.extend(e.wait_ms for e in events if e.status == "received")
+            waits = await _hop_waits(client, latency_jobs)
             before = [await RedisUsage.read(shard) for shard in shards]
-            started = time.perf_counter()
-            ids = await asyncio.gather(*(client.submit("bench") for _ in range(jobs)))
-            records = await client.wait_all(ids, timeout=600)
-            elapsed = time.perf_counter() - started
+            elapsed = await _all_at_once(client, jobs)
             spent = [
                 (await RedisUsage.read(shard)).per_hop(usage, jobs * STAGES)
                 for shard, usage in zip(shards, before, strict=True)
@@ -486,8 +490,6 @@ async def _cluster_hops(
     finally:
         for shard in shards:
             await shard.aclose()
-    if any(record.status != "completed" for record in records.values()):
-        raise RuntimeError("a bench job did not complete")
     cpu = [shard["redis_cpu_us_per_hop"] for shard in spent]
     return {
         **_hop_figures(waits, jobs, elapsed),
