@@ -378,3 +378,11 @@ def test_a_command_over_the_token_limit_is_left_as_written() -> None:
     assert isinstance(parse_one(find_with(within)), FindItems)
     with pytest.raises(GaslSyntaxError):
         parse(find_with(MAX_DIALECT_TOKENS // 4 + 1))
+
+
+def test_the_splitter_and_the_instruction_rule_read_the_same_lead_words() -> None:
+    # the splitter took `instructions:` while the rule knew only `instruction`
+    [plural] = parse("PROCESS x with instructions: first names AS f")
+    assert isinstance(plural, Process) and plural.instruction == "first names"
+    [by] = parse("CLASSIFY x by instruction: kind of name AS k")
+    assert by.text.startswith("CLASSIFY x")

@@ -12,6 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from postel.services.gasl.dialect.statements import (
+    INSTRUCTION_VERBS,
+    INSTRUCTION_WORDS,
+    instruction_lead,
+)
 from postel.services.gasl.dialect.tokens import (
     SEMICOLON,
     Token,
@@ -345,14 +350,16 @@ def rank_order(tokens: list[Token], context: Context) -> list[Token] | None:
 def instruction(tokens: list[Token], context: Context) -> list[Token] | None:
     """`PROCESS|ANALYZE|CLASSIFY x with instruction: <words> [AS y]`: the words, exactly as
     written (their quotes and `;` too), become the quoted instruction."""
-    if len(tokens) < 4 or not tokens[0].is_word("PROCESS", "ANALYZE", "CLASSIFY"):
+    if len(tokens) < 4 or not tokens[0].is_word(*INSTRUCTION_VERBS):
         return None
-    if not tokens[2].is_word("WITH", "USING", "BY"):
+    if not tokens[2].is_word(*instruction_lead(tokens[0])):
         return None
     body, into = _into(tokens)
     said = body[-1]
-    between = body[3:-1]
-    if [t.upper for t in between] not in ([], ["INSTRUCTION"], ["INSTRUCTION", ":"], [":"]):
+    between = [t.upper for t in body[3:-1]]
+    if between[:1] and between[0] in INSTRUCTION_WORDS:
+        between = between[1:]
+    if between not in ([], [":"]):
         return None
     if said.kind not in ("text", "string"):
         return None

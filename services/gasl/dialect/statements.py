@@ -15,6 +15,14 @@ from typing import Literal
 from postel.services.gasl.dialect.tokens import Token, tokenize
 
 INSTRUCTION_VERBS = ("PROCESS", "ANALYZE", "CLASSIFY")
+INSTRUCTION_WORDS = ("INSTRUCTION", "INSTRUCTIONS")
+
+
+def instruction_lead(verb: Token) -> tuple[str, ...]:
+    """The words that may open `verb`'s instruction (`PROCESS x with ...`)."""
+    return ("WITH", "USING", "BY") if verb.is_word("CLASSIFY") else ("WITH", "USING")
+
+
 _BLOCK_WORDS = ("TRY", "CATCH", "FINALLY", "END")
 
 
@@ -64,13 +72,13 @@ def _free_instruction(
     """The command starting at `at` with its unquoted instruction made one token, and the
     index after it; None when the command has no instruction written that way."""
     verb = tokens[at]
-    lead = ("WITH", "USING", "BY") if verb.is_word("CLASSIFY") else ("WITH", "USING")
+    lead = instruction_lead(verb)
     if at + 3 >= len(tokens) or tokens[at + 1].kind not in ("word", "binding"):
         return None
     if not tokens[at + 2].is_word(*lead):
         return None
     begin = at + 3
-    if tokens[begin].is_word("INSTRUCTION", "INSTRUCTIONS"):
+    if tokens[begin].is_word(*INSTRUCTION_WORDS):
         begin += 1
     if begin < len(tokens) and tokens[begin].text == ":":
         begin += 1
