@@ -4,6 +4,7 @@ those names imports both its own and postel's."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -25,9 +26,19 @@ def _pyproject() -> dict:  # type: ignore[type-arg]
     return tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
+# what a build must not see: the checkout's own build and install leftovers
+_NOT_SOURCES = shutil.ignore_patterns(
+    ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"
+)
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel, built from a copy of the sources: setuptools builds in the tree's build/
+    folder, which an install of the checkout (`pip install -e .`) may have left half full."""
     out = tmp_path_factory.mktemp("wheel")
+    sources = tmp_path_factory.mktemp("sources") / "postel"
+    shutil.copytree(ROOT, sources, ignore=_NOT_SOURCES)
     subprocess.run(
         [
             sys.executable,
@@ -39,7 +50,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "-q",
             "-w",
             str(out),
-            str(ROOT),
+            str(sources),
         ],
         check=True,
         cwd=out,
