@@ -53,6 +53,7 @@ from arq.constants import job_key_prefix, result_key_prefix
 from arq.jobs import serialize_job
 from postel.infra.store import keys
 from postel.infra.store.events import Command
+from postel.infra.store.scripts import LuaScript
 from postel.infra.store.wire import ARQ_FUNCTION, dumps
 from postel.messages import Envelope
 from postel.messages.envelope import utc_now
@@ -216,6 +217,9 @@ class QueuedJob:
         ]
 
 
+_COMMIT = LuaScript(_SCRIPT)
+
+
 async def commit_once(
     redis: Redis,
     done_key: str,
@@ -234,7 +238,6 @@ async def commit_once(
     "require" and the job has no record (only the `missing` commands ran). `dropped` and
     `missing` are called for their commands only when the commit needs them. Downstream
     messages stay queued for up to `message_ttl_s`, their job record's lifetime."""
-    script = redis.register_script(_SCRIPT)
     recorded = flat(commands)
     # last, as each downstream message is stamped sent as it is serialised
     jobs = [
@@ -246,13 +249,13 @@ async def commit_once(
     head = [ttl_s, keys.WAKE_TOKENS_MAX, record, keys.done(""), len(recorded), len(jobs)]
     rare = dropped is not None or missing is not None
     args = [*head, 0, 0, int(not rare), *recorded, *jobs]
-    result = int(await script(keys=script_keys, args=args))
+    result = int(await _COMMIT(redis, script_keys, args))
     if result == _RESEND_WITH_RARE:
         if_refused = flat(dropped() if dropped is not None else [])
         if_missing = flat(missing() if missing is not None else [])
         sizes = [len(if_refused), len(if_missing), 1]
         args = [*head, *sizes, *recorded, *jobs, *if_refused, *if_missing]
-        result = int(await script(keys=script_keys, args=args))
+        result = int(await _COMMIT(redis, script_keys, args))
     return _RESULTS[result]
 
 
@@ -282,6 +285,9 @@ return 'new'
 )
 
 
+_RECEIVE_SCRIPT = LuaScript(_RECEIVE)
+
+
 async def receive_once(
     redis: Redis,
     done_key: str,
@@ -292,6 +298,5 @@ async def receive_once(
     committed it), `job_finished`, `missing` (no job record), or `new`, and only then
     record `received`. A queued job becomes running here: its first hop runs from now,
     not from when it commits."""
-    script = redis.register_script(_RECEIVE)
-    reply = await script(keys=[done_key, keys.job(job_id)], args=flat(received))
+    reply = await _RECEIVE_SCRIPT(redis, [done_key, keys.job(job_id)], flat(received))
     return cast(Received, reply.decode() if isinstance(reply, bytes) else str(reply))
