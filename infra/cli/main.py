@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
+from click.core import ParameterSource
 from postel.infra.cli.gasl import bench_gasl, bench_graphs, gasl, graph
 from postel.infra.runtime.names import WORKER_NAMES
 
@@ -767,7 +768,8 @@ def bench() -> None:
     type=click.IntRange(1, 16),
     default=None,
     help="Instead: postel on a Redis Cluster made on loopback, of 1, 2 … N primaries "
-    "(hops/s and each primary's Redis CPU per hop; the first of --processes per stage).",
+    "(hops/s and each primary's Redis CPU per hop; one --processes count, no --sides, "
+    "--idle-s or --no-recording).",
 )
 @click.option("--json", "as_json", is_flag=True)
 def bench_bus(
@@ -803,6 +805,24 @@ def bench_bus(
         fail(f"--sides takes some of {', '.join(known)}, not {sides!r}", EXIT_INPUT)
     current = settings()
     if cluster is not None:
+        context = click.get_current_context()
+        extra = [
+            option
+            for name, option in (
+                ("sides", "--sides"),
+                ("idle_s", "--idle-s"),
+                ("recording", "--no-recording"),
+            )
+            if context.get_parameter_source(name) != ParameterSource.DEFAULT
+        ]
+        if len(counts) > 1:
+            extra.append(f"--processes {processes}")
+        if extra:
+            fail(
+                "--cluster runs postel alone, at one --processes count, not with "
+                + ", ".join(extra),
+                EXIT_INPUT,
+            )
         figures = run_async(run_cluster_bench)(current, cluster, jobs, counts[0], latency_jobs)
         click.echo(json.dumps(figures, indent=2) if as_json else format_cluster_bench(figures))
         return

@@ -15,14 +15,15 @@ from pathlib import Path
 import redis
 
 from postel.infra.store.redis_server import free_port
+from postel.messages.errors import Misconfigured
 
 NODE_TIMEOUT_MS = 1000
 """How long a primary may be silent before its replica takes over (Redis's default is 15 s)."""
 READY_TIMEOUT_S = 30.0
 
 
-class ClusterStartError(RuntimeError):
-    pass
+class ClusterStartError(Misconfigured, RuntimeError):
+    """A loopback cluster could not be made: a tool missing, or a node that never came up."""
 
 
 def cluster_binaries() -> tuple[str, str]:

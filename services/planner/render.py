@@ -129,7 +129,6 @@ class RecordText:
     was written, the error with its hint, the fields), always shown whole, and its sample
     rows, which are what a tight prompt cuts."""
 
-    number: int
     head: tuple[str, ...]
     rows: tuple[str, ...]
     total: int  # rows the record stands for
@@ -195,7 +194,7 @@ def _record_text(number: int, record: ExecutionRecord) -> RecordText:
     if hint and str(hint) not in (record.error or ""):
         lines.append(f"   hint: {hint}")
     if not record.rows:
-        return RecordText(number, tuple(lines), (), 0, "")
+        return RecordText(tuple(lines), (), 0, "")
     fields = fields_of(record.rows)
     if fields:
         lines.append("   fields: " + ", ".join(fields))
@@ -207,7 +206,7 @@ def _record_text(number: int, record: ExecutionRecord) -> RecordText:
         field = next((name for name in NAME_FIELDS if name in fields), fields[0])
         named += f" (one field of each: ${{{record.variable}.{field}}})"
     rows = tuple(dumps(row) for row in record.rows[:_ROWS_SHOWN])
-    return RecordText(number, tuple(lines), rows, total, named)
+    return RecordText(tuple(lines), rows, total, named)
 
 
 def outcome_digest(

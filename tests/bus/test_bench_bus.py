@@ -109,3 +109,16 @@ def test_bench_bus_on_a_cluster_measures_each_primary_for_one_and_two_shards() -
         assert len(by_shard) == int(shards) and all(cpu > 0 for cpu in by_shard)
         assert run["hops_per_s"] > 0 and run["latency_samples"] >= 5 * 5
         assert run["redis_cpu_us_per_hop_all_shards"] == pytest.approx(sum(by_shard), abs=0.2)
+
+
+def test_bench_bus_on_a_cluster_refuses_the_options_it_would_ignore() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "postel", "bench", "bus", "--cluster", "2", "--idle-s", "3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--cluster runs postel alone, at one --processes count, not with --idle-s" in (
+        done.stderr
+    )
