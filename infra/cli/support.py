@@ -3,7 +3,8 @@
 Exit codes a script can rely on (from messages.errors.OUTCOMES, shared with the HTTP API):
   0  success
   1  the job failed (its status and error are printed)
-  2  bad input: usage error, invalid type or value
+  2  bad input (a usage error, an invalid type or value), a conflict (a job id already
+     taken by another job) or a misconfiguration (no model to call, a malformed record)
   3  Redis (or, for a command that calls it, the model) unreachable
   4  no such job, graph or dead letter
   5  timed out waiting

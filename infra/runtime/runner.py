@@ -32,8 +32,9 @@ from postel.services.urls import shown_url
 log = structlog.get_logger(__name__)
 
 KEEP_RESULT_S = 0
-"""arq keeps no results: a result would hold a copy of the whole message for its lifetime,
-and postel records every outcome itself (events, the job record, `postel:results`)."""
+"""arq keeps no results: a result would hold a copy of the whole message for its lifetime, and
+postel records every outcome itself (events, the job record, the results stream
+`keys.results`)."""
 
 
 def load_worker(name: str) -> WorkerSpec:

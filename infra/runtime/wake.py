@@ -1,12 +1,13 @@
 """Push, not poll: a worker sleeps on a blocking Redis read until its queue has work.
 
 arq finds work by polling its queue's sorted set on a timer; postel keeps arq's queue (job
-keys, the sorted set, the in-progress key, retries, deferral and `finish_job` are arq's own)
-and replaces the timer, the start of a job and, for a job that commits, its finish:
+keys, the sorted set, the in-progress key, retries and deferral are arq's own; the finish is
+arq's without its abort set) and replaces the timer, the start of a job and, for a job that
+commits, its finish:
 
 - Wake-ups: whatever puts a message on a queue pushes one token on the queue's wake-up list
-  (`postel:wake:<worker>`) in the same step: the commit script for downstream messages
-  and for submissions and redrives (infra/store/commit.py).
+  (`keys.wake`, one per lane on a cluster) in the same step: the commit script for
+  downstream messages and for submissions and redrives (infra/store/commit.py).
 - Sleeping: a worker with a free slot blocks on BLPOP of that list. One token wakes one
   worker, so N idle replicas are not all woken for one message.
 - Taking: a worker sends its BLPOP and the take script in one pipeline, so Redis runs the

@@ -1,18 +1,18 @@
 """The dead-letter stream: messages postel could not handle, kept with the error and the raw
 payload so nothing is lost and an operator can send them back (infra/runtime/redrive.py).
 
-Each entry of `postel:dead` has the fields source (`worker:<name>` or `ingress`), error, raw
-(the payload as received), job_id, message_id, attempt (the hop's tries) and at; a letter
-also says how many times the model was tried within its last try (`model_attempts`), read
-from its error, and whether a redrive can work (`redrive_blocker`: why not, in words).
-Listing reads the stream newest first in pages; a filter by worker or error text reads at
-most SCAN_LIMIT entries per page, so a page costs the same however long the stream is.
-The stream is bounded by count and by size: it keeps the newest DEAD_LETTER_MAXLEN entries,
-and a payload over DEAD_LETTER_RAW_BYTES keeps only its first EXCERPT_CHARS characters, with
-its size and sha256 noted (`raw_bytes`, `raw_sha256`), so at most about
-DEAD_LETTER_MAXLEN x DEAD_LETTER_RAW_BYTES of payloads are kept. Such a letter cannot be
-redriven (its `redrive_blocker` says so); the sha256 matches it to the producer's copy.
-"""
+Each entry of `postel:dead` (one stream per lane on a cluster, infra/store/keys.py) has the
+fields source (`worker:<name>` or `ingress`), error, raw (the payload as received), job_id,
+message_id, attempt (the hop's tries) and at; a letter also says how many times the model
+was tried within its last try (`model_attempts`), read from its error, and whether a redrive
+can work (`redrive_blocker`: why not, in words). Listing reads the stream newest first in
+pages; a filter by worker or error text reads at most SCAN_LIMIT entries per page, so a page
+costs the same however long the stream is. The stream is bounded by count and by size: it
+keeps the newest DEAD_LETTER_MAXLEN entries, and a payload over DEAD_LETTER_RAW_BYTES keeps
+only its first EXCERPT_CHARS characters, with its size and sha256 noted (`raw_bytes`,
+`raw_sha256`), so at most about DEAD_LETTER_MAXLEN x DEAD_LETTER_RAW_BYTES of payloads are
+kept. Such a letter cannot be redriven (its `redrive_blocker` says so); the sha256 matches
+it to the producer's copy."""
 
 from __future__ import annotations
 

@@ -25,7 +25,8 @@ and `error` is empty unless something failed.
 
 Recording a handled message (`completed`, `continued`) also adds the hop's model calls and
 tokens to the job record's sums and counts it for the process that handled it
-(`postel:tally:handled`, `postel:tally:last`: what the dashboard's workers page shows).
+(`postel:tally:handled`, `postel:tally:last`, per lane on a cluster: what the dashboard's
+workers page shows).
 """
 
 from __future__ import annotations

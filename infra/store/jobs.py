@@ -1,12 +1,14 @@
 """The job record: status, stage, timestamps, and the result or error, readable by job_id.
 
-A Redis hash under `postel:job:<id>`. `status` is queued (submitted, no worker has taken
-it), running (from the moment a worker receives its first message), completed or failed;
-`failure` is the documented FailureStatus of a failed job. `llm_calls`, `prompt_tokens` and
-`completion_tokens` sum the committed hops' model use (infra/store/events.py adds them);
-`failed_llm_calls` counts model attempts that failed, in committed hops and failed ones alike
-(infra/store/calls.py). Every job id is also in the sorted set `postel:jobs` by creation
-time, so a dashboard pages through the newest jobs without scanning the keyspace.
+A Redis hash under `postel:job:<id>` (on a Redis Cluster every key named here carries the
+job's lane tag, `postel:{p3}:job:<id>`: infra/store/keys.py). `status` is queued (submitted,
+no worker has taken it), running (from the moment a worker receives its first message),
+completed or failed; `failure` is the documented FailureStatus of a failed job. `llm_calls`,
+`prompt_tokens` and `completion_tokens` sum the committed hops' model use
+(infra/store/events.py adds them); `failed_llm_calls` counts model attempts that failed, in
+committed hops and failed ones alike (infra/store/calls.py). Every job id is also in the
+sorted set `postel:jobs` (one per lane) by creation time, so a dashboard pages through the
+newest jobs without scanning the keyspace.
 """
 
 from __future__ import annotations
