@@ -17,9 +17,10 @@ class LuaScript:
         self.sha = hashlib.sha1(text.encode()).hexdigest()
 
     async def __call__(self, redis: Redis, keys: list[str], args: list[Any]) -> Any:
-        """EVALSHA, and EVAL the first time a server (a restarted one, a new primary) has
-        not seen the script: EVAL loads it for the next call."""
+        """EVALSHA, after SCRIPT LOAD where a server (a restarted one, a new primary) has not
+        seen the script: the two commands the minimal ACL grants (infra/store/access.py)."""
         try:
             return await redis.evalsha(self.sha, len(keys), *keys, *args)
         except NoScriptError:
-            return await redis.eval(self.text, len(keys), *keys, *args)
+            await redis.script_load(self.text)
+            return await redis.evalsha(self.sha, len(keys), *keys, *args)
