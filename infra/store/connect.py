@@ -119,6 +119,30 @@ class Server:
             "ssl_keyfile": self.ssl_keyfile,
         }
 
+    def arq_settings(self) -> RedisSettings:
+        """arq's connection settings for this server."""
+        return RedisSettings(
+            host=self.host,
+            port=self.port,
+            unix_socket_path=self.unix_socket_path,
+            database=self.db,
+            username=self.username,
+            password=self.password,
+            **self.tls_options(),
+        )
+
+    def client(self) -> Redis:
+        """A plain asyncio client of this server."""
+        return Redis(
+            host=self.host,
+            port=self.port,
+            unix_socket_path=self.unix_socket_path,
+            db=self.db,
+            username=self.username,
+            password=self.password,
+            **self.tls_options(),
+        )
+
 
 def server_of(url: str) -> Server:
     """The server `url` names; RedisURLError naming what is wrong otherwise."""
@@ -282,14 +306,7 @@ async def primary_of(url: str, key: str) -> Server:
 async def lane_settings(url: str, lane: str) -> RedisSettings:
     """arq's settings for the primary that holds `lane` now: a worker's queue of that lane
     connects there (again, after a failover)."""
-    server = await primary_of(url, lane)
-    return RedisSettings(
-        host=server.host,
-        port=server.port,
-        username=server.username,
-        password=server.password,
-        **server.tls_options(),
-    )
+    return (await primary_of(url, lane)).arq_settings()
 
 
 async def with_cluster_errors(redis: Redis) -> Redis:
@@ -307,14 +324,7 @@ async def with_cluster_errors(redis: Redis) -> Redis:
 async def primary_client(url: str, key: str) -> Redis:
     """A plain client of the primary of cluster `url` that holds `key` (transactions and
     scripts without keys run there)."""
-    server = await primary_of(url, key)
-    return Redis(
-        host=server.host,
-        port=server.port,
-        username=server.username,
-        password=server.password,
-        **server.tls_options(),
-    )
+    return (await primary_of(url, key)).client()
 
 
 def arq_settings(url: str) -> RedisSettings:
@@ -322,16 +332,7 @@ def arq_settings(url: str) -> RedisSettings:
     if is_cluster(url):
         raise RedisURLError(f"{shown_url(url)} is a cluster: arq connects per lane")
     if not is_sentinel(url):
-        server = server_of(url)
-        return RedisSettings(
-            host=server.host,
-            port=server.port,
-            unix_socket_path=server.unix_socket_path,
-            database=server.db,
-            username=server.username,
-            password=server.password,
-            **server.tls_options(),
-        )
+        return server_of(url).arq_settings()
     addresses, name, db, username, password = _sentinel_parts(url)
     return RedisSettings(
         host=addresses,  # type: ignore[arg-type]
@@ -353,16 +354,7 @@ def redis_client(url: str) -> Redis:
         return cast(Redis, cluster.client())
     keys.use_lanes(1)
     if not is_sentinel(url):
-        server = server_of(url)
-        return Redis(
-            host=server.host,
-            port=server.port,
-            unix_socket_path=server.unix_socket_path,
-            db=server.db,
-            username=server.username,
-            password=server.password,
-            **server.tls_options(),
-        )
+        return server_of(url).client()
     addresses, name, db, username, password = _sentinel_parts(url)
     sentinel = Sentinel(addresses, db=db, username=username, password=password)
     return sentinel.master_for(name)
