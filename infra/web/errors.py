@@ -7,13 +7,15 @@ from __future__ import annotations
 import structlog
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
-from postel.messages.errors import UNBRANCHED, PostelError, outcome_of
+from postel.messages.errors import PostelError, outcome_of
 
 log = structlog.get_logger(__name__)
 
 
 async def postel_error(request: Request, exc: Exception) -> Response:
-    status = (outcome_of(exc) or UNBRANCHED).http_status
+    outcome = outcome_of(exc)
+    assert outcome is not None, "installed for PostelError only"
+    status = outcome.http_status
     if status >= 500:
         log.warning("request failed", path=request.url.path, error=str(exc))
     return JSONResponse({"detail": str(exc)}, status_code=status)

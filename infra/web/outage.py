@@ -10,6 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.jobs import MalformedJobRecord
+from postel.infra.web.errors import postel_error
 from postel.messages.errors import OUTCOMES, Misconfigured
 
 log = structlog.get_logger(__name__)
@@ -44,9 +45,10 @@ async def redis_unavailable(request: Request, exc: Exception) -> Response:
 
 
 async def malformed_record(request: Request, exc: Exception) -> Response:
-    log.warning("malformed job record", path=request.url.path, error=str(exc))
+    """The API answers as for any PostelError (errors.py); a page says it in HTML."""
     if _api(request):
-        return JSONResponse({"detail": str(exc)}, status_code=_MALFORMED)
+        return await postel_error(request, exc)
+    log.warning("malformed job record", path=request.url.path, error=str(exc))
     page = _PAGE.format(title="malformed job record", refresh=3600, detail=str(exc))
     return HTMLResponse(page, status_code=_MALFORMED)
 
