@@ -69,13 +69,19 @@ hostile text of a few kilobytes could hold a worker for minutes."""
 def rewrite_command(tokens: list[Token], context: Context) -> list[Token]:
     """One command through every rule in order; a command that parses as written, or one
     longer than MAX_DIALECT_TOKENS, is kept."""
-    if len(tokens) > MAX_DIALECT_TOKENS or context.parses(render(tokens)):
+    if len(tokens) > MAX_DIALECT_TOKENS:
+        return tokens
+    text = render(tokens)
+    if context.parses(text):
         return tokens
     for name, rule in RULES:
         rewritten = rule(tokens, context)
-        if rewritten is not None and render(rewritten) != render(tokens):
+        if rewritten is None:
+            continue
+        rewritten_text = render(rewritten)
+        if rewritten_text != text:
             context.applied.append(name)
-            tokens = rewritten
+            tokens, text = rewritten, rewritten_text
     return tokens
 
 
