@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast as pyast
 import difflib
 import re
 from dataclasses import replace
@@ -20,6 +19,7 @@ from lark.exceptions import (
     VisitError,
 )
 from postel.services.gasl import ast, dialect
+from postel.services.gasl.dialect.tokens import unquote
 from postel.services.gasl.errors import GaslSyntaxError
 
 # How each command is written; the hint of a syntax error quotes the one being typed.
@@ -118,15 +118,6 @@ def _display(terminal: str) -> str:
     return _DISPLAY.get(terminal, terminal.lstrip("_").replace("__ANON", "?"))
 
 
-def _unquote(token: str) -> str:
-    # Strings follow Python's escape rules, so literal_eval reads both quote styles.
-    try:
-        value = pyast.literal_eval(token)
-    except (ValueError, SyntaxError):
-        return token[1:-1]
-    return value if isinstance(value, str) else token[1:-1]
-
-
 def _binding_parts(token: str) -> tuple[str, tuple[str, ...]]:
     name, *path = token[2:-1].strip().split(".")
     return name, tuple(path)
@@ -169,7 +160,7 @@ class _ToAst(Transformer[Token, Any]):
         token = items[0]
         kind = token.type
         if kind == "STRING":
-            return ast.Value(_unquote(str(token)))
+            return ast.Value(unquote(str(token)))
         if kind == "NUMBER":
             text = str(token)
             is_int = text.lstrip("-").isdigit()
@@ -218,7 +209,7 @@ class _ToAst(Transformer[Token, Any]):
         return ast.EndpointVar(items[0])
 
     def endpoint_id(self, meta: Any, items: list[Token]) -> ast.EndpointId:
-        return ast.EndpointId(_unquote(str(items[0])))
+        return ast.EndpointId(unquote(str(items[0])))
 
     def endpoint_where(self, meta: Any, items: list[Any]) -> ast.EndpointWhere:
         return ast.EndpointWhere(items[0])
@@ -251,7 +242,7 @@ class _ToAst(Transformer[Token, Any]):
 
     def process(self, meta: Any, items: list[Any]) -> ast.Process:
         source, instruction, into = items
-        return ast.Process(source, _unquote(str(instruction)), str(into), text=self._text(meta))
+        return ast.Process(source, unquote(str(instruction)), str(into), text=self._text(meta))
 
     def update(self, meta: Any, items: list[Any]) -> ast.Update:
         key, source, mode = items
@@ -261,7 +252,7 @@ class _ToAst(Transformer[Token, Any]):
 
     def analyze(self, meta: Any, items: list[Any]) -> ast.Analyze:
         key, instruction, into = items
-        return ast.Analyze(key, _unquote(str(instruction)), str(into), text=self._text(meta))
+        return ast.Analyze(key, unquote(str(instruction)), str(into), text=self._text(meta))
 
     def require(self, meta: Any, items: list[Any]) -> ast.RequireExists:
         return ast.RequireExists(items[0], text=self._text(meta))
@@ -282,7 +273,7 @@ class _ToAst(Transformer[Token, Any]):
         return ast.SetCap(key, value.value, text=self._text(meta))
 
     def cancel(self, meta: Any, items: list[Any]) -> ast.CancelPlan:
-        return ast.CancelPlan(_unquote(str(items[0])), text=self._text(meta))
+        return ast.CancelPlan(unquote(str(items[0])), text=self._text(meta))
 
     def select_fields(self, meta: Any, items: list[Any]) -> ast.SelectFields:
         source, *chosen, into = items
@@ -322,7 +313,7 @@ class _ToAst(Transformer[Token, Any]):
         )
 
     def strings(self, meta: Any, items: list[Token]) -> tuple[str, ...]:
-        return tuple(_unquote(str(t)) for t in items)
+        return tuple(unquote(str(t)) for t in items)
 
     def graphwalk(self, meta: Any, items: list[Any]) -> ast.GraphWalk:
         start, direction, follow, depth, limit, into = items
@@ -376,7 +367,7 @@ class _ToAst(Transformer[Token, Any]):
     def add_field_model(self, meta: Any, items: list[Any]) -> ast.AddFieldByModel:
         source, name, instruction, into = items
         return ast.AddFieldByModel(
-            source, str(name), _unquote(str(instruction)), str(into), text=self._text(meta)
+            source, str(name), unquote(str(instruction)), str(into), text=self._text(meta)
         )
 
     def classify(self, meta: Any, items: list[Any]) -> ast.Classify:
@@ -434,7 +425,7 @@ def _around(items: list[Any]) -> tuple[Any, ...]:
 
 
 def _maybe_text(token: Token | None) -> str | None:
-    return None if token is None else _unquote(str(token))
+    return None if token is None else unquote(str(token))
 
 
 def _chosen_fields(

@@ -82,13 +82,19 @@ def punct(text: str) -> Token:
 SEMICOLON = Token("sep", ";")
 
 
-def string_value(token: Token) -> str:
-    """A string token's text without its quotes, escapes read as the parser reads them."""
+def unquote(text: str) -> str:
+    """A quoted string's text without its quotes: both quote styles, escapes read by
+    Python's rules (the parser's strings and the dialect's are read alike)."""
     try:
-        value = ast.literal_eval(token.text)
+        value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
-        return token.text[1:-1]
-    return value if isinstance(value, str) else token.text[1:-1]
+        return text[1:-1]
+    return value if isinstance(value, str) else text[1:-1]
+
+
+def string_value(token: Token) -> str:
+    """A string token's text without its quotes."""
+    return unquote(token.text)
 
 
 def render(tokens: list[Token]) -> str:
