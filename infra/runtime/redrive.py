@@ -40,7 +40,7 @@ from typing import Any
 from arq.connections import ArqRedis
 from postel.infra.runtime.submit import JobConflict, submit_job
 from postel.infra.store import keys
-from postel.infra.store.commit import QueuedJob
+from postel.infra.store.commit import RUN_FLAT, QueuedJob, flat
 from postel.infra.store.deadletter import (
     DeadLetter,
     DeadLetterNotFound,
@@ -55,6 +55,7 @@ from postel.infra.store.deadletter import (
 from postel.infra.store.events import Event, EventLog
 from postel.infra.store.graphs import GraphNotFound
 from postel.infra.store.jobs import JobStore
+from postel.infra.store.scripts import LuaScript
 from postel.messages import Envelope, JobRequest, decode_message, utc_now
 from postel.messages.errors import Refused
 from pydantic import BaseModel, ValidationError
@@ -62,16 +63,17 @@ from pydantic import BaseModel, ValidationError
 _REDRIVE_SUFFIX = re.compile(r"^(?P<base>.*):redrive(?P<n>\d+)$")
 _ID_ATTEMPTS = 5
 
-# KEYS: the letter's stream. ARGV: its entry id, the `discarded` event's commands.
-_DISCARD = """
+# KEYS: the letter's stream. ARGV: its entry id, then the `discarded` event's commands flat.
+_DISCARD = LuaScript(
+    RUN_FLAT
+    + """
 local removed = redis.call('XDEL', KEYS[1], ARGV[1])
 if removed == 1 then
-  for _, command in ipairs(cjson.decode(ARGV[2])) do
-    redis.call(unpack(command))
-  end
+  run_flat(2, #ARGV)
 end
 return removed
 """
+)
 
 _SCRIPT = """
 if #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) == 0 then
@@ -195,14 +197,13 @@ async def discard(pool: ArqRedis, events: EventLog, entry_id: str, *, by: str) -
         rationale=f"dead letter {letter.id}: {letter.error}",
     )
     stream, entry = letter_stream(letter.id)
-    commands = events.commands(event)
-    if not letter.job_id:  # no job to file it under: the letter's lane's stream only
-        lane = keys.split_lane(letter.id)[0]
-        commands = [["XADD", keys.events(lane), *commands[0][2:]]]
+    if letter.job_id:
+        commands = events.commands(event)
+    else:  # no job to file it under: the letter's lane's stream only
+        commands = events.jobless_commands(event, keys.split_lane(letter.id)[0])
     # one script, not MULTI (a cluster client has none): the letter's stream and the
     # event's streams are in the letter's lane
-    script = pool.register_script(_DISCARD)
-    removed = await script(keys=[stream], args=[entry, json.dumps(commands)])
+    removed = await _DISCARD(pool, [stream], [entry, *flat(commands)])
     if not removed:
         raise DeadLetterNotFound(entry_id)
     return Discarded(discarded=[letter.id])

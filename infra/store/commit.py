@@ -70,8 +70,8 @@ JOB_RECORD_MISSING = "job record missing"
 
 # Commands travel flat, not as JSON: each is its number of words, then its words, so the
 # script runs them without decoding anything (cjson.decode was a third of the script's time).
-# `_RUN_FLAT` runs the commands in ARGV[first..last] so laid out.
-_RUN_FLAT = """
+# `RUN_FLAT` runs the commands in ARGV[first..last] so laid out.
+RUN_FLAT = """
 local function run_flat(first, last)
   local i = first
   while i <= last do
@@ -94,7 +94,7 @@ end
 # rarely run but would double what every commit sends: they are left out, and a commit that
 # needs them returns -3 having changed nothing, to be sent again with them.
 _SCRIPT = (
-    _RUN_FLAT
+    RUN_FLAT
     + """
 local job_status = redis.call('HGET', KEYS[2], 'status')
 local commands_at = 10
@@ -264,7 +264,7 @@ Received = Literal["new", "handled", "job_finished", "missing"]
 # KEYS: done marker, job record. ARGV: the `received` commands flat. The lease needs no
 # renewal here: the take script set it a moment ago (infra/runtime/wake.py).
 _RECEIVE = (
-    _RUN_FLAT
+    RUN_FLAT
     + """
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 'handled'

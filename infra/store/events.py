@@ -149,15 +149,22 @@ class EventLog:
         inside the commit script, so an event lands together with what it reports."""
         flat = [item for pair in event.fields().items() for item in pair]
         job_stream = keys.job_events(event.job_id)
-        lane_stream = keys.events(keys.lane_of(event.job_id))
         commands = [
-            ["XADD", lane_stream, "MAXLEN", "~", str(self.maxlen), "*", *flat],
+            self._lane_entry(keys.lane_of(event.job_id), flat),
             ["XADD", job_stream, "MAXLEN", "~", str(self.job_maxlen), "*", *flat],
             ["EXPIRE", job_stream, str(self.job_ttl_s)],
         ]
         if event.status in HANDLED:
             commands.extend(self._tallies(event))
         return commands
+
+    def jobless_commands(self, event: Event, lane: str) -> list[Command]:
+        """The command that records `event`, which belongs to no job (a dead letter that
+        never named one), in `lane`'s events stream only."""
+        return [self._lane_entry(lane, [item for pair in event.fields().items() for item in pair])]
+
+    def _lane_entry(self, lane: str, flat: list[str]) -> Command:
+        return ["XADD", keys.events(lane), "MAXLEN", "~", str(self.maxlen), "*", *flat]
 
     def _tallies(self, event: Event) -> list[Command]:
         handler = f"{event.instance}/{event.worker}"
