@@ -70,13 +70,16 @@ JOB_RECORD_MISSING = "job record missing"
 
 # Commands travel flat, not as JSON: each is its number of words, then its words, so the
 # script runs them without decoding anything (cjson.decode was a third of the script's time).
-# `RUN_FLAT` runs the commands in ARGV[first..last] so laid out.
+# `RUN_FLAT` runs the commands in ARGV[first..last] so laid out; `handled(i)`, when given, may
+# run the command at ARGV[i] itself (true) instead.
 RUN_FLAT = """
-local function run_flat(first, last)
+local function run_flat(first, last, handled)
   local i = first
   while i <= last do
     local words = tonumber(ARGV[i])
-    redis.call(unpack(ARGV, i + 1, i + words))
+    if not (handled and handled(i)) then
+      redis.call(unpack(ARGV, i + 1, i + words))
+    end
     i = i + words + 1
   end
 end
@@ -156,23 +159,21 @@ for j = jobs_at, dropped_at - 1, 8 do
     end
   end
 end
-local i = commands_at
-while i < jobs_at do
-  local words = tonumber(ARGV[i])
-  if ARGV[i + 1] == 'MARK_RUNNING' then
-    local status = job_status
-    if ARGV[i + 2] ~= KEYS[2] then
-      status = redis.call('HGET', ARGV[i + 2], 'status')
-    end
-    if status ~= 'completed' and status ~= 'failed' then
-      redis.call('HSET', ARGV[i + 2], 'status', 'running', 'stage', ARGV[i + 3],
-                 'updated_at', ARGV[i + 4])
-    end
-  else
-    redis.call(unpack(ARGV, i + 1, i + words))
+local function mark_running(i)
+  if ARGV[i + 1] ~= 'MARK_RUNNING' then
+    return false
   end
-  i = i + words + 1
+  local status = job_status
+  if ARGV[i + 2] ~= KEYS[2] then
+    status = redis.call('HGET', ARGV[i + 2], 'status')
+  end
+  if status ~= 'completed' and status ~= 'failed' then
+    redis.call('HSET', ARGV[i + 2], 'status', 'running', 'stage', ARGV[i + 3],
+               'updated_at', ARGV[i + 4])
+  end
+  return true
 end
+run_flat(commands_at, jobs_at - 1, mark_running)
 return 1
 """
 )
