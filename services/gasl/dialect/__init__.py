@@ -20,7 +20,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from postel.services.gasl.dialect.rules import RULES, Context, Refused, rewrite_command
+from postel.services.gasl.dialect.rules import (
+    RULES,
+    Context,
+    Refused,
+    rewrite_command,
+    split_into,
+)
 from postel.services.gasl.dialect.statements import split
 from postel.services.gasl.dialect.tokens import render, tokenize
 
@@ -60,9 +66,9 @@ def canonical(text: str, parses: Callable[[str], bool]) -> Rewrite:
             made = piece.tokens
         if made is not piece.tokens:
             edits.append((piece.start, piece.end, render(made)))
-        assigns = len(made) >= 3 and made[-2].is_word("AS") and not made[0].is_word("DECLARE")
-        if assigns:
-            context.previous_target = made[-1].text
+        _body, into = split_into(made)
+        if into is not None and not made[0].is_word("DECLARE"):
+            context.previous_target = into.text
     out = text
     for start, end, replacement in reversed(edits):
         out = out[:start] + replacement + out[end:]

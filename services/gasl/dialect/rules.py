@@ -88,7 +88,7 @@ def rewrite_command(tokens: list[Token], context: Context) -> list[Token]:
 # --- helpers
 
 
-def _into(tokens: list[Token]) -> tuple[list[Token], Token | None]:
+def split_into(tokens: list[Token]) -> tuple[list[Token], Token | None]:
     """The command without its trailing `AS <name>`, and the name (None when absent)."""
     if len(tokens) >= 3 and tokens[-2].is_word("AS") and tokens[-1].kind == "word":
         return tokens[:-2], tokens[-1]
@@ -256,7 +256,7 @@ def count_find(tokens: list[Token], context: Context) -> list[Token] | None:
     """`COUNT FIND ... AS n`: the FIND into `<n>_items`, then COUNT of it into n."""
     if len(tokens) < 3 or not tokens[0].is_word("COUNT") or not tokens[1].is_word("FIND"):
         return None
-    body, into = _into(tokens[1:])
+    body, into = split_into(tokens[1:])
     target = into.text if into is not None else f"found_{body[1].text.lower()}_count"
     items = word(f"{target}_items")
     found = rewrite_command([*body, _AS, items], context)
@@ -308,7 +308,7 @@ def count_by(tokens: list[Token], context: Context) -> list[Token] | None:
     """`COUNT x group by f` and `COUNT x field f`: how many rows have each value of f."""
     if len(tokens) < 4 or not tokens[0].is_word("COUNT"):
         return None
-    body, into = _into(tokens)
+    body, into = split_into(tokens)
     if len(body) == 5 and body[2].is_word("GROUP") and body[3].is_word("BY"):
         field_token = body[4]
     elif len(body) == 4 and body[2].is_word("FIELD", "BY"):
@@ -360,7 +360,7 @@ def instruction(tokens: list[Token], context: Context) -> list[Token] | None:
         return None
     if not tokens[2].is_word(*instruction_lead(tokens[0])):
         return None
-    body, into = _into(tokens)
+    body, into = split_into(tokens)
     said = body[-1]
     between = [t.upper for t in body[3:-1]]
     if between[:1] and between[0] in INSTRUCTION_WORDS:
@@ -536,7 +536,7 @@ def add_field(tokens: list[Token], context: Context) -> list[Token] | None:
         return None
     if tokens[3].text != ":":
         return None
-    body, into = _into(tokens)
+    body, into = split_into(tokens)
     rest = body[4:]
     bare = len(rest) == 3 and rest[1].text == "=" and rest[2].kind == "word"
     if bare and not rest[2].is_word(*_LITERAL_WORDS):
@@ -576,7 +576,7 @@ def create_with(tokens: list[Token], context: Context) -> list[Token] | None:
     keys = _CREATE_KEYS.get(verb)
     if keys is None or len(tokens) < 4 or not tokens[1].is_word("FROM"):
         return None
-    body, into = _into(tokens)
+    body, into = split_into(tokens)
     if len(body) < 5 or not body[3].is_word("WITH"):
         return None
     clauses: dict[str, Token] = {}
@@ -645,7 +645,10 @@ def derived_name(tokens: list[Token]) -> str | None:
 
 def missing_as(tokens: list[Token], context: Context) -> list[Token] | None:
     """A command that needs `AS <name>` and was written without: the derived name."""
-    if tokens[0].upper not in (*_SUFFIXES, "FIND", "ADD_FIELD") or _into(tokens)[1] is not None:
+    if (
+        tokens[0].upper not in (*_SUFFIXES, "FIND", "ADD_FIELD")
+        or split_into(tokens)[1] is not None
+    ):
         return None
     name = derived_name(tokens)
     return None if name is None else [*tokens, _AS, word(name)]
