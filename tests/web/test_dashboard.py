@@ -164,6 +164,8 @@ async def test_jobs_filter_by_failure_and_time_cancel_many_requeue_and_chart_the
         assert 'id="queue-contents"' in waiting
         assert all(f'href="/jobs/{job_id}"' in waiting for job_id in ids)
         assert "gasl.plan_requested" in waiting and "taken" in waiting
+        # a taken message is due again only if its lease lapses: the page says when that is
+        assert "lease ends in" in waiting.split('id="queue-contents"')[1]
         listed = (await api.get("/jobs")).text
         assert all(f'value="{job_id}"' in listed for job_id in ids), "running jobs can be picked"
         report = await api.post("/api/jobs/cancel", json={"job_ids": [*ids[:2], "nowhere"]})
