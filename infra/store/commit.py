@@ -247,7 +247,9 @@ async def commit_once(
         for field in QueuedJob(message, message_ttl_s).fields()
     ]
     script_keys = [done_key, keys.job(job_id), keys.job_events(job_id)]
-    head = [ttl_s, keys.WAKE_TOKENS_MAX, record, keys.done(""), len(recorded), len(jobs)]
+    # the stale markers a resubmission clears are its job's, so in its lane
+    marker_prefix = keys.done_prefix(keys.lane_of(job_id))
+    head = [ttl_s, keys.WAKE_TOKENS_MAX, record, marker_prefix, len(recorded), len(jobs)]
     rare = dropped is not None or missing is not None
     args = [*head, 0, 0, int(not rare), *recorded, *jobs]
     result = int(await _COMMIT(redis, script_keys, args))

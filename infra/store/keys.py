@@ -150,7 +150,12 @@ WAKE_TOKENS_MAX = 64
 
 
 def job(job_id: str) -> str:
-    return _in(lane_of(job_id), f"job:{job_id}")
+    return job_prefix(lane_of(job_id)) + job_id
+
+
+def job_prefix(lane: str) -> str:
+    """What a job record's key is in `lane`, less the job id (the take script reads records)."""
+    return _in(lane, "job:")
 
 
 def submission(job_id: str) -> str:
@@ -185,7 +190,12 @@ def route_slots(route: str) -> str:
 
 def done(message_id: str) -> str:
     """Set once a message's handling has been committed; a re-run sees it and stops."""
-    return _in(lane_of(job_of(message_id)), f"done:{message_id}")
+    return done_prefix(lane_of(job_of(message_id))) + message_id
+
+
+def done_prefix(lane: str) -> str:
+    """What a done marker's key is in `lane`, less the message id (scripts build markers)."""
+    return _in(lane, "done:")
 
 
 def _job_scoped(job_id: str, *parts: str) -> str:
