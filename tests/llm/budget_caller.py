@@ -1,6 +1,7 @@
-"""One process of the shared-budget tests: at START (epoch seconds) it makes CALLS calls
-through an OpenAI client guarded by the route's Redis gate, and prints each call's budget
-wait in ms as JSON.
+"""One process of the shared-budget tests: at START (epoch seconds, or `paused+S`: S seconds
+after the route was first paused, however long this process took to start) it makes CALLS
+calls through an OpenAI client guarded by the route's Redis gate, and prints each call's
+budget wait in ms as JSON.
 
     python budget_caller.py REDIS_URL BASE_URL START CALLS RPM
 """
@@ -12,19 +13,30 @@ import json
 import sys
 import time
 
+from postel.infra.store import keys
 from postel.infra.store.budgets import RedisCallGate
 from postel.services.llm import ChatMessage, LLMRequest, OpenAIClient, OpenAIConfig
 from postel.services.llm.budget import call_budget
 from postel.services.llm.retry import RetryPolicy
 from redis.asyncio import Redis
 
+ROUTE = "test-route"
 
-async def main(redis_url: str, base_url: str, start_at: float, calls: int, rpm: int) -> None:
+
+async def start_time(redis: Redis, start: str) -> float:
+    if not start.startswith("paused+"):
+        return float(start)
+    while not await redis.hget(keys.route_budget(ROUTE), "paused_until"):
+        await asyncio.sleep(0.005)
+    return time.time() + float(start.removeprefix("paused+"))
+
+
+async def main(redis_url: str, base_url: str, start: str, calls: int, rpm: int) -> None:
     redis = Redis.from_url(redis_url)
-    gate = RedisCallGate(redis, "test-route", rpm=rpm)
+    gate = RedisCallGate(redis, ROUTE, rpm=rpm)
     config = OpenAIConfig(base_url=base_url, model="m", retry=RetryPolicy(max_attempts=5))
     client = OpenAIClient(config, gate)
-    await asyncio.sleep(max(0.0, start_at - time.time()))
+    await asyncio.sleep(max(0.0, await start_time(redis, start) - time.time()))
     waits = []
     for _ in range(calls):
         with call_budget(60):
@@ -38,4 +50,4 @@ async def main(redis_url: str, base_url: str, start_at: float, calls: int, rpm: 
 
 if __name__ == "__main__":
     url, base, start, count, limit = sys.argv[1:6]
-    asyncio.run(main(url, base, float(start), int(count), int(limit)))
+    asyncio.run(main(url, base, start, int(count), int(limit)))

@@ -42,7 +42,9 @@ class Arrivals:
         return "ok"
 
 
-def callers(redis_url: str, base_url: str, starts: list[float], rpm: int) -> list[list[float]]:
+def callers(
+    redis_url: str, base_url: str, starts: list[float | str], rpm: int
+) -> list[list[float]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
     processes = [
         subprocess.Popen(
@@ -190,8 +192,11 @@ def test_a_429_seen_by_one_process_pauses_the_others(embedded_redis_url: str) ->
 
         watcher = threading.Thread(target=first_429_then_ok)
         watcher.start()
+        # the three others call during the pause however slowly they start (a loaded
+        # machine): each waits for the route's pause first
         start = time.time() + START_DELAY_S
-        callers(redis_url, fake.base_url, [start, start + 0.5, start + 1.0, start + 1.5], rpm=0)
+        later: list[float | str] = ["paused+0.1", "paused+0.6", "paused+1.1"]
+        callers(redis_url, fake.base_url, [start, *later], rpm=0)
         watcher.join(10)
     limited = fake.stats().by_fault.get("429", 0)
     assert limited >= 1
