@@ -4,8 +4,10 @@ For every arq job a worker takes:
 
   decode -> (poison? dead-letter, fail the job, go on)
   -> learn if an earlier run already committed (stop), the job has
-     finished, cancelled say (`dropped` event, stop), or has no record (dead-letter, stop);
-     only then record `received`
+     finished, cancelled say (`dropped` event, stop), or has no record (dead-letter, stop):
+     the take script told (infra/runtime/wake.py), or a round trip asks; only a message
+     that runs has a `received` event, written with its commit if the hop is quick
+     (infra/runtime/arrival.py)
   -> call the worker's handler within the hop's time limit
   -> commit, atomically: done marker + downstream messages on their queues + the
      `completed`/`continued` event (+ job record and results stream for terminal messages)
@@ -38,6 +40,7 @@ import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -46,6 +49,7 @@ import structlog
 from arq import Retry
 from arq.connections import ArqRedis
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
+from postel.infra.runtime.arrival import Arrival
 from postel.infra.runtime.retries import HopRetries
 from postel.infra.runtime.settings import QueueSettings, Settings
 from postel.infra.runtime.tracing import hop_span, with_trace
@@ -87,6 +91,10 @@ log = structlog.get_logger(__name__)
 DONE_TTL_S = 7 * 24 * 3600
 # A message whose run lost Redis is deferred this long: Redis is usually back by then.
 REDIS_LOST_RETRY_S = 1.0
+
+_hop: ContextVar[RunningHop | None] = ContextVar("hop", default=None)
+"""The hop this task runs: its `received` event, and while that is unwritten the Arrival
+that each write able to end the hop (a commit, a `retried` record) takes it from."""
 
 _DROPPED_AT_RECEIVE = "its job had already finished; the message was not handled"
 _DROPPED_AT_COMMIT = "its job finished while the message was handled; the outcome was discarded"
@@ -212,6 +220,9 @@ class Actor:
         re-run's done check). If Redis is still away, arq cannot record that either, and the
         lease lapses instead: the message runs again all the same.
 
+        `ctx["received"]` is what the take script found the message to be (infra/runtime/
+        wake.py); where it is absent (arq's own Worker), the hop asks in a round trip.
+
         True when the commit also removed the message's arq job from its queue (the worker
         then skips arq's own finish, a round trip)."""
         lease_key = in_progress_key_prefix + str(ctx.get("job_id", ""))
@@ -219,7 +230,9 @@ class Actor:
         attempt = int(ctx.get("job_try", 1))
         began = time.monotonic()
         try:
-            return await self.run(payload, attempt=attempt, lease_key=lease_key)
+            return await self.run(
+                payload, attempt=attempt, lease_key=lease_key, seen=ctx.get("received")
+            )
         except REDIS_UNAVAILABLE as exc:
             log.warning("lost redis while handling a message; it runs again", error=str(exc))
             raise Retry(defer=REDIS_LOST_RETRY_S) from exc
@@ -261,8 +274,15 @@ class Actor:
                     log.warning("the lease lapsed; another worker may run this too", key=key)
                     return
 
-    async def run(self, payload: Any, attempt: int, lease_key: str | None = None) -> bool:
+    async def run(
+        self,
+        payload: Any,
+        attempt: int,
+        lease_key: str | None = None,
+        seen: Received | None = None,
+    ) -> bool:
         """Handle one message; True if its commit removed its arq job from the queue.
+        `seen` is whether it must run, as its take found (None: ask Redis).
 
         The message's wait (the hop latency) ends here, when a worker starts running it, and
         its handling (`duration_ms`) starts here: decoding it is handling, not waiting."""
@@ -277,8 +297,12 @@ class Actor:
         )
         try:
             with hop_span(self.spec.name, message):
-                return await self._run(message, payload, attempt, lease_key, started, arrived)
+                return await self._run(message, payload, attempt, lease_key, started, arrived, seen)
         finally:
+            hop = _hop.get()
+            if hop is not None and hop.arrival is not None:
+                hop.arrival.close()
+            _hop.set(None)
             structlog.contextvars.unbind_contextvars("job_id", "message_id", "worker")
 
     async def _run(
@@ -289,10 +313,18 @@ class Actor:
         lease_key: str | None,
         started: float,
         arrived: datetime,
+        seen: Received | None,
     ) -> bool:
         """Receive, check and handle the message, then commit its outcome."""
         received = self._event(message, "received", wait_ms=_age_ms(message.created_at, arrived))
-        seen = await self._receive(message, received)
+        arrival = None
+        if seen is None:
+            seen = await self._receive(message, received)
+        elif seen == "new" and (window_s := self.runtime.settings.received_window_ms / 1000):
+            arrival = Arrival(self.runtime.events, received, window_s)
+        elif seen == "new":
+            await self.runtime.events.record(received)
+        _hop.set(RunningHop(received, arrival))
         if seen == "handled":
             log.info("message already handled; skipping the re-run")
             return False
@@ -501,9 +533,9 @@ class Actor:
         """Fail the job; with `keep`, the message goes to the dead letters to be redriven. The
         dead letter is committed with the failure, so a run that gives up on a message another
         run already committed (its worker was frozen past the lease) writes nothing."""
-        gave_up: list[Command] = []
+        gave_up = GaveUp()
         if keep:
-            gave_up.append(
+            gave_up.dead_letter.append(
                 dead_letter_command(
                     source=f"worker:{self.spec.name}",
                     error=error,
@@ -513,9 +545,7 @@ class Actor:
                     attempt=message.attempt,
                 )
             )
-            gave_up.extend(
-                self.runtime.events.commands(self._event(message, "dead_lettered", error=error))
-            )
+            gave_up.events.append(self._event(message, "dead_lettered", error=error))
         failed = message.derive(
             JobFailed,
             key=ids.FAILED,
@@ -536,7 +566,7 @@ class Actor:
         started: float,
         arq_job: str | None = None,
         *,
-        gave_up: list[Command] | None = None,
+        gave_up: GaveUp | None = None,
     ) -> bool:
         """Commit the outcome. One that cannot be stored (not serialisable, over Redis's
         limits) fails the job `invalid_request` with the reason instead; a Redis outage
@@ -544,7 +574,7 @@ class Actor:
         that job from this worker's queue (what arq's finish would do in a round trip of its
         own); True if it did. `gave_up` (a dead letter and its event) is committed with the
         outcome."""
-        extra = [*(gave_up or [])]
+        extra = gave_up or GaveUp()
         try:
             result = await self._commit_outcome(message, payload, outcome, started, arq_job, extra)
         except (ValueError, TypeError, RecursionError, ResponseError) as exc:
@@ -573,13 +603,24 @@ class Actor:
         outcome: Outcome,
         started: float,
         arq_job: str | None,
-        extra: list[Command],
+        extra: GaveUp,
     ) -> CommitResult:
         downstream = [with_trace(m) for m in outcome.messages if m.destination is not None]
         duration_ms = (time.perf_counter() - started) * 1000
         status: EventStatus = "continued" if outcome.continued else "completed"
-        event = self._event(message, status, duration_ms=duration_ms, metrics=outcome.metrics)
-        commands = [*extra, *self.runtime.events.commands(event)]
+        hop = _hop.get()
+        event = self._event(
+            message,
+            status,
+            duration_ms=duration_ms,
+            metrics=outcome.metrics,
+            wait_ms=hop.received.wait_ms if hop is not None else 0.0,
+        )
+        arrived = await _unwritten_received()
+        commands = [
+            *extra.dead_letter,
+            *self.runtime.events.commands(*arrived, *extra.events, event),
+        ]
         terminal = [m for m in outcome.messages if m.destination is None]
         for final in terminal:
             commands.extend(self._finish_job(final))
@@ -604,6 +645,8 @@ class Actor:
             event = self._event(
                 message, "dropped", duration_ms=duration_ms, error=_DROPPED_AT_COMMIT
             )
+            # a quick hop's `received` is not written here: stamped after the job's end, it
+            # would read as if the message arrived then; `dropped` says how long it ran
             return [*self.runtime.events.commands(event), *finished]
 
         def missing() -> list[Command]:
@@ -680,8 +723,29 @@ class Actor:
     ) -> None:
         duration_ms = (time.perf_counter() - started) * 1000 if started is not None else 0.0
         await self.runtime.events.record(
-            self._event(message, status, duration_ms=duration_ms, error=error)
+            *await _unwritten_received(),
+            self._event(message, status, duration_ms=duration_ms, error=error),
         )
+
+
+@dataclass(frozen=True)
+class RunningHop:
+    received: Event
+    arrival: Arrival | None  # None once `received` is written, or when it was at once
+
+
+@dataclass
+class GaveUp:
+    """What a give-up commits besides the failure: the message's dead letter and its event."""
+
+    dead_letter: list[Command] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+
+async def _unwritten_received() -> list[Event]:
+    """The running hop's `received` event if a write ending the hop is to carry it."""
+    hop = _hop.get()
+    return [] if hop is None or hop.arrival is None else await hop.arrival.unwritten()
 
 
 def _failure_of(exc: Exception, limit: HopLimit) -> FailureStatus | None:

@@ -66,6 +66,7 @@ def build_arq_worker(
         unrunnable=actor.unrunnable,
         redis_settings=None if lane else arq_settings(url),
         locate=functools.partial(lane_settings, url, lane) if lane else None,
+        lane=lane,
         job_timeout=queue.job_timeout,
         max_tries=tries,
         max_jobs=concurrency,

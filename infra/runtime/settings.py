@@ -77,6 +77,13 @@ class Settings(BaseSettings):
     lease_s: float = Field(default=5.0, ge=1.0, le=600.0)
     fallback_poll_s: float = Field(default=1.0, ge=0.01, le=60.0)
     redis_give_up_s: float | None = Field(default=None, gt=0)
+    received_window_ms: float = Field(
+        default=50.0,
+        ge=0,
+        le=60_000,
+        description="a hop ending within this long writes its `received` event with its "
+        "commit; a longer one writes it when this has passed (infra/runtime/arrival.py)",
+    )
 
     events_maxlen: int = Field(default=100_000, ge=100)
     job_events_maxlen: int = Field(default=2_000, ge=10)

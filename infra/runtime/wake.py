@@ -37,6 +37,13 @@ commits, its finish:
   (`FINISHED_BY_JOB`), so a hop that commits costs no finish transaction of arq's; a job that
   ends otherwise (a retry, a failure, a duplicate run) is finished by arq as before.
 
+- Checking: the take also tells, for each job it takes, whether the message must run, what
+  a hop otherwise asks in a round trip of its own before its handler starts: `handled` (an
+  earlier run committed it: its done marker is set), `job_finished` (its job completed or
+  failed, cancelled say), `missing` (its job has no record) or `new`; a `new` message whose
+  job is still queued marks the job running. The verdict reaches the job function as
+  `ctx["received"]` (infra/runtime/actor.py records the hop's `received` event from it).
+
 A job's try is counted when a worker takes it: a process that dies holding a job has spent
 one of the job's tries, whether it died before its handler started or during it. A process
 that dies while its BLPOP is pending may still have its take run when a token arrives: the
@@ -55,7 +62,7 @@ import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import structlog
 from arq import Retry, Worker
@@ -63,6 +70,8 @@ from arq.connections import RedisSettings, create_pool
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 from arq.jobs import SerializationError, deserialize_job_raw
 from arq.utils import ms_to_datetime, timestamp_ms
+from postel.infra.store import keys
+from postel.infra.store.commit import Received
 from postel.infra.store.connect import REDIS_UNAVAILABLE, with_cluster_errors
 from postel.infra.store.outage import RideOut
 from redis.commands.core import AsyncScript
@@ -79,12 +88,14 @@ RETRY_KEY_EXPIRY_S = 88_400
 
 @dataclass(frozen=True)
 class TakenJob:
-    """A job the take script took: its payload (None if its key had expired) and try."""
+    """A job the take script took: its payload (None if its key had expired), try and
+    verdict."""
 
     job_id: str
     score: int  # its score once taken: when its lease ends
     payload: bytes | None
     job_try: int
+    verdict: Received  # whether the message must run (module docstring)
 
 
 Unrunnable = Callable[[str, bytes | None, str, int], Awaitable[None]]
@@ -98,8 +109,10 @@ after an outage (a failover moves it)."""
 
 # KEYS: queue, wake list. ARGV: free slots, how many queued jobs to look at, arq's
 # in-progress key prefix, in-progress expiry (ms), arq's job key prefix, arq's retry key
-# prefix, the retry key's expiry (s).
-# Returns {job id, score, payload ('' if the job key expired), try, ...} for the jobs taken, 1
+# prefix, the retry key's expiry (s), the queue's lane tag, the lane's done marker prefix and
+# job record prefix (infra/store/keys.py).
+# Returns {job id, score, payload ('' if the job key expired), try, verdict, ...} for the
+# jobs taken, 1
 # if free ready jobs were left behind, and the score of the earliest job not yet due ('' if
 # none among those looked at). One read of the sorted set serves both: it is ordered by due
 # time. Due means by Redis's clock, as the script may run long after it was sent (when its
@@ -112,7 +125,28 @@ after an outage (a failover moves it)."""
 # loop so the pages' ranks hold: the jobs being run then lie past the ready ones, and a
 # take reads only ready jobs instead of checking every running one's in-progress key each
 # time; a job whose worker died is due again as its lease lapses.
+# An arq job id is the message id after the lane's tag, and a message id starts with its job
+# id up to the first colon (keys.arq_id, keys.job_of): the marker and record are found by
+# name, in the queue's own slot.
 _TAKE_JOBS = """
+local function verdict(arq_id)
+  local message_id = string.sub(arq_id, #ARGV[8] + 1)
+  if redis.call('EXISTS', ARGV[9] .. message_id) == 1 then
+    return 'handled'
+  end
+  local record = ARGV[10] .. string.match(message_id, '^[^:]*')
+  local status = redis.call('HGET', record, 'status')
+  if not status then
+    return 'missing'
+  end
+  if status == 'completed' or status == 'failed' then
+    return 'job_finished'
+  end
+  if status == 'queued' then
+    redis.call('HSET', record, 'status', 'running')
+  end
+  return 'new'
+end
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.ceil(tonumber(clock[2]) / 1000)
 local free = tonumber(ARGV[1])
@@ -147,13 +181,14 @@ while looking and first < limit do
       taken[#taken + 1] = redis.call('GET', ARGV[5] .. queued[i]) or ''
       taken[#taken + 1] = redis.call('INCR', tries)
       redis.call('EXPIRE', tries, ARGV[7])
+      taken[#taken + 1] = verdict(queued[i])
     end
   end
   first, page = last + 1, 2 * page
 end
 if #taken > 0 then
   local rescored = {}
-  for t = 1, #taken, 4 do
+  for t = 1, #taken, 5 do
     rescored[#rescored + 1] = leased_until
     rescored[#rescored + 1] = taken[t]
   end
@@ -178,9 +213,11 @@ class PushWorker(Worker):
         give_up_s: float | None = None,
         unrunnable: Unrunnable | None = None,
         locate: Locate | None = None,
+        lane: str = "",
         **arq_options: Any,
     ) -> None:
         super().__init__(poll_delay=fallback_poll_s, **arq_options)
+        self.lane = lane
         self.unrunnable = unrunnable
         self.locate = locate
         self.wake_key = wake_key
@@ -245,7 +282,7 @@ class PushWorker(Worker):
         """Take ready jobs; with `wait`, first sleep until woken (or the fallback, or the
         earliest deferred job, is due). Waiting and taking go in one pipeline: Redis runs
         the take script the moment the BLPOP returns, with no round trip between."""
-        keys = [self.queue_name, self.wake_key]
+        script_keys = [self.queue_name, self.wake_key]
         args = [
             self.max_jobs - self.job_counter,
             self.queue_read_limit,
@@ -254,19 +291,28 @@ class PushWorker(Worker):
             job_key_prefix,
             retry_key_prefix,
             RETRY_KEY_EXPIRY_S,
+            self.lane,
+            keys.done_prefix(self.lane),
+            keys.job_prefix(self.lane),
         ]
         timeout = self.fallback_poll_s
         if self._next_due_ms is not None:
             timeout = min(timeout, (self._next_due_ms - timestamp_ms()) / 1000)
         if not wait or timeout <= 0:
-            reply = await self._take_script(keys=keys, args=args)
+            reply = await self._take_script(keys=script_keys, args=args)
         else:
-            reply = await self._wait_and_take(timeout, keys, args)
+            reply = await self._wait_and_take(timeout, script_keys, args)
         taken, left_behind, next_due = reply
         self._left_behind = bool(left_behind)
         self._next_due_ms = int(float(next_due)) if next_due else None
-        for raw_id, score, payload, job_try in zip(*[iter(taken)] * 4, strict=True):
-            job = TakenJob(raw_id.decode(), int(float(score)), payload or None, int(job_try))
+        for raw_id, score, payload, job_try, verdict in zip(*[iter(taken)] * 5, strict=True):
+            job = TakenJob(
+                raw_id.decode(),
+                int(float(score)),
+                payload or None,
+                int(job_try),
+                cast(Received, verdict.decode()),
+            )
             await self.sem.acquire()
             self.job_counter += 1
             task = asyncio.create_task(self.run_taken(job))
@@ -277,7 +323,7 @@ class PushWorker(Worker):
             # to write its next wait: a hop does not wait for the worker's own bookkeeping
             await asyncio.sleep(0)
 
-    async def _wait_and_take(self, timeout: float, keys: list[str], args: list[Any]) -> Any:
+    async def _wait_and_take(self, timeout: float, script_keys: list[str], args: list[Any]) -> Any:
         """BLPOP and the take script written together on one connection (a pipeline of two,
         without a Pipeline object, whose cleanup a shutdown can cut short)."""
         pool = self.pool.connection_pool
@@ -285,14 +331,14 @@ class PushWorker(Worker):
         try:
             # BLPOP's timeout 0 means forever; a due time under 1 ms away is waited for 1 ms.
             blpop = ("BLPOP", self.wake_key, max(timeout, 0.001))
-            take = ("EVALSHA", self._take_script.sha, len(keys), *keys, *args)
+            take = ("EVALSHA", self._take_script.sha, len(script_keys), *script_keys, *args)
             await connection.send_packed_command(connection.pack_commands([blpop, take]))
             await connection.read_response()
             try:
                 reply = await connection.read_response()
             except NoScriptError:
                 # Redis lost its script cache (a restart, SCRIPT FLUSH): load it and take
-                reply = await self._take_script(keys=keys, args=args)
+                reply = await self._take_script(keys=script_keys, args=args)
         except BaseException:
             # cut off (an outage, a shutdown) with replies unread: the connection is not reused
             await connection.disconnect(nowait=True)
@@ -337,6 +383,7 @@ class PushWorker(Worker):
             "job_try": job_try,
             "enqueue_time": ms_to_datetime(enqueue_ms),
             "score": job.score,
+            "received": job.verdict,
         }
         timeout_s = self.job_timeout_s if function.timeout_s is None else function.timeout_s
         finish, removed_by_itself = True, False

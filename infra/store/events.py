@@ -9,13 +9,25 @@ numeric, so dashboards render them as columns:
   completion_tokens,
   finish_reason, sections, elements, decision, rationale, commands
 
+The hop's own fields (job_id to wait_ms) are in every entry; `error` and the figures after it
+only where set: a field left out is at its default, 0 or empty, and reads back so
+(`Event.from_entry`). Most hops set none of them, and every word of an entry is written twice
+(two streams) and again to the append-only file: a full entry cost Redis twice what the short
+one does.
+
 `status` is one of: submitted, received, completed, continued, retried, failed,
 dead_lettered, dropped (a message of a finished job: not handled, or its outcome discarded),
 redriven (a dead letter sent back to its queue), discarded (a dead letter dropped for good).
 `instance` names the process (host:pid) that handled the message, so a dashboard shows how
 replicas share a queue. `wait_ms` is how long the message waited between being sent (the
-commit that queued it) and a worker starting to run it (the hop latency); `duration_ms` is
-how long its handling took from there, decoding it included, so the two do not overlap. The
+commit that queued it) and a worker starting to run it (the hop latency), on its `received`
+event and again on its `completed`/`continued` one; `duration_ms` is how long its handling
+took from there, decoding it included, so the two do not overlap.
+
+Both streams have every event but one kind: a `received` event written together with the
+outcome of its hop (a quick hop's, infra/runtime/arrival.py) goes to the job's stream only.
+The lane's stream, which live views, charts and metrics follow, has that hop's outcome, which
+carries its wait; a hop still running after the window has its `received` in both. The
 figures from `iteration` to `commands` are what the hop's service reported (services/step.py
 says what each means) with its model calls' counts; those that do not apply are 0 or empty,
 and `error` is empty unless something failed.
@@ -107,10 +119,15 @@ class Event(Metrics, _Hop):
     id: str | None = Field(default=None, description="the stream entry id, when read back")
 
     def fields(self) -> dict[str, str]:
+        """The stream entry: the hop's own fields, then `error` and each figure if set."""
         data = self.model_dump(exclude={"id"})
         data["duration_ms"] = f"{self.duration_ms:.3f}"
         data["wait_ms"] = f"{self.wait_ms:.3f}"
-        return {name: str(value) for name, value in data.items()}
+        return {
+            name: str(value)
+            for name, value in data.items()
+            if name in _ALWAYS_WRITTEN or value != _DEFAULTS[name]
+        }
 
     @classmethod
     def from_entry(cls, entry_id: bytes | str, fields: dict[Any, Any]) -> Event:
@@ -122,6 +139,9 @@ class Event(Metrics, _Hop):
         decoded["id"] = _text(entry_id)
         return cls.model_validate(decoded)
 
+
+_ALWAYS_WRITTEN = frozenset(_Hop.model_fields) - {"error"}
+_DEFAULTS = {name: field.default for name, field in Event.model_fields.items()}
 
 Command = list[str]
 
@@ -144,18 +164,25 @@ class EventLog:
         self.job_maxlen = job_maxlen
         self.job_ttl_s = job_ttl_s
 
-    def commands(self, event: Event) -> list[Command]:
-        """The Redis commands that record `event`: the caller runs them in a pipeline or
-        inside the commit script, so an event lands together with what it reports."""
-        flat = [item for pair in event.fields().items() for item in pair]
-        job_stream = keys.job_events(event.job_id)
-        commands = [
-            self._lane_entry(keys.lane_of(event.job_id), flat),
-            ["XADD", job_stream, "MAXLEN", "~", str(self.job_maxlen), "*", *flat],
-            ["EXPIRE", job_stream, str(self.job_ttl_s)],
-        ]
-        if event.status in HANDLED:
-            commands.extend(self._tallies(event))
+    def commands(self, *events: Event) -> list[Command]:
+        """The Redis commands that record `events`, in order: the caller runs them in a
+        pipeline or inside the commit script, so an event lands together with what it
+        reports. Each job's stream has its lifetime renewed once, after its last entry. A
+        `received` event with another event of its message is for the job's stream only
+        (module docstring)."""
+        commands: list[Command] = []
+        streams: dict[str, None] = {}
+        concluded = {event.message_id for event in events if event.status != "received"}
+        for event in events:
+            flat = [item for pair in event.fields().items() for item in pair]
+            job_stream = keys.job_events(event.job_id)
+            streams[job_stream] = None
+            if not (event.status == "received" and event.message_id in concluded):
+                commands.append(self._lane_entry(keys.lane_of(event.job_id), flat))
+            commands.append(["XADD", job_stream, "MAXLEN", "~", str(self.job_maxlen), "*", *flat])
+            if event.status in HANDLED:
+                commands.extend(self._tallies(event))
+        commands.extend(["EXPIRE", stream, str(self.job_ttl_s)] for stream in streams)
         return commands
 
     def jobless_commands(self, event: Event, lane: str) -> list[Command]:
@@ -183,8 +210,8 @@ class EventLog:
                 tallies.append(["HINCRBY", job, name, str(value)])
         return tallies
 
-    async def record(self, event: Event) -> None:
-        await run_commands(self.redis, self.commands(event))
+    async def record(self, *events: Event) -> None:
+        await run_commands(self.redis, self.commands(*events))
 
     async def read(self, job_id: str, after: str = "-") -> list[Event]:
         start = after if after == "-" else f"({after}"

@@ -1,7 +1,7 @@
 """The dashboard's charts of the last hour, drawn from what Redis already holds: jobs
 finished per minute by outcome (the results stream `postel:results`), and per stage the hop
-latency (mean `wait_ms` of `received` events) and the model tokens used (`completed` and
-`continued` events) per minute, from the capped global events stream `postel:events`.
+latency (mean `wait_ms`) and the model tokens used per minute, both from the handled hops'
+`completed` and `continued` events in the capped global events stream `postel:events`.
 
 Each chart is a small inline SVG the server draws (no script, no library): one column per
 minute. The web process keeps the hour's bins (`ChartWindow`) and reads only what was added
@@ -263,11 +263,10 @@ class ChartWindow:
         worker = _text(fields.get(b"worker", b""))
         minute = _minute(entry_id)
         try:
-            if status == b"received":
+            if status in (b"completed", b"continued"):
                 pair = self.waits[worker][minute]
                 pair[0] += float(fields.get(b"wait_ms", 0))
                 pair[1] += 1
-            elif status in (b"completed", b"continued"):
                 used = int(fields.get(b"prompt_tokens", 0)) + int(
                     fields.get(b"completion_tokens", 0)
                 )

@@ -70,7 +70,7 @@ class SystemMetrics:
         )
         self.hop_wait = Histogram(
             "postel_hop_wait_seconds",
-            "From the commit that sent a message to its handler starting",
+            "From the commit that sent a message to its handler starting (handled hops)",
             ["stage"],
             buckets=_WAIT_BUCKETS,
             registry=self.registry,
@@ -129,9 +129,10 @@ class SystemMetrics:
             self.jobs.labels("submitted").inc()
         elif event.type in ("job.completed", "job.failed"):
             self.jobs.labels(event.status).inc()
-        elif event.status == "received":
-            self.hop_wait.labels(event.worker).observe(event.wait_ms / 1000)
         elif event.status in HANDLED:
+            # a handled hop's event carries its wait: a quick hop's `received` is not in the
+            # lane's stream (infra/store/events.py)
+            self.hop_wait.labels(event.worker).observe(event.wait_ms / 1000)
             self.hop_duration.labels(event.worker).observe(event.duration_ms / 1000)
             if event.budget_wait_ms:
                 self.budget_wait.labels(event.worker).inc(event.budget_wait_ms / 1000)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, get_args
 
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
@@ -393,6 +393,11 @@ def _fold(events: list[Event]) -> list[Hop]:
         elif event.status in ("completed", "continued", "failed", "dropped", "dead_lettered"):
             hop.ended = when
             hop.duration_ms = max(hop.duration_ms, event.duration_ms)
+            if when is not None and hop.started is not None and event.duration_ms:
+                # a quick hop's `received` is written with its end (infra/runtime/
+                # arrival.py): it began its duration before it ended
+                began = when - timedelta(milliseconds=event.duration_ms)
+                hop.started = min(hop.started, began)
             if event.status in HANDLED and event.stage != "done":
                 hop.outcome = event
         if event.error:

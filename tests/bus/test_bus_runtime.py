@@ -24,7 +24,7 @@ from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.presence import wait_for
 from postel.infra.runtime.settings import Settings
 from postel.infra.store import keys
-from postel.infra.store.events import run_commands
+from postel.infra.store.events import Event, run_commands
 from postel.infra.store.wire import connect_arq
 from postel.messages import (
     Envelope,
@@ -79,29 +79,58 @@ async def test_client_job_crosses_all_five_queues_with_every_hop_in_order(
 async def test_event_fields_are_flat_and_numeric(
     relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
 ) -> None:
+    """Every entry has the hop's own fields; the others (error, the figures) appear only where
+    set, each named as documented, numbers purely numeric, and read back at their defaults
+    where left out."""
     async with Client(relay_system.url, settings) as client:
         job_id = await client.submit("ping")
         await client.result(job_id, timeout=20)
     entries = await redis_client.xrange(keys.job_events(job_id))
-    numeric = (
+    hop_fields = {
+        "job_id",
+        "message_id",
+        "type",
+        "worker",
+        "instance",
+        "stage",
+        "status",
+        "attempt",
+        "duration_ms",
+        "wait_ms",
+    }
+    numeric = {
         "attempt",
         "duration_ms",
         "wait_ms",
         "iteration",
         "round",
+        "repair",
         "llm_calls",
+        "failed_llm_calls",
         "prompt_tokens",
         "completion_tokens",
-    )
-    names = None
-    for _entry_id, fields in entries:
+        "budget_wait_ms",
+        "sections",
+        "elements",
+    }
+    documented = set(Event.model_fields) - {"id"}
+    received = 0
+    for entry_id, fields in entries:
         decoded = {k.decode(): v.decode() for k, v in fields.items()}
-        names = names or set(decoded)
-        assert set(decoded) == names, "every entry has the same field names"
-        for name in numeric:
+        assert hop_fields <= set(decoded) <= documented, decoded
+        for name in numeric & set(decoded):
             float(decoded[name])
-    global_entries = await redis_client.xlen(keys.EVENTS)
-    assert global_entries >= len(entries)
+        event = Event.from_entry(entry_id, fields)
+        if event.status == "received":
+            received += 1
+            assert set(decoded) == hop_fields, "a received entry carries the hop alone"
+            assert (event.llm_calls, event.error, event.decision) == (0, "", "")
+    assert received == 5
+    # the lane's stream has every event but the quick hops' `received`
+    lane = [(f[b"message_id"], f[b"status"]) for _id, f in await redis_client.xrange(keys.EVENTS)]
+    history = [(f[b"message_id"], f[b"status"]) for _id, f in entries]
+    assert [e for e in history if e[1] != b"received"] == [e for e in lane if e[1] != b"received"]
+    assert set(lane) <= set(history)
 
 
 async def test_cli_submit_wait_prints_the_result(relay_system: LocalSystem) -> None:

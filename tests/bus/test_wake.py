@@ -385,6 +385,44 @@ async def test_a_taken_job_starts_before_its_worker_waits_again() -> None:
         assert started_by_next_wait[0] == 1
 
 
+def take_args(free: int, limit: int, lane: str = "") -> list[str | int]:
+    """The take script's arguments as a worker of `lane` sends them (lease 5 s)."""
+    prefixes = [lane, keys.done_prefix(lane), keys.job_prefix(lane)]
+    return [free, limit, "arq:in-progress:", 5000, "arq:job:", "arq:retry:", 60, *prefixes]
+
+
+async def test_the_take_says_whether_each_taken_message_must_run() -> None:
+    """What a hop would otherwise ask in a round trip before its handler starts, the take
+    answers for each job it takes: `new` (and a queued job becomes running), `handled` (its
+    done marker is set), `job_finished`, `missing` (no record)."""
+    async with private_redis() as url:
+        redis = aioredis.Redis.from_url(url)
+        take = redis.register_script(_TAKE_JOBS)
+        try:
+            now_ms = int(time.time() * 1000) - 1_000
+            records = {"jq": "queued", "jr": "running", "jh": "running", "jc": "completed"}
+            records |= {"jf": "failed"}
+            for job_id, status in records.items():
+                await redis.hset(keys.job(job_id), mapping={"status": status})
+            await redis.set(keys.done("jh:step"), "1")
+            messages = ["jq:step", "jr:step", "jh:step", "jc:step", "jf:step", "jm:step"]
+            await redis.zadd("q", {message: now_ms + n for n, message in enumerate(messages)})
+            jobs, _left_behind, _next_due = await take(keys=["q", "w"], args=take_args(10, 100))
+            verdicts = {jobs[i].decode(): jobs[i + 4].decode() for i in range(0, len(jobs), 5)}
+            assert verdicts == {
+                "jq:step": "new",
+                "jr:step": "new",
+                "jh:step": "handled",
+                "jc:step": "job_finished",
+                "jf:step": "job_finished",
+                "jm:step": "missing",
+            }
+            assert await redis.hget(keys.job("jq"), "status") == b"running"
+            assert not await redis.exists(keys.job("jm")), "a missing record stays missing"
+        finally:
+            await redis.aclose()
+
+
 async def test_a_take_reads_past_the_running_front_of_the_queue_page_by_page() -> None:
     """The take script reads the queue in growing pages: jobs behind a long front of jobs
     other workers hold are taken, a page boundary loses none, and the look-ahead limit and
@@ -394,9 +432,8 @@ async def test_a_take_reads_past_the_running_front_of_the_queue_page_by_page() -
         take = redis.register_script(_TAKE_JOBS)
 
         async def taken(free: int, limit: int) -> tuple[list[str], int, str]:
-            args = [free, limit, "arq:in-progress:", 5000, "arq:job:", "arq:retry:", 60]
-            jobs, left_behind, next_due = await take(keys=["q", "w"], args=args)
-            return [jobs[i].decode() for i in range(0, len(jobs), 4)], left_behind, next_due
+            jobs, left_behind, next_due = await take(keys=["q", "w"], args=take_args(free, limit))
+            return [jobs[i].decode() for i in range(0, len(jobs), 5)], left_behind, next_due
 
         try:
             now_ms = int(time.time() * 1000)
@@ -425,9 +462,8 @@ async def test_a_taken_job_is_due_again_when_its_lease_ends_so_takes_pass_it_by(
         take = redis.register_script(_TAKE_JOBS)
 
         async def taken(free: int, limit: int) -> list[tuple[str, int]]:
-            args = [free, limit, "arq:in-progress:", 5000, "arq:job:", "arq:retry:", 60]
-            jobs, _left_behind, _next_due = await take(keys=["q", "w"], args=args)
-            return [(jobs[i].decode(), int(jobs[i + 1])) for i in range(0, len(jobs), 4)]
+            jobs, _left_behind, _next_due = await take(keys=["q", "w"], args=take_args(free, limit))
+            return [(jobs[i].decode(), int(jobs[i + 1])) for i in range(0, len(jobs), 5)]
 
         try:
             seconds, micros = await redis.time()  # the clock the take script reads

@@ -318,9 +318,10 @@ async def test_the_chart_window_adds_what_is_new_and_counts_only_the_last_hour(
         keys.RESULTS,
         {"job_id": "b", "status": "failed", "message": cancelled.model_dump_json()},
     )
-    for worker, wait in (("planner", 10.0), ("planner", 30.0)):
+    # a handled hop's event carries its wait; a `received` one is not counted twice
+    for status, wait in (("completed", 10.0), ("continued", 30.0), ("received", 500.0)):
         await redis_client.xadd(
-            keys.EVENTS, {"worker": worker, "status": "received", "wait_ms": str(wait)}
+            keys.EVENTS, {"worker": "planner", "status": status, "wait_ms": str(wait)}
         )
     later = await window.read(redis_client)
     assert later.charts[0].legend == [("completed", "completed 1"), ("cancelled", "cancelled 1")]
@@ -329,7 +330,7 @@ async def test_the_chart_window_adds_what_is_new_and_counts_only_the_last_hour(
     monkeypatch.setattr(charts_module, "CHART_EVENTS", 3)
     for _ in range(4):  # a burst of more than one read takes: the window starts over
         await redis_client.xadd(
-            keys.EVENTS, {"worker": "gasl", "status": "received", "wait_ms": "5"}
+            keys.EVENTS, {"worker": "gasl", "status": "completed", "wait_ms": "5"}
         )
     burst = await window.read(redis_client)
     assert burst.partial_from is not None
