@@ -101,6 +101,26 @@ async def test_relay_jobs_complete_across_every_lane_and_shard(
     assert shards == set(loopback_cluster.primary_ports())
 
 
+async def test_a_job_whose_record_was_lost_runs_afresh_when_submitted_again(
+    cluster_url: str, settings: Settings
+) -> None:
+    """The resubmission clears what the lost job left (its events and the done markers they
+    name) in the job's own lane: markers left set would make every hop a no-op."""
+    job_id = "lost-on-a-cluster"
+    async with (
+        LocalSystem(settings, redis_url=cluster_url, specs=RELAY_WORKERS),
+        Client(cluster_url, settings) as client,
+    ):
+        assert keys.lane_of(job_id) not in ("", keys.lane_of("")), "not the empty id's lane"
+        assert await client.submit("again", job_id=job_id) == job_id
+        assert await client.result(job_id, timeout=30) == "again"
+        await client.pool.delete(keys.job(job_id))  # lost, as in a failover's window
+        assert await client.submit("again", job_id=job_id) == job_id
+        assert await client.result(job_id, timeout=30) == "again"
+        statuses = [e.status for e in await client.events.read(job_id)]
+    assert statuses.count("submitted") == 1 and statuses.count("completed") == 6
+
+
 @pytest.fixture
 def replicated_cluster(tmp_path: Path) -> Iterator[LoopbackCluster]:
     """Three primaries, each with a replica that takes over when it dies."""
