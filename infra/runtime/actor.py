@@ -619,7 +619,9 @@ class Actor:
         arrived = await _unwritten_received()
         commands = [
             *extra.dead_letter,
-            *self.runtime.events.commands(*arrived, *extra.events, event),
+            # the commit runs only while the job's record exists, and its stream lives as
+            # long as the record (made with it): a hop renews neither
+            *self.runtime.events.commands(*arrived, *extra.events, event, renew=False),
         ]
         terminal = [m for m in outcome.messages if m.destination is None]
         for final in terminal:

@@ -164,10 +164,12 @@ class EventLog:
         self.job_maxlen = job_maxlen
         self.job_ttl_s = job_ttl_s
 
-    def commands(self, *events: Event) -> list[Command]:
+    def commands(self, *events: Event, renew: bool = True) -> list[Command]:
         """The Redis commands that record `events`, in order: the caller runs them in a
         pipeline or inside the commit script, so an event lands together with what it
-        reports. Each job's stream has its lifetime renewed once, after its last entry. A
+        reports. With `renew`, each job's stream has its lifetime renewed once, after its
+        last entry; a hop's commit, which writes only while its job's record exists, leaves
+        it: the stream was made with the record, at submission, with the same lifetime. A
         `received` event with another event of its message is for the job's stream only
         (module docstring)."""
         commands: list[Command] = []
@@ -182,7 +184,8 @@ class EventLog:
             commands.append(["XADD", job_stream, "MAXLEN", "~", str(self.job_maxlen), "*", *flat])
             if event.status in HANDLED:
                 commands.extend(self._tallies(event))
-        commands.extend(["EXPIRE", stream, str(self.job_ttl_s)] for stream in streams)
+        if renew:
+            commands.extend(["EXPIRE", stream, str(self.job_ttl_s)] for stream in streams)
         return commands
 
     def jobless_commands(self, event: Event, lane: str) -> list[Command]:

@@ -75,6 +75,14 @@ async def test_a_quick_hop_writes_received_with_its_commit_and_asks_nothing_befo
         raise AssertionError("a hop taken by the take script asked again")
 
     monkeypatch.setattr(actor_module, "receive_once", receive_once)
+    commits: list[list[list[str]]] = []
+    real_commit = actor_module.commit_once
+
+    async def commit_once(redis: object, done_key: str, ttl_s: int, commands: list, *args, **kw):  # type: ignore[no-untyped-def]
+        commits.append(commands)
+        return await real_commit(redis, done_key, ttl_s, commands, *args, **kw)
+
+    monkeypatch.setattr(actor_module, "commit_once", commit_once)
     quick = settings.model_copy(update=QUICK)
     async with (
         LocalSystem(quick, redis_url=redis_url, specs=RELAY_WORKERS),
@@ -83,7 +91,15 @@ async def test_a_quick_hop_writes_received_with_its_commit_and_asks_nothing_befo
         job_id = await client.submit("quick")
         assert await client.result(job_id, timeout=20) == "quick"
         history = await client.events.read(job_id)
+        stream_ttl = await client.pool.ttl(keys.job_events(job_id))
     assert asked == []
+    # a hop's commit leaves the job stream's lifetime, set with the record at submission;
+    # the last one's terminal events renew it
+    renewals = [
+        sum(c[:2] == ["EXPIRE", keys.job_events(job_id)] for c in commands) for commands in commits
+    ]
+    assert renewals == [0, 0, 0, 0, 1]
+    assert 0 < stream_ttl <= settings.job_ttl_s
     hops = [e for e in history if e.worker != "client" and e.stage != "done"]
     assert [e.status for e in hops] == ["received", "completed"] * 5
     for received, completed in zip(hops[::2], hops[1::2], strict=True):
