@@ -9,6 +9,7 @@ import dataclasses
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -78,9 +79,9 @@ async def test_a_quick_hop_writes_received_with_its_commit_and_asks_nothing_befo
     commits: list[list[list[str]]] = []
     real_commit = actor_module.commit_once
 
-    async def commit_once(redis: object, done_key: str, ttl_s: int, commands: list, *args, **kw):  # type: ignore[no-untyped-def]
-        commits.append(commands)
-        return await real_commit(redis, done_key, ttl_s, commands, *args, **kw)
+    async def commit_once(*args: Any, **kwargs: Any) -> Any:
+        commits.append(args[3])  # the commit's record commands
+        return await real_commit(*args, **kwargs)
 
     monkeypatch.setattr(actor_module, "commit_once", commit_once)
     quick = settings.model_copy(update=QUICK)
