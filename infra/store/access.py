@@ -7,6 +7,11 @@ on a probe key that holds a string, with arguments the server refuses after its 
 check (a wrong type) or that change nothing else; a NOPERM answer to any of them is a
 RedisRefused naming every missing command, so a user short of a permission is told at start,
 not by a traceback in the middle of a job.
+
+On a Redis Cluster the user also needs what redis-py's cluster client asks each node for when
+it connects (`CLUSTER_COMMANDS`: the slot map, and the command table it reads key positions
+from); without them the client reports "Cluster mode is not enabled on this node", so
+`check_cluster_access` asks a seed for them first and names what is missing.
 """
 
 from __future__ import annotations
@@ -104,6 +109,17 @@ ACL_RULE = " ".join(
 )
 """The ACL rules a postel user needs (after `on >PASSWORD`)."""
 
+CLUSTER_COMMANDS: tuple[str, ...] = ("cluster|slots", "command")
+CLUSTER_ACL_RULE = " ".join([ACL_RULE, *(f"+{command}" for command in CLUSTER_COMMANDS)])
+"""The ACL rules a postel user needs on a Redis Cluster (on every node)."""
+
+# what the cluster client sends, each refused after its permission check or harmless
+_CLUSTER_PROBES: tuple[tuple[str, ...], ...] = (
+    ("CLUSTER", "SLOTS"),
+    ("COMMAND", "COUNT"),
+    ("COMMAND", "GETKEYS", "GET", "probe"),
+)
+
 _REFUSED_COMMAND = re.compile(r"'([a-z|]+)' command")
 
 
@@ -115,8 +131,9 @@ def _refused(answer: object) -> str | None:
     return f"+{named.group(1)}" if named else " ".join(f"~{p}" for p in KEY_PATTERNS)
 
 
-async def check_access(redis: Redis) -> None:
-    """Run every command postel needs once; RedisRefused naming those the user may not run."""
+async def check_access(redis: Redis, *, cluster: bool = False) -> None:
+    """Run every command postel needs once; RedisRefused naming those the user may not run
+    (and the whole rule it needs, a cluster's if `cluster`)."""
     probe = f"{keys.PREFIX}:{PROBE_TAG}:{uuid.uuid4().hex}"
     names = {"K": probe, "N": f"{probe}:none", "A": f"arq:{PROBE_TAG}:none"}
     async with redis.pipeline(transaction=False) as pipe:
@@ -146,8 +163,37 @@ async def check_access(redis: Redis) -> None:
     with contextlib.suppress(NoPermissionError):
         await redis.delete(probe)
     missing = [found for found in map(_refused, answers) if found is not None]
+    _refuse(missing, CLUSTER_ACL_RULE if cluster else ACL_RULE)
+
+
+async def check_cluster_access(seed: Redis) -> None:
+    """Ask cluster node `seed` what redis-py's cluster client will; RedisRefused naming what
+    the user may not run."""
+    # raw replies: redis-py would read a COMMAND subcommand's reply as the command table
+    connection = await seed.connection_pool.get_connection()
+    answers: list[object] = []
+    try:
+        for probe in _CLUSTER_PROBES:
+            await connection.send_command(*probe)
+            try:
+                answers.append(await connection.read_response())
+            except ResponseError as exc:
+                answers.append(exc)
+    finally:
+        await seed.connection_pool.release(connection)
+    # the client asks for the whole command table: `+command` is what it needs
+    refused = [
+        "+command" if name.startswith("+command|") else name
+        for name in map(_refused, answers)
+        if name is not None
+    ]
+    _refuse(refused, CLUSTER_ACL_RULE)
+
+
+def _refuse(missing: list[str], rule: str) -> None:
+    """RedisRefused naming the `missing` permissions and the whole `rule`, if any is."""
     if missing:
         raise RedisRefused(
             f"the Redis user lacks permissions postel needs: {' '.join(dict.fromkeys(missing))}"
-            f" (NOPERM). Give it the ACL the README's Security section lists: {ACL_RULE}"
+            f" (NOPERM). Give it the ACL the README's Security section lists: {rule}"
         )

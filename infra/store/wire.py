@@ -12,8 +12,15 @@ from typing import Any, cast
 
 from arq.connections import ArqRedis, create_pool
 from postel.infra.store import keys
-from postel.infra.store.access import PROBE_TAG, check_access
-from postel.infra.store.connect import arq_settings, is_cluster, primary_client, redis_client
+from postel.infra.store.access import PROBE_TAG, check_access, check_cluster_access
+from postel.infra.store.connect import (
+    REDIS_UNAVAILABLE,
+    arq_settings,
+    cluster_of,
+    is_cluster,
+    primary_client,
+    redis_client,
+)
 from postel.messages.limits import MAX_MESSAGE_BYTES, check_json_text
 
 ARQ_FUNCTION = "handle"
@@ -67,9 +74,10 @@ async def connect_arq(url: str) -> ArqRedis:
     cluster client (`redis_client`): postel enqueues with its commit script, never with arq's
     `enqueue_job`, and each worker's arq queue connects to its lane's primary itself."""
     if is_cluster(url):
+        await _check_a_seed(url)
         probed = await primary_client(url, PROBE_TAG)
         try:
-            await check_access(probed)
+            await check_access(probed, cluster=True)
         finally:
             await probed.aclose()
         return cast(ArqRedis, redis_client(url))
@@ -91,3 +99,17 @@ async def connect_arq(url: str) -> ArqRedis:
         await pool.aclose()
         raise
     return pool
+
+
+async def _check_a_seed(url: str) -> None:
+    """The cluster commands asked of the first seed that answers (infra/store/access.py);
+    with none answering, the cluster client's own connect says so."""
+    for seed in cluster_of(url).seeds:
+        client = seed.client()
+        try:
+            await check_cluster_access(client)
+            return
+        except REDIS_UNAVAILABLE:
+            continue
+        finally:
+            await client.aclose()
