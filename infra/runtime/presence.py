@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import os
 import socket
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from postel.infra.store import keys
@@ -23,6 +24,8 @@ from redis.asyncio import Redis
 
 BEAT_S = 5.0
 TTL_S = 15
+TALLY_BEATS = 12
+"""Every this many beats (a minute), the beat also renews the handled tallies' lifetime."""
 
 
 class Busy(BaseModel):
@@ -75,20 +78,28 @@ async def announce(redis: Redis, presence: Presence) -> None:
         await pipe.execute()
 
 
-async def keep_announcing(redis: Redis, presence: Presence) -> None:
+async def keep_announcing(
+    redis: Redis, presence: Presence, renew_tallies: Callable[[], Awaitable[None]] | None = None
+) -> None:
     """Refresh until cancelled; a process that dies disappears within TTL_S. While Redis is
-    unreachable, retry with backoff (the process is listed again as soon as it is back)."""
+    unreachable, retry with backoff (the process is listed again as soon as it is back).
+    `renew_tallies`, if given, runs at the first beat and every TALLY_BEATS after: the hops a
+    worker process commits do not renew the tallies they count in (infra/store/events.py)."""
     reconnect = RideOut("presence")
+    beats = 0
     with contextlib.suppress(asyncio.CancelledError):
         while True:
             await asyncio.sleep(BEAT_S)
             while True:
                 try:
                     await announce(redis, presence)
+                    if renew_tallies is not None and beats % TALLY_BEATS == 0:
+                        await renew_tallies()
                 except REDIS_UNAVAILABLE as exc:
                     await reconnect.failed(exc)
                 else:
                     reconnect.succeeded()
+                    beats += 1
                     break
 
 

@@ -115,7 +115,7 @@ async def run_workers(
         tasks.append(asyncio.create_task(run_ingress(runtime)))
     presence = announcement([spec.name for spec in chosen], ingress)
     await announce(pool, presence)
-    tasks.append(asyncio.create_task(keep_announcing(pool, presence)))
+    tasks.append(asyncio.create_task(keep_announcing(pool, presence, runtime.events.renew_tallies)))
     if ready is not None:
         ready.set()
     log.info(

@@ -38,7 +38,9 @@ and `error` is empty unless something failed.
 Recording a handled message (`completed`, `continued`) also adds the hop's model calls and
 tokens to the job record's sums and counts it for the process that handled it
 (`postel:tally:handled`, `postel:tally:last`, per lane on a cluster: what the dashboard's
-workers page shows).
+workers page shows). A hop does not renew the tallies' lifetime: every worker process does,
+once a minute (`renew_tallies`, from its presence beat), so they live POSTEL_JOB_TTL_S past
+the last process.
 """
 
 from __future__ import annotations
@@ -198,14 +200,11 @@ class EventLog:
 
     def _tallies(self, event: Event) -> list[Command]:
         handler = f"{event.instance}/{event.worker}"
-        ttl = str(self.job_ttl_s)
         lane = keys.lane_of(event.job_id)
         handled, last = keys.tally_handled(lane), keys.tally_last(lane)
         tallies = [
             ["HINCRBY", handled, handler, "1"],
             ["HSET", last, handler, utc_now().isoformat()],
-            ["EXPIRE", handled, ttl],
-            ["EXPIRE", last, ttl],
         ]
         job = keys.job(event.job_id)
         for name in ("llm_calls", "failed_llm_calls", "prompt_tokens", "completion_tokens"):
@@ -215,6 +214,18 @@ class EventLog:
 
     async def record(self, *events: Event) -> None:
         await run_commands(self.redis, self.commands(*events))
+
+    async def renew_tallies(self) -> None:
+        """Every lane's handled tallies live POSTEL_JOB_TTL_S from now (module docstring)."""
+        ttl = str(self.job_ttl_s)
+        await run_commands(
+            self.redis,
+            [
+                ["EXPIRE", tally, ttl]
+                for lane in keys.lanes()
+                for tally in (keys.tally_handled(lane), keys.tally_last(lane))
+            ],
+        )
 
     async def read(self, job_id: str, after: str = "-") -> list[Event]:
         start = after if after == "-" else f"({after}"

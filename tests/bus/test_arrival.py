@@ -100,6 +100,10 @@ async def test_a_quick_hop_writes_received_with_its_commit_and_asks_nothing_befo
         sum(c[:2] == ["EXPIRE", keys.job_events(job_id)] for c in commands) for commands in commits
     ]
     assert renewals == [0, 0, 0, 0, 1]
+    tallies = (keys.TALLY_HANDLED, keys.TALLY_LAST)
+    assert not [
+        c for commands in commits for c in commands if c[:1] == ["EXPIRE"] and c[1] in tallies
+    ]
     assert 0 < stream_ttl <= settings.job_ttl_s
     hops = [e for e in history if e.worker != "client" and e.stage != "done"]
     assert [e.status for e in hops] == ["received", "completed"] * 5

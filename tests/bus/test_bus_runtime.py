@@ -19,6 +19,7 @@ import pytest
 import redis.asyncio as aioredis
 from postel.infra.client.client import Client, JobFailedError
 from postel.infra.runtime import actor as actor_module
+from postel.infra.runtime import presence as presence_module
 from postel.infra.runtime.actor import Actor, Outcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.presence import wait_for
@@ -131,6 +132,29 @@ async def test_event_fields_are_flat_and_numeric(
     history = [(f[b"message_id"], f[b"status"]) for _id, f in entries]
     assert [e for e in history if e[1] != b"received"] == [e for e in lane if e[1] != b"received"]
     assert set(lane) <= set(history)
+
+
+async def test_the_handled_tallies_are_kept_alive_by_worker_processes_not_by_hops(
+    redis_url: str,
+    settings: Settings,
+    redis_client: aioredis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(presence_module, "BEAT_S", 0.05)
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=RELAY_WORKERS),
+        Client(redis_url, settings) as client,
+    ):
+        job_id = await client.submit("counted")
+        await client.result(job_id, timeout=20)
+        tallies = (keys.TALLY_HANDLED, keys.TALLY_LAST)
+        for tally in tallies:
+            await redis_client.persist(tally)  # as the hops left them: no lifetime of their own
+        async with asyncio.timeout(20):
+            while min([await redis_client.ttl(tally) for tally in tallies]) < 0:
+                await asyncio.sleep(0.02)
+        assert max([await redis_client.ttl(tally) for tally in tallies]) <= settings.job_ttl_s
+        assert await redis_client.hlen(keys.TALLY_HANDLED) == 5, "one per worker kind"
 
 
 async def test_cli_submit_wait_prints_the_result(relay_system: LocalSystem) -> None:
