@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 import redis
+from click.testing import Result
 from postel.infra.client.client import Client
 from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
@@ -155,6 +156,50 @@ async def test_an_acl_user_on_a_cluster_is_told_what_it_lacks_and_runs_jobs_once
             node = redis.Redis(port=port)
             node.execute_command("ACL", "DELUSER", "postel-acl")
             node.close()
+
+
+def test_the_cli_lists_shows_and_redrives_dead_letters_and_exports_jobs_across_shards(
+    cluster_url: str,
+    settings: Settings,
+    tmp_path: Path,
+    in_process: Callable[..., Result],
+) -> None:
+    """`postel dead`, `status`, `events` and `export` from the user's side, unchanged on a
+    cluster: a dead letter's id carries its lane, so each command finds it from the id."""
+    quick = settings.model_copy(update={"planner": QueueSettings(job_timeout=30, max_tries=1)})
+    breakable = Breakable()
+    env = {"POSTEL_REDIS_URL": cluster_url}
+
+    async def run_jobs(submit: int, then_wait: list[str]) -> list[str]:
+        async with (
+            LocalSystem(quick, redis_url=cluster_url, specs=breakable.specs()),
+            Client(cluster_url, quick) as client,
+        ):
+            submitted = [await client.submit(f"dead {n}") for n in range(submit)]
+            await client.wait_all([*submitted, *then_wait], timeout=60)
+            return submitted
+
+    failed = asyncio.run(run_jobs(6, []))
+    listed = in_process("dead", "list", "--json", env=env)
+    assert listed.exit_code == 0, listed.stderr
+    letters = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert sorted(letter["job_id"] for letter in letters) == sorted(failed)
+    assert len({keys.split_lane(letter["id"])[0] for letter in letters}) > 1, "several lanes"
+    shown = in_process("dead", "show", letters[-1]["id"], env=env)
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["job_id"] == letters[-1]["job_id"]
+    redriven = in_process("dead", "redrive", "--all", env=env)
+    assert redriven.exit_code == 0, redriven.stdout + redriven.stderr
+    breakable.broken = False
+    asyncio.run(run_jobs(0, failed))
+    for job_id in failed:
+        status = in_process("status", job_id, env=env)
+        assert status.exit_code == 0 and json.loads(status.stdout)["status"] == "completed"
+    assert "redriven" in in_process("events", failed[0], env=env).stdout
+    out = tmp_path / "job.json"
+    exported = in_process("export", failed[0], "-o", str(out), env=env)
+    assert exported.exit_code == 0, exported.stderr
+    assert json.loads(out.read_text())["record"]["status"] == "completed"
+    assert in_process("dead", "list", "--json", env=env).stdout.strip() == ""
 
 
 @pytest.fixture

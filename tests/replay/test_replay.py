@@ -178,8 +178,25 @@ def test_postel_export_and_replay_commands(
     settings: Settings,
     in_process: Callable[..., Result],
 ) -> None:
-    export = asyncio.run(run_and_export(embedded_redis_url, settings, "reason"))
-    env = {"POSTEL_REDIS_URL": embedded_redis_url}
+    export_and_replay(embedded_redis_url, tmp_path, settings, in_process)
+
+
+def test_a_job_run_on_a_cluster_exports_and_replays_as_on_one_redis(
+    tmp_path: Path,
+    cluster_url: str,
+    settings: Settings,
+    in_process: Callable[..., Result],
+) -> None:
+    export_and_replay(cluster_url, tmp_path, settings, in_process)
+
+
+def export_and_replay(
+    url: str, tmp_path: Path, settings: Settings, in_process: Callable[..., Result]
+) -> None:
+    """A job run on `url`, exported and shown by the CLI, then replayed (on a scratch Redis)
+    to the same result, and to a divergence once a recorded prompt is changed."""
+    export = asyncio.run(run_and_export(url, settings, "reason"))
+    env = {"POSTEL_REDIS_URL": url}
     out = tmp_path / "job.json"
     done = in_process("export", export.job_id, "-o", str(out), env=env)
     assert done.exit_code == 0, done.stderr
