@@ -39,8 +39,10 @@ Recording a handled message (`completed`, `continued`) also adds the hop's model
 tokens to the job record's sums and counts it for the process that handled it
 (`postel:tally:handled`, `postel:tally:last`, per lane on a cluster: what the dashboard's
 workers page shows). A hop does not renew the tallies' lifetime: every worker process does,
-once a minute (`renew_tallies`, from its presence beat), so they live POSTEL_JOB_TTL_S past
-the last process.
+once a minute (`renew_tallies`, from its presence beat, the first 5 s after it starts), so
+they live POSTEL_JOB_TTL_S past the last process. A process that dies before its first beat,
+with none ever started after it, leaves the tallies it made without a lifetime: two small
+hashes per lane.
 """
 
 from __future__ import annotations
