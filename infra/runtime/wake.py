@@ -71,7 +71,7 @@ from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_pref
 from arq.jobs import SerializationError, deserialize_job_raw
 from arq.utils import ms_to_datetime, timestamp_ms
 from postel.infra.store import keys
-from postel.infra.store.commit import Received
+from postel.infra.store.commit import VERDICT, Received
 from postel.infra.store.connect import REDIS_UNAVAILABLE, with_cluster_errors
 from postel.infra.store.outage import RideOut
 from redis.commands.core import AsyncScript
@@ -128,24 +128,12 @@ after an outage (a failover moves it)."""
 # An arq job id is the message id after the lane's tag, and a message id starts with its job
 # id up to the first colon (keys.arq_id, keys.job_of): the marker and record are found by
 # name, in the queue's own slot.
-_TAKE_JOBS = """
-local function verdict(arq_id)
+_TAKE_JOBS = (
+    VERDICT
+    + """
+local function verdict_of(arq_id)
   local message_id = string.sub(arq_id, #ARGV[8] + 1)
-  if redis.call('EXISTS', ARGV[9] .. message_id) == 1 then
-    return 'handled'
-  end
-  local record = ARGV[10] .. string.match(message_id, '^[^:]*')
-  local status = redis.call('HGET', record, 'status')
-  if not status then
-    return 'missing'
-  end
-  if status == 'completed' or status == 'failed' then
-    return 'job_finished'
-  end
-  if status == 'queued' then
-    redis.call('HSET', record, 'status', 'running')
-  end
-  return 'new'
+  return verdict(ARGV[9] .. message_id, ARGV[10] .. string.match(message_id, '^[^:]*'))
 end
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.ceil(tonumber(clock[2]) / 1000)
@@ -181,7 +169,7 @@ while looking and first < limit do
       taken[#taken + 1] = redis.call('GET', ARGV[5] .. queued[i]) or ''
       taken[#taken + 1] = redis.call('INCR', tries)
       redis.call('EXPIRE', tries, ARGV[7])
-      taken[#taken + 1] = verdict(queued[i])
+      taken[#taken + 1] = verdict_of(queued[i])
     end
   end
   first, page = last + 1, 2 * page
@@ -199,6 +187,7 @@ if left_behind == 1 and redis.call('LLEN', KEYS[2]) == 0 then
 end
 return {taken, left_behind, next_due}
 """
+)
 
 
 class PushWorker(Worker):

@@ -264,26 +264,39 @@ async def commit_once(
 
 Received = Literal["new", "handled", "job_finished", "missing"]
 
+VERDICT = """
+local function verdict(done_key, record)
+  if redis.call('EXISTS', done_key) == 1 then
+    return 'handled'
+  end
+  local status = redis.call('HGET', record, 'status')
+  if not status then
+    return 'missing'
+  end
+  if status == 'completed' or status == 'failed' then
+    return 'job_finished'
+  end
+  if status == 'queued' then
+    redis.call('HSET', record, 'status', 'running')
+  end
+  return 'new'
+end
+"""
+"""Lua: whether a message must run (`Received`), from its done marker and its job's record;
+a queued job becomes running. The receive script and the take script (infra/runtime/wake.py)
+both ask it."""
+
 # KEYS: done marker, job record. ARGV: the `received` commands flat. The lease needs no
 # renewal here: the take script set it a moment ago (infra/runtime/wake.py).
 _RECEIVE = (
     RUN_FLAT
+    + VERDICT
     + """
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return 'handled'
+local seen = verdict(KEYS[1], KEYS[2])
+if seen == 'new' then
+  run_flat(1, #ARGV)
 end
-local status = redis.call('HGET', KEYS[2], 'status')
-if not status then
-  return 'missing'
-end
-if status == 'completed' or status == 'failed' then
-  return 'job_finished'
-end
-if status == 'queued' then
-  redis.call('HSET', KEYS[2], 'status', 'running')
-end
-run_flat(1, #ARGV)
-return 'new'
+return seen
 """
 )
 
