@@ -733,7 +733,7 @@ class Actor:
 @dataclass(frozen=True)
 class RunningHop:
     received: Event
-    arrival: Arrival | None  # None once `received` is written, or when it was at once
+    arrival: Arrival | None  # None when `received` was written before the handler ran
 
 
 @dataclass

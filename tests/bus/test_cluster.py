@@ -261,6 +261,18 @@ async def test_a_primary_killed_mid_run_fails_over_with_no_job_lost_or_run_twice
     assert on_victim_lanes, "some jobs lived on the killed shard"
 
 
+async def every_page(api: httpx.AsyncClient, path: str, limit: int, field: str) -> list[str]:
+    """`field` of every item of a paged API list, walked `limit` at a time by its cursor."""
+    found: list[str] = []
+    before = None
+    while True:
+        after = {"before": before} if before else {}
+        page = (await api.get(path, params={"limit": limit, **after})).json()
+        found += [item[field] for item in page["items"]]
+        if (before := page["next"]) is None:
+            return found
+
+
 async def test_dead_letters_redrive_cancel_ingress_and_the_views_merge_every_lane(
     cluster_url: str, settings: Settings
 ) -> None:
@@ -289,13 +301,7 @@ async def test_dead_letters_redrive_cancel_ingress_and_the_views_merge_every_lan
             reverse=True,
         )
         assert ids == newest_first, "by entry id, ties (two shards, one millisecond) by lane"
-        paged, before = [], None
-        while True:
-            after = {"before": before} if before else {}
-            page = (await api.get("/api/dead", params={"limit": 5, **after})).json()
-            paged += [letter["id"] for letter in page["items"]]
-            if (before := page["next"]) is None:
-                break
+        paged = await every_page(api, "/api/dead", 5, "id")
         assert paged == ids, "pages of 5 walk every lane's letters once, newest first"
         assert (await api.get(f"/api/dead/{ids[0]}")).json()["id"] == ids[0]
 
@@ -318,13 +324,7 @@ async def test_dead_letters_redrive_cancel_ingress_and_the_views_merge_every_lan
         jobs = (await api.get("/api/jobs", params={"limit": 100})).json()
         every = {*failed, *ingested, doomed}
         assert jobs["total"] == len(every) and {j["job_id"] for j in jobs["items"]} == every
-        paged_jobs, before = [], None
-        while True:
-            after = {"before": before} if before else {}
-            page = (await api.get("/api/jobs", params={"limit": 4, **after})).json()
-            paged_jobs += [j["job_id"] for j in page["items"]]
-            if (before := page["next"]) is None:
-                break
+        paged_jobs = await every_page(api, "/api/jobs", 4, "job_id")
         assert paged_jobs == [j["job_id"] for j in jobs["items"]]
         assert (await api.get("/api/jobs/" + doomed)).json()["failure"] == "cancelled"
         queues = (await api.get("/api/queues")).json()
