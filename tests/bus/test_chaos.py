@@ -1,4 +1,4 @@
-"""The fault drill (`postel bench chaos`, infra/bench/chaos.py): a small run of it in CI, and
+"""The fault drill (`postel bench chaos`, postel_bench/chaos.py): a small run of it in CI, and
 its parts: the jobs it plans, the model answers it relies on, and how it counts."""
 
 from __future__ import annotations
@@ -10,7 +10,19 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from postel.infra.bench.chaos import (
+from postel.infra.cli.main import main
+from postel.infra.client.client import Client
+from postel.infra.runtime.local_system import LocalSystem
+from postel.infra.runtime.model import RESOURCE, Model
+from postel.infra.runtime.runner import load_worker
+from postel.infra.runtime.settings import WORKER_NAMES, Settings
+from postel.infra.store.events import Event, run_commands
+from postel.infra.store.graphs import GraphRegistry
+from postel.infra.store.jobs import JobStore
+from postel.messages import JobRequest
+from postel.services.llm import ScriptedClient
+from postel.services.prompts import Capability
+from postel_bench.chaos import (
     DOCUMENTED_FAILURES,
     GRAPH,
     PEOPLE,
@@ -27,18 +39,6 @@ from postel.infra.bench.chaos import (
     plan_jobs,
     run_chaos,
 )
-from postel.infra.cli.main import main
-from postel.infra.client.client import Client
-from postel.infra.runtime.local_system import LocalSystem
-from postel.infra.runtime.model import RESOURCE, Model
-from postel.infra.runtime.runner import load_worker
-from postel.infra.runtime.settings import WORKER_NAMES, Settings
-from postel.infra.store.events import Event, run_commands
-from postel.infra.store.graphs import GraphRegistry
-from postel.infra.store.jobs import JobStore
-from postel.messages import JobRequest
-from postel.services.llm import ScriptedClient
-from postel.services.prompts import Capability
 
 from postel.testing.fake_model import FAULTS, FakeModel, marker, parse_mix
 
