@@ -31,13 +31,13 @@ from postel_bench.chaos import (
     Kill,
     PlannedJob,
     Run,
-    _figures,
-    _takeovers,
     chaos_responder,
+    drill_figures,
     format_chaos,
     graphml,
     plan_jobs,
     run_chaos,
+    takeover_figures,
 )
 
 from postel.testing.fake_model import FAULTS, FakeModel, marker, parse_mix
@@ -154,7 +154,7 @@ def test_takeover_is_timed_from_the_kill_to_the_next_conclusion_of_a_held_messag
         event("m1", other, "completed", 105_000),
         event("m5", killed, "received", 100_500),  # after the kill: cannot be held
     ]
-    figures = _takeovers(fleet, hops)
+    figures = takeover_figures(fleet, hops)
     assert figures["kills_holding_messages"] == 1
     assert figures["held_messages"] == 2
     assert figures["taken_over"] == 1 and figures["max_s"] == 5.0
@@ -187,7 +187,7 @@ async def test_the_count_tells_lost_duplicated_wrong_and_undocumented_apart(
             await client.pool.xadd("postel:results", {"job_id": job_id, "message": "{}"})
         fake = FakeModel(chaos_responder)
         try:
-            figures = await _figures(client, run, Fleet({}, tmp_path, 2), fake)
+            figures = await drill_figures(client, run, Fleet({}, tmp_path, 2), fake)
         finally:
             fake.stop()
     jobs = figures["jobs"]
