@@ -80,7 +80,7 @@ async def _load_new(redis_url: str, name: str) -> dict[str, Any]:
 
 def _load_old(stored_path: str) -> dict[str, Any]:
     import networkx as nx
-    from postel.services.gasl.adapters import NetworkXAdapter
+    from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
     from postel.services.gasl.loaders import normalise_graph
 
     stored = Path(stored_path).read_bytes()
