@@ -24,7 +24,7 @@ from postel.infra.store.graph_format import GraphFormatError, decode, encode
 from postel.infra.store.graphs import AdapterCache, GraphRegistry, GraphUnreadable
 from postel.infra.store.wire import connect_arq
 from postel.messages.errors import GraphNotFound
-from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.graphml import RawGraph, read_graphml_bytes
 from postel.services.gasl.loaders import DEMO_GRAPH, build_graph, normalise, normalise_graph

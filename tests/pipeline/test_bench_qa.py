@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from postel.infra.cli.main import main
 from postel.messages.gasl import GaslPlan
-from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.errors import GaslSyntaxError
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.loaders import load_graphml

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import networkx as nx
-from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.loaders import normalise_graph
 
 
