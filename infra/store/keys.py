@@ -19,6 +19,8 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
+from postel.messages.ids import job_of
+
 PREFIX = "postel"
 
 CLUSTER_LANES = 16
@@ -54,12 +56,6 @@ def lane_of(job_id: str) -> str:
     if _layout.lanes == 1:
         return ""
     return f"{{p{zlib.crc32(job_id.encode()) % _layout.lanes}}}"
-
-
-def job_of(message_id: str) -> str:
-    """The job a message id belongs to: message ids are `<job_id>` or `<job_id>:<key>`
-    (messages/ids.py), and a job id holds no colon."""
-    return message_id.split(":", 1)[0]
 
 
 def arq_id(message_id: str) -> str:
