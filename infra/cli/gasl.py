@@ -1,128 +1,20 @@
-"""`postel graph` and `postel gasl`; infra/cli/main.py attaches them.
-
-`graph add|list|info` talk to the running system's Redis (like `postel submit`);
-`gasl run|check` work on a local GraphML file and need no Redis. Exit codes are
-infra/cli/support.py's: 1 a command failed, 2 bad input, 3 Redis unreachable, 4 unknown graph.
+"""`postel gasl run|check`: GASL commands on a local GraphML file, or their syntax checked,
+with no Redis (the work is in gasl_run.py; infra/cli/main.py attaches the group). Exit codes
+are infra/cli/support.py's: 1 a command failed, 2 bad input.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
-
-if TYPE_CHECKING:
-    from postel.infra.store.graphs import GraphInfo, GraphRegistry
 
 SAMPLE = "sample"
 
 
-# Every import beyond click (networkx, the GASL executor, pydantic, Redis, the command
-# line's support) happens in the commands that need it, so `postel --help` and the other
+# Every import beyond click (networkx, the GASL executor, pydantic, the command line's
+# support) happens in the commands that need it, so `postel --help` and the other
 # commands start fast.
-
-
-@asynccontextmanager
-async def _registry() -> AsyncIterator[GraphRegistry]:
-    from postel.infra.cli import support as cli_support
-    from postel.infra.store.connect import redis_client
-    from postel.infra.store.graphs import GraphRegistry
-
-    client = redis_client(cli_support.settings().effective_redis_url)
-    try:
-        yield GraphRegistry(client)
-    finally:
-        await client.aclose()
-
-
-def _info_row(info: GraphInfo) -> str:
-    return (
-        f"{info.name:<24}{info.version:>8}{info.nodes:>10}{info.edges:>10}  {info.format:<15}"
-        f"{info.added_at:%Y-%m-%d %H:%M}  {info.source}"
-    )
-
-
-@click.group()
-def graph() -> None:
-    """Named graphs in Redis, which workers on any machine load by name.
-
-    Jobs refer to a graph by its name (`postel submit --graph NAME`)."""
-
-
-@graph.command("add")
-@click.argument("name")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-def graph_add(name: str, file: Path) -> None:
-    """Store the GraphML FILE (nano-graphrag or LightRAG) as graph NAME.
-
-    The file is parsed first and refused if it is not a usable graph. Adding an existing
-    NAME replaces it with a new version; workers reload it on their next use."""
-    from postel.infra.cli import support as cli_support
-    from postel.infra.store.graphs import GraphFileError, InvalidGraphName, validate_name
-
-    try:
-        validate_name(name)
-    except InvalidGraphName as exc:
-        cli_support.fail(str(exc), cli_support.EXIT_INPUT)
-
-    async def go() -> GraphInfo:
-        async with _registry() as registry:
-            return await registry.add(name, file)
-
-    try:
-        info = cli_support.run_async(go)()
-    except GraphFileError as exc:
-        cli_support.fail(str(exc), cli_support.EXIT_INPUT)
-    click.echo(
-        f"graph {info.name} version {info.version}: {info.nodes} nodes, {info.edges} edges "
-        f"({info.format}, from {info.source})"
-    )
-
-
-@graph.command("list")
-@click.option("--json", "as_json", is_flag=True, help="A JSON array of the graphs' metadata.")
-def graph_list(as_json: bool) -> None:
-    """List the registered graphs: name, version, size, format, when added, source file."""
-    from postel.infra.cli import support as cli_support
-
-    async def go() -> list[GraphInfo]:
-        async with _registry() as registry:
-            return await registry.list()
-
-    infos = cli_support.run_async(go)()
-    if as_json:
-        click.echo(json.dumps([i.model_dump(mode="json") for i in infos], indent=2))
-    elif not infos:
-        click.echo("no graphs registered; add one with `postel graph add NAME FILE`")
-    else:
-        click.echo(
-            f"{'name':<24}{'version':>8}{'nodes':>10}{'edges':>10}  {'format':<15}"
-            f"{'added (UTC)':<18}source"
-        )
-        for info in infos:
-            click.echo(_info_row(info))
-
-
-@graph.command("info")
-@click.argument("name")
-def graph_info(name: str) -> None:
-    """Print graph NAME's metadata as JSON (exit 4 if there is no such graph)."""
-    from postel.infra.cli import support as cli_support
-    from postel.infra.store.graphs import GraphNotFound
-
-    async def go() -> GraphInfo:
-        async with _registry() as registry:
-            return await registry.info(name)
-
-    try:
-        info = cli_support.run_async(go)()
-    except GraphNotFound as exc:
-        cli_support.fail(str(exc), cli_support.EXIT_NOT_FOUND)
-    click.echo(info.model_dump_json(indent=2))
 
 
 @click.group()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import pty
@@ -132,6 +133,33 @@ def test_exit_codes(redis_url: str, in_process: Callable[..., Result]) -> None:
     # one queue setting alone keeps the kind's other defaults instead of crashing
     alone = postel("status", "no-such-job", POSTEL_GASL__MAX_TRIES="5")
     assert alone.exit_code == 4, alone.stderr
+
+
+def test_arguments_are_checked_before_redis_is_reached(in_process: Callable[..., Result]) -> None:
+    """A command that checks its arguments does so before `with_client` connects: a bad one
+    is exit 2 even where Redis is unreachable (exit 3)."""
+    env = {"POSTEL_REDIS_URL": "redis://127.0.0.1:1/0"}
+    assert in_process("dead", "redrive", env=env).exit_code == 2
+    assert in_process("dead", "discard", "1-1", "--worker", "x", env=env).exit_code == 2
+    assert in_process("submit", "x", "--type", "banana", env=env).exit_code == 2
+    assert in_process("replay", "nope", "--graph", "nameless", env=env).exit_code == 2
+    assert in_process("dead", "redrive", "--all", env=env).exit_code == 3
+
+
+def test_one_helper_opens_the_client_for_the_commands() -> None:
+    """`with_client` (infra/cli/client_command.py) is the only place a command opens a
+    Client: no command module builds one itself."""
+    cli = Path(__file__).parents[2] / "infra" / "cli"
+    opened = [
+        f"{path.name}:{node.lineno}"
+        for path in sorted(cli.glob("*.py"))
+        if path.name != "client_command.py"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "Client"
+    ]
+    assert opened == []
 
 
 def test_the_exit_code_of_the_postel_process_is_the_commands(tmp_path: Path) -> None:

@@ -63,7 +63,7 @@ def test_a_distribution_adds_a_command_that_loads_only_when_named(
     assert "hello    Greet WHO." in runner.invoke(main, ["--help"]).output
     # an entry point cannot replace postel's own command of the same name
     context = click.Context(main)
-    assert main.get_command(context, "submit").callback.__module__ == "postel.infra.cli.main"
+    assert main.get_command(context, "submit").callback.__module__ == "postel.infra.cli.jobs"
 
 
 @pytest.mark.parametrize(

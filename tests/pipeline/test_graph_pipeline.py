@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from postel.infra.cli.demo import evidence_lines
-from postel.infra.cli.main import format_event
+from postel.infra.cli.jobs import format_event
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.model import RESOURCE, Model
