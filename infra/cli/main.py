@@ -540,7 +540,7 @@ def workers(as_json: bool) -> None:
 
     async def go() -> None:
         async with Client(settings=current) as client:
-            for presence in await live_workers(client.pool):
+            for presence in await live_workers(client.pool, client.keyspace):
                 if as_json:
                     click.echo(presence.model_dump_json())
                     continue
@@ -582,7 +582,12 @@ def dead_list(
     async def go() -> None:
         async with Client(settings=current) as client:
             page = await list_dead(
-                client.pool, before=before, limit=limit, worker=worker, error=error
+                client.pool,
+                client.keyspace,
+                before=before,
+                limit=limit,
+                worker=worker,
+                error=error,
             )
         for letter in page.items:
             if as_json:
@@ -612,7 +617,7 @@ def dead_show(entry_id: str) -> None:
 
     async def go() -> None:
         async with Client(settings=current) as client:
-            letter = await get_dead(client.pool, entry_id)
+            letter = await get_dead(client.pool, client.keyspace, entry_id)
         click.echo(letter.model_dump_json(indent=2))
 
     run_async(go)()
@@ -772,7 +777,7 @@ def calls_command(job_id: str, as_json: bool, chars: int) -> None:
     async def go() -> None:
         async with Client(settings=current) as client:
             await client.status(job_id)
-            calls = await read_calls(client.pool, job_id)
+            calls = await read_calls(client.pool, client.keyspace, job_id)
             if as_json:
                 for call in calls:
                     click.echo(call.model_dump_json())

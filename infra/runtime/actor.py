@@ -53,7 +53,6 @@ from postel.infra.runtime.arrival import Arrival
 from postel.infra.runtime.retries import HopRetries
 from postel.infra.runtime.settings import QueueSettings, Settings
 from postel.infra.runtime.tracing import hop_span, with_trace
-from postel.infra.store import keys
 from postel.infra.store.calls import count_failed_calls, record_commands
 from postel.infra.store.commit import (
     JOB_RECORD_MISSING,
@@ -66,7 +65,8 @@ from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.deadletter import dead_letter, dead_letter_command, summarise_validation
 from postel.infra.store.events import Command, Event, EventLog, EventStatus, Metrics, run_commands
 from postel.infra.store.job_stores import job_stores
-from postel.infra.store.jobs import JobStore, publish_command
+from postel.infra.store.jobs import JobStore
+from postel.infra.store.keys import Keyspace, lane_of_arq, message_of
 from postel.messages import (
     Envelope,
     FailureStatus,
@@ -116,10 +116,12 @@ class Outcome:
 
 @dataclass
 class Runtime:
-    """What every handler may use: the arq pool (also the Redis client), settings and the
-    stores; `resources` holds per-process objects a worker builds once (a model client)."""
+    """What every handler may use: the arq pool (also the Redis client), the names of its
+    keys, settings and the stores; `resources` holds per-process objects a worker builds
+    once (a model client)."""
 
     pool: ArqRedis
+    keyspace: Keyspace
     settings: Settings
     events: EventLog
     jobs: JobStore
@@ -130,9 +132,9 @@ class Runtime:
         return self.pool
 
     @classmethod
-    def create(cls, pool: ArqRedis, settings: Settings) -> Runtime:
-        events, jobs = job_stores(pool, settings)
-        return cls(pool=pool, settings=settings, events=events, jobs=jobs)
+    def create(cls, pool: ArqRedis, keyspace: Keyspace, settings: Settings) -> Runtime:
+        events, jobs = job_stores(pool, keyspace, settings)
+        return cls(pool=pool, keyspace=keyspace, settings=settings, events=events, jobs=jobs)
 
 
 Handler = Callable[[Envelope, Runtime], Awaitable[Outcome]]
@@ -360,7 +362,9 @@ class Actor:
                 outcome = await self._handle_within(message, limit)
             except Exception:
                 try:
-                    await count_failed_calls(self.runtime.redis, message.job_id, calls.failed)
+                    await count_failed_calls(
+                        self.runtime.redis, self.runtime.keyspace, message.job_id, calls.failed
+                    )
                 except REDIS_UNAVAILABLE as lost:  # the handler's own error is what counts
                     log.warning("could not count failed model calls", error=str(lost))
                 raise
@@ -387,7 +391,8 @@ class Actor:
         for a message that runs: one round trip."""
         return await receive_once(
             self.runtime.redis,
-            keys.done(message.message_id),
+            self.runtime.keyspace,
+            self.runtime.keyspace.done(message.message_id),
             message.job_id,
             self.runtime.events.commands(received),
         )
@@ -396,6 +401,7 @@ class Actor:
         """The dead letter of a message whose job has no record: it is never run, and
         nothing is written for the job."""
         return dead_letter_command(
+            self.runtime.keyspace,
             source=f"worker:{self.spec.name}",
             error=f"{JOB_RECORD_MISSING}: job {message.job_id!r} has no record (never "
             f"submitted, expired, or lost); {self.spec.name} did not run the message",
@@ -429,7 +435,9 @@ class Actor:
         dead-lettered like any poison, with the job it names failed. An entry without a
         payload whose message was committed (its arq id is the message id) is what a stale
         run's late retry left behind: nothing was lost, and nothing is recorded."""
-        if not raw and await self.runtime.redis.exists(keys.done(keys.message_of(arq_job))):
+        if not raw and await self.runtime.redis.exists(
+            self.runtime.keyspace.done(message_of(arq_job))
+        ):
             log.info("a committed message's leftover queue entry; dropped", arq_job=arq_job)
             return
         payload: Any = None
@@ -459,6 +467,7 @@ class Actor:
         message_id = message_id if isinstance(message_id, str) else ""
         await dead_letter(
             self.runtime.redis,
+            self.runtime.keyspace,
             source=f"worker:{self.spec.name}",
             error=error,
             payload=raw,
@@ -467,7 +476,9 @@ class Actor:
             attempt=attempt,
         )
         log.warning("dead-lettered a poison message", error=error, job_id=job_id)
-        if job_id and await self.runtime.redis.hget(keys.job(job_id), "status") in (
+        if job_id and await self.runtime.redis.hget(
+            self.runtime.keyspace.job(job_id), "status"
+        ) in (
             b"queued",
             b"running",
         ):
@@ -487,7 +498,7 @@ class Actor:
         )
         commands = [
             *self.runtime.events.commands(event),
-            JobStore.finished_command(job_id, error=error, failure=failure),
+            self.runtime.jobs.finished_command(job_id, error=error, failure=failure),
         ]
         await run_commands(self.runtime.redis, commands)
 
@@ -509,7 +520,7 @@ class Actor:
             )
             return
         if self.retries.retries(attempt):
-            if await self.runtime.redis.exists(keys.done(message.message_id)):
+            if await self.runtime.redis.exists(self.runtime.keyspace.done(message.message_id)):
                 # a stale run (its worker froze past the lease): another run committed the
                 # message, so there is nothing to retry and nothing to record
                 log.info("handler failed after another run committed; nothing to retry")
@@ -537,6 +548,7 @@ class Actor:
         if keep:
             gave_up.dead_letter.append(
                 dead_letter_command(
+                    self.runtime.keyspace,
                     source=f"worker:{self.spec.name}",
                     error=error,
                     payload=payload,
@@ -628,17 +640,23 @@ class Actor:
             commands.extend(self._finish_job(final))
         if not terminal:
             stage = next((m.destination for m in outcome.messages), None) or self.spec.name
-            commands.append(JobStore.running_command(message.job_id, stage))
+            commands.append(self.runtime.jobs.running_command(message.job_id, stage))
         if self.runtime.settings.record_calls:
             ttl = self.runtime.settings.job_ttl_s
-            commands.extend(record_commands(outcome.calls, message.job_id, ttl))
+            commands.extend(
+                record_commands(self.runtime.keyspace, outcome.calls, message.job_id, ttl)
+            )
         finished: list[Command] = []
         if arq_job is not None:
             # the queue forgets the job with the commit; its in-progress key (the lease) just
             # expires, as nothing can take a job that is no longer queued
             finished = [
                 ["DEL", job_key_prefix + arq_job, retry_key_prefix + arq_job],
-                ["ZREM", keys.queue(self.spec.name, keys.lane_of_arq(arq_job)), arq_job],
+                [
+                    "ZREM",
+                    self.runtime.keyspace.queue(self.spec.name, lane_of_arq(arq_job)),
+                    arq_job,
+                ],
             ]
             commands.extend(finished)
 
@@ -656,7 +674,8 @@ class Actor:
 
         return await commit_once(
             self.runtime.redis,
-            keys.done(message.message_id),
+            self.runtime.keyspace,
+            self.runtime.keyspace.done(message.message_id),
             DONE_TTL_S,
             commands,
             downstream,
@@ -669,11 +688,11 @@ class Actor:
 
     def _finish_job(self, final: Envelope) -> list[Command]:
         if isinstance(final, JobCompleted):
-            record = JobStore.finished_command(final.job_id, result=final.result)
+            record = self.runtime.jobs.finished_command(final.job_id, result=final.result)
             status: EventStatus = "completed"
             error = ""
         elif isinstance(final, JobFailed):
-            record = JobStore.finished_command(
+            record = self.runtime.jobs.finished_command(
                 final.job_id, result=final.partial, error=final.error, failure=final.status
             )
             status, error = "failed", final.error
@@ -688,7 +707,7 @@ class Actor:
             status=status,
             error=error,
         )
-        published = publish_command(final, self.runtime.settings.events_maxlen)
+        published = self.runtime.jobs.publish_command(final, self.runtime.settings.events_maxlen)
         return [record, *self.runtime.events.commands(event), published]
 
     def _event(

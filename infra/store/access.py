@@ -20,12 +20,12 @@ import contextlib
 import re
 import uuid
 
-from postel.infra.store import keys
 from postel.infra.store.connect import RedisRefused
+from postel.infra.store.keys import PREFIX
 from redis.asyncio import Redis
 from redis.exceptions import NoPermissionError, ResponseError
 
-KEY_PATTERNS = (f"{keys.PREFIX}:*", "arq:*")
+KEY_PATTERNS = (f"{PREFIX}:*", "arq:*")
 PROBE_TAG = "{probe}"
 """The probe keys share one hash slot: on a cluster they are checked on the shard holding it."""
 
@@ -134,7 +134,7 @@ def _refused(answer: object) -> str | None:
 async def check_access(redis: Redis, *, cluster: bool = False) -> None:
     """Run every command postel needs once; RedisRefused naming those the user may not run
     (and the whole rule it needs, a cluster's if `cluster`)."""
-    probe = f"{keys.PREFIX}:{PROBE_TAG}:{uuid.uuid4().hex}"
+    probe = f"{PREFIX}:{PROBE_TAG}:{uuid.uuid4().hex}"
     names = {"K": probe, "N": f"{probe}:none", "A": f"arq:{PROBE_TAG}:none"}
     async with redis.pipeline(transaction=False) as pipe:
         for command, arguments in _PROBES.items():

@@ -33,7 +33,7 @@ from typing import Any, cast
 from urllib.parse import parse_qs, unquote, urlparse, urlsplit
 
 from arq.connections import RedisSettings
-from postel.infra.store import keys
+from postel.infra.store.keys import CLUSTER_LANES, Keyspace
 from postel.infra.store.redis_packing import pack_with_hiredis
 from postel.messages.errors import Denied, Misconfigured
 from postel.services.urls import shown_url
@@ -279,7 +279,7 @@ def cluster_of(url: str) -> Cluster:
             f"[?lanes=N] (a cluster has one database), not {shown_url(url)}"
         )
     query = parse_qs(parts.query, keep_blank_values=True)
-    lanes_given = query.pop("lanes", [str(keys.CLUSTER_LANES)])[-1]
+    lanes_given = query.pop("lanes", [str(CLUSTER_LANES)])[-1]
     if not lanes_given.isdigit() or int(lanes_given) < 2:
         raise RedisURLError(f"lanes={lanes_given} of {shown_url(url)}: a whole number, at least 2")
     rest = "&".join(f"{name}={values[-1]}" for name, values in query.items())
@@ -344,15 +344,17 @@ def arq_settings(url: str) -> RedisSettings:
     )
 
 
+def keyspace_of(url: str) -> Keyspace:
+    """The names postel's keys have at `url`: a cluster's lanes, or one Redis's one lane."""
+    return Keyspace(cluster_of(url).lanes) if is_cluster(url) else Keyspace()
+
+
 def redis_client(url: str) -> Redis:
     """A plain asyncio client for `url` (no arq job helpers). On a cluster, redis-py's
     cluster client, which answers every command postel sends a Redis, each at the shard of
-    its keys; this process's keys then have the cluster's lanes."""
+    its keys (named by `keyspace_of(url)`)."""
     if is_cluster(url):
-        cluster = cluster_of(url)
-        keys.use_lanes(cluster.lanes)
-        return cast(Redis, cluster.client())
-    keys.use_lanes(1)
+        return cast(Redis, cluster_of(url).client())
     if not is_sentinel(url):
         return server_of(url).client()
     addresses, name, db, username, password = _sentinel_parts(url)

@@ -20,11 +20,11 @@ from typing import Any, get_args
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 from postel.infra.runtime.presence import TTL_S, Busy, live_workers
 from postel.infra.runtime.settings import WORKER_NAMES
-from postel.infra.store import keys
 from postel.infra.store.calls import RecordedCall, last_calls
 from postel.infra.store.deadletter import summarise_validation
 from postel.infra.store.events import HANDLED, Event, EventLog
 from postel.infra.store.jobs import JobRecord, JobStatus, JobStore, MalformedJobRecord
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.stores import GaslRound, GaslStateStore
 from postel.infra.store.wire import loads
 from postel.messages import JOB_ID_PATTERN, ExecutionRecord, FailureStatus, utc_now
@@ -117,39 +117,40 @@ def _cursor(value: str | None) -> tuple[float, str] | None:
 
 
 async def _index_after(
-    redis: Redis, cursor: tuple[float, str] | None, count: int
+    redis: Redis, keyspace: Keyspace, cursor: tuple[float, str] | None, count: int
 ) -> list[tuple[str, float]]:
     """Up to `count` (job id, score) of the index, newest first, after `cursor`. The cursor's
     job is found by rank, so jobs submitted meanwhile neither repeat nor hide entries; if it
     has left the index, its score serves instead. On a cluster, every lane's index read
     from the cursor's score and merged."""
-    if len(keys.lanes()) > 1:
-        return await _lanes_after(redis, cursor, count)
+    if keyspace.clustered:
+        return await _lanes_after(redis, keyspace, cursor, count)
+    index = keyspace.jobs("")
     if cursor is None:
         start = 0
     else:
-        rank = await redis.zrevrank(keys.JOBS, cursor[1])
+        rank = await redis.zrevrank(index, cursor[1])
         if rank is None:
             found = await redis.zrevrangebyscore(
-                keys.JOBS, f"({cursor[0]}", "-inf", start=0, num=count, withscores=True
+                index, f"({cursor[0]}", "-inf", start=0, num=count, withscores=True
             )
             return [(_text(m) or "", float(s)) for m, s in found]
         start = rank + 1
-    found = await redis.zrevrange(keys.JOBS, start, start + count - 1, withscores=True)
+    found = await redis.zrevrange(index, start, start + count - 1, withscores=True)
     return [(_text(m) or "", float(s)) for m, s in found]
 
 
 async def _lanes_after(
-    redis: Redis, cursor: tuple[float, str] | None, count: int
+    redis: Redis, keyspace: Keyspace, cursor: tuple[float, str] | None, count: int
 ) -> list[tuple[str, float]]:
     """`_index_after` over every lane's index: newest first, ties by id, as ZREVRANGE
     orders one index."""
     top = str(cursor[0]) if cursor else "+inf"
     async with redis.pipeline(transaction=False) as pipe:
-        for lane in keys.lanes():
+        for lane in keyspace.lanes():
             # the cursor's score is read again: a job of another lane may share it
             pipe.zrevrangebyscore(
-                keys.jobs(lane), top, "-inf", start=0, num=count + 1, withscores=True
+                keyspace.jobs(lane), top, "-inf", start=0, num=count + 1, withscores=True
             )
         answers = await pipe.execute()
     entries = [(_text(m) or "", float(s)) for answer in answers for m, s in answer]
@@ -158,14 +159,14 @@ async def _lanes_after(
     return sorted(entries, key=lambda entry: (entry[1], entry[0]), reverse=True)[:count]
 
 
-async def _index_size(redis: Redis) -> int:
+async def _index_size(redis: Redis, keyspace: Keyspace) -> int:
     async with redis.pipeline(transaction=False) as pipe:
-        for lane in keys.lanes():
-            pipe.zcard(keys.jobs(lane))
+        for lane in keyspace.lanes():
+            pipe.zcard(keyspace.jobs(lane))
         return sum(await pipe.execute())
 
 
-def _summary(job_id: str, values: list[Any]) -> JobSummary | None:
+def _summary(keyspace: Keyspace, job_id: str, values: list[Any]) -> JobSummary | None:
     data = dict(zip(_SUMMARY_FIELDS, (_text(v) for v in values), strict=True))
     if data["status"] is None:
         return None  # expired since it was indexed
@@ -174,21 +175,21 @@ def _summary(job_id: str, values: list[Any]) -> JobSummary | None:
             {"job_id": job_id, **{k: v for k, v in data.items() if v is not None}}
         )
     except ValidationError as exc:
-        raise MalformedJobRecord(job_id, summarise_validation(exc)) from exc
+        raise MalformedJobRecord(job_id, keyspace.job(job_id), summarise_validation(exc)) from exc
 
 
 async def _summaries(
-    redis: Redis, matching: list[tuple[str, list[Any]]], *, complete: bool
+    redis: Redis, keyspace: Keyspace, matching: list[tuple[str, list[Any]]], *, complete: bool
 ) -> list[JobSummary]:
     """The jobs' summaries from the fields read while filtering when they were all read
     (`complete`), else from a second read of the matches only."""
     if not complete:
         async with redis.pipeline(transaction=False) as pipe:
             for job_id, _partial in matching:
-                pipe.hmget(keys.job(job_id), _SUMMARY_FIELDS)
+                pipe.hmget(keyspace.job(job_id), _SUMMARY_FIELDS)
             rows = await pipe.execute()
         matching = [(job_id, row) for (job_id, _), row in zip(matching, rows, strict=True)]
-    summaries = (_summary(job_id, values) for job_id, values in matching)
+    summaries = (_summary(keyspace, job_id, values) for job_id, values in matching)
     return [job for job in summaries if job is not None]
 
 
@@ -214,6 +215,7 @@ def _matches(
 
 async def list_jobs(
     redis: Redis,
+    keyspace: Keyspace,
     *,
     status: str | None = None,
     stage: str | None = None,
@@ -227,12 +229,12 @@ async def list_jobs(
     or title, and creation within the last `within_s` seconds. A `q` that is a job's exact
     id finds it directly, however old."""
     limit = max(1, min(limit, PAGE_LIMIT))
-    total = await _index_size(redis)
+    total = await _index_size(redis, keyspace)
     # only a well-formed id is looked up: "x:gen:0" would name another job's key
     is_id = q is not None and _JOB_ID.match(q) is not None
-    if q and is_id and before is None and await redis.exists(keys.job(q)):
-        values = await redis.hmget(keys.job(q), _SUMMARY_FIELDS)
-        exact = _summary(q, values)
+    if q and is_id and before is None and await redis.exists(keyspace.job(q)):
+        values = await redis.hmget(keyspace.job(q), _SUMMARY_FIELDS)
+        exact = _summary(keyspace, q, values)
         if exact is not None and _matches(q, values, status, stage, None, failure):
             return JobsPage(items=[exact], next=None, scanned=1, total=total)
     cursor = _cursor(before)
@@ -242,7 +244,7 @@ async def list_jobs(
     scanned = 0
     exhausted = False
     while len(found) < limit and scanned < SCAN_LIMIT:
-        entries = await _index_after(redis, cursor, batch)
+        entries = await _index_after(redis, keyspace, cursor, batch)
         out_of_range = False
         if oldest_ms is not None and entries and entries[-1][1] < oldest_ms:
             # newest first: from the first entry older than the range on, all are
@@ -255,7 +257,7 @@ async def list_jobs(
         fields = _SUMMARY_FIELDS[:_FILTERED] if batch == _BATCH else _SUMMARY_FIELDS
         async with redis.pipeline(transaction=False) as pipe:
             for job_id, _score in entries:
-                pipe.hmget(keys.job(job_id), fields)
+                pipe.hmget(keyspace.job(job_id), fields)
             rows = await pipe.execute()
         matching: list[tuple[str, list[Any]]] = []
         for (job_id, score), values in zip(entries, rows, strict=True):
@@ -265,7 +267,9 @@ async def list_jobs(
                 matching.append((job_id, values))
                 if len(found) + len(matching) == limit:
                     break
-        found.extend(await _summaries(redis, matching, complete=fields == _SUMMARY_FIELDS))
+        found.extend(
+            await _summaries(redis, keyspace, matching, complete=fields == _SUMMARY_FIELDS)
+        )
         if len(found) < limit and (out_of_range or len(entries) < batch):
             exhausted = True
             break
@@ -499,15 +503,15 @@ async def job_story(redis: Redis, jobs: JobStore, events: EventLog, job_id: str)
     """Everything the job's page shows (JobNotFound for an unknown job)."""
     record = await jobs.get(job_id)
     history = await events.read(job_id)
-    stored = await GaslStateStore(redis, jobs.ttl_s).rounds(job_id)
+    stored = await GaslStateStore(redis, jobs.keyspace, jobs.ttl_s).rounds(job_id)
     hops = _fold(history)
-    call_count, calls = await last_calls(redis, job_id, CALLS_SHOWN)
+    call_count, calls = await last_calls(redis, jobs.keyspace, job_id, CALLS_SHOWN)
     start = record.created_at
     # to the last event: a message dropped after the job finished ends later than the job
     stamps = [t for t in (record.finished_at, event_time(history[-1]) if history else None) if t]
     end = max(stamps) if record.finished_at is not None else max([*stamps, utc_now()])
     if not record.finished:
-        busy = await _busy(redis)
+        busy = await _busy(redis, jobs.keyspace)
         for hop in hops:
             if hop.status == "received" and hop.ended is None:
                 hop.running = True
@@ -541,9 +545,10 @@ async def job_story(redis: Redis, jobs: JobStore, events: EventLog, job_id: str)
     )
 
 
-async def _busy(redis: Redis) -> dict[str, Busy]:
+async def _busy(redis: Redis, keyspace: Keyspace) -> dict[str, Busy]:
     """What each live worker process last said it is handling, by message id."""
-    return {busy.message_id: busy for p in await live_workers(redis) for busy in p.busy}
+    live = await live_workers(redis, keyspace)
+    return {busy.message_id: busy for p in live for busy in p.busy}
 
 
 class WorkerView(BaseModel):
@@ -563,15 +568,15 @@ class WorkerView(BaseModel):
     """The hops it is handling, as of its last presence refresh."""
 
 
-async def workers_view(redis: Redis) -> list[WorkerView]:
-    presences = await live_workers(redis)
-    lanes = keys.lanes()
+async def workers_view(redis: Redis, keyspace: Keyspace) -> list[WorkerView]:
+    presences = await live_workers(redis, keyspace)
+    lanes = keyspace.lanes()
     async with redis.pipeline(transaction=False) as pipe:
         for lane in lanes:
-            pipe.hgetall(keys.tally_handled(lane))
-            pipe.hgetall(keys.tally_last(lane))
+            pipe.hgetall(keyspace.tally_handled(lane))
+            pipe.hgetall(keyspace.tally_last(lane))
         for presence in presences:
-            pipe.pttl(keys.worker(presence.instance))
+            pipe.pttl(keyspace.worker(presence.instance))
         replies = await pipe.execute()
     tallies, ttls = replies[: 2 * len(lanes)], replies[2 * len(lanes) :]
     handled: dict[str, int] = {}
@@ -626,17 +631,17 @@ class QueuesView(BaseModel):
     jobs: int
 
 
-async def queues_view(redis: Redis) -> QueuesView:
-    lanes = keys.lanes()
+async def queues_view(redis: Redis, keyspace: Keyspace) -> QueuesView:
+    lanes = keyspace.lanes()
     async with redis.pipeline(transaction=False) as pipe:
         for worker in WORKER_NAMES:
             for lane in lanes:
-                pipe.zcard(keys.queue(worker, lane))
-                pipe.zrange(keys.queue(worker, lane), 0, 0, withscores=True)
-        pipe.xlen(keys.INGRESS)
+                pipe.zcard(keyspace.queue(worker, lane))
+                pipe.zrange(keyspace.queue(worker, lane), 0, 0, withscores=True)
+        pipe.xlen(keyspace.ingress)
         for lane in lanes:
-            pipe.xlen(keys.dead_letters(lane))
-            pipe.zcard(keys.jobs(lane))
+            pipe.xlen(keyspace.dead_letters(lane))
+            pipe.zcard(keyspace.jobs(lane))
         replies = await pipe.execute()
     now_ms = utc_now().timestamp() * 1000
     queues = []
@@ -653,7 +658,7 @@ async def queues_view(redis: Redis) -> QueuesView:
     pending = 0
     if ingress_length:
         try:
-            summary = await redis.xpending(keys.INGRESS, keys.INGRESS_GROUP)
+            summary = await redis.xpending(keyspace.ingress, keyspace.ingress_group)
             pending = int(summary["pending"])
         except ResponseError:  # no consumer group yet: nothing is pending
             pending = 0
@@ -695,11 +700,11 @@ class QueuePage(BaseModel):
         return following if following < self.depth else None
 
 
-async def queue_page(redis: Redis, worker: str, offset: int = 0) -> QueuePage:
+async def queue_page(redis: Redis, keyspace: Keyspace, worker: str, offset: int = 0) -> QueuePage:
     """The messages of `worker`'s queue in the order they are due, QUEUE_PAGE from
     `offset`: one ZRANGE and one pipelined read of their payloads, leases and tries."""
     offset = max(offset, 0)
-    queue = keys.queue(worker)
+    queue = keyspace.queue(worker)
     async with redis.pipeline(transaction=False) as pipe:
         pipe.zcard(queue)
         pipe.zrange(queue, offset, offset + QUEUE_PAGE - 1, withscores=True)

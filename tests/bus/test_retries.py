@@ -16,11 +16,14 @@ from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.retries import HopRetries
 from postel.infra.runtime.runner import build_arq_worker
 from postel.infra.runtime.settings import QueueSettings, Settings
-from postel.infra.store import keys
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.wire import ARQ_FUNCTION
 from postel.messages import Envelope
 
 from postel.testing.relay import RELAY_WORKERS
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 
 class SlowDown(Exception):
@@ -41,7 +44,7 @@ def test_the_policy_decides_tries_and_backoff() -> None:
 
 def test_the_arq_worker_and_the_actor_share_the_policy(settings: Settings) -> None:
     tuned = settings.model_copy(update={"validator": QueueSettings(job_timeout=9, max_tries=5)})
-    runtime = Runtime.create(ArqRedis(), tuned)
+    runtime = Runtime.create(ArqRedis(), KEYS, tuned)
     spec = next(s for s in RELAY_WORKERS if s.name == "validator")
     worker = build_arq_worker(spec, runtime, "redis://127.0.0.1:1/0", concurrency=1)
     assert Actor(spec, runtime).retries == HopRetries(max_tries=5)
@@ -50,7 +53,7 @@ def test_the_arq_worker_and_the_actor_share_the_policy(settings: Settings) -> No
 
 
 def test_a_specs_own_policy_outranks_its_queues_settings(settings: Settings) -> None:
-    runtime = Runtime.create(ArqRedis(), settings)
+    runtime = Runtime.create(ArqRedis(), KEYS, settings)
     assert settings.queue("validator").max_tries == 3
     relay = next(s for s in RELAY_WORKERS if s.name == "validator")
     spec = dataclasses.replace(relay, retries=HopRetries(max_tries=1))
@@ -84,5 +87,5 @@ async def test_a_spec_with_one_try_dead_letters_after_its_first_failure(
     assert "gave up after 1 tries: ConnectionError: failure on try 1" in failure.value.error
     assert tries == [1]
     assert statuses == ["received", "dead_lettered", "completed", "failed"], "no retry"
-    dead = await redis_client.xrange(keys.DEAD_LETTER)
+    dead = await redis_client.xrange(KEYS.dead_letters(""))
     assert len(dead) == 1 and dead[0][1][b"job_id"] == job_id.encode()

@@ -24,8 +24,8 @@ from postel.infra.runtime.model import RESOURCE, Model
 from postel.infra.runtime.runner import load_worker
 from postel.infra.runtime.settings import Settings
 from postel.infra.runtime.submit import start_job
-from postel.infra.store import keys
 from postel.infra.store.events import run_commands
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.wire import connect_arq
 from postel.messages import (
     GenerationContinued,
@@ -44,6 +44,9 @@ from postel_bench.data.documents import repetitive_document, sample_document
 from postel_bench.loop_bus import run_loop_bus_bench
 
 from postel.testing.oracle import Oracle, serialise
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 DOCUMENT = sample_document(4)
 MAX_TOKENS = 300
@@ -202,7 +205,7 @@ async def test_an_iteration_run_twice_adds_nothing_twice(
     calls: list[str] = []
     pool = await connect_arq(redis_url)
     try:
-        runtime = Runtime.create(pool, settings)
+        runtime = Runtime.create(pool, KEYS, settings)
         runtime.resources[RESOURCE] = oracle_model(DOCUMENT, calls)
         actor = Actor(load_worker("generator"), runtime)
         first = generation_request("twice")
@@ -212,14 +215,14 @@ async def test_an_iteration_run_twice_adds_nothing_twice(
             job_id="twice", message_id="twice:gen:t0:0:2", task_id="t0", iteration=2
         )
         await actor.run(second.model_dump(mode="json"), attempt=1)
-        state_key = keys.loop_state("twice", "t0", 0)
+        state_key = KEYS.loop_state("twice", "t0", 0)
         after_first_run = await redis_client.get(state_key)
         # The worker died after saving the state but before committing: run it again.
-        await redis_client.delete(keys.done("twice:gen:t0:0:2"))
+        await redis_client.delete(KEYS.done("twice:gen:t0:0:2"))
         await actor.run(second.model_dump(mode="json"), attempt=2)
         assert await redis_client.get(state_key) == after_first_run
         assert len(calls) == 2, "the applied iteration did not call the model again"
-        assert await redis_client.zcard(keys.queue("generator")) == 2, "no forked iteration 3"
+        assert await redis_client.zcard(KEYS.queue("generator")) == 2, "no forked iteration 3"
     finally:
         await pool.aclose()
 
