@@ -50,7 +50,7 @@ from arq import Retry
 from arq.connections import ArqRedis
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 from postel.infra.runtime.arrival import Arrival
-from postel.infra.runtime.retries import HopRetries
+from postel.infra.runtime.retries import HopRetries, RedisLost
 from postel.infra.runtime.settings import QueueSettings, Settings
 from postel.infra.runtime.tracing import hop_span, with_trace
 from postel.infra.store import keys
@@ -89,8 +89,6 @@ from redis.exceptions import ResponseError
 log = structlog.get_logger(__name__)
 
 DONE_TTL_S = 7 * 24 * 3600
-# A message whose run lost Redis is deferred this long: Redis is usually back by then.
-REDIS_LOST_RETRY_S = 1.0
 
 _hop: ContextVar[RunningHop | None] = ContextVar("hop", default=None)
 """The hop this task runs: its `received` event, and while that is unwritten the Arrival
@@ -215,10 +213,11 @@ class Actor:
         worker sets it to a short lease (`lease_s`, infra/runtime/wake.py), which the handler renews
         while its process lives: a dead worker's job is free again within `lease_s`.
 
-        Redis lost mid-message (a command failed as unreachable) is not the message's fault:
-        the message is handed back to arq to run again (a commit that did land is seen by the
-        re-run's done check). If Redis is still away, arq cannot record that either, and the
-        lease lapses instead: the message runs again all the same.
+        Redis lost mid-message (a command of the runtime's or of the handler's failed with
+        REDIS_UNAVAILABLE) is not the message's fault: the message is handed back to arq to
+        run again, with its try given back (a commit that did land is seen by the re-run's
+        done check). If Redis is still away, arq cannot record that either, and the lease
+        lapses instead: the message runs again all the same.
 
         `ctx["received"]` is what the take script found the message to be (infra/runtime/
         wake.py); where it is absent (arq's own Worker), the hop asks in a round trip.
@@ -235,7 +234,7 @@ class Actor:
             )
         except REDIS_UNAVAILABLE as exc:
             log.warning("lost redis while handling a message; it runs again", error=str(exc))
-            raise Retry(defer=REDIS_LOST_RETRY_S) from exc
+            raise RedisLost() from exc
         except asyncio.CancelledError:
             # arq cancels a run at job_timeout (then drops the message) and at shutdown (then
             # runs it again). The hop limit ends runs earlier, so a cut at job_timeout means
@@ -500,6 +499,8 @@ class Actor:
         started: float,
         limit: HopLimit,
     ) -> None:
+        if isinstance(exc, REDIS_UNAVAILABLE):
+            raise exc  # the handler lost Redis: an outage, ridden out (handle_job)
         error = f"{type(exc).__name__}: {exc}"
         status = _failure_of(exc, limit)
         if status is not None:
@@ -569,14 +570,17 @@ class Actor:
         gave_up: GaveUp | None = None,
     ) -> bool:
         """Commit the outcome. One that cannot be stored (not serialisable, over Redis's
-        limits) fails the job `invalid_request` with the reason instead; a Redis outage
-        propagates, and arq runs the message again. With `arq_job`, the commit also removes
-        that job from this worker's queue (what arq's finish would do in a round trip of its
-        own); True if it did. `gave_up` (a dead letter and its event) is committed with the
+        limits: Redis's reply is about the outcome itself) fails the job `invalid_request`
+        with the reason instead; a Redis outage (REDIS_UNAVAILABLE: a failover's CLUSTERDOWN
+        included) propagates, and arq runs the message again. With `arq_job`, the commit also
+        removes that job from this worker's queue (what arq's finish would do in a round trip
+        of its own); True if it did. `gave_up` (a dead letter and its event) is committed with the
         outcome."""
         extra = gave_up or GaveUp()
         try:
             result = await self._commit_outcome(message, payload, outcome, started, arq_job, extra)
+        except REDIS_UNAVAILABLE:
+            raise  # Redis not answering now says nothing of the outcome: it runs again
         except (ValueError, TypeError, RecursionError, ResponseError) as exc:
             if any(isinstance(m, JobFailed) for m in outcome.messages):
                 raise

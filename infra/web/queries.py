@@ -22,6 +22,7 @@ from postel.infra.runtime.presence import TTL_S, Busy, live_workers
 from postel.infra.runtime.settings import WORKER_NAMES
 from postel.infra.store import keys
 from postel.infra.store.calls import RecordedCall, last_calls
+from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.deadletter import summarise_validation
 from postel.infra.store.events import HANDLED, Event, EventLog
 from postel.infra.store.jobs import JobRecord, JobStatus, JobStore, MalformedJobRecord
@@ -655,6 +656,8 @@ async def queues_view(redis: Redis) -> QueuesView:
         try:
             summary = await redis.xpending(keys.INGRESS, keys.INGRESS_GROUP)
             pending = int(summary["pending"])
+        except REDIS_UNAVAILABLE:
+            raise
         except ResponseError:  # no consumer group yet: nothing is pending
             pending = 0
     return QueuesView(
