@@ -19,9 +19,13 @@ LLMError while there is still time to commit the failure. How a failure ends:
   - the job's deadline passed (before or during the hop)  -> `deadline_exceeded`
   - the hop outlasted its limit                            -> `hop_timeout`
   - the model endpoint failed (after its own retries)      -> `llm_error`
-  - the job's graph is missing (GraphNotFound)             -> `invalid_request`
-  - any other exception: arq retries the message with exponential backoff (`retried`
-    event) while tries remain, then `out_of_tries`.
+  - Redis not answering (REDIS_UNAVAILABLE)                -> ridden out: the message runs
+    again, its try given back
+  - the outside world failing now (TRANSIENT: OSError, Unavailable): arq retries the
+    message with exponential backoff (`retried` event) while tries remain, then
+    `out_of_tries`
+  - an error raised on purpose (PostelError: the graph is missing, say) -> `invalid_request`
+  - any other exception, a bug                             -> `internal_error`, at once
 The model layer's retries are the one retry budget of a model failure: the handler does not
 retry it again. Failed messages other than deadline ones are dead-lettered, so they can be
 redriven. A result that cannot be stored (too large, not JSON) fails the job
@@ -76,7 +80,7 @@ from postel.messages import (
     ids,
     utc_now,
 )
-from postel.messages.errors import GraphNotFound, TimedOut
+from postel.messages.errors import PostelError, TimedOut, Unavailable
 from postel.services.llm.budget import call_budget
 from postel.services.llm.call_log import LoggedCall, logging_calls
 from postel.services.llm.errors import LLMError
@@ -754,17 +758,32 @@ async def _unwritten_received() -> list[Event]:
     return [] if hop is None or hop.arrival is None else await hop.arrival.unwritten()
 
 
+TRANSIENT: tuple[type[Exception], ...] = (OSError, Unavailable)
+"""A handler's errors that are the outside world failing now, worth another try: the
+network or a socket (OSError: refused, reset, timed out), a service postel needs not
+answering (Unavailable). A Redis outage is ridden out before this (REDIS_UNAVAILABLE); a
+model endpoint's failures are retried inside the model layer, and what escapes it fails the
+job `llm_error`."""
+
+
 def _failure_of(exc: Exception, limit: HopLimit) -> FailureStatus | None:
-    """The failure a handler's exception ends the job with; None if it is worth a retry."""
+    """The failure a handler's exception ends the job with; None if it is worth a retry
+    (TRANSIENT only). An error postel raises on purpose (PostelError) names what the request
+    or a message lacks: retrying cannot change it. Any other exception is a bug in the
+    handler (a TypeError, a KeyError, a model answer read without its validation): the job
+    fails at once `internal_error`, naming it, and the message is dead-lettered to be
+    redriven once the bug is fixed."""
     if limit.by_deadline and (isinstance(exc, HopTimeout) or limit.spent()):
         return "deadline_exceeded"
     if isinstance(exc, HopTimeout):
         return "hop_timeout"
     if isinstance(exc, LLMError):
         return "llm_error"
-    if isinstance(exc, GraphNotFound):
+    if isinstance(exc, TRANSIENT):
+        return None
+    if isinstance(exc, PostelError):
         return "invalid_request"
-    return None
+    return "internal_error"
 
 
 def _age_ms(created_at: datetime, now: datetime) -> float:
