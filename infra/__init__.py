@@ -1,3 +1,4 @@
 """The outside world, in rooms by role: store/ (Redis: keys, records, scripts, connections),
-runtime/ (running workers), client/ (Python callers), cli/ (the command line), web/ (the HTTP
-API and dashboard) and bench/ (the benchmarks). docs/ARCHITECTURE.md has the map."""
+runtime/ (running workers), client/ (Python callers), web/ (the HTTP API and dashboard) and
+cli/ (the command line). The benchmarks are a distribution of their own (benchmarks/).
+docs/ARCHITECTURE.md has the map."""

@@ -57,13 +57,20 @@ with_heartbeat() {
     rm -f "$log"
 }
 
-# The package with the given extras. The `local` extra builds llama-cpp-python from source:
-# about 5 minutes on 2 quiet cores, up to half an hour on a loaded machine, once (pip keeps
-# the wheel in its cache). A native build crashes on CPUs unlike the build machine's.
+# The package with the given extras; with `dev` among them, the benchmarks too (the
+# postel-bench distribution in benchmarks/, which the tests use: an extra cannot name a
+# folder, so it is a second requirement of the same pip run). The `local` extra builds
+# llama-cpp-python from source: about 5 minutes on 2 quiet cores, up to half an hour on a
+# loaded machine, once (pip keeps the wheel in its cache). A native build crashes on CPUs
+# unlike the build machine's.
 install_postel() {
     local extras=$1
+    local requirements=(-e ".[$extras]")
+    if [[ ",$extras," == *,dev,* ]]; then
+        requirements+=(-e ./benchmarks)
+    fi
     command -v cc >/dev/null || apt_install build-essential
-    say "installing postel[$extras] with $PYTHON (building llama-cpp-python takes about 5 minutes on 2 cores the first time; up to 30 under load)"
+    say "installing postel[$extras]${requirements[2]:+ and the benchmarks} with $PYTHON (building llama-cpp-python takes about 5 minutes on 2 cores the first time; up to 30 under load)"
     with_heartbeat "pip install" env CMAKE_ARGS="-DGGML_NATIVE=OFF" \
-        "$PYTHON" -m pip install --progress-bar off -e ".[$extras]"
+        "$PYTHON" -m pip install --progress-bar off "${requirements[@]}"
 }

@@ -10,6 +10,7 @@ system Redis, so no worker flushes another's keys.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import logging
 import os
 import tempfile
@@ -116,6 +117,17 @@ def in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Call
     yield run
     structlog.configure(**structlog_config)
     root.handlers[:], root.level = handlers, level
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The tests use the benchmarks (their commands' small runs, and the movie graphs and loop
+    documents in postel_bench.data): without them, one clear line instead of an import error
+    in every module that needs them."""
+    if importlib.util.find_spec("postel_bench") is None:
+        raise pytest.UsageError(
+            "the tests need the benchmarks, the postel-bench distribution: "
+            "pip install -e ./benchmarks (./scripts/test installs it)"
+        )
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -1,4 +1,4 @@
-"""`postel graph`, `postel gasl` and `postel bench gasl`; infra/cli/main.py attaches them.
+"""`postel graph` and `postel gasl`; infra/cli/main.py attaches them.
 
 `graph add|list|info` talk to the running system's Redis (like `postel submit`);
 `gasl run|check` work on a local GraphML file and need no Redis. Exit codes are
@@ -7,7 +7,6 @@ infra/cli/support.py's: 1 a command failed, 2 bad input, 3 Redis unreachable, 4 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -242,119 +241,3 @@ def gasl_check(commands: tuple[str, ...]) -> None:
         click.echo(f"       hint: {outcome.hint}")
     if failed:
         raise SystemExit(cli_support.EXIT_INPUT)
-
-
-def _write_sizes(
-    ctx: click.Context, param: click.Parameter, value: str | None
-) -> tuple[int, ...] | None:
-    """`--write-sizes`: node counts, comma-separated, each at least 1,000 (every change of
-    the section groups 100 new members) and in increasing order (the section compares the
-    largest with the smallest)."""
-    if value is None:
-        return None
-    try:
-        sizes = tuple(int(part) for part in value.split(",") if part.strip())
-    except ValueError:
-        raise click.BadParameter(f"node counts separated by commas, got {value!r}") from None
-    if any(n < 1000 for n in sizes) or list(sizes) != sorted(set(sizes)):
-        raise click.BadParameter(f"increasing node counts of at least 1000, got {value!r}")
-    return sizes
-
-
-@click.command()
-@click.option(
-    "--nodes",
-    type=click.IntRange(100, 50_000_000),
-    default=1_000_000,
-    show_default=True,
-    help="Nodes of the attribute graph for the FIND questions.",
-)
-@click.option(
-    "--path-nodes",
-    type=click.IntRange(100, 10_000_000),
-    default=100_000,
-    show_default=True,
-    help="Nodes of the scale-free graph for the path question.",
-)
-@click.option(
-    "--repeat",
-    type=click.IntRange(1, 100),
-    default=3,
-    show_default=True,
-    help="GASL runs per question; the best time counts.",
-)
-@click.option("--no-cypher", is_flag=True, help="Skip the GrandCypher baseline.")
-@click.option(
-    "--plan-questions",
-    type=click.IntRange(0, 200),
-    default=20,
-    show_default=True,
-    help="Round plans the local model writes with and without the GASL grammar (twice as "
-    "many answers, some seconds each); 0 skips them.",
-)
-@click.option(
-    "--write-sizes",
-    callback=_write_sizes,
-    help="Graph sizes (nodes, comma-separated) of the writes section, smallest first "
-    "[default: 10000,100000,1000000]; an empty value skips the section.",
-)
-@click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
-def bench_gasl(
-    nodes: int,
-    path_nodes: int,
-    repeat: int,
-    no_cypher: bool,
-    plan_questions: int,
-    write_sizes: tuple[int, ...] | None,
-    as_json: bool,
-) -> None:
-    """GASL FIND (index and scan) and path queries against GrandCypher on generated graphs,
-    and how often the local model's round plans parse with and without the GASL grammar."""
-    from postel.infra.bench.gasl import format_gasl_bench, run_gasl_bench
-    from postel.infra.bench.plan_parse import format_plan_parse_rates, plan_parse_rates
-    from postel.infra.cli import support as cli_support
-    from postel.infra.runtime.local_model import LocalModelError
-
-    if not no_cypher:
-        try:
-            import grandcypher  # noqa: F401
-        except ImportError:
-            cli_support.fail(
-                "the GrandCypher baseline needs `pip install 'postel[dev]'`; or pass --no-cypher",
-                cli_support.EXIT_INPUT,
-            )
-    sizes = {} if write_sizes is None else {"write_sizes": write_sizes}
-    figures = run_gasl_bench(
-        nodes=nodes, path_nodes=path_nodes, repeat=repeat, cypher=not no_cypher, **sizes
-    )
-    text = format_gasl_bench(figures)
-    if plan_questions:
-        try:
-            figures["plan_parse"] = asyncio.run(plan_parse_rates(plan_questions))
-        except LocalModelError as error:
-            cli_support.fail(f"{error}; or pass --plan-questions 0", cli_support.EXIT_INPUT)
-        text += "\n" + format_plan_parse_rates(figures["plan_parse"])
-    click.echo(json.dumps(figures, indent=2) if as_json else text)
-
-
-@click.command()
-@click.option(
-    "--triples",
-    type=click.IntRange(100, 10_000_000),
-    default=100_000,
-    show_default=True,
-    help="Relations of the generated movie knowledge graph.",
-)
-@click.option("--json", "as_json", is_flag=True, help="The figures as one JSON document.")
-def bench_graphs(triples: int, as_json: bool) -> None:
-    """`postel graph add` and a worker's cold load of a generated movie knowledge graph
-    (time, and the loading process's memory) against the former GraphML-parsing path, in
-    fresh processes on a scratch Redis. Exit 1 if a target is missed."""
-    from postel.infra.bench.graphs import format_graphs_bench, run_graphs_bench
-    from postel.infra.cli import support as cli_support
-
-    cli_support.settings()
-    figures = asyncio.run(run_graphs_bench(triples))
-    click.echo(json.dumps(figures, indent=2) if as_json else format_graphs_bench(figures))
-    if not all(target["met"] for target in figures["targets"].values()):
-        raise SystemExit(cli_support.EXIT_FAILED)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from postel.messages.gasl import ExecutionRecord, GaslPlan, GaslRunResult
-from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.errors import GaslSyntaxError
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.llm_steps import GaslModel

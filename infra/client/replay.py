@@ -38,7 +38,7 @@ from postel.infra.store.stores import GaslRound, GaslStateStore
 from postel.messages import ExecutionRecord, JobRequest
 from postel.messages.errors import InvalidInput
 from postel.services.gasl import GaslExecutor
-from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.gasl.model import LLMGaslModel
 from postel.services.gasl.state import MemoryStateBackend, StateStore

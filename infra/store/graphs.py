@@ -37,7 +37,7 @@ import structlog
 from postel.infra.store import keys
 from postel.infra.store.graph_format import GraphFormatError, decode, encode
 from postel.messages.errors import GraphNotFound, InvalidInput, PostelError
-from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.graphml import RawGraph, read_graphml_bytes
 from postel.services.gasl.loaders import build_graph, gc_paused, normalise
 from postel.services.gasl.schema_summary import summarize_graph

@@ -5,8 +5,10 @@ Entry points: `GaslExecutor.execute_plan` (executor), `NetworkXAdapter.from_grap
 long a plan may run). See docs/GASL.md.
 """
 
-from postel.services.gasl.adapters import HARD_MAXIMA, Caps, GraphAdapter, NetworkXAdapter
 from postel.services.gasl.budget import TimeBudget
+from postel.services.gasl.engines.caps import HARD_MAXIMA, Caps
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
+from postel.services.gasl.engines.protocol import GraphAdapter
 from postel.services.gasl.errors import GaslError, GaslSyntaxError
 from postel.services.gasl.executor import GaslExecutor, replay
 from postel.services.gasl.llm_steps import GaslModel

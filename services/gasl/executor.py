@@ -37,10 +37,11 @@ from postel.messages.gasl import (
     StateSummary,
 )
 from postel.services.gasl import ast
-from postel.services.gasl.adapters import Caps, GraphAdapter
 from postel.services.gasl.budget import PLAN_BUDGET, BudgetSpent, PlanClock, TimeBudget
 from postel.services.gasl.commands import run_command
 from postel.services.gasl.context import ContextStore, size_of
+from postel.services.gasl.engines.caps import Caps
+from postel.services.gasl.engines.protocol import GraphAdapter
 from postel.services.gasl.errors import GaslError, GaslSyntaxError, PlanSyntaxError
 from postel.services.gasl.llm_steps import GaslModel, Limits
 from postel.services.gasl.outcome import Outcome

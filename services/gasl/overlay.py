@@ -5,8 +5,9 @@ document (like its caps), so it lasts for the job's later plans and rounds, and 
 started from an earlier round's state (a pivot) has that round's overlay, no later one.
 
 The overlay is never merged into a copy of the graph: commands read the graph through a
-view (adapters.OverlaidAdapter) that answers from the shared graph and the overlay's own
-small tables, so a write costs what it adds, not the size of the graph.
+view (`OverlaidAdapter`, services/gasl/engines/overlay_view.py) that answers from the shared
+graph and the overlay's own small tables, so a write costs what it adds, not the size of the
+graph.
 """
 
 from __future__ import annotations

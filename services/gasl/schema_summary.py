@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.loaders import relations_of
 
 MAX_KEYWORDS = 30

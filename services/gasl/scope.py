@@ -10,10 +10,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from postel.services.gasl import ast
-from postel.services.gasl.adapters import Caps, Found, GraphAdapter, OverlayView
 from postel.services.gasl.budget import Deadline, PlanClock, TimeBudget
 from postel.services.gasl.conditions import bind, evaluate, fields_of
 from postel.services.gasl.context import ContextStore
+from postel.services.gasl.engines.caps import Caps
+from postel.services.gasl.engines.protocol import Found, GraphAdapter, OverlayView
 from postel.services.gasl.errors import GaslError
 from postel.services.gasl.llm_steps import GaslModel, Limits
 from postel.services.gasl.outcome import Outcome, Taken

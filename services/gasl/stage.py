@@ -22,8 +22,8 @@ from typing import Any, Protocol
 
 from postel.messages import GaslPlanExecuted, GaslPlanRequested, ids
 from postel.messages.gasl import FAILED_STATUSES
-from postel.services.gasl.adapters import GraphAdapter
 from postel.services.gasl.budget import TimeBudget
+from postel.services.gasl.engines.protocol import GraphAdapter
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.llm_steps import GaslModel
 from postel.services.gasl.state import MemoryStateBackend, StateStore

@@ -1,4 +1,4 @@
-"""The fault drill (`postel bench chaos`, infra/bench/chaos.py): a small run of it in CI, and
+"""The fault drill (`postel bench chaos`, postel_bench/chaos.py): a small run of it in CI, and
 its parts: the jobs it plans, the model answers it relies on, and how it counts."""
 
 from __future__ import annotations
@@ -10,23 +10,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from postel.infra.bench.chaos import (
-    DOCUMENTED_FAILURES,
-    GRAPH,
-    PEOPLE,
-    ChaosConfig,
-    Fleet,
-    Kill,
-    PlannedJob,
-    Run,
-    _figures,
-    _takeovers,
-    chaos_responder,
-    format_chaos,
-    graphml,
-    plan_jobs,
-    run_chaos,
-)
 from postel.infra.cli.main import main
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
@@ -39,6 +22,23 @@ from postel.infra.store.jobs import JobStore
 from postel.messages import JobRequest
 from postel.services.llm import ScriptedClient
 from postel.services.prompts import Capability
+from postel_bench.chaos import (
+    DOCUMENTED_FAILURES,
+    GRAPH,
+    PEOPLE,
+    ChaosConfig,
+    Fleet,
+    Kill,
+    PlannedJob,
+    Run,
+    chaos_responder,
+    drill_figures,
+    format_chaos,
+    graphml,
+    plan_jobs,
+    run_chaos,
+    takeover_figures,
+)
 
 from postel.testing.fake_model import FAULTS, FakeModel, marker, parse_mix
 
@@ -154,7 +154,7 @@ def test_takeover_is_timed_from_the_kill_to_the_next_conclusion_of_a_held_messag
         event("m1", other, "completed", 105_000),
         event("m5", killed, "received", 100_500),  # after the kill: cannot be held
     ]
-    figures = _takeovers(fleet, hops)
+    figures = takeover_figures(fleet, hops)
     assert figures["kills_holding_messages"] == 1
     assert figures["held_messages"] == 2
     assert figures["taken_over"] == 1 and figures["max_s"] == 5.0
@@ -187,7 +187,7 @@ async def test_the_count_tells_lost_duplicated_wrong_and_undocumented_apart(
             await client.pool.xadd("postel:results", {"job_id": job_id, "message": "{}"})
         fake = FakeModel(chaos_responder)
         try:
-            figures = await _figures(client, run, Fleet({}, tmp_path, 2), fake)
+            figures = await drill_figures(client, run, Fleet({}, tmp_path, 2), fake)
         finally:
             fake.stop()
     jobs = figures["jobs"]

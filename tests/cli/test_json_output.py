@@ -14,7 +14,6 @@ from pathlib import Path
 
 import click
 import pytest
-from postel.infra.bench.loop import sample_document
 from postel.infra.cli.main import main
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
@@ -26,6 +25,7 @@ from postel.infra.store.graphs import GraphRegistry
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import ScriptedClient
 from postel.services.prompts import Capability
+from postel_bench.data.documents import sample_document
 
 CASSETTE = Path(__file__).parents[1] / "pipeline" / "cassettes" / "invoice_total.json"
 PEOPLE = 'FIND nodes WHERE entity_type = "PERSON" LIMIT 3 AS p'
@@ -173,7 +173,7 @@ def test_logs_of_a_command_go_to_stderr_even_before_it_reads_its_settings(
     """`bench gasl` logged the local model's start to stdout: it never configured logging.
     Every command's logs go to stderr, whatever it configures itself."""
     script = (
-        "import structlog, postel.infra.bench.plan_parse as plans\n"
+        "import structlog, postel_bench.plan_parse as plans\n"
         "async def rates(n):\n"
         "    structlog.get_logger('bench').info('local model started', n=n)\n"
         "    side = {'parsed': 0, 'rate': 0.0, 'seconds': 0, 'problems': []}\n"

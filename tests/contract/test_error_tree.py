@@ -40,7 +40,7 @@ from postel.messages.errors import (
 )
 from postel.messages.gasl import FAILED_STATUSES
 from postel.services.gasl import errors as gasl_errors
-from postel.services.gasl.adapters import Caps
+from postel.services.gasl.engines.caps import Caps
 from postel.services.gasl.errors import GaslError
 from postel.services.ipv.profiles import UnknownProfile, get_profile
 from postel.services.llm.errors import LLMTimeout

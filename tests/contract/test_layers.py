@@ -1,7 +1,9 @@
 """The dependency rule of docs/ARCHITECTURE.md, checked on every import statement of the
-package: messages import nothing of ours, services only messages, infra never a worker, and
-each infra room only the rooms below it (store < runtime < client < web < cli < bench); the
-CLI reaches the benchmarks only inside the bench commands."""
+package and of the benchmarks: messages import nothing of ours, services only messages, infra
+never a worker, and each infra room only the rooms below it (store < runtime < client < web <
+cli). The benchmarks (postel_bench, the postel-bench distribution) sit above everything: they
+may import anything of postel, and nothing of postel imports them, not even by name (the
+command line finds `postel bench` through an entry point)."""
 
 from __future__ import annotations
 
@@ -17,8 +19,9 @@ from postel.infra.store.job_stores import job_stores
 from redis.asyncio import Redis
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ("messages", "services", "workers", "infra", "postel")
-INFRA_FLOORS = ("store", "runtime", "client", "web", "cli", "bench")
+SOURCES = ("messages", "services", "workers", "infra", "postel", "benchmarks/postel_bench")
+INFRA_FLOORS = ("store", "runtime", "client", "web", "cli")
+BENCH = "postel_bench"
 
 ALLOWED: dict[str, set[str]] = {
     "messages": set(),
@@ -30,20 +33,23 @@ ALLOWED: dict[str, set[str]] = {
 for floor, room in enumerate(INFRA_FLOORS):
     below = {f"infra.{other}" for other in INFRA_FLOORS[:floor]}
     ALLOWED[f"infra.{room}"] = {"messages", "services", "infra", *below}
-ALLOWED["infra.bench"] |= {"testing"}
-ALLOWED["infra.cli"] |= {"infra.bench"}  # inside the bench commands only (test below)
 ALLOWED["infra"] = {"infra.store"}  # infra/__init__ packs commands with hiredis
 ALLOWED["__main__"] = {"infra.cli"}
+ALLOWED["bench"] = set(ALLOWED)  # every room of postel; none of them allows "bench"
 
 
 def module_of(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
+    if parts[0] == "benchmarks":
+        return ".".join(parts[1:])
     return ".".join(parts if parts[0] == "postel" else ["postel", *parts])
 
 
 def room_of(module: str) -> str:
+    if module.split(".")[0] == BENCH:
+        return "bench"
     parts = module.split(".")[1:]
     if not parts:
         return "postel"
@@ -68,7 +74,7 @@ def crossings(*, top_level_only: bool = False) -> list[tuple[str, str, str, str]
         for path in sorted((ROOT / top).rglob("*.py")):
             module = module_of(path)
             for imported in imports_of(path, top_level_only=top_level_only):
-                if imported.startswith("postel."):
+                if imported.startswith(("postel.", f"{BENCH}.")) or imported == BENCH:
                     found.append((module, room_of(module), imported, room_of(imported)))
     return found
 
@@ -82,15 +88,35 @@ def test_every_import_follows_the_dependency_rule() -> None:
     assert broken == []
 
 
-def test_the_cli_loads_benchmarks_only_when_one_is_run() -> None:
-    """The one upward import: a `postel bench` command imports its benchmark inside the
-    command, so `postel --help` and every other command start without them."""
-    eager = [
-        f"{module} imports {imported} at load"
-        for module, room, imported, target in crossings(top_level_only=True)
-        if room == "infra.cli" and target == "infra.bench"
+def test_nothing_of_postel_imports_the_benchmarks_or_names_them() -> None:
+    """Not the runtime, not the command line: `postel bench` comes from an entry point, so
+    no module of postel holds the benchmarks' package name, even in a string."""
+    imports = [
+        f"{module} imports {imported}"
+        for module, room, imported, target in crossings()
+        if room != "bench" and target == "bench"
     ]
-    assert eager == []
+    named = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for top in SOURCES
+        if top != f"benchmarks/{BENCH}"
+        for path in sorted((ROOT / top).rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text("utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and BENCH in node.value
+    ]
+    assert imports == [] and named == []
+
+
+def test_no_import_runs_back_up_the_rooms_of_infra() -> None:
+    """Read from the order of the rooms alone, whatever ALLOWED says: an import goes to a
+    room lower in store < runtime < client < web < cli < the benchmarks, never higher."""
+    order = [*(f"infra.{room}" for room in INFRA_FLOORS), "bench"]
+    upward = [
+        f"{module} ({room}) imports {imported} ({target})"
+        for module, room, imported, target in crossings()
+        if room in order and target in order and order.index(target) > order.index(room)
+    ]
+    assert upward == []
 
 
 def test_the_check_sees_imports_and_rooms() -> None:
@@ -99,6 +125,8 @@ def test_the_check_sees_imports_and_rooms() -> None:
     assert ("workers", "infra.runtime") in rooms
     assert ("infra.runtime", "infra.store") in rooms
     assert ("services", "messages") in rooms
+    # the benchmarks are read too, and reach the command line's support and the test doubles
+    assert {("bench", "infra.cli"), ("bench", "testing"), ("bench", "services")} <= rooms
 
 
 @pytest.mark.parametrize(
@@ -109,6 +137,8 @@ def test_the_check_sees_imports_and_rooms() -> None:
         ("postel.infra", "infra"),
         ("postel.testing.relay", "testing"),
         ("postel.services.gasl.parser", "services"),
+        ("postel_bench", "bench"),
+        ("postel_bench.data.qa_movies", "bench"),
     ],
 )
 def test_rooms_are_read_from_module_names(module: str, room: str) -> None:
@@ -178,7 +208,8 @@ def test_postel_help_loads_no_heavy_module() -> None:
     """`postel --help` imports neither GASL and networkx, nor the web app, the bundled
     model or the benchmarks, nor pydantic, Redis, arq, the HTTP client or the messages: each
     command imports what it needs when it runs. Of postel, only the command line's own
-    modules load."""
+    modules load, and of the benchmarks only the module that defines the `bench` group (for
+    its line of help)."""
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
@@ -195,7 +226,11 @@ def test_postel_help_loads_no_heavy_module() -> None:
         "postel.services.gasl",
         "postel.infra.store.graphs",
         "postel.infra.web",
-        "postel.infra.bench",
+        "postel_bench.bus",
+        "postel_bench.chaos",
+        "postel_bench.qa",
+        "postel_bench.data",
+        "postel_bench.baselines",
         "fastapi",
         "uvicorn",
         "llama_cpp",
@@ -217,10 +252,13 @@ def test_postel_help_loads_no_heavy_module() -> None:
         "postel",
         "postel.infra",
         "postel.infra.cli",
+        "postel.infra.cli.entry_points",
         "postel.infra.cli.gasl",
         "postel.infra.cli.main",
         "postel.infra.runtime",
         "postel.infra.runtime.names",
+        "postel_bench",
+        "postel_bench.cli",
     }
 
 
@@ -230,7 +268,7 @@ def test_one_function_builds_the_job_stores_from_settings() -> None:
     assert (events.maxlen, events.job_maxlen, events.job_ttl_s, jobs.ttl_s) == (500, 20, 120, 120)
     built = [
         f"{path.relative_to(ROOT)}: {node.func.id}(...)"
-        for path in sorted(ROOT.glob("[ims]*/**/*.py"))
+        for path in sorted([*ROOT.glob("[ims]*/**/*.py"), *ROOT.glob("benchmarks/**/*.py")])
         if path.name != "job_stores.py"
         for node in ast.walk(ast.parse(path.read_text("utf-8")))
         if isinstance(node, ast.Call)

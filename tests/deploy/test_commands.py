@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -57,3 +59,23 @@ def test_a_step_that_works_says_how_long_it_took() -> None:
     done = _bash("with_heartbeat 'the step' true")
     assert done.returncode == 0
     assert re.search(r"the step: done in \d+ s", done.stderr)
+
+
+@pytest.mark.parametrize(
+    ("extras", "benchmarks"), [("dev,local", True), ("dev", True), ("local", False)]
+)
+def test_the_install_adds_the_benchmarks_with_the_dev_extras(
+    tmp_path: Path, extras: str, benchmarks: bool
+) -> None:
+    """The benchmarks are a distribution of their own (benchmarks/), which an extra cannot
+    name: the install asks pip for both, in one run, whenever the extras include dev."""
+    asked = tmp_path / "asked"
+    python = tmp_path / "python"
+    python.write_text(f'#!/usr/bin/env bash\nprintf "%s\\n" "$@" > {asked}\n')
+    python.chmod(0o755)
+    done = _bash(f"PYTHON={python}; install_postel {extras}")
+    assert done.returncode == 0, done.stderr
+    arguments = asked.read_text().splitlines()
+    assert arguments[:3] == ["-m", "pip", "install"]
+    expected = ["-e", f".[{extras}]", *(["-e", "./benchmarks"] if benchmarks else [])]
+    assert arguments[-len(expected) :] == expected

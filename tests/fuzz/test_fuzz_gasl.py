@@ -27,8 +27,8 @@ from fuzz_support import FUZZ_EXAMPLES, fuzz_settings
 from hypothesis import example, given
 from hypothesis import strategies as st
 from postel.messages.gasl import STATUSES
-from postel.services.gasl.adapters import NetworkXAdapter
 from postel.services.gasl.budget import COMMAND_BUDGET, PLAN_BUDGET, TimeBudget
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.errors import GaslSyntaxError
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.loaders import DEMO_GRAPH

@@ -13,9 +13,10 @@ import time
 import networkx as nx
 import pytest
 from postel.messages.gasl import GaslPlan
-from postel.services.gasl.adapters import HARD_MAXIMA, Caps, NetworkXAdapter
 from postel.services.gasl.budget import COMMAND_BUDGET, PLAN_BUDGET, TimeBudget
 from postel.services.gasl.combine import FREEZE_EVERY
+from postel.services.gasl.engines.caps import HARD_MAXIMA, Caps
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.state import StateStore
 

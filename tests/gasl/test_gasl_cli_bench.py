@@ -7,12 +7,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from postel.infra.bench.gasl import (
-    format_gasl_bench,
-    format_write_figures,
-    run_gasl_bench,
-    write_figures,
-)
 from postel.infra.cli.gasl_run import (
     STATE_FILE,
     check_commands,
@@ -23,6 +17,12 @@ from postel.infra.cli.gasl_run import (
 from postel.infra.cli.main import main
 from postel.services.gasl.errors import GaslSyntaxError
 from postel.services.gasl.loaders import DEMO_GRAPH
+from postel_bench.gasl import (
+    format_gasl_bench,
+    format_write_figures,
+    run_gasl_bench,
+    write_figures,
+)
 
 
 def test_run_commands_with_state_dir_and_plan_file(tmp_path: Path) -> None:

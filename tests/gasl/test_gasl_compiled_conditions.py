@@ -8,9 +8,9 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from postel.services.gasl import ast
-from postel.services.gasl.adapters import _Table
 from postel.services.gasl.budget import Deadline
 from postel.services.gasl.conditions import evaluate
+from postel.services.gasl.engines.table import Table
 
 NAMES = ("name", "tags", "score")
 texts = st.sampled_from(["Ada", "ada lovelace", "BOB", "Straße", "strasse", "", "lab"])
@@ -69,14 +69,14 @@ conditions = st.recursive(
 def test_a_compiled_condition_agrees_with_the_interpreter(
     rows: list[dict], condition: ast.Condition
 ) -> None:
-    table = _Table(rows, use_indexes=False)
+    table = Table(rows, use_indexes=False)
     test = table.matcher(condition)
     assert [o for o in range(len(rows)) if test(o)] == [
         o for o, row in enumerate(rows) if evaluate(condition, row)
     ]
     scanned = table.select(condition, None, 10_000, Deadline.never())
     assert scanned.ordinals == [o for o in range(len(rows)) if test(o)]
-    indexed = _Table(rows, use_indexes=True).select(condition, None, 10_000, Deadline.never())
+    indexed = Table(rows, use_indexes=True).select(condition, None, 10_000, Deadline.never())
     assert indexed.ordinals == scanned.ordinals
 
 
@@ -93,7 +93,7 @@ def test_an_and_chain_costs_what_an_or_chain_costs() -> None:
     }
     spent: dict[str, float] = {}
     for name, chain in chains.items():
-        table = _Table(rows, use_indexes=False)
+        table = Table(rows, use_indexes=False)
         table.column("kind")  # built once, outside the measurement
         started = time.process_time()
         found = table.select(chain, None, 10_000, Deadline.never())

@@ -15,9 +15,9 @@ from gasl_support import FakeModel
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from postel.messages.gasl import ExecutionRecord, GaslPlan, PlanConfig
-from postel.services.gasl.adapters import NetworkXAdapter
 from postel.services.gasl.ast import FindItems, Process
 from postel.services.gasl.dialect.rules import MAX_DIALECT_TOKENS
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.errors import GaslSyntaxError
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.loaders import DEMO_GRAPH

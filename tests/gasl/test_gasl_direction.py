@@ -11,7 +11,7 @@ import random
 import networkx as nx
 import pytest
 from postel.messages.gasl import GaslPlan
-from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.loaders import normalise_graph
 from postel.services.gasl.schema_summary import summarize_graph

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from gasl_support import FakeModel, small_graph
 from postel.messages.gasl import ExecutionRecord
-from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
 
 

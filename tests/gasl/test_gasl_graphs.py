@@ -6,8 +6,9 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
-from postel.services.gasl.adapters import Caps, NetworkXAdapter
 from postel.services.gasl.conditions import bind
+from postel.services.gasl.engines.caps import Caps
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.errors import InvalidCap, UnknownCap
 from postel.services.gasl.loaders import load_graphml, split_parts
 from postel.services.gasl.parser import parse_one

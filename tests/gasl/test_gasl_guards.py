@@ -15,7 +15,6 @@ from postel.messages import GaslPlanRequested, JobProgress, JobRequest
 from postel.messages.gasl import GaslPlan
 from postel.messages.intent import Intent
 from postel.messages.task import Task, TaskPlan
-from postel.services.gasl.adapters import HARD_MAXIMA, Caps, NetworkXAdapter
 from postel.services.gasl.budget import (
     COMMAND_BUDGET,
     PLAN_BUDGET,
@@ -23,6 +22,8 @@ from postel.services.gasl.budget import (
     PlanClock,
     TimeBudget,
 )
+from postel.services.gasl.engines.caps import HARD_MAXIMA, Caps
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.stage import execute_round
 

@@ -8,7 +8,7 @@ import inspect
 import pytest
 from gasl_support import small_graph
 from postel.services.gasl import ast, commands
-from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.outcome import Outcome
 from postel.services.gasl.scope import Scope

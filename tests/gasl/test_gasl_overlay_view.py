@@ -6,6 +6,7 @@ changes; the view's indexes take in each write; a pivot brings back the earlier 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import networkx as nx
@@ -20,8 +21,10 @@ from postel.messages import (
     Task,
     TaskPlan,
 )
-from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl import ast
 from postel.services.gasl.budget import TimeBudget
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
+from postel.services.gasl.engines.protocol import Found, GraphAdapter, OverlayView
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.loaders import PARALLEL, normalise_graph
 from postel.services.gasl.overlay import Overlay, edge_of, node_of
@@ -147,17 +150,96 @@ def test_the_view_reads_nodes_edges_and_attributes_like_the_copy(directed: bool)
     for node in copy.graph.nodes:
         assert view.get_node(node) == copy.get_node(node)
         for side in ("succ", "pred") if directed else ("adj",):
-            assert list(view._adjacent(node, side)) == list(copy._adjacent(node, side))
+            assert list(view.reads.adjacent(node, side)) == list(copy.reads.adjacent(node, side))
     for u, v in copy.graph.edges:
-        assert view._edge(u, v) == copy._edge(u, v)
+        assert view.reads.edge(u, v) == copy.reads.edge(u, v)
     assert view.get_node("NOPE") is None
     assert view.attribute_names() == copy.attribute_names()
-    merged = view._edge("A", "B")
+    merged = view.reads.edge("A", "B")
     assert [r["keywords"] for r in [merged, *merged[PARALLEL]]] == [
         ["knows"],
         ["works_with"],
         ["colleague"],
     ]
+
+
+# Each method of GraphAdapter as a command calls it; the edge rows first (building them
+# writes each edge's ends into its attributes, which the path records then show).
+CALLS: dict[str, Callable[[GraphAdapter], Any]] = {
+    "find_edges": lambda g: g.find_edges(None, None),
+    "find_nodes": lambda g: g.find_nodes(
+        ast.Compare(ast.Field(("entity_type",)), "!=", ast.Value("FILM")), None
+    ),
+    "find_paths": lambda g: g.find_paths(["A"], ["G2"], None, 3, None),
+    "neighbors": lambda g: g.neighbors(["D"], None, 2, None, direction="in"),
+    "walk": lambda g: g.walk(["C"], ("member",), 3, None),
+    "subgraph": lambda g: g.subgraph(["A"], None, 2, None),
+    "connect": lambda g: g.connect(["A"], ["G1", "G2"], None, 3, None),
+    "get_node": lambda g: g.get_node("G1"),
+    "attribute_names": lambda g: g.attribute_names(),
+    "overlaid": lambda g: g.overlaid(
+        Overlay([{"id": "G3", "entity_type": "GROUP"}], [edge_of("G3", "G1", "near", None)])
+    ).neighbors(["G3"], None, 2, None),
+}
+
+
+def answer(result: Any) -> Any:
+    if isinstance(result, Found):
+        return canonical(result.items), result.caps_hit
+    return result
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_a_view_offers_the_protocol_and_every_method_answers_as_the_copy(
+    directed: bool,
+) -> None:
+    """A view offers what an overlay view is and nothing else: no method of the base
+    adapter that reads state the view does not have (a view once inherited `from_graph`
+    and `build_index` from the networkx adapter without running its constructor)."""
+    protocol = {
+        name
+        for kind in (GraphAdapter, OverlayView)
+        for name, member in vars(kind).items()
+        if callable(member) and not name.startswith("_")
+    }
+    assert set(CALLS) | {"catch_up"} == protocol, "each protocol method is called below"
+    graph, overlay = base_graph(directed), an_overlay()
+    copy = NetworkXAdapter(materialised(graph, overlay))
+    grown = Overlay(list(overlay.nodes), list(overlay.edges))
+    view = NetworkXAdapter(graph).overlaid(grown)
+    assert {name for name in dir(view) if not name.startswith("_")} == {
+        *protocol,
+        "base",
+        "overlay",
+        "reads",
+    }
+    for name, call in CALLS.items():
+        assert answer(call(view)) == answer(call(copy)), name
+    grown.nodes.append({"id": "G3", "entity_type": "GROUP"})
+    grown.edges.append(edge_of("G3", "G1", "near", None))
+    assert view.get_node("G3") is None, "a view takes in writes when caught up"
+    view.catch_up()
+    assert [r["id"] for r in view.neighbors(["G3"], None, 1, None).items] == ["G1"]
+
+
+def test_what_a_view_builds_for_the_shared_graph_the_base_adapter_keeps() -> None:
+    """An index or the relation rows a view needs of the shared graph are built once, in
+    the base adapter, and serve every later view of it (every later job)."""
+    adapter = NetworkXAdapter(base_graph(directed=True))
+    score = ast.Compare(ast.Field(("score",)), "=", ast.Value(ord("A")))
+    assert "score" not in adapter.reads.nodes._indexes and adapter.reads._edge_table is None
+    first = adapter.overlaid(an_overlay())
+    found = first.find_nodes(score, None)
+    assert found.used_index and [n["id"] for n in found.items] == ["A"]
+    assert len(first.find_edges(None, None).items) == 7 + len(an_overlay().edges)
+    built, edges = adapter.reads.nodes._indexes["score"], adapter.reads._edge_table
+    assert built is not None and edges is not None
+    later = adapter.overlaid(an_overlay())
+    assert later.find_nodes(score, None).used_index
+    later.find_edges(None, None)
+    assert adapter.reads.nodes._indexes["score"] is built
+    assert adapter.reads._edge_table is edges
+    assert adapter.find_nodes(score, None).items == found.items
 
 
 async def test_the_shared_graph_never_changes_and_no_copy_is_made() -> None:
@@ -202,7 +284,7 @@ async def test_an_index_takes_in_each_write_without_being_rebuilt() -> None:
     )
     assert first.records[-1].detail["used_index"] and first.records[-1].count == 1
     view = executor.graph
-    built = view._top_nodes._indexes["entity_type"]  # type: ignore[attr-defined]
+    built = view.reads.rows.nodes._indexes["entity_type"]  # type: ignore[attr-defined]
     second = await executor.execute_plan(
         GaslPlan(
             plan_id="p2",
@@ -214,7 +296,7 @@ async def test_an_index_takes_in_each_write_without_being_rebuilt() -> None:
         )
     )
     assert executor.graph is view, "the view follows the overlay; it is not built again"
-    assert view._top_nodes._indexes["entity_type"] is built  # type: ignore[attr-defined]
+    assert view.reads.rows.nodes._indexes["entity_type"] is built  # type: ignore[attr-defined]
     assert second.records[-1].detail["used_index"]
     assert [r["id"] for r in second.records[-1].rows] == [
         "group:entity_type=PERSON",

@@ -11,7 +11,7 @@ import pytest
 import redis.asyncio as aioredis
 from postel.infra.store.graphs import GraphRegistry
 from postel.messages.gasl import GaslPlan
-from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.schema_summary import summarize_graph
 

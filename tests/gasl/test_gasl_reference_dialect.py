@@ -11,7 +11,7 @@ import pytest
 from gasl_support import SchemaModel
 from postel.messages.gasl import GaslPlan, PlanConfig
 from postel.services.gasl import dialect
-from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.errors import GaslSyntaxError
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.loaders import DEMO_GRAPH

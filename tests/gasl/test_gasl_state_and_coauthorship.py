@@ -9,7 +9,7 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
-from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.errors import StateError
 from postel.services.gasl.executor import GaslExecutor, replay
 from postel.services.gasl.state import JsonFileStateBackend, StateStore, content_hash

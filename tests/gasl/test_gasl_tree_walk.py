@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from gasl_support import small_graph
 from postel.services.gasl import ast
-from postel.services.gasl.adapters import NetworkXAdapter
 from postel.services.gasl.conditions import bind, fields_of
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.errors import BindingError
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.parser import parse

@@ -12,7 +12,8 @@ import networkx as nx
 import pytest
 from gasl_support import FakeModel
 from postel.messages.gasl import ExecutionRecord, GaslPlan
-from postel.services.gasl.adapters import Caps, NetworkXAdapter
+from postel.services.gasl.engines.caps import Caps
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.llm_steps import Limits
 from postel.services.gasl.loaders import DEMO_GRAPH, load_graphml, relations_of

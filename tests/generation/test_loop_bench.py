@@ -1,17 +1,8 @@
 import json
-from pathlib import Path
 
 import pytest
-from postel.infra.bench.loop import (
-    format_loop_bench,
-    repetitive_document,
-    run_loop_bench,
-    sample_document,
-    scale_study,
-    scaled,
-)
-
-SHIPPED = Path(__file__).parents[2] / "infra" / "bench" / "loop_document.json"
+from postel_bench.data.documents import LOOP_DOCUMENT, repetitive_document, sample_document
+from postel_bench.loop import format_loop_bench, run_loop_bench, scale_study, scaled
 
 
 def test_run_loop_bench_reassembles_and_reports() -> None:
@@ -52,7 +43,7 @@ def test_a_paragraph_longer_than_max_tokens_takes_the_minimum_calls() -> None:
 
 
 def test_the_shipped_bench_document_is_the_repetitive_document() -> None:
-    assert json.loads(SHIPPED.read_text(encoding="utf-8")) == repetitive_document()
+    assert json.loads(LOOP_DOCUMENT.read_text(encoding="utf-8")) == repetitive_document()
 
 
 @pytest.mark.parametrize("max_tokens", [16, 48, 200])

@@ -1,13 +1,14 @@
 """Property: the loop finishes documents whose answers look alike, with the minimum calls.
 
-Documents like the one `postel bench loop` ships (`infra.bench.loop.repetitive_document`):
-code blocks of near-identical and identical lines with escaped backslashes and quotes inside
-strings, tables of numbers whose rows repeat, lists and paragraphs that say the same thing
-again, headings with non-ASCII, quotes, angle brackets (runs of three too, which the prompt
-builder would swap) and invisible format characters (which it would drop). Cut at any
-max_tokens from 16 to 200, consecutive answers are often byte for byte the same: progress
-is still progress. Each continuation prompt goes through the prompt builder as the
-generator's does, so the oracle sees what a model would.
+Documents like the one `postel bench loop` ships
+(`postel_bench.data.documents.repetitive_document`): code blocks of near-identical and
+identical lines with escaped backslashes and quotes inside strings, tables of numbers whose
+rows repeat, lists and paragraphs that say the same thing again, headings with non-ASCII,
+quotes, angle brackets (runs of three too, which the prompt builder would swap) and
+invisible format characters (which it would drop). Cut at any max_tokens from 16 to 200,
+consecutive answers are often byte for byte the same: progress is still progress. Each
+continuation prompt goes through the prompt builder as the generator's does, so the oracle
+sees what a model would.
 
 Asserted: the loop completes in ceil(T / max_tokens) calls (T the tokens of the oracle's
 serialisation), the answers joined are that serialisation, and the document comes back

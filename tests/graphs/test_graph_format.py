@@ -16,7 +16,6 @@ import networkx as nx
 import pytest
 import redis.asyncio as aioredis
 from click.testing import CliRunner
-from postel.infra.bench.movie_graph import write_movie_graphml
 from postel.infra.cli.main import main
 from postel.infra.runtime.actor import Actor, Runtime
 from postel.infra.runtime.settings import Settings
@@ -25,11 +24,12 @@ from postel.infra.store.graph_format import GraphFormatError, decode, encode
 from postel.infra.store.graphs import AdapterCache, GraphRegistry, GraphUnreadable
 from postel.infra.store.wire import connect_arq
 from postel.messages.errors import GraphNotFound
-from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.graphml import RawGraph, read_graphml_bytes
 from postel.services.gasl.loaders import DEMO_GRAPH, build_graph, normalise, normalise_graph
 from postel.services.gasl.state import StateStore
+from postel_bench.data.scale_movies import write_scale_movie_graphml
 
 from postel.testing.relay import RELAY_WORKERS
 
@@ -57,7 +57,7 @@ def networkx_path(data: bytes) -> nx.Graph:
 @pytest.fixture(scope="module")
 def movie_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("kb") / "movies.graphml"
-    write_movie_graphml(path, 3000)
+    write_scale_movie_graphml(path, 3000)
     return path
 
 
@@ -66,10 +66,10 @@ def registry(redis_client: aioredis.Redis) -> GraphRegistry:
     return GraphRegistry(redis_client, AdapterCache())
 
 
-def test_the_movie_graph_is_deterministic(tmp_path: Path) -> None:
+def test_the_scale_movie_graph_is_deterministic(tmp_path: Path) -> None:
     one, two = tmp_path / "a.graphml", tmp_path / "b.graphml"
-    write_movie_graphml(one, 500)
-    write_movie_graphml(two, 500)
+    write_scale_movie_graphml(one, 500)
+    write_scale_movie_graphml(two, 500)
     assert one.read_bytes() == two.read_bytes()
     graph = nx.read_graphml(one)
     assert graph.is_multigraph() and graph.is_directed()

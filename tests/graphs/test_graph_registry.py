@@ -16,7 +16,7 @@ from postel.infra.store.graphs import (
     GraphRegistry,
     InvalidGraphName,
 )
-from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 
 NANO = """<?xml version='1.0' encoding='utf-8'?>
 <graphml xmlns="http://graphml.graphdrawing.org/xmlns">

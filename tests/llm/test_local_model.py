@@ -92,7 +92,7 @@ async def test_a_round_plan_decoded_under_the_gasl_grammar_parses() -> None:
     """The planner's own round question, sent to the local model with the grammar: the
     answer reads as a round answer and every command of its plan parses."""
     from postel.messages.job import JobRequest
-    from postel.services.gasl.adapters import NetworkXAdapter
+    from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
     from postel.services.gasl.loaders import DEMO_GRAPH
     from postel.services.gasl.parser import parse
     from postel.services.gasl.schema_summary import summarize_graph

@@ -8,7 +8,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from postel.infra.bench.qa import QaConfig, format_qa, run_qa
+from postel_bench.qa import QaConfig, format_qa, run_qa
 
 pytestmark = [
     pytest.mark.bench,

@@ -17,8 +17,6 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from postel.infra.bench.loop import repetitive_document, sample_document
-from postel.infra.bench.loop_bus import run_loop_bus_bench
 from postel.infra.client.client import Client, JobFailedError
 from postel.infra.runtime.actor import Actor, Runtime
 from postel.infra.runtime.local_system import LocalSystem
@@ -42,6 +40,8 @@ from postel.messages import (
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.llm.tokens import count_tokens
 from postel.services.prompts import Capability
+from postel_bench.data.documents import repetitive_document, sample_document
+from postel_bench.loop_bus import run_loop_bus_bench
 
 from postel.testing.oracle import Oracle, serialise
 

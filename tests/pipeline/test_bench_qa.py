@@ -10,23 +10,23 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from postel.infra.bench.qa import REALISTIC_MIN_ACCURACY, QaConfig, format_qa, run_qa
-from postel.infra.bench.qa_graph import movie_graph, oracle, questions, write_graphml
-from postel.infra.bench.qa_planners import (
+from postel.infra.cli.main import main
+from postel.messages.gasl import GaslPlan
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
+from postel.services.gasl.errors import GaslSyntaxError
+from postel.services.gasl.executor import GaslExecutor
+from postel.services.gasl.loaders import load_graphml
+from postel.services.gasl.parser import parse_one
+from postel.services.gasl.state import MemoryStateBackend, StateStore
+from postel_bench.data.qa_movies import oracle, qa_movie_graph, questions, write_graphml
+from postel_bench.qa import REALISTIC_MIN_ACCURACY, QaConfig, format_qa, run_qa
+from postel_bench.qa_planners import (
     MISTAKES,
     fix_from_hint,
     realistic_chain,
     right_chain,
     with_mistake,
 )
-from postel.infra.cli.main import main
-from postel.messages.gasl import GaslPlan
-from postel.services.gasl.adapters import NetworkXAdapter
-from postel.services.gasl.errors import GaslSyntaxError
-from postel.services.gasl.executor import GaslExecutor
-from postel.services.gasl.loaders import load_graphml
-from postel.services.gasl.parser import parse_one
-from postel.services.gasl.state import MemoryStateBackend, StateStore
 
 
 def _answer(adapter: NetworkXAdapter, commands: list[str]) -> set[str]:
@@ -39,7 +39,7 @@ def _answer(adapter: NetworkXAdapter, commands: list[str]) -> set[str]:
 def test_the_oracle_agrees_with_both_planners_chains_run_by_gasl_from_graphml(
     tmp_path: Path,
 ) -> None:
-    graph = movie_graph(1500, seed=3)
+    graph = qa_movie_graph(1500, seed=3)
     asked = questions(graph, 12, seed=3)
     assert len(asked) == 12
     assert {q.hop_count for q in asked} == {1, 2, 3}
@@ -58,17 +58,17 @@ def test_the_oracle_agrees_with_both_planners_chains_run_by_gasl_from_graphml(
 
 
 def test_the_graph_is_the_same_for_a_seed_and_reaches_its_size() -> None:
-    first, second = movie_graph(800, seed=5), movie_graph(800, seed=5)
+    first, second = qa_movie_graph(800, seed=5), qa_movie_graph(800, seed=5)
     assert first.number_of_edges() >= 800
     assert sorted(first.edges(data="keywords")) == sorted(second.edges(data="keywords"))
     assert sorted(first.edges(data="keywords")) != sorted(
-        movie_graph(800, seed=6).edges(data="keywords")
+        qa_movie_graph(800, seed=6).edges(data="keywords")
     )
 
 
 @pytest.mark.parametrize("mistake", MISTAKES)
 def test_each_mistake_fails_to_parse_and_its_hint_alone_fixes_it(mistake: str) -> None:
-    asked = questions(movie_graph(1500, seed=2), 12, seed=2)
+    asked = questions(qa_movie_graph(1500, seed=2), 12, seed=2)
     assert any(q.exclude_start for q in asked), "a plan whose last walk feeds a SELECT"
     for question in asked:
         right = realistic_chain(question)

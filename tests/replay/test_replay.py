@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 from click.testing import Result
-from postel.infra.bench.loop import sample_document
 from postel.infra.client.client import Client
 from postel.infra.client.replay import JobExport, export_job, replay_gasl_rounds, replay_job
 from postel.infra.runtime.local_system import LocalSystem
@@ -31,6 +30,7 @@ from postel.messages import JobOptions
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability, templates
+from postel_bench.data.documents import sample_document
 from pydantic import SecretStr
 
 from postel.testing.fake_model import FakeModel

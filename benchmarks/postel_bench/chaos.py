@@ -559,7 +559,7 @@ async def run_chaos(config: ChaosConfig) -> dict[str, Any]:
             stop.set()
             await asyncio.gather(*background)
             background.clear()
-            return await _figures(client, run, fleet, fake)
+            return await drill_figures(client, run, fleet, fake)
         finally:
             stop.set()
             stop_kills.set()
@@ -613,7 +613,9 @@ def _spread(values: list[float]) -> dict[str, float]:
     }
 
 
-def _takeovers(fleet: Fleet, hops: list[Event]) -> dict[str, Any]:
+def takeover_figures(fleet: Fleet, hops: list[Event]) -> dict[str, Any]:
+    """The messages SIGKILLed processes had received and not concluded: the seconds from each
+    kill to the message's first concluding event by any process, and those never concluded."""
     host = socket.gethostname()
     by_message: dict[str, list[Event]] = defaultdict(list)
     for hop in hops:
@@ -658,7 +660,8 @@ def _takeovers(fleet: Fleet, hops: list[Event]) -> dict[str, Any]:
     }
 
 
-async def _figures(client: Client, run: Run, fleet: Fleet, fake: FakeModel) -> dict[str, Any]:
+async def drill_figures(client: Client, run: Run, fleet: Fleet, fake: FakeModel) -> dict[str, Any]:
+    """What became of every job of the run, counted from Redis (see the module docstring)."""
     pool = client.pool
     hops = await _read_events(pool)
     results = await _results_per_job(pool)
@@ -761,7 +764,7 @@ async def _figures(client: Client, run: Run, fleet: Fleet, fake: FakeModel) -> d
             },
             "processes_started": fleet.starts,
         },
-        "takeover": _takeovers(fleet, hops),
+        "takeover": takeover_figures(fleet, hops),
         "redis": redis,
         "model": stats.model_dump(),
     }

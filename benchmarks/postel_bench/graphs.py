@@ -1,7 +1,7 @@
 """`postel bench graphs`: how fast a big knowledge graph is added and loaded, and what a
 worker holding it weighs, against the former path (networkx's GraphML parser) in one run.
 
-A movie knowledge graph of `triples` relations (infra/bench/movie_graph.py) is written as
+The scale movie graph of `triples` relations (data/scale_movies.py) is written as
 GraphML. Each measurement runs in a fresh Python process, so start-up and imports count and
 every load is cold:
 
@@ -13,6 +13,7 @@ every load is cold:
   graph) and the longest the event loop went without running while the graph loaded (a
   ticker wakes every 5 ms: a loop blocked by the load would show the whole load here);
   the former load, parse the stored GraphML into an adapter. Both timed inside the process.
+  The former add and load are the baseline baselines/graphml_path.py.
 
 Targets (TARGETS) are for 10^5 triples on a 2-core machine.
 """
@@ -20,8 +21,6 @@ Targets (TARGETS) are for 10^5 triples on a 2-core machine.
 from __future__ import annotations
 
 import asyncio
-import gzip
-import io
 import json
 import os
 import resource
@@ -79,32 +78,16 @@ async def _load_new(redis_url: str, name: str) -> dict[str, Any]:
 
 
 def _load_old(stored_path: str) -> dict[str, Any]:
-    import networkx as nx
-    from postel.services.gasl.adapters import NetworkXAdapter
-    from postel.services.gasl.loaders import normalise_graph
+    from postel_bench.baselines.graphml_path import load_stored_graphml
 
-    stored = Path(stored_path).read_bytes()
-    started = time.perf_counter()
-    raw = nx.read_graphml(io.BytesIO(gzip.decompress(stored)))
-    adapter = NetworkXAdapter.from_graph(normalise_graph(raw))
-    seconds = time.perf_counter() - started
-    del raw
+    adapter, seconds = load_stored_graphml(Path(stored_path))
     return {"seconds": seconds, "rss_mb": _rss_mb(), "nodes": adapter.graph.number_of_nodes()}
 
 
 def _add_old(graphml: str, stored_path: str) -> dict[str, Any]:
-    import hashlib
+    from postel_bench.baselines.graphml_path import add_graphml
 
-    import networkx as nx
-    from postel.services.gasl.loaders import normalise_graph
-
-    started = time.perf_counter()
-    data = Path(graphml).read_bytes()
-    graph = normalise_graph(nx.read_graphml(graphml))
-    stored = gzip.compress(data, 6)
-    hashlib.sha256(data).hexdigest()
-    seconds = time.perf_counter() - started
-    Path(stored_path).write_bytes(stored)
+    graph, seconds = add_graphml(Path(graphml), Path(stored_path))
     return {"seconds": seconds, "nodes": graph.number_of_nodes()}
 
 
@@ -125,7 +108,7 @@ def _run(command: list[str], env: dict[str, str] | None = None) -> tuple[str, fl
 def _child(*args: str) -> dict[str, Any]:
     """Run one measurement in a fresh process; its last stdout line is its JSON, to which
     the process's wall and CPU time (start-up and imports included) are added."""
-    out, wall, cpu = _run([sys.executable, "-m", "postel.infra.bench.graphs", *args])
+    out, wall, cpu = _run([sys.executable, "-m", "postel_bench.graphs", *args])
     figures: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     figures["process_s"], figures["process_cpu_s"] = wall, cpu
     return figures
@@ -141,15 +124,16 @@ def _add_new(redis_url: str, name: str, graphml: Path) -> dict[str, Any]:
 
 async def run_graphs_bench(triples: int, redis_url: str | None = None) -> dict[str, Any]:
     """Every figure of one run (see the module docstring)."""
-    from postel.infra.bench.movie_graph import write_movie_graphml
     from postel.infra.store.connect import redis_client
     from postel.infra.store.graphs import GraphRegistry
     from postel.infra.store.redis_server import configured_or_scratch
 
+    from postel_bench.data.scale_movies import write_scale_movie_graphml
+
     name = "bench-movies"
     with tempfile.TemporaryDirectory(prefix="postel-bench-graphs-") as tmp:
         graphml = Path(tmp) / "movies.graphml"
-        graph = await asyncio.to_thread(write_movie_graphml, graphml, triples)
+        graph = await asyncio.to_thread(write_scale_movie_graphml, graphml, triples)
         async with configured_or_scratch(redis_url) as url:
             added = await asyncio.to_thread(_add_new, url, name, graphml)
             client = redis_client(url)

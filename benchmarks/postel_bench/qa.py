@@ -1,10 +1,10 @@
 """`postel bench qa`: knowledge-graph question answering through the whole system.
 
-In a temporary directory it generates a movie knowledge graph (infra/bench/qa_graph.py,
+In a temporary directory it generates the QA movie graph (data/qa_movies.py,
 `--triples` relations) and a question set of 1-, 2- and 3-hop questions whose answers
 networkx computes (the oracle), writes the graph as GraphML, starts `postel up --no-web`
 (its embedded Redis and five workers, one process) with every model call going over HTTP to
-a fake OpenAI-compatible endpoint whose answers are scripted (infra/bench/qa_planners.py),
+a fake OpenAI-compatible endpoint whose answers are scripted (qa_planners.py),
 and registers the graph with `postel graph add`, both as the user would run them. Then it
 submits every question as a job (desired type `list[str]`), one at a time, once per planner,
 and compares each result with the oracle's set: exact set match.
@@ -39,14 +39,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import structlog
-from postel.infra.bench.qa_graph import (
-    Question,
-    movie_graph,
-    question_set_json,
-    questions,
-    write_graphml,
-)
-from postel.infra.bench.qa_planners import PLANNERS, QaModel
 from postel.infra.client.client import Client
 from postel.infra.runtime.presence import wait_for
 from postel.infra.runtime.settings import WORKER_NAMES, Settings
@@ -55,6 +47,14 @@ from postel.infra.store.redis_server import free_port, port_is_open
 from pydantic import BaseModel, Field
 
 from postel.testing.fake_model import FakeModel
+from postel_bench.data.qa_movies import (
+    Question,
+    qa_movie_graph,
+    question_set_json,
+    questions,
+    write_graphml,
+)
+from postel_bench.qa_planners import PLANNERS, QaModel
 
 log = structlog.get_logger(__name__)
 
@@ -312,7 +312,7 @@ async def run_qa(config: QaConfig) -> dict[str, Any]:
         directory = Path(tmp)
         directory.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        graph = movie_graph(config.triples, config.seed)
+        graph = qa_movie_graph(config.triples, config.seed)
         asked = questions(graph, config.questions, config.seed)
         graph_file = directory / "movies.graphml"
         write_graphml(graph, graph_file)

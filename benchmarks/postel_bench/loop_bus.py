@@ -13,13 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from postel.infra.bench.loop import (
-    IterationFigures,
-    naive_parse_ms,
-    scale_row,
-    scaled,
-    summarise_run,
-)
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.model import RESOURCE, Model
@@ -45,6 +38,13 @@ from postel.services.llm.tokens import truncate_to_tokens
 from postel.services.prompts import Capability
 
 from postel.testing.oracle import Oracle
+from postel_bench.loop import (
+    IterationFigures,
+    naive_parse_ms,
+    scale_row,
+    scaled,
+    summarise_run,
+)
 
 TASK_ID = "bench"
 

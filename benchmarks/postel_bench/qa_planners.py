@@ -26,9 +26,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
-from postel.infra.bench.qa_graph import Question
 from postel.services.llm import LLMRequest
 from postel.services.prompts import TEMPLATES
+
+from postel_bench.data.qa_movies import Question
 
 Planner = Literal["right", "realistic"]
 PLANNERS: tuple[Planner, ...] = ("right", "realistic")

@@ -1,11 +1,12 @@
 """One worker process of `postel bench bus`: one stage of one side.
 
-    python -m postel.infra.bench.bus_worker SIDE STAGE --url URL --ready-key KEY --run RUN
+    python -m postel_bench.bus_worker SIDE STAGE --url URL --ready-key KEY --run RUN
 
-Sides (infra/bench/bus.py compares them in one run):
+Sides (bus.py compares them in one run):
 - `postel`: the relay stage (postel/testing/relay.py) on postel's runtime, woken by pushes;
 - `postel_poll`: the same relay stage and Actor on arq's own Worker polling every 5 ms, as
-  postel ran before workers were woken by pushes (the "before" of the comparison);
+  postel ran before workers were woken by pushes (the "before" of the comparison: the
+  baseline baselines/polling_worker.py);
 - `arq_5ms` / `arq_default`: a bare arq function that enqueues the next stage, polling every
   5 ms / at arq's default settings (poll 0.5 s, 10 jobs at once); JSON serializer on all sides;
 - `calls_recorded` / `calls_unrecorded`: the `postel` relay stage making one call to a
@@ -28,21 +29,20 @@ from typing import Any
 from arq import Worker
 from arq.connections import ArqRedis, RedisSettings
 from arq.worker import func
-from postel.infra.runtime.actor import Actor, Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
 from postel.infra.runtime.logging import configure_logging
-from postel.infra.runtime.runner import KEEP_RESULT_S, run_workers
+from postel.infra.runtime.runner import run_workers
 from postel.infra.runtime.settings import Settings
-from postel.infra.store import keys
 from postel.infra.store.events import Metrics
-from postel.infra.store.wire import ARQ_FUNCTION, connect_arq, dumps, loads
+from postel.infra.store.wire import connect_arq, dumps
 from postel.messages import Envelope
 from postel.services.llm import ChatMessage, LLMRequest, MeteredClient, ScriptedClient
 
 from postel.testing.relay import RELAY_WORKERS
+from postel_bench.baselines.polling_worker import POLL_S, polling_relay_worker
 
 STAGES = 5
 SIDES = ("postel", "postel_poll", "arq_5ms", "arq_default", "calls_recorded", "calls_unrecorded")
-FORMER_POLL_S = 0.005
 
 
 def bare_queue(run: str, stage: int) -> str:
@@ -82,34 +82,6 @@ def _bare_worker(run: str, stage: int, url: str, options: dict[str, Any]) -> Wor
     )
 
 
-async def _former_postel_worker(name: str, url: str, settings: Settings) -> Worker:
-    spec = next(s for s in RELAY_WORKERS if s.name == name)
-    runtime = Runtime.create(await connect_arq(url), settings)
-    queue = settings.queue(name)
-    actor = Actor(spec, runtime)
-    return Worker(
-        functions=[
-            func(
-                actor.handle_job,
-                name=ARQ_FUNCTION,
-                timeout=queue.job_timeout,
-                max_tries=actor.retries.arq_tries,
-            )
-        ],
-        queue_name=keys.queue(name),
-        redis_settings=RedisSettings.from_dsn(url),
-        poll_delay=FORMER_POLL_S,
-        job_timeout=queue.job_timeout,
-        max_tries=actor.retries.arq_tries,
-        max_jobs=settings.concurrency,
-        keep_result=KEEP_RESULT_S,
-        handle_signals=False,
-        job_serializer=dumps,
-        job_deserializer=loads,
-        log_results=False,
-    )
-
-
 def _calling_a_model(spec: WorkerSpec) -> WorkerSpec:
     """The relay stage, asking a scripted model one short question per hop first."""
     model = ScriptedClient(responder=lambda request: "relayed")
@@ -142,9 +114,9 @@ async def serve(side: str, stage: int, url: str, ready_key: str, run: str) -> No
         worker = None
     else:
         if side == "postel_poll":
-            worker = await _former_postel_worker(RELAY_WORKERS[stage].name, url, settings)
+            worker = await polling_relay_worker(RELAY_WORKERS[stage].name, url, settings)
         else:
-            options = {"poll_delay": FORMER_POLL_S} if side == "arq_5ms" else {}
+            options = {"poll_delay": POLL_S} if side == "arq_5ms" else {}
             worker = _bare_worker(run, stage, url, options)
         serving = asyncio.create_task(worker.async_run())
     pool = await connect_arq(url)

@@ -20,8 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 import networkx as nx
-from postel.services.gasl.adapters import Caps, NetworkXAdapter
 from postel.services.gasl.conditions import evaluate
+from postel.services.gasl.engines.caps import Caps
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.parser import parse_one
 from postel.services.gasl.state import StateStore

@@ -1,11 +1,16 @@
-"""A movie knowledge graph of a chosen size, generated from a seed, written as GraphML.
+"""The scale movie graph: a movie knowledge graph of a chosen size, generated from a seed,
+written as GraphML, for measuring how graphs of that size are added and loaded
+(`postel bench graphs`) and for the tests of the graph format.
 
 MetaQA-style: FILM nodes with relations pointing from the film to a PERSON (`directed_by`,
 `written_by`, `starred_actors`), a GENRE (`has_genre`), a TAG (`has_tags`), a LANGUAGE
 (`in_language`) and a YEAR (`release_year`). It is a MultiDiGraph, so a person who directs
 and writes a film is two relations of one pair, as real knowledge graphs have them. Every node
 carries an entity type and a description, every edge its relation as `keywords` and a weight.
-The same (triples, seed) always gives the same file, byte for byte.
+The same (triples, seed) always gives the same file, byte for byte. Its names are simple
+and unique by construction ("Ada Andersson 12", "Silent Harbor (1954, #3)"); the QA
+benchmark's graph (qa_movies.py) is the one with names that are hard to write in a plan.
+Each keeps its own vocabulary, so changing one never moves the other's figures.
 """
 
 from __future__ import annotations
@@ -128,7 +133,7 @@ _LAST = [
 _PER_FILM = 12
 
 
-def movie_graph(triples: int, seed: int = 7) -> nx.MultiDiGraph:
+def scale_movie_graph(triples: int, seed: int = 7) -> nx.MultiDiGraph:
     """About `triples` relations (within one film's worth) over films, people and labels."""
     rng = random.Random(seed)
     films = max(1, triples // _PER_FILM)
@@ -170,8 +175,8 @@ def movie_graph(triples: int, seed: int = 7) -> nx.MultiDiGraph:
     return graph
 
 
-def write_movie_graphml(path: Path, triples: int, seed: int = 7) -> nx.MultiDiGraph:
+def write_scale_movie_graphml(path: Path, triples: int, seed: int = 7) -> nx.MultiDiGraph:
     """Generate the graph and write it to `path` as GraphML; returns the graph."""
-    graph = movie_graph(triples, seed)
+    graph = scale_movie_graph(triples, seed)
     nx.write_graphml(graph, str(path))
     return graph

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from postel.infra.runtime.local_model import LocalModelServer
-from postel.services.gasl.adapters import NetworkXAdapter
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.errors import GaslSyntaxError
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.gasl.parser import parse

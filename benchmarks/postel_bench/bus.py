@@ -2,10 +2,10 @@
 
 Four sides cross five queues, each stage in its own worker processes (1, 2 and 4 processes per
 stage by default), 10 jobs at once per process, JSON serializer everywhere
-(infra/bench/bus_worker.py):
+(bus_worker.py):
 - postel: the relay workers (postel/testing/relay.py) woken by pushes (infra/runtime/wake.py);
 - postel, poll 5 ms (before): the same relay workers on arq's Worker polling every 5 ms, as
-  postel ran before;
+  postel ran before (the baseline baselines/polling_worker.py);
 - bare arq, poll 5 ms, and bare arq at its defaults (poll 0.5 s): a no-op function per stage
   that enqueues the next stage.
 Figures:
@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
-from postel.infra.bench.bus_worker import STAGES, bare_done, bare_queue
 from postel.infra.client.client import Client
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.connect import redis_client
@@ -51,6 +50,7 @@ from postel.infra.store.redis_server import configured_or_scratch
 from postel.infra.store.wire import connect_arq
 
 from postel.testing.cluster import LoopbackCluster
+from postel_bench.bus_worker import STAGES, bare_done, bare_queue
 
 TARGET_P50_MS = 1.0
 TARGET_P99_MS = 5.0
@@ -172,7 +172,7 @@ class Fleet:
                         [
                             sys.executable,
                             "-m",
-                            "postel.infra.bench.bus_worker",
+                            "postel_bench.bus_worker",
                             self.side.key,
                             str(stage),
                             *("--url", self.url, "--ready-key", self.ready_key),

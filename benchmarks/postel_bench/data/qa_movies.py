@@ -1,4 +1,5 @@
-"""The KGQA benchmark's knowledge graph and questions, generated from a seed.
+"""The QA movie graph: the KGQA benchmark's knowledge graph and questions, generated from
+a seed (`postel bench qa`, and the tests of its planners and oracle).
 
 A movie knowledge graph in the style of MetaQA's: FILM nodes with edges that point from the
 film to a PERSON (`directed_by`, `written_by`, `starred_actors`), a GENRE (`has_genre`), a
@@ -6,6 +7,9 @@ TAG (`has_tags`), a LANGUAGE (`in_language`) and a YEAR (`release_year`). People
 films with a skewed popularity, so some have one credit and some hundreds. It is written as
 GraphML (a MultiDiGraph: a person who directed and wrote a film is two relations of one
 pair), the format `postel graph add` takes.
+Names collide the way real ones do, and those collisions are the hard cases a plan must
+quote exactly: a title drawn twice carries its year ("The Silent Harbor (1987)"), a person's
+name drawn twice an initial ("Ada Bergson K.").
 
 Questions follow chains of relations from one named entity (1, 2 or 3 hops); the oracle
 answers them on the generated MultiDiGraph with networkx alone, independently of GASL: each
@@ -211,7 +215,7 @@ class Question:
 # --- the graph ------------------------------------------------------------------------------
 
 
-def movie_graph(triples: int, seed: int = 7) -> nx.MultiDiGraph:
+def qa_movie_graph(triples: int, seed: int = 7) -> nx.MultiDiGraph:
     """About `triples` relations (never fewer), films added until the count is reached."""
     rng = random.Random(seed)
     films_wanted = max(4, triples // 11)
