@@ -73,6 +73,8 @@ class IngressConsumer:
     async def ensure_group(self) -> None:
         try:
             await self.redis.xgroup_create(keys.INGRESS, keys.INGRESS_GROUP, id="0", mkstream=True)
+        except REDIS_UNAVAILABLE:
+            raise
         except ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
@@ -101,6 +103,8 @@ class IngressConsumer:
         stream or group deleted under the consumer is created again."""
         try:
             entries = await self._next_batch(count)
+        except REDIS_UNAVAILABLE:
+            raise
         except ResponseError as exc:
             # NOGROUP: read after the deletion; UNBLOCKED: Redis 7 ends a blocked read when
             # its stream is deleted

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from postel.infra.store import keys
+from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.lanes import id_order, length
 from postel.messages import Envelope, JobRequest, decode_message, utc_now
 from postel.messages.errors import NotFound, Refused
@@ -266,6 +267,8 @@ async def get_dead(redis: Redis, letter_id: str) -> DeadLetter:
     stream, entry_id = letter_stream(letter_id)
     try:
         entries = await redis.xrange(stream, min=entry_id, max=entry_id)
+    except REDIS_UNAVAILABLE:
+        raise
     except ResponseError as exc:  # not a stream id (`<ms>-<seq>`)
         raise DeadLetterNotFound(letter_id) from exc
     if not entries:

@@ -10,6 +10,7 @@ from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_pref
 from postel.infra.runtime.presence import TTL_S, Busy, live_workers
 from postel.infra.runtime.settings import WORKER_NAMES
 from postel.infra.store import keys
+from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.wire import loads
 from postel.messages import utc_now
 from pydantic import BaseModel
@@ -132,6 +133,8 @@ async def queues_view(redis: Redis) -> QueuesView:
         try:
             summary = await redis.xpending(keys.INGRESS, keys.INGRESS_GROUP)
             pending = int(summary["pending"])
+        except REDIS_UNAVAILABLE:
+            raise
         except ResponseError:  # no consumer group yet: nothing is pending
             pending = 0
     return QueuesView(
