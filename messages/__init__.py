@@ -14,6 +14,7 @@ from postel.messages.job import AmbientContext, CodeSiteContext, JobOptions, Job
 from postel.messages.pipeline import (
     MESSAGE_ADAPTER,
     MESSAGE_TYPES,
+    TERMINAL_TYPES,
     CarriesJob,
     CarriesRound,
     FailureStatus,
@@ -41,6 +42,7 @@ __all__ = [
     "MESSAGE_ADAPTER",
     "MESSAGE_TYPES",
     "SCHEMA_VERSION",
+    "TERMINAL_TYPES",
     "AmbientContext",
     "CarriesJob",
     "CarriesRound",

@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal, Self, TypeVar
 
+from postel.messages import ids
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SCHEMA_VERSION = 1
@@ -67,7 +68,7 @@ class Envelope(BaseModel):
         """The next message of this job, caused by this one."""
         return cls(
             job_id=self.job_id,
-            message_id=f"{self.job_id}:{key}",
+            message_id=ids.message_id(self.job_id, key),
             causation_id=self.message_id,
             hop=self.hop + 1,
             deadline=self.deadline,

@@ -1,5 +1,8 @@
-"""The keys of derived message ids: every message after a job's first is `<job_id>:<key>`,
-with the key named here by what the message is.
+"""Message ids, written and read here only: every message of a job is `<job_id>:<key>`
+(`message_id`), with the key named here by what the message is; a redriven dead letter is
+`<id>:redrive<n>` (`redrive`). The parsers beside the writers
+(`job_of`, `key_of`, `gasl_round_of`, `redrive_of`) read what they write, and nothing else
+splits an id.
 
 A hop that runs twice derives the same ids, so its second run is recognised and dropped:
 a key must be a function of the job's position only (task, round, repair, iteration),
@@ -9,10 +12,33 @@ plan's own names for its tasks.
 
 from __future__ import annotations
 
+import re
+
+SUBMITTED = "submitted"
+"""A job's first message, written by its submission."""
+CANCELLED = "cancelled"
+"""The failure a cancel writes."""
 INTENT = "intent"
 TASK_PLAN = "plan"
 COMPLETED = "completed"
 FAILED = "failed"
+
+
+def message_id(job_id: str, key: str) -> str:
+    """A derived message's id: the job's id, a colon, the key (a job id holds no colon)."""
+    return f"{job_id}:{key}"
+
+
+def job_of(message_id: str) -> str:
+    """The job a message id belongs to: the id up to its first colon."""
+    return message_id.split(":", 1)[0]
+
+
+def key_of(message_id: str) -> str:
+    """The key of a message id, after its job's id; an id without a colon (none that
+    postel writes) is all key."""
+    job_id, colon, key = message_id.partition(":")
+    return key if colon else job_id
 
 
 def task_start(index: int) -> str:
@@ -28,6 +54,16 @@ def gasl_round(task_index: int, round_: int) -> str:
 def gasl_round_done(task_index: int, round_: int) -> str:
     """That round's execution records, back to the planner."""
     return f"gasl-done:{task_index}:{round_}"
+
+
+_GASL_ROUND = re.compile(r"^(?:gasl|gasl-done):(?P<task>\d+):(?P<round>\d+)$")
+
+
+def gasl_round_of(message_id: str) -> tuple[int, int] | None:
+    """The (task index, round) a GASL round's plan (`gasl_round`) or records
+    (`gasl_round_done`) name; None for any other message."""
+    found = _GASL_ROUND.match(key_of(message_id))
+    return (int(found["task"]), int(found["round"])) if found else None
 
 
 def generation(task_index: int) -> str:
@@ -58,3 +94,19 @@ def validation(task_index: int) -> str:
 def repair(task_id: str, attempt: int) -> str:
     """The validator sending output back to the generator, with the reason."""
     return f"repair:{task_id}:{attempt}"
+
+
+def redrive(message_id: str, n: int) -> str:
+    """The id of redrive `n` (from 1) of the dead message `message_id`: its own id is spent
+    (postel's done marker and arq's keys still hold it), so the new one extends it."""
+    return f"{message_id}:redrive{n}"
+
+
+_REDRIVE = re.compile(r"^(?P<base>.*):redrive(?P<n>\d+)$")
+
+
+def redrive_of(message_id: str) -> tuple[str, int]:
+    """The id a redriven message was made from and which redrive it is (`redrive`); the id
+    itself and 0 for a message never redriven."""
+    found = _REDRIVE.match(message_id)
+    return (found["base"], int(found["n"])) if found else (message_id, 0)

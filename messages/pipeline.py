@@ -37,6 +37,7 @@ FailureStatus = Literal[
     "deadline_exceeded",
     "hop_timeout",
     "out_of_tries",
+    "internal_error",
     "cancelled",
 ]
 
@@ -198,6 +199,11 @@ MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
 MESSAGE_TYPES: dict[str, type[Envelope]] = {
     cls.model_fields["type"].default: cls for cls in get_args(get_args(Message)[0])
 }
+
+TERMINAL_TYPES: frozenset[str] = frozenset(
+    name for name, cls in MESSAGE_TYPES.items() if cls.destination is None
+)
+"""The types that end a job (`job.completed`, `job.failed`): no queue takes them."""
 
 
 def decode_message(raw: str | bytes | dict[str, Any]) -> Envelope:

@@ -61,7 +61,7 @@ import click
 import structlog
 from arq.connections import ArqRedis
 from postel.infra.cli.support import EXIT_FAILED, EXIT_INPUT, fail, run_async, settings
-from postel.infra.client.client import TERMINAL_TYPES, Client
+from postel.infra.client.client import Client
 from postel.infra.runtime.presence import live_workers, wait_for
 from postel.infra.runtime.settings import WORKER_NAMES, Settings
 from postel.infra.store.events import Event
@@ -69,7 +69,7 @@ from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.jobs import JobNotFound, JobRecord
 from postel.infra.store.keys import Keyspace
 from postel.infra.store.redis_server import EmbeddedRedis, free_port
-from postel.messages import FailureStatus, JobRequest, TypeSpec
+from postel.messages import TERMINAL_TYPES, FailureStatus, JobRequest, TypeSpec
 from postel.services.llm import LLMRequest
 from postel.services.prompts import TEMPLATES
 from pydantic import BaseModel, Field

@@ -120,6 +120,7 @@ FAILURES: dict[str, str] = {
     "deadline_exceeded": "the job ran past its deadline",
     "hop_timeout": "a step ran past its time limit",
     "out_of_tries": "a step failed on every try",
+    "internal_error": "a step met a bug in postel",
     "cancelled": "the job was cancelled",
 }
 """Each way a job fails, in words (messages.pipeline.FailureStatus)."""

@@ -32,10 +32,15 @@ from postel.infra.store.job_stores import job_stores
 from postel.infra.store.jobs import JobNotFound, JobRecord, JobStore
 from postel.infra.store.outage import RideOut
 from postel.infra.store.wire import connect_arq
-from postel.messages import AmbientContext, CodeSiteContext, JobOptions, JobRequest, TypeSpec
+from postel.messages import (
+    TERMINAL_TYPES,
+    AmbientContext,
+    CodeSiteContext,
+    JobOptions,
+    JobRequest,
+    TypeSpec,
+)
 from postel.messages.errors import Failed
-
-TERMINAL_TYPES = frozenset({"job.completed", "job.failed"})
 
 
 class JobFailedError(Failed, RuntimeError):

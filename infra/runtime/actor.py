@@ -19,9 +19,13 @@ LLMError while there is still time to commit the failure. How a failure ends:
   - the job's deadline passed (before or during the hop)  -> `deadline_exceeded`
   - the hop outlasted its limit                            -> `hop_timeout`
   - the model endpoint failed (after its own retries)      -> `llm_error`
-  - the job's graph is missing (GraphNotFound)             -> `invalid_request`
-  - any other exception: arq retries the message with exponential backoff (`retried`
-    event) while tries remain, then `out_of_tries`.
+  - Redis not answering (REDIS_UNAVAILABLE)                -> ridden out: the message runs
+    again, its try given back
+  - the outside world failing now (TRANSIENT: OSError, Unavailable): arq retries the
+    message with exponential backoff (`retried` event) while tries remain, then
+    `out_of_tries`
+  - an error raised on purpose (PostelError: the graph is missing, say) -> `invalid_request`
+  - any other exception, a bug                             -> `internal_error`, at once
 The model layer's retries are the one retry budget of a model failure: the handler does not
 retry it again. Failed messages other than deadline ones are dead-lettered, so they can be
 redriven. A result that cannot be stored (too large, not JSON) fails the job
@@ -50,7 +54,7 @@ from arq import Retry
 from arq.connections import ArqRedis
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 from postel.infra.runtime.arrival import Arrival
-from postel.infra.runtime.retries import HopRetries
+from postel.infra.runtime.retries import HopRetries, RedisLost
 from postel.infra.runtime.settings import QueueSettings, Settings
 from postel.infra.runtime.tracing import hop_span, with_trace
 from postel.infra.store.calls import count_failed_calls, record_commands
@@ -76,7 +80,7 @@ from postel.messages import (
     ids,
     utc_now,
 )
-from postel.messages.errors import GraphNotFound, TimedOut
+from postel.messages.errors import PostelError, TimedOut, Unavailable
 from postel.services.llm.budget import call_budget
 from postel.services.llm.call_log import LoggedCall, logging_calls
 from postel.services.llm.errors import LLMError
@@ -89,8 +93,6 @@ from redis.exceptions import ResponseError
 log = structlog.get_logger(__name__)
 
 DONE_TTL_S = 7 * 24 * 3600
-# A message whose run lost Redis is deferred this long: Redis is usually back by then.
-REDIS_LOST_RETRY_S = 1.0
 
 _hop: ContextVar[RunningHop | None] = ContextVar("hop", default=None)
 """The hop this task runs: its `received` event, and while that is unwritten the Arrival
@@ -217,10 +219,11 @@ class Actor:
         worker sets it to a short lease (`lease_s`, infra/runtime/wake.py), which the handler renews
         while its process lives: a dead worker's job is free again within `lease_s`.
 
-        Redis lost mid-message (a command failed as unreachable) is not the message's fault:
-        the message is handed back to arq to run again (a commit that did land is seen by the
-        re-run's done check). If Redis is still away, arq cannot record that either, and the
-        lease lapses instead: the message runs again all the same.
+        Redis lost mid-message (a command of the runtime's or of the handler's failed with
+        REDIS_UNAVAILABLE) is not the message's fault: the message is handed back to arq to
+        run again, with its try given back (a commit that did land is seen by the re-run's
+        done check). If Redis is still away, arq cannot record that either, and the lease
+        lapses instead: the message runs again all the same.
 
         `ctx["received"]` is what the take script found the message to be (infra/runtime/
         wake.py); where it is absent (arq's own Worker), the hop asks in a round trip.
@@ -237,7 +240,7 @@ class Actor:
             )
         except REDIS_UNAVAILABLE as exc:
             log.warning("lost redis while handling a message; it runs again", error=str(exc))
-            raise Retry(defer=REDIS_LOST_RETRY_S) from exc
+            raise RedisLost() from exc
         except asyncio.CancelledError:
             # arq cancels a run at job_timeout (then drops the message) and at shutdown (then
             # runs it again). The hop limit ends runs earlier, so a cut at job_timeout means
@@ -511,6 +514,8 @@ class Actor:
         started: float,
         limit: HopLimit,
     ) -> None:
+        if isinstance(exc, REDIS_UNAVAILABLE):
+            raise exc  # the handler lost Redis: an outage, ridden out (handle_job)
         error = f"{type(exc).__name__}: {exc}"
         status = _failure_of(exc, limit)
         if status is not None:
@@ -581,14 +586,17 @@ class Actor:
         gave_up: GaveUp | None = None,
     ) -> bool:
         """Commit the outcome. One that cannot be stored (not serialisable, over Redis's
-        limits) fails the job `invalid_request` with the reason instead; a Redis outage
-        propagates, and arq runs the message again. With `arq_job`, the commit also removes
-        that job from this worker's queue (what arq's finish would do in a round trip of its
-        own); True if it did. `gave_up` (a dead letter and its event) is committed with the
+        limits: Redis's reply is about the outcome itself) fails the job `invalid_request`
+        with the reason instead; a Redis outage (REDIS_UNAVAILABLE: a failover's CLUSTERDOWN
+        included) propagates, and arq runs the message again. With `arq_job`, the commit also
+        removes that job from this worker's queue (what arq's finish would do in a round trip
+        of its own); True if it did. `gave_up` (a dead letter and its event) is committed with the
         outcome."""
         extra = gave_up or GaveUp()
         try:
             result = await self._commit_outcome(message, payload, outcome, started, arq_job, extra)
+        except REDIS_UNAVAILABLE:
+            raise  # Redis not answering now says nothing of the outcome: it runs again
         except (ValueError, TypeError, RecursionError, ResponseError) as exc:
             if any(isinstance(m, JobFailed) for m in outcome.messages):
                 raise
@@ -769,17 +777,32 @@ async def _unwritten_received() -> list[Event]:
     return [] if hop is None or hop.arrival is None else await hop.arrival.unwritten()
 
 
+TRANSIENT: tuple[type[Exception], ...] = (OSError, Unavailable)
+"""A handler's errors that are the outside world failing now, worth another try: the
+network or a socket (OSError: refused, reset, timed out), a service postel needs not
+answering (Unavailable). A Redis outage is ridden out before this (REDIS_UNAVAILABLE); a
+model endpoint's failures are retried inside the model layer, and what escapes it fails the
+job `llm_error`."""
+
+
 def _failure_of(exc: Exception, limit: HopLimit) -> FailureStatus | None:
-    """The failure a handler's exception ends the job with; None if it is worth a retry."""
+    """The failure a handler's exception ends the job with; None if it is worth a retry
+    (TRANSIENT only). An error postel raises on purpose (PostelError) names what the request
+    or a message lacks: retrying cannot change it. Any other exception is a bug in the
+    handler (a TypeError, a KeyError, a model answer read without its validation): the job
+    fails at once `internal_error`, naming it, and the message is dead-lettered to be
+    redriven once the bug is fixed."""
     if limit.by_deadline and (isinstance(exc, HopTimeout) or limit.spent()):
         return "deadline_exceeded"
     if isinstance(exc, HopTimeout):
         return "hop_timeout"
     if isinstance(exc, LLMError):
         return "llm_error"
-    if isinstance(exc, GraphNotFound):
+    if isinstance(exc, TRANSIENT):
+        return None
+    if isinstance(exc, PostelError):
         return "invalid_request"
-    return None
+    return "internal_error"
 
 
 def _age_ms(created_at: datetime, now: datetime) -> float:

@@ -14,7 +14,7 @@ import json
 
 from postel.infra.store.events import Event, EventLog
 from postel.infra.store.jobs import JobNotFound, JobStore
-from postel.messages import JobFailed
+from postel.messages import JobFailed, ids
 from postel.messages.errors import Refused
 from redis.asyncio import Redis
 
@@ -50,7 +50,10 @@ async def cancel_job(
     """Cancel a queued or running job; `by` names who asked (cli, web, client)."""
     error = f"cancelled by {by}" + (f": {reason}" if reason else "")
     final = JobFailed(
-        job_id=job_id, message_id=f"{job_id}:cancelled", status="cancelled", error=error
+        job_id=job_id,
+        message_id=ids.message_id(job_id, ids.CANCELLED),
+        status="cancelled",
+        error=error,
     )
     event = Event(
         job_id=job_id,

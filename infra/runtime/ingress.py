@@ -75,6 +75,8 @@ class IngressConsumer:
             await self.redis.xgroup_create(
                 self.keyspace.ingress, self.keyspace.ingress_group, id="0", mkstream=True
             )
+        except REDIS_UNAVAILABLE:
+            raise
         except ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
@@ -105,6 +107,8 @@ class IngressConsumer:
         stream or group deleted under the consumer is created again."""
         try:
             entries = await self._next_batch(count)
+        except REDIS_UNAVAILABLE:
+            raise
         except ResponseError as exc:
             # NOGROUP: read after the deletion; UNBLOCKED: Redis 7 ends a blocked read when
             # its stream is deleted

@@ -34,7 +34,6 @@ job's, when it names one).
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from arq.connections import ArqRedis
@@ -56,11 +55,10 @@ from postel.infra.store.graphs import GraphNotFound
 from postel.infra.store.jobs import JobStore
 from postel.infra.store.keys import WAKE_TOKENS_MAX, split_lane
 from postel.infra.store.scripts import LuaScript
-from postel.messages import Envelope, JobRequest, decode_message, utc_now
+from postel.messages import Envelope, JobRequest, decode_message, ids, utc_now
 from postel.messages.errors import Refused
 from pydantic import BaseModel, ValidationError
 
-_REDRIVE_SUFFIX = re.compile(r"^(?P<base>.*):redrive(?P<n>\d+)$")
 _ID_ATTEMPTS = 5
 
 # KEYS: the letter's stream. ARGV: its entry id, then the `discarded` event's commands flat.
@@ -233,9 +231,8 @@ async def discard_matching(
 
 
 def _next_id(message_id: str, skip: int) -> str:
-    found = _REDRIVE_SUFFIX.match(message_id)
-    base, n = (found["base"], int(found["n"])) if found else (message_id, 0)
-    return f"{base}:redrive{n + 1 + skip}"
+    base, n = ids.redrive_of(message_id)
+    return ids.redrive(base, n + 1 + skip)
 
 
 async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str) -> Redriven:
@@ -318,5 +315,8 @@ async def _resubmit(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: st
         raise RedriveRefused(letter.id, str(exc)) from exc
     await pool.xdel(*letter_stream(events.keyspace, letter.id))
     return Redriven(
-        dead_letter=letter.id, job_id=job_id, message_id=f"{job_id}:submitted", worker="intent"
+        dead_letter=letter.id,
+        job_id=job_id,
+        message_id=ids.message_id(job_id, ids.SUBMITTED),
+        worker="intent",
     )

@@ -17,7 +17,15 @@ from postel.infra.runtime.tracing import submit_span, with_trace
 from postel.infra.store.commit import commit_once
 from postel.infra.store.events import Event, EventLog
 from postel.infra.store.jobs import JobStore
-from postel.messages import CarriesJob, Envelope, JobRequest, JobSubmitted, new_job_id, utc_now
+from postel.messages import (
+    CarriesJob,
+    Envelope,
+    JobRequest,
+    JobSubmitted,
+    ids,
+    new_job_id,
+    utc_now,
+)
 from postel.messages.errors import Conflict, GraphNotFound, InvalidInput
 from postel.services.validation import check_desired_type
 
@@ -83,7 +91,7 @@ async def submit_job(
     with submit_span(job_id):
         message = JobSubmitted(
             job_id=job_id,
-            message_id=f"{job_id}:submitted",
+            message_id=ids.message_id(job_id, ids.SUBMITTED),
             request=request,
             deadline=utc_now() + timedelta(seconds=deadline_s) if deadline_s else None,
         )

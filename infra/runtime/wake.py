@@ -70,8 +70,9 @@ from arq.connections import RedisSettings, create_pool
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 from arq.jobs import SerializationError, deserialize_job_raw
 from arq.utils import ms_to_datetime, timestamp_ms
+from postel.infra.runtime.retries import RedisLost
 from postel.infra.store.commit import VERDICT, Received
-from postel.infra.store.connect import REDIS_UNAVAILABLE, with_cluster_errors
+from postel.infra.store.connect import REDIS_UNAVAILABLE, with_outage_errors
 from postel.infra.store.keys import Keyspace
 from postel.infra.store.outage import RideOut
 from redis.commands.core import AsyncScript
@@ -126,7 +127,7 @@ after an outage (a failover moves it)."""
 # take reads only ready jobs instead of checking every running one's in-progress key each
 # time; a job whose worker died is due again as its lease lapses.
 # An arq job id is the message id after the lane's tag, and a message id starts with its job
-# id up to the first colon (Keyspace.arq_id, keys.job_of): the marker and record are found by
+# id up to the first colon (Keyspace.arq_id, ids.job_of): the marker and record are found by
 # name, in the queue's own slot.
 _TAKE_JOBS = (
     VERDICT
@@ -267,7 +268,7 @@ class PushWorker(Worker):
             default_queue_name=self.queue_name,
             expires_extra_ms=self.expires_extra_ms,
         )
-        return pool if self.locate is None else await with_cluster_errors(pool)
+        return await with_outage_errors(pool)
 
     async def _take_jobs(self, *, wait: bool) -> None:
         """Take ready jobs; with `wait`, first sleep until woken (or the fallback, or the
@@ -377,7 +378,7 @@ class PushWorker(Worker):
             "received": job.verdict,
         }
         timeout_s = self.job_timeout_s if function.timeout_s is None else function.timeout_s
-        finish, removed_by_itself = True, False
+        finish, removed_by_itself, outage = True, False, False
         defer_ms = 0
         try:
             # run in this task (arq starts one more and waits for it): a hop starts sooner
@@ -386,7 +387,7 @@ class PushWorker(Worker):
             removed_by_itself = result is FINISHED_BY_JOB
             self.jobs_complete += 1
         except Retry as retry:
-            finish = False
+            finish, outage = False, isinstance(retry, RedisLost)
             defer_ms = retry.defer_score or 0
             self.jobs_retried += 1
         except asyncio.CancelledError:
@@ -400,7 +401,19 @@ class PushWorker(Worker):
             return
         # a job run again is due `defer_ms` from now, not when the lease it was taken on ends
         incr_score = None if finish else defer_ms + timestamp_ms() - job.score
+        if outage:
+            await asyncio.shield(self._run_again_after_outage(job_id, defer_ms + timestamp_ms()))
+            return
         await asyncio.shield(self.finish_job(job_id, finish, None, None, False, incr_score, None))
+
+    async def _run_again_after_outage(self, job_id: str, due_ms: int) -> None:
+        """Queue a job whose run lost Redis to run again at `due_ms`, giving back the try
+        its take counted (RedisLost)."""
+        async with self.pool.pipeline(transaction=True) as transaction:
+            transaction.zadd(self.queue_name, {job_id: due_ms}, xx=True)
+            transaction.decr(retry_key_prefix + job_id)
+            transaction.delete(in_progress_key_prefix + job_id)
+            await transaction.execute()
 
     async def finish_job(
         self,

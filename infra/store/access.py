@@ -20,7 +20,7 @@ import contextlib
 import re
 import uuid
 
-from postel.infra.store.connect import RedisRefused
+from postel.infra.store.connect import REDIS_UNAVAILABLE, RedisRefused
 from postel.infra.store.keys import PREFIX
 from redis.asyncio import Redis
 from redis.exceptions import NoPermissionError, ResponseError
@@ -148,6 +148,8 @@ async def check_access(redis: Redis, *, cluster: bool = False) -> None:
             await redis.evalsha(sha, 0)  # type: ignore[misc]
         except NoPermissionError as exc:
             answers.append(exc)
+        except REDIS_UNAVAILABLE:
+            raise
         except ResponseError as exc:
             # before Redis 7 a call a script may not make is a plain error; the probe
             # script makes one call, TIME
@@ -177,6 +179,8 @@ async def check_cluster_access(seed: Redis) -> None:
             await connection.send_command(*probe)
             try:
                 answers.append(await connection.read_response())
+            except REDIS_UNAVAILABLE:
+                raise
             except ResponseError as exc:
                 answers.append(exc)
     finally:

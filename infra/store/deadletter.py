@@ -22,6 +22,7 @@ import re
 from datetime import datetime
 from typing import Any
 
+from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.keys import Keyspace, split_lane
 from postel.infra.store.lanes import id_order, length
 from postel.messages import Envelope, JobRequest, decode_message, utc_now
@@ -269,6 +270,8 @@ async def get_dead(redis: Redis, keyspace: Keyspace, letter_id: str) -> DeadLett
     stream, entry_id = letter_stream(keyspace, letter_id)
     try:
         entries = await redis.xrange(stream, min=entry_id, max=entry_id)
+    except REDIS_UNAVAILABLE:
+        raise
     except ResponseError as exc:  # not a stream id (`<ms>-<seq>`)
         raise DeadLetterNotFound(letter_id) from exc
     if not entries:

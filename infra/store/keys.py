@@ -29,6 +29,8 @@ import zlib
 from dataclasses import dataclass
 from functools import cached_property
 
+from postel.messages.ids import job_of
+
 PREFIX = "postel"
 
 CLUSTER_LANES = 16
@@ -38,12 +40,6 @@ stay cheap."""
 
 WAKE_TOKENS_MAX = 64
 """A wake-up list keeps at most this many tokens: a burst wakes at most that many workers."""
-
-
-def job_of(message_id: str) -> str:
-    """The job a message id belongs to: message ids are `<job_id>` or `<job_id>:<key>`
-    (messages/ids.py), and a job id holds no colon."""
-    return message_id.split(":", 1)[0]
 
 
 def split_lane(tagged: str) -> tuple[str, str]:

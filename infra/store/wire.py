@@ -19,6 +19,7 @@ from postel.infra.store.connect import (
     is_cluster,
     primary_client,
     redis_client,
+    with_outage_errors,
 )
 from postel.infra.store.keys import Keyspace
 from postel.messages.limits import MAX_MESSAGE_BYTES, check_json_text
@@ -97,7 +98,7 @@ async def connect_arq(url: str) -> ArqRedis:
     except BaseException:
         await pool.aclose()
         raise
-    return pool
+    return cast(ArqRedis, await with_outage_errors(pool))
 
 
 async def _check_a_seed(url: str) -> None:

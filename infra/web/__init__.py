@@ -3,6 +3,10 @@
 - app.py: the application behind its guard (security.py: loopback or token, bounded
   bodies, no cross-site writes);
 - api.py: the API under /api; pages.py and templates/: the dashboard; static/app.js keeps
-  the pages live over Server-Sent Events;
-- queries.py: what both read from Redis, paged; server.py: uvicorn in postel's loop.
+  the pages live over Server-Sent Events; dead_letters.py: every dead-letter action, in the
+  API and on the pages; operations.py: requeue and cancel many, in both;
+- what both read from Redis, one read model each: job_list.py (the jobs list, paged and
+  filtered), job_story.py (one job's timeline, rounds and calls), system_view.py (worker
+  processes and queues); charts.py the jobs page's charts, metrics.py `/metrics`;
+- server.py: uvicorn in postel's loop.
 """

@@ -23,24 +23,11 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Request
 from fastapi.responses import StreamingResponse
 from fastapi.security import APIKeyCookie, HTTPBearer
-from postel.infra.client.client import TERMINAL_TYPES
 from postel.infra.runtime.cancel import cancel_job
-from postel.infra.runtime.redrive import (
-    Redriven,
-    RedriveReport,
-    redrive,
-    redrive_matching,
-)
 from postel.infra.runtime.submit import ReservedJobId, submit_job
 from postel.infra.store import lanes
 from postel.infra.store.calls import RecordedCall, read_calls
 from postel.infra.store.connect import REDIS_UNAVAILABLE
-from postel.infra.store.deadletter import (
-    DeadLetter,
-    DeadPage,
-    get_dead,
-    list_dead,
-)
 from postel.infra.store.events import Event
 from postel.infra.store.graphs import (
     GraphFileError,
@@ -53,19 +40,12 @@ from postel.infra.store.jobs import JobRecord, JobStatus
 from postel.infra.store.lanes import LaneCursor
 from postel.infra.store.outage import RideOut
 from postel.infra.store.stores import GaslRound, GaslStateStore
+from postel.infra.web.job_list import TIME_RANGES, JobsPage, list_jobs
 from postel.infra.web.outage import UNREACHABLE
-from postel.infra.web.queries import (
-    TIME_RANGES,
-    JobsPage,
-    QueuesView,
-    WorkerView,
-    list_jobs,
-    queues_view,
-    workers_view,
-)
 from postel.infra.web.security import COOKIE
 from postel.infra.web.state import WebState, web_state
-from postel.messages import JOB_ID_PATTERN, FailureStatus, JobRequest
+from postel.infra.web.system_view import QueuesView, WorkerView, queues_view, workers_view
+from postel.messages import JOB_ID_PATTERN, TERMINAL_TYPES, FailureStatus, JobRequest
 from postel.messages.limits import MAX_GRAPH_BYTES
 from postel.services.validation import UnsupportedSchemaError
 from pydantic import BaseModel, ValidationError
@@ -82,8 +62,8 @@ UNAUTHORIZED = {"description": "missing or wrong token (only when POSTEL_WEB_TOK
 
 
 def api_router() -> APIRouter:
-    """A router of /api routes, each declaring the token and its 401 (operations.py has one
-    too)."""
+    """A router of /api routes, each declaring the token and its 401 (operations.py and
+    dead_letters.py have one too)."""
     return APIRouter(
         prefix="/api",
         dependencies=[Depends(_BEARER), Depends(_COOKIE)],
@@ -273,46 +253,6 @@ async def follow_all(
     start = last_event_id or since or "$"
     cursor = None if start == "$" else _lane_cursor(start, state)
     return _sse(state, _follow(state, request, "every job's events", _lanes_reader(state, cursor)))
-
-
-@router.get("/dead", response_model=DeadPage, tags=["dead letters"])
-async def dead(
-    state: State,
-    worker: str | None = None,
-    error: Annotated[str | None, Query(description="Text the error contains.")] = None,
-    before: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
-) -> DeadPage:
-    """Dead letters newest first, paged."""
-    return await list_dead(
-        state.pool, state.keyspace, before=before, limit=limit, worker=worker, error=error
-    )
-
-
-@router.get(
-    "/dead/{entry_id}", response_model=DeadLetter, tags=["dead letters"], responses={404: NOT_FOUND}
-)
-async def dead_letter(entry_id: EntryId, state: State) -> DeadLetter:
-    return await get_dead(state.pool, state.keyspace, entry_id)
-
-
-@router.post(
-    "/dead/{entry_id}/redrive",
-    response_model=Redriven,
-    tags=["dead letters"],
-    responses={404: NOT_FOUND, 409: {"description": "it stays dead; `detail` says why"}},
-)
-async def redrive_one(entry_id: EntryId, state: State) -> Redriven:
-    """Send a dead letter back as a new attempt (409 with the reason if it stays dead)."""
-    return await redrive(state.pool, state.events, entry_id, by="web")
-
-
-@router.post("/dead/redrive", response_model=RedriveReport, tags=["dead letters"])
-async def redrive_all(
-    state: State, worker: str | None = None, error: str | None = None
-) -> RedriveReport:
-    """Redrive every dead letter the filters match; the refused ones stay, with reasons."""
-    return await redrive_matching(state.pool, state.events, by="web", worker=worker, error=error)
 
 
 @router.get("/workers", response_model=list[WorkerView], tags=["system"])

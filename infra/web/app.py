@@ -10,7 +10,7 @@ from fastapi import FastAPI, Response
 from fastapi.staticfiles import StaticFiles
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.keys import Keyspace
-from postel.infra.web import api, errors, operations, outage, pages
+from postel.infra.web import api, dead_letters, errors, operations, outage, pages
 from postel.infra.web.metrics import SystemMetrics
 from postel.infra.web.security import Guard
 from postel.infra.web.state import WebState
@@ -81,8 +81,10 @@ def create_app(
         return await metrics.scrape()
 
     app.include_router(api.router)
+    app.include_router(dead_letters.api)
     app.include_router(operations.api)
     app.include_router(pages.router)
+    app.include_router(dead_letters.pages)
     app.include_router(operations.pages)
     app.mount("/static", StaticFiles(directory=pages.HERE / "static"), name="static")
     guard = Guard(app, token=token, loopback_only=loopback_only and token is None)

@@ -27,7 +27,8 @@ from postel.infra.runtime.settings import WORKER_NAMES
 from postel.infra.store.events import HANDLED, Event
 from postel.infra.store.keys import Keyspace
 from postel.infra.store.lanes import LaneCursor, read_after
-from postel.infra.web.queries import queues_view
+from postel.infra.web.system_view import queues_view
+from postel.messages import TERMINAL_TYPES
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -131,7 +132,7 @@ class SystemMetrics:
         self.hops.labels(event.worker, event.status).inc()
         if event.status == "submitted":
             self.jobs.labels("submitted").inc()
-        elif event.type in ("job.completed", "job.failed"):
+        elif event.type in TERMINAL_TYPES:
             self.jobs.labels(event.status).inc()
         elif event.status in HANDLED:
             # a handled hop's event carries its wait: a quick hop's `received` is not in the

@@ -1,6 +1,6 @@
-"""What an operator does beyond following one job, in the API and as the dashboard's forms:
-requeue a failed job (a clone under a new id), cancel many jobs at once, discard dead letters
-(one, or all a filter matches). Each form posts to the same operation as the API and
+"""What an operator does to jobs beyond following one, in the API and as the dashboard's
+forms: requeue a failed job (a clone under a new id), cancel many jobs at once (dead letters
+have their own room, dead_letters.py). Each form posts to the same operation as the API and
 redirects back (303) with a note."""
 
 from __future__ import annotations
@@ -11,15 +11,12 @@ from urllib.parse import parse_qsl
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from postel.infra.runtime.cancel import JobAlreadyFinished, cancel_job
-from postel.infra.runtime.redrive import Discarded, discard, discard_matching
 from postel.infra.runtime.requeue import Requeued, RequeueRefused, requeue_job
-from postel.infra.store.deadletter import DeadLetterNotFound
 from postel.infra.store.graphs import GraphNotFound
 from postel.infra.store.jobs import JobNotFound
-from postel.infra.web.api import EntryId, JobId, api_router
+from postel.infra.web.api import JobId, api_router
 from postel.infra.web.charts import chart_window
 from postel.infra.web.pages import TEMPLATES
-from postel.infra.web.pages import _form as form_fields
 from postel.infra.web.pages import _url as url
 from postel.infra.web.security import safe_next
 from postel.infra.web.state import WebState, web_state
@@ -103,47 +100,6 @@ async def requeue_from_page(request: Request, job_id: JobId) -> RedirectResponse
     except (JobNotFound, RequeueRefused, GraphNotFound) as exc:
         return RedirectResponse(url(f"/jobs/{job_id}", note=str(exc)), 303)
     return RedirectResponse(url(done.url, note=f"requeue of job {job_id}"), 303)
-
-
-@api.delete(
-    "/dead/{entry_id}",
-    response_model=Discarded,
-    tags=["dead letters"],
-    responses={404: {"description": "no such dead letter"}},
-)
-async def discard_one(entry_id: EntryId, state: State) -> Discarded:
-    """Drop a dead letter for good, recorded as a `discarded` event."""
-    return await discard(state.pool, state.events, entry_id, by="web")
-
-
-@api.post("/dead/discard", response_model=Discarded, tags=["dead letters"])
-async def discard_all(
-    state: State, worker: str | None = None, error: str | None = None
-) -> Discarded:
-    """Discard every dead letter the filters match (all of them without a filter)."""
-    return await discard_matching(state.pool, state.events, by="web", worker=worker, error=error)
-
-
-@pages.post("/dead/{entry_id}/discard")
-async def discard_from_page(request: Request, entry_id: EntryId) -> RedirectResponse:
-    state = web_state(request)
-    back = safe_next((await form_fields(request)).get("back")).split("?")[0]
-    try:
-        await discard(state.pool, state.events, entry_id, by="web")
-        note = f"discarded dead letter {entry_id}"
-    except DeadLetterNotFound as exc:
-        note = str(exc)
-    return RedirectResponse(url(back, note=note), 303)
-
-
-@pages.post("/dead/discard")
-async def discard_all_from_page(request: Request) -> RedirectResponse:
-    state = web_state(request)
-    form = await form_fields(request)
-    worker, error = form.get("worker") or None, form.get("error") or None
-    done = await discard_matching(state.pool, state.events, by="web", worker=worker, error=error)
-    note = f"discarded {len(done.discarded)} dead letter{'' if len(done.discarded) == 1 else 's'}"
-    return RedirectResponse(url("/dead", worker=worker, error=error, note=note), 303)
 
 
 @pages.get("/charts", response_class=HTMLResponse)

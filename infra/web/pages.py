@@ -2,8 +2,9 @@
 script (static/app.js) that keeps them live. Each page's changing part is also served alone
 as a fragment (`?fragment=1`); the script re-fetches it when the page's Server-Sent Events
 stream reports an event, so the page updates without reloading and works, unrefreshed,
-without JavaScript. Forms post to the same operations as the API (cancel, redrive) and
-redirect back (303) with a note.
+without JavaScript. Forms post to the same operations as the API (cancel here; requeue and
+cancel many in operations.py; the dead letters' in dead_letters.py) and redirect back (303)
+with a note.
 """
 
 from __future__ import annotations
@@ -19,28 +20,18 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 from postel.infra.runtime.cancel import JobAlreadyFinished, cancel_job
-from postel.infra.runtime.redrive import RedriveRefused, redrive, redrive_matching
 from postel.infra.runtime.settings import WORKER_NAMES
 from postel.infra.store import lanes
-from postel.infra.store.deadletter import DeadLetterNotFound, list_dead
 from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.jobs import JobNotFound
-from postel.infra.web.api import EntryId, JobId
+from postel.infra.web.api import JobId
 from postel.infra.web.charts import chart_window
-from postel.infra.web.queries import (
-    FAILURES,
-    JOB_STATUSES,
-    STAGES,
-    TIME_RANGES,
-    job_story,
-    list_jobs,
-    queue_page,
-    queues_view,
-    workers_view,
-)
+from postel.infra.web.job_list import FAILURES, JOB_STATUSES, STAGES, TIME_RANGES, list_jobs
+from postel.infra.web.job_story import job_story
 from postel.infra.web.security import safe_next
 from postel.infra.web.state import WebState, web_state
-from postel.messages import utc_now
+from postel.infra.web.system_view import queue_page, queues_view, workers_view
+from postel.messages import ids, utc_now
 
 HERE = Path(__file__).parent
 router = APIRouter(include_in_schema=False)
@@ -144,6 +135,8 @@ TEMPLATES.filters.update(
     age_ms=_age_ms,
     until_ms=_until_ms,
     clock_hm=_clock_hm,
+    job_of=ids.job_of,
+    message_key=ids.key_of,
 )
 TEMPLATES.globals.update(
     took=_took,
@@ -279,56 +272,6 @@ async def queues_page(request: Request, worker: str | None = None, offset: int =
         stream=await global_stream(state),
         refresh_ms=5000,
     )
-
-
-@router.get("/dead", response_class=HTMLResponse)
-async def dead_page(
-    request: Request,
-    worker: str | None = None,
-    error: str | None = None,
-    before: str | None = None,
-    note: str | None = None,
-) -> HTMLResponse:
-    state = web_state(request)
-    error = (error or "").strip() or None
-    page = await list_dead(state.pool, state.keyspace, before=before, worker=worker, error=error)
-    filters = {"worker": worker, "error": error}
-    return render(
-        request,
-        "dead",
-        page=page,
-        filters=filters,
-        note=note,
-        live_src=_url("/dead", **filters, before=before, fragment="1"),
-        next_url=_url("/dead", **filters, before=page.next) if page.next else None,
-        first_url=_url("/dead", **filters) if before else None,
-        here=_url("/dead", **filters, before=before),
-        stream=await global_stream(state),
-    )
-
-
-@router.post("/dead/{entry_id}/redrive")
-async def redrive_from_page(request: Request, entry_id: EntryId) -> RedirectResponse:
-    state = web_state(request)
-    back = safe_next((await _form(request)).get("back")).split("?")[0]
-    try:
-        done = await redrive(state.pool, state.events, entry_id, by="web")
-        note = f"redriven: {done.message_id} is back on the {done.worker} queue"
-    except (DeadLetterNotFound, RedriveRefused) as exc:
-        note = str(exc)
-    return RedirectResponse(_url(back, note=note), 303)
-
-
-@router.post("/dead/redrive")
-async def redrive_all_from_page(request: Request) -> RedirectResponse:
-    state = web_state(request)
-    form = await _form(request)
-    worker, error = form.get("worker") or None, form.get("error") or None
-    report = await redrive_matching(state.pool, state.events, by="web", worker=worker, error=error)
-    note = f"redriven {len(report.redriven)}, stayed dead {len(report.refused)}"
-    if report.refused:
-        note += ": " + "; ".join(f"{k}: {v}" for k, v in list(report.refused.items())[:3])
-    return RedirectResponse(_url("/dead", worker=worker, error=error, note=note), 303)
 
 
 @router.get("/graphs", response_class=HTMLResponse)

@@ -20,7 +20,7 @@ from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.events import Event, EventLog
 from postel.infra.store.keys import Keyspace
-from postel.infra.web.queries import _fold, _place
+from postel.infra.web.job_story import _fold, _place
 from postel.messages import Envelope
 
 from postel.testing.relay import RELAY_WORKERS

@@ -272,3 +272,43 @@ async def test_after_an_outage_an_ingress_consumer_reads_its_own_pending_entries
         assert len(await redis_client.keys("postel:job:ingress-*")) == 5
     finally:
         await pool.aclose()
+
+
+async def test_a_handler_that_loses_redis_more_often_than_its_tries_still_completes(
+    redis_url: str, settings: Settings
+) -> None:
+    """Each of the planner's first runs meets an error that means "Redis is not answering
+    now", more runs than the message has tries (3): each is ridden out, gives back its try,
+    and is never recorded as the message's failure."""
+    from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+    from postel.infra.runtime.local_system import LocalSystem
+    from postel.infra.store.connect import ServerBusyError
+    from postel.messages import Envelope
+    from redis.exceptions import ClusterDownError, MovedError, ReadOnlyError
+
+    from postel.testing.relay import RELAY_WORKERS
+
+    intent, planner, *rest = RELAY_WORKERS
+    outages: list[Exception] = [
+        ClusterDownError("The cluster is down"),
+        MovedError("3999 127.0.0.1:6381"),
+        ReadOnlyError("You can't write against a read only replica."),
+        ServerBusyError("Redis is busy running a script."),
+    ]
+    assert len(outages) > settings.queue("planner").max_tries
+
+    async def losing_redis(message: Envelope, runtime: Runtime) -> Outcome:
+        if outages:
+            raise outages.pop(0)
+        return await planner.handle(message, runtime)
+
+    specs = [intent, WorkerSpec("planner", planner.accepts, losing_redis), *rest]
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
+        Client(system.url, settings) as client,
+    ):
+        job_id = await client.submit("through four outages")
+        assert await client.result(job_id, timeout=60) == "through four outages"
+        planned = [e for e in await client.events.read(job_id) if e.worker == "planner"]
+    assert not outages
+    assert [(e.status, e.attempt) for e in planned if e.status != "received"] == [("completed", 1)]

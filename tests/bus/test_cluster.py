@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from recording import Breakable
 
 JOBS = 40
+STOPPED_JOBS = 150
 
 
 def _text(value: bytes | str) -> str:
@@ -307,6 +308,30 @@ async def test_a_primary_killed_mid_run_fails_over_with_no_job_lost_or_run_twice
     assert on_victim_lanes, "some jobs lived on the killed shard"
 
 
+async def test_a_primary_stopped_for_4_s_under_150_jobs_fails_none(
+    replicated_cluster: LoopbackCluster, settings: Settings
+) -> None:
+    """While a stopped primary is failed over, every shard answers CLUSTERDOWN or TRYAGAIN
+    for a moment, and the stopped one's clients MOVED once it is back as a replica: an
+    outage each, ridden out, never a job's verdict."""
+    url = replicated_cluster.url
+    victim = replicated_cluster.primary_ports()[0]
+    one_at_a_time = settings.model_copy(update={"concurrency": 1})  # the jobs queue up
+    async with (
+        LocalSystem(one_at_a_time, redis_url=url, specs=slow_relay()),
+        Client(url, settings) as client,
+    ):
+        submitted = [
+            await client.submit(f"job {n}", job_id=f"stopped-{n}") for n in range(STOPPED_JOBS)
+        ]
+        await asyncio.to_thread(replicated_cluster.freeze_synced, victim, 4.0, 2.5)
+        records = await client.wait_all(submitted, timeout=180)
+    assert victim not in replicated_cluster.primary_ports(), "a replica took over"
+    failed = {job_id: r.error for job_id, r in records.items() if r.status != "completed"}
+    assert not failed
+    assert len(records) == STOPPED_JOBS
+
+
 async def every_page(api: httpx.AsyncClient, path: str, limit: int, field: str) -> list[str]:
     """`field` of every item of a paged API list, walked `limit` at a time by its cursor."""
     found: list[str] = []
@@ -415,5 +440,26 @@ async def test_the_cluster_client_falls_back_on_the_urls_nodes(cluster_url: str)
         client.nodes_manager.startup_nodes.clear()
         await client.nodes_manager.initialize()
         assert await client.set(keyspace_of(cluster_url).job("seeded"), "1")
+    finally:
+        await client.aclose()
+
+
+async def test_a_pipeline_finishing_while_another_task_refreshes_the_map_succeeds(
+    cluster_url: str,
+) -> None:
+    """A CLUSTERDOWN in one task makes redis-py forget its default node; a pipeline of
+    another task that then finishes with an error reply among its replies (an empty lane's
+    stream read, say) still returns them all."""
+    client = cluster_of(cluster_url).client()
+    key = keyspace_of(cluster_url).job("not-a-stream")
+    try:
+        await client.initialize()
+        await client.set(key, "1")
+        async with client.pipeline() as pipe:
+            pipe.get(key)
+            pipe.xrevrange(key, count=1)
+            await client.nodes_manager.aclose()  # what the other task's CLUSTERDOWN does
+            first, second = await pipe.execute(raise_on_error=False)
+        assert first == b"1" and isinstance(second, redis.ResponseError)
     finally:
         await client.aclose()

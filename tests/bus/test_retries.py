@@ -89,3 +89,32 @@ async def test_a_spec_with_one_try_dead_letters_after_its_first_failure(
     assert statuses == ["received", "dead_lettered", "completed", "failed"], "no retry"
     dead = await redis_client.xrange(KEYS.dead_letters(""))
     assert len(dead) == 1 and dead[0][1][b"job_id"] == job_id.encode()
+
+
+async def test_a_bug_in_a_handler_fails_the_job_at_once_naming_it(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    """Only the outside world failing now is retried: a KeyError would fail the same way on
+    every try, so the first one fails the job `internal_error` with the error named, and the
+    message waits in the dead letters for a redrive once the bug is fixed."""
+    tries: list[int] = []
+
+    async def buggy(message: Envelope, runtime: Runtime) -> Outcome:
+        tries.append(message.attempt)
+        return {"no": "outcome"}["outcome"]  # type: ignore[return-value]
+
+    intent = WorkerSpec("intent", RELAY_WORKERS[0].accepts, buggy)
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=[intent, *RELAY_WORKERS[1:]]) as system,
+        Client(system.url, settings) as client,
+    ):
+        job_id = await client.submit("a bug")
+        with pytest.raises(JobFailedError) as failure:
+            await client.result(job_id, timeout=20)
+        statuses = [e.status for e in await client.events.read(job_id) if e.worker == "intent"]
+    assert failure.value.status == "internal_error"
+    assert failure.value.error == "intent: KeyError: 'outcome'"
+    assert tries == [1]
+    assert "retried" not in statuses and "dead_lettered" in statuses
+    dead = await redis_client.xrange(KEYS.dead_letters(""))
+    assert [d[1][b"job_id"] for d in dead] == [job_id.encode()]

@@ -412,3 +412,30 @@ async def test_a_minimal_model_keeps_the_schema_and_its_whole_documents_merge_by
     assert result == document
     assert len(requests) >= 3, "the document needed continuations"
     assert all(request.json_schema is not None for request in requests)
+
+
+async def test_a_document_missing_a_required_field_goes_to_a_repair_then_an_answer(
+    redis_url: str, settings: Settings
+) -> None:
+    """A complete answer whose sections lack `content_type` cannot be read as a document:
+    it is the validator's to refuse, and the repair turn shows the model the error, once;
+    it is never retried as if the outside world had failed."""
+    broken = {"sections": [{"id": "s", "elements": [{"text": "no content type"}]}]}
+    prompts: list[str] = []
+
+    def respond(request: LLMRequest) -> str:
+        prompts.append(request.prompt_text())
+        return json.dumps(broken if len(prompts) == 1 else DOCUMENT)
+
+    model = Model(ScriptedClient(responder=respond), Capability.STANDARD)
+    async with loop_system(redis_url, settings, model), Client(redis_url, settings) as client:
+        first = generation_request("missing-field", max_tokens=4000)
+        await start_job(client.pool, client.events, client.jobs, first, source="test")
+        result = await client.result("missing-field", timeout=60)
+        events = await client.events.read("missing-field")
+    assert same_document(result, DOCUMENT)
+    assert len(prompts) == 2, "one call answered wrongly, one repair"
+    assert "content_type" in prompts[1] and "Field required" in prompts[1]
+    hops = [(e.worker, e.status, e.decision) for e in events if e.status != "received"]
+    assert ("validator", "completed", "repair") in hops
+    assert not [e for e in events if e.status in ("retried", "dead_lettered", "failed")]

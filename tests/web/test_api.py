@@ -23,8 +23,8 @@ from postel.infra.store.calls import record_commands
 from postel.infra.store.deadletter import dead_letter, list_dead
 from postel.infra.store.events import run_commands
 from postel.infra.store.keys import Keyspace
+from postel.infra.web.job_story import CALLS_SHOWN
 from postel.infra.web.pages import TEXT_SHOWN
-from postel.infra.web.queries import CALLS_SHOWN
 from postel.infra.web.server import WebError, WebServer
 from postel.messages.limits import MAX_PAYLOAD_BYTES
 from postel.services.gasl.loaders import DEMO_GRAPH

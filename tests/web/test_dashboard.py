@@ -23,7 +23,7 @@ from postel.infra.store.deadletter import dead_letter, list_dead
 from postel.infra.store.keys import Keyspace
 from postel.infra.web import charts as charts_module
 from postel.infra.web.charts import ChartWindow
-from postel.infra.web.queries import QUEUE_PAGE
+from postel.infra.web.system_view import QUEUE_PAGE
 from postel.messages import JobFailed, JobRequest, JobSubmitted, utc_now
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability

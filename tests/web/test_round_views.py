@@ -4,7 +4,7 @@ and what a model wrote under a command read from another spelling."""
 from __future__ import annotations
 
 from postel.infra.store.stores import GaslRound
-from postel.infra.web.queries import _rounds
+from postel.infra.web.job_story import _rounds
 from postel.messages.gasl import ExecutionRecord, GaslPlan
 
 
