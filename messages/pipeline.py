@@ -37,6 +37,7 @@ FailureStatus = Literal[
     "deadline_exceeded",
     "hop_timeout",
     "out_of_tries",
+    "internal_error",
     "cancelled",
 ]
 

@@ -24,7 +24,6 @@ import structlog
 from click.testing import CliRunner, Result
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
-from postel.infra.store import keys
 from postel.infra.store.redis_server import EmbeddedRedis, free_port
 from xdist_databases import worker_database_url
 
@@ -50,14 +49,13 @@ def loopback_cluster() -> Iterator[LoopbackCluster]:
 
 
 @pytest.fixture
-def cluster_url(loopback_cluster: LoopbackCluster) -> Iterator[str]:
-    """The shared cluster, emptied; the process's keys are back to one lane afterwards."""
+def cluster_url(loopback_cluster: LoopbackCluster) -> str:
+    """The shared cluster, emptied."""
     for port in loopback_cluster.primary_ports():
         node = redis.Redis(port=port)
         node.flushall()
         node.close()
-    yield loopback_cluster.url
-    keys.use_lanes(1)
+    return loopback_cluster.url
 
 
 @pytest.fixture(params=BACKENDS)

@@ -19,8 +19,8 @@ from postel.services.gasl.model import LLMGaslModel
 async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     assert isinstance(message, GaslPlanRequested)
     # a missing graph (or a job naming none) fails the job: GraphNotFound
-    adapter = await GraphRegistry(runtime.redis).adapter(message.request.graph)
-    rounds = GaslStateStore(runtime.redis, runtime.settings.job_ttl_s)
+    adapter = await GraphRegistry(runtime.redis, runtime.keyspace).adapter(message.request.graph)
+    rounds = GaslStateStore(runtime.redis, runtime.keyspace, runtime.settings.job_ttl_s)
     model = model_of(runtime, "gasl")
     llm = model.metered(message.request.options.model)
     deadline_in_s = (

@@ -14,7 +14,7 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     assert isinstance(message, GenerationRequested | GenerationContinued | ValidationFailed)
     model = model_of(runtime, "generator")
     llm = model.metered()  # the job's own model is named by the loop's requests
-    store = RedisLoopStore(runtime.redis, runtime.settings.job_ttl_s)
+    store = RedisLoopStore(runtime.redis, runtime.keyspace, runtime.settings.job_ttl_s)
     step = await stage.handle(message, stage.GeneratorDeps(llm, model.capability, store))
     return Outcome.of(step, llm.meter)
 

@@ -15,10 +15,14 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     assert isinstance(message, IntentAnalyzed | TaskPlanned | GaslPlanExecuted)
     graph = message.request.graph
     # adapters and summaries are cached per process; a missing graph fails the job
-    summary = None if graph is None else await GraphRegistry(runtime.redis).summary(graph)
+    summary = (
+        None
+        if graph is None
+        else await GraphRegistry(runtime.redis, runtime.keyspace).summary(graph)
+    )
     model = model_of(runtime, "planner")
     llm = model.metered(message.request.options.model)
-    rounds = GaslStateStore(runtime.redis, runtime.settings.job_ttl_s)
+    rounds = GaslStateStore(runtime.redis, runtime.keyspace, runtime.settings.job_ttl_s)
     deps = planner.PlannerDeps(llm, model.capability, summary, rounds.reader(message.job_id))
     step = await planner.handle(message, deps)
     return Outcome.of(step, llm.meter)

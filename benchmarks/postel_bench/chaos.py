@@ -64,10 +64,10 @@ from postel.infra.cli.support import EXIT_FAILED, EXIT_INPUT, fail, run_async, s
 from postel.infra.client.client import Client
 from postel.infra.runtime.presence import live_workers, wait_for
 from postel.infra.runtime.settings import WORKER_NAMES, Settings
-from postel.infra.store import keys
 from postel.infra.store.events import Event
 from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.jobs import JobNotFound, JobRecord
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.redis_server import EmbeddedRedis, free_port
 from postel.messages import TERMINAL_TYPES, FailureStatus, JobRequest, TypeSpec
 from postel.services.llm import LLMRequest
@@ -410,21 +410,22 @@ class Run:
     redis_restart: RedisRestart | None = None
 
 
-async def _count_records(pool: ArqRedis, job_ids: list[str]) -> int:
+async def _count_records(pool: ArqRedis, keyspace: Keyspace, job_ids: list[str]) -> int:
     async def count() -> int:
         async with pool.pipeline(transaction=False) as pipe:
             for job_id in job_ids:
-                pipe.exists(keys.job(job_id))
+                pipe.exists(keyspace.job(job_id))
             return sum(await pipe.execute())
 
     return await _patiently(count)
 
 
-async def _crash_redis(server: EmbeddedRedis, pool: ArqRedis, run: Run) -> EmbeddedRedis:
+async def _crash_redis(server: EmbeddedRedis, client: Client, run: Run) -> EmbeddedRedis:
     """SIGKILL redis-server (a crash, not a shutdown), then start it again on the same port
     and AOF directory."""
     job_ids = list(run.submitted)
-    before = await _count_records(pool, job_ids)
+    pool = client.pool
+    before = await _count_records(pool, client.keyspace, job_ids)
     info = await pool.info("server")
     restart = RedisRestart(time.time(), len(job_ids), before)
     os.kill(int(info["process_id"]), signal.SIGKILL)
@@ -433,7 +434,7 @@ async def _crash_redis(server: EmbeddedRedis, pool: ArqRedis, run: Run) -> Embed
     again = EmbeddedRedis(server.port, server.state_dir)
     await again.start()
     restart.back_at = time.time()
-    restart.records_after = await _count_records(pool, job_ids)
+    restart.records_after = await _count_records(pool, client.keyspace, job_ids)
     run.redis_restart = restart
     return again
 
@@ -465,7 +466,7 @@ async def _unfinished(client: Client, run: Run) -> list[str]:
     async def statuses() -> list[Any]:
         async with client.pool.pipeline(transaction=False) as pipe:
             for job_id in pending:
-                pipe.hget(keys.job(job_id), "status")
+                pipe.hget(client.keyspace.job(job_id), "status")
             return list(await pipe.execute())
 
     now = time.time()
@@ -476,13 +477,15 @@ async def _unfinished(client: Client, run: Run) -> list[str]:
 
 
 async def _fleet_is_up(client: Client, fleet: Fleet) -> bool:
-    announced = {p.pid for p in await _patiently(lambda: live_workers(client.pool))}
+    announced = {
+        p.pid for p in await _patiently(lambda: live_workers(client.pool, client.keyspace))
+    }
     return all(slot.process is not None and slot.process.pid in announced for slot in fleet.slots)
 
 
 async def _quiet_for(client: Client) -> float:
     """Seconds since the newest event of any job."""
-    newest = await _patiently(lambda: client.pool.xrevrange(keys.EVENTS, count=1))
+    newest = await _patiently(lambda: client.pool.xrevrange(client.keyspace.events(""), count=1))
     if not newest:
         return float("inf")
     return time.time() - int(newest[0][0].decode().split("-")[0]) / 1000
@@ -540,16 +543,18 @@ async def run_chaos(config: ChaosConfig) -> dict[str, Any]:
             await client.connect()
             graph_file = Path(tmp) / "chaos.graphml"
             graph_file.write_text(graphml())
-            await GraphRegistry(client.pool).add(GRAPH, graph_file)
+            await GraphRegistry(client.pool, client.keyspace).add(GRAPH, graph_file)
             fleet.start()
             background.append(asyncio.create_task(fleet.supervise(stop)))
             for kind in WORKER_NAMES:
-                await wait_for(client.pool, kind, processes=config.processes, timeout=300)
+                await wait_for(
+                    client.pool, client.keyspace, kind, processes=config.processes, timeout=300
+                )
             run.started = time.time()
             background.append(asyncio.create_task(_kill_workers(fleet, config, stop_kills)))
             for index, job in enumerate(jobs):
                 if config.redis_restart and index == len(jobs) // 2:
-                    server = await _crash_redis(server, client.pool, run)
+                    server = await _crash_redis(server, client, run)
                 delay = run.started + index / config.rate - time.time()
                 if delay > 0:
                     await asyncio.sleep(delay)
@@ -579,22 +584,22 @@ def _at_ms(event: Event) -> int:
     return int(event.id.split("-")[0])
 
 
-async def _read_events(pool: ArqRedis) -> list[Event]:
+async def _read_events(pool: ArqRedis, keyspace: Keyspace) -> list[Event]:
     events: list[Event] = []
     start = "-"
     while True:
-        entries = await pool.xrange(keys.EVENTS, min=start, count=5000)
+        entries = await pool.xrange(keyspace.events(""), min=start, count=5000)
         events.extend(Event.from_entry(entry_id, fields) for entry_id, fields in entries)
         if len(entries) < 5000:
             return events
         start = "(" + entries[-1][0].decode()
 
 
-async def _results_per_job(pool: ArqRedis) -> Counter[str]:
+async def _results_per_job(pool: ArqRedis, keyspace: Keyspace) -> Counter[str]:
     counts: Counter[str] = Counter()
     start = "-"
     while True:
-        entries = await pool.xrange(keys.RESULTS, min=start, count=5000)
+        entries = await pool.xrange(keyspace.results(""), min=start, count=5000)
         for _entry_id, fields in entries:
             counts[fields[b"job_id"].decode()] += 1
         if len(entries) < 5000:
@@ -663,8 +668,8 @@ def takeover_figures(fleet: Fleet, hops: list[Event]) -> dict[str, Any]:
 async def drill_figures(client: Client, run: Run, fleet: Fleet, fake: FakeModel) -> dict[str, Any]:
     """What became of every job of the run, counted from Redis (see the module docstring)."""
     pool = client.pool
-    hops = await _read_events(pool)
-    results = await _results_per_job(pool)
+    hops = await _read_events(pool, client.keyspace)
+    results = await _results_per_job(pool, client.keyspace)
     terminal_events: Counter[str] = Counter(h.job_id for h in hops if h.type in TERMINAL_TYPES)
     last_event = {h.job_id: h for h in hops}
     outcome: Counter[str] = Counter()

@@ -44,7 +44,7 @@ def _rss_mb() -> float:
 
 
 async def _load_new(redis_url: str, name: str) -> dict[str, Any]:
-    from postel.infra.store.connect import redis_client
+    from postel.infra.store.connect import keyspace_of, redis_client
     from postel.infra.store.graphs import AdapterCache, GraphRegistry
 
     client = redis_client(redis_url)
@@ -63,7 +63,7 @@ async def _load_new(redis_url: str, name: str) -> dict[str, Any]:
     ticker = asyncio.create_task(tick())
     try:
         started = time.perf_counter()
-        adapter = await GraphRegistry(client, AdapterCache()).adapter(name)
+        adapter = await GraphRegistry(client, keyspace_of(redis_url), AdapterCache()).adapter(name)
         seconds = time.perf_counter() - started
     finally:
         done.set()
@@ -124,7 +124,7 @@ def _add_new(redis_url: str, name: str, graphml: Path) -> dict[str, Any]:
 
 async def run_graphs_bench(triples: int, redis_url: str | None = None) -> dict[str, Any]:
     """Every figure of one run (see the module docstring)."""
-    from postel.infra.store.connect import redis_client
+    from postel.infra.store.connect import keyspace_of, redis_client
     from postel.infra.store.graphs import GraphRegistry
     from postel.infra.store.redis_server import configured_or_scratch
 
@@ -138,7 +138,7 @@ async def run_graphs_bench(triples: int, redis_url: str | None = None) -> dict[s
             added = await asyncio.to_thread(_add_new, url, name, graphml)
             client = redis_client(url)
             try:
-                info = await GraphRegistry(client).info(name)
+                info = await GraphRegistry(client, keyspace_of(url)).info(name)
             finally:
                 await client.aclose()
             loaded = await asyncio.to_thread(_child, "load", url, name)

@@ -19,7 +19,6 @@ from postel.infra.runtime.model import RESOURCE, Model
 from postel.infra.runtime.runner import load_worker
 from postel.infra.runtime.settings import Settings
 from postel.infra.runtime.submit import start_job
-from postel.infra.store import keys
 from postel.infra.store.events import HANDLED
 from postel.infra.store.redis_server import configured_or_scratch
 from postel.messages import (
@@ -75,7 +74,7 @@ async def run_loop_bus_bench(
             for e in await client.events.read(job_id)
             if e.worker == "generator" and e.status in HANDLED
         ]
-        raw_state = await client.pool.get(keys.loop_state(job_id, TASK_ID, 0))
+        raw_state = await client.pool.get(client.keyspace.loop_state(job_id, TASK_ID, 0))
     state = LoopState.model_validate_json(raw_state) if raw_state else LoopState()
     figures = _figures(events, state, responses, max_iterations)
     final = (

@@ -155,7 +155,9 @@ async def _start_up(env: dict[str, str], directory: Path, port: int, label: str)
                 await asyncio.sleep(0.1)
             async with Client(up.url, Settings(redis_url=up.url)) as client:
                 for kind in WORKER_NAMES:
-                    await wait_for(client.pool, kind, processes=1, timeout=_START_TIMEOUT_S)
+                    await wait_for(
+                        client.pool, client.keyspace, kind, processes=1, timeout=_START_TIMEOUT_S
+                    )
     except BaseException:
         up.stop()  # a process that never came up is not left behind
         raise

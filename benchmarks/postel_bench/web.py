@@ -18,7 +18,8 @@ from typing import Any
 
 import httpx
 from postel.infra.runtime.settings import WORKER_NAMES, Settings
-from postel.infra.store import keys
+from postel.infra.store import lanes
+from postel.infra.store.connect import keyspace_of
 from postel.infra.store.deadletter import DEAD_LETTER_MAXLEN
 from postel.infra.store.events import Event, EventLog, run_commands
 from postel.infra.store.job_stores import job_stores
@@ -86,14 +87,16 @@ async def _fill(
 ) -> None:
     """Jobs first..last-1: records, index entries, events, and a dead letter per tenth."""
     request = JobRequest(prompt="Which authors in these reports collaborate most?")
+    keyspace = jobs.keyspace
     for start in range(first, last, _CHUNK):
         async with redis.pipeline(transaction=False) as pipe:
             for n in range(start, min(start + _CHUNK, last)):
                 job_id = f"bench-{n:06d}"
                 status, events = _job_events(job_id, n, events_per_job)
                 now = utc_now()
+                lane = keyspace.lane_of(job_id)
                 pipe.hset(
-                    keys.job(job_id),
+                    keyspace.job(job_id),
                     mapping={
                         "job_id": job_id,
                         "status": "queued",
@@ -104,24 +107,24 @@ async def _fill(
                         "title": f"{request.prompt} (#{n})",
                     },
                 )
-                pipe.zadd(keys.JOBS, {job_id: now.timestamp() * 1000})
+                pipe.zadd(keyspace.jobs(lane), {job_id: now.timestamp() * 1000})
                 for event in events:
                     for command in log.commands(event):
                         pipe.execute_command(*command)
                 if status == "running":
-                    pipe.hset(keys.job(job_id), mapping={"status": "running", "stage": "gasl"})
+                    pipe.hset(keyspace.job(job_id), mapping={"status": "running", "stage": "gasl"})
                 elif status == "failed":
                     pipe.execute_command(
-                        *JobStore.finished_command(job_id, error="boom", failure="out_of_tries")
+                        *jobs.finished_command(job_id, error="boom", failure="out_of_tries")
                     )
                     pipe.xadd(
-                        keys.DEAD_LETTER,
+                        keyspace.dead_letters(lane),
                         {"source": "worker:gasl", "error": "boom", "raw": "{}", "job_id": job_id},
                         maxlen=DEAD_LETTER_MAXLEN,
                     )
                 else:
-                    pipe.execute_command(*JobStore.finished_command(job_id, result="done"))
-                pipe.expire(keys.job(job_id), jobs.ttl_s)
+                    pipe.execute_command(*jobs.finished_command(job_id, result="done"))
+                pipe.expire(keyspace.job(job_id), jobs.ttl_s)
             await pipe.execute()
 
 
@@ -173,7 +176,8 @@ async def run_web_bench(
     async with configured_or_scratch(None) as url:
         pool = await connect_arq(url)
         try:
-            log, store = job_stores(pool, sized)
+            keyspace = keyspace_of(url)
+            log, store = job_stores(pool, keyspace, sized)
             request = JobRequest(prompt="a job with many hops")
             await run_commands(pool, store.created_commands("bench-heavy", request, "-"))
             _status, heavy = _job_events("bench-heavy", 0, sized.job_events_maxlen)
@@ -189,12 +193,13 @@ async def run_web_bench(
                 await _fill(pool, log, store, baseline_jobs, jobs, events_per_job)
                 filled_s = time.perf_counter() - started
                 middle = f"bench-{jobs // 2:06d}"
-                cursor = f"{await pool.zscore(keys.JOBS, middle):.0f}:{middle}"
+                score = await pool.zscore(keyspace.jobs(keyspace.lane_of(middle)), middle)
+                cursor = f"{score:.0f}:{middle}"
                 large = await _measure(web, _pages(jobs, cursor), requests)
             counts = {
-                "jobs": await pool.zcard(keys.JOBS),
-                "events": await pool.xlen(keys.EVENTS),
-                "dead_letters": await pool.xlen(keys.DEAD_LETTER),
+                "jobs": sum([await pool.zcard(keyspace.jobs(lane)) for lane in keyspace.lanes()]),
+                "events": await lanes.length(pool, keyspace, keyspace.events),
+                "dead_letters": await lanes.length(pool, keyspace, keyspace.dead_letters),
             }
         finally:
             await pool.aclose()

@@ -42,7 +42,9 @@ async def dead_list(
     """List dead letters, newest first."""
     from postel.infra.store.deadletter import list_dead
 
-    page = await list_dead(client.pool, before=before, limit=limit, worker=worker, error=error)
+    page = await list_dead(
+        client.pool, client.keyspace, before=before, limit=limit, worker=worker, error=error
+    )
     for letter in page.items:
         if as_json:
             click.echo(letter.model_dump_json())
@@ -62,7 +64,7 @@ async def dead_show(client: Client, entry_id: str) -> None:
     """Print one dead letter as JSON, its raw payload included."""
     from postel.infra.store.deadletter import get_dead
 
-    letter = await get_dead(client.pool, entry_id)
+    letter = await get_dead(client.pool, client.keyspace, entry_id)
     click.echo(letter.model_dump_json(indent=2))
 
 

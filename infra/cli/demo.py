@@ -62,7 +62,7 @@ class DemoOutcome:
 
 async def register_sample_graph(client: Client) -> GraphInfo:
     """The bundled graph under `mmwr`; re-registered only if the stored copy differs."""
-    registry = GraphRegistry(client.pool)
+    registry = GraphRegistry(client.pool, client.keyspace)
     digest = hashlib.sha256(DEMO_GRAPH.read_bytes()).hexdigest()
     try:
         info = await registry.info(GRAPH_NAME)
@@ -120,6 +120,7 @@ FAILURES: dict[str, str] = {
     "deadline_exceeded": "the job ran past its deadline",
     "hop_timeout": "a step ran past its time limit",
     "out_of_tries": "a step failed on every try",
+    "internal_error": "a step met a bug in postel",
     "cancelled": "the job was cancelled",
 }
 """Each way a job fails, in words (messages.pipeline.FailureStatus)."""
@@ -207,7 +208,11 @@ def intent_lines(intent: Intent) -> list[str]:
 async def read_intent(client: Client, job_id: str) -> Intent | str:
     """The intent the model answered, read back from the job's recorded calls with the
     intent worker's own reader; a sentence saying why when it cannot be shown."""
-    calls = [call for call in await read_calls(client.pool, job_id) if call.stage == "intent"]
+    calls = [
+        call
+        for call in await read_calls(client.pool, client.keyspace, job_id)
+        if call.stage == "intent"
+    ]
     if not calls:
         return "the intent's model call was not recorded (POSTEL_RECORD_CALLS=false)"
     try:
@@ -246,7 +251,7 @@ class Story:
 
     def __init__(self, client: Client, settings: Settings, echo: Echo) -> None:
         self.client = client
-        self.rounds = GaslStateStore(client.pool, settings.job_ttl_s)
+        self.rounds = GaslStateStore(client.pool, client.keyspace, settings.job_ttl_s)
         self.echo = echo
         self.started = time.monotonic()
 
@@ -343,5 +348,7 @@ async def run_demo(
             await story.tell(event)
 
         record = await run_job(client, request, timeout=timeout, on_event=show)
-        rounds = await GaslStateStore(client.pool, settings.job_ttl_s).rounds(record.job_id)
+        rounds = await GaslStateStore(client.pool, client.keyspace, settings.job_ttl_s).rounds(
+            record.job_id
+        )
         return DemoOutcome(record, rounds)

@@ -23,12 +23,13 @@ if TYPE_CHECKING:
 @asynccontextmanager
 async def _registry() -> AsyncIterator[GraphRegistry]:
     from postel.infra.cli import support as cli_support
-    from postel.infra.store.connect import redis_client
+    from postel.infra.store.connect import keyspace_of, redis_client
     from postel.infra.store.graphs import GraphRegistry
 
-    client = redis_client(cli_support.settings().effective_redis_url)
+    url = cli_support.settings().effective_redis_url
+    client = redis_client(url)
     try:
-        yield GraphRegistry(client)
+        yield GraphRegistry(client, keyspace_of(url))
     finally:
         await client.aclose()
 

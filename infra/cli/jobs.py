@@ -262,7 +262,7 @@ async def calls_command(client: Client, job_id: str, as_json: bool, chars: int) 
     from postel.infra.store.events import HANDLED
 
     await client.status(job_id)
-    calls = await read_calls(client.pool, job_id)
+    calls = await read_calls(client.pool, client.keyspace, job_id)
     if as_json:
         for call in calls:
             click.echo(call.model_dump_json())

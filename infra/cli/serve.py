@@ -201,7 +201,7 @@ async def workers(client: Client, as_json: bool) -> None:
     """List the live worker processes (each refreshes its presence every few seconds)."""
     from postel.infra.runtime.presence import live_workers
 
-    for presence in await live_workers(client.pool):
+    for presence in await live_workers(client.pool, client.keyspace):
         if as_json:
             click.echo(presence.model_dump_json())
             continue

@@ -25,8 +25,8 @@ from postel.infra.runtime.cancel import cancel_job
 from postel.infra.runtime.settings import Settings
 from postel.infra.runtime.submit import submit_job
 from postel.infra.runtime.tracing import configure_from_environment
-from postel.infra.store import keys, lanes
-from postel.infra.store.connect import REDIS_UNAVAILABLE
+from postel.infra.store import lanes
+from postel.infra.store.connect import REDIS_UNAVAILABLE, keyspace_of
 from postel.infra.store.events import Event, EventLog
 from postel.infra.store.job_stores import job_stores
 from postel.infra.store.jobs import JobNotFound, JobRecord, JobStore
@@ -58,6 +58,8 @@ class Client:
     def __init__(self, url: str | None = None, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
         self.url = url or self.settings.effective_redis_url
+        self.keyspace = keyspace_of(self.url)
+        """The names of postel's keys where the client connects."""
         self._pool: ArqRedis | None = None
 
     async def connect(self) -> Client:
@@ -85,11 +87,11 @@ class Client:
 
     @property
     def events(self) -> EventLog:
-        return job_stores(self.pool, self.settings).events
+        return job_stores(self.pool, self.keyspace, self.settings).events
 
     @property
     def jobs(self) -> JobStore:
-        return job_stores(self.pool, self.settings).jobs
+        return job_stores(self.pool, self.keyspace, self.settings).jobs
 
     async def submit(
         self,
@@ -165,7 +167,7 @@ class Client:
         records: dict[str, JobRecord] = {}
         reconnect = RideOut("waiting for jobs", None)
         async with asyncio.timeout(timeout):
-            cursor = await lanes.newest(self.pool, keys.results)
+            cursor = await lanes.newest(self.pool, self.keyspace, self.keyspace.results)
             for job_id in job_ids:
                 record = await self._status(job_id, None)
                 if record.finished:
@@ -174,7 +176,7 @@ class Client:
             while pending:
                 try:
                     entries = await lanes.read_after(
-                        self.pool, keys.results, cursor, count=500, block_ms=1000
+                        self.pool, self.keyspace.results, cursor, count=500, block_ms=1000
                     )
                 except REDIS_UNAVAILABLE as exc:
                     await reconnect.failed(exc)

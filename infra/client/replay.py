@@ -118,10 +118,10 @@ async def export_job(client: Client, job_id: str, capability: Capability) -> Job
     record = await client.status(job_id)
     if record.request is None:
         raise ReplayInputError(f"job {job_id} has no stored request to export")
-    calls = await read_calls(client.pool, job_id)
+    calls = await read_calls(client.pool, client.keyspace, job_id)
     graphs: dict[str, str] = {}
     if record.request.graph:
-        info = await GraphRegistry(client.pool).info(record.request.graph)
+        info = await GraphRegistry(client.pool, client.keyspace).info(record.request.graph)
         graphs[info.name] = info.sha256
     asked_in = next((Capability(c.capability) for c in calls if c.capability), capability)
     return JobExport(
@@ -132,7 +132,7 @@ async def export_job(client: Client, job_id: str, capability: Capability) -> Job
         events=await client.events.read(job_id),
         calls=calls,
         cassette=as_cassette(calls),
-        rounds=await GaslStateStore(client.pool, 0).rounds(job_id),
+        rounds=await GaslStateStore(client.pool, client.keyspace, 0).rounds(job_id),
         graphs=graphs,
     )
 
@@ -153,7 +153,7 @@ def _canonical(value: Any) -> str:
 
 
 async def _add_graphs(client: Client, export: JobExport, files: dict[str, Path]) -> None:
-    registry = GraphRegistry(client.pool)
+    registry = GraphRegistry(client.pool, client.keyspace)
     for name, sha256 in export.graphs.items():
         path = files.get(name) or (DEMO_GRAPH if name == "mmwr" else None)
         if path is None:

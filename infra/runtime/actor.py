@@ -19,9 +19,13 @@ LLMError while there is still time to commit the failure. How a failure ends:
   - the job's deadline passed (before or during the hop)  -> `deadline_exceeded`
   - the hop outlasted its limit                            -> `hop_timeout`
   - the model endpoint failed (after its own retries)      -> `llm_error`
-  - the job's graph is missing (GraphNotFound)             -> `invalid_request`
-  - any other exception: arq retries the message with exponential backoff (`retried`
-    event) while tries remain, then `out_of_tries`.
+  - Redis not answering (REDIS_UNAVAILABLE)                -> ridden out: the message runs
+    again, its try given back
+  - the outside world failing now (TRANSIENT: OSError, Unavailable): arq retries the
+    message with exponential backoff (`retried` event) while tries remain, then
+    `out_of_tries`
+  - an error raised on purpose (PostelError: the graph is missing, say) -> `invalid_request`
+  - any other exception, a bug                             -> `internal_error`, at once
 The model layer's retries are the one retry budget of a model failure: the handler does not
 retry it again. Failed messages other than deadline ones are dead-lettered, so they can be
 redriven. A result that cannot be stored (too large, not JSON) fails the job
@@ -50,10 +54,9 @@ from arq import Retry
 from arq.connections import ArqRedis
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 from postel.infra.runtime.arrival import Arrival
-from postel.infra.runtime.retries import HopRetries
+from postel.infra.runtime.retries import HopRetries, RedisLost
 from postel.infra.runtime.settings import QueueSettings, Settings
 from postel.infra.runtime.tracing import hop_span, with_trace
-from postel.infra.store import keys
 from postel.infra.store.calls import count_failed_calls, record_commands
 from postel.infra.store.commit import (
     JOB_RECORD_MISSING,
@@ -66,7 +69,8 @@ from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.deadletter import dead_letter, dead_letter_command, summarise_validation
 from postel.infra.store.events import Command, Event, EventLog, EventStatus, Metrics, run_commands
 from postel.infra.store.job_stores import job_stores
-from postel.infra.store.jobs import JobStore, publish_command
+from postel.infra.store.jobs import JobStore
+from postel.infra.store.keys import Keyspace, lane_of_arq, message_of
 from postel.messages import (
     Envelope,
     FailureStatus,
@@ -76,7 +80,7 @@ from postel.messages import (
     ids,
     utc_now,
 )
-from postel.messages.errors import GraphNotFound, TimedOut
+from postel.messages.errors import PostelError, TimedOut, Unavailable
 from postel.services.llm.budget import call_budget
 from postel.services.llm.call_log import LoggedCall, logging_calls
 from postel.services.llm.errors import LLMError
@@ -89,8 +93,6 @@ from redis.exceptions import ResponseError
 log = structlog.get_logger(__name__)
 
 DONE_TTL_S = 7 * 24 * 3600
-# A message whose run lost Redis is deferred this long: Redis is usually back by then.
-REDIS_LOST_RETRY_S = 1.0
 
 _hop: ContextVar[RunningHop | None] = ContextVar("hop", default=None)
 """The hop this task runs: its `received` event, and while that is unwritten the Arrival
@@ -116,10 +118,12 @@ class Outcome:
 
 @dataclass
 class Runtime:
-    """What every handler may use: the arq pool (also the Redis client), settings and the
-    stores; `resources` holds per-process objects a worker builds once (a model client)."""
+    """What every handler may use: the arq pool (also the Redis client), the names of its
+    keys, settings and the stores; `resources` holds per-process objects a worker builds
+    once (a model client)."""
 
     pool: ArqRedis
+    keyspace: Keyspace
     settings: Settings
     events: EventLog
     jobs: JobStore
@@ -130,9 +134,9 @@ class Runtime:
         return self.pool
 
     @classmethod
-    def create(cls, pool: ArqRedis, settings: Settings) -> Runtime:
-        events, jobs = job_stores(pool, settings)
-        return cls(pool=pool, settings=settings, events=events, jobs=jobs)
+    def create(cls, pool: ArqRedis, keyspace: Keyspace, settings: Settings) -> Runtime:
+        events, jobs = job_stores(pool, keyspace, settings)
+        return cls(pool=pool, keyspace=keyspace, settings=settings, events=events, jobs=jobs)
 
 
 Handler = Callable[[Envelope, Runtime], Awaitable[Outcome]]
@@ -215,10 +219,11 @@ class Actor:
         worker sets it to a short lease (`lease_s`, infra/runtime/wake.py), which the handler renews
         while its process lives: a dead worker's job is free again within `lease_s`.
 
-        Redis lost mid-message (a command failed as unreachable) is not the message's fault:
-        the message is handed back to arq to run again (a commit that did land is seen by the
-        re-run's done check). If Redis is still away, arq cannot record that either, and the
-        lease lapses instead: the message runs again all the same.
+        Redis lost mid-message (a command of the runtime's or of the handler's failed with
+        REDIS_UNAVAILABLE) is not the message's fault: the message is handed back to arq to
+        run again, with its try given back (a commit that did land is seen by the re-run's
+        done check). If Redis is still away, arq cannot record that either, and the lease
+        lapses instead: the message runs again all the same.
 
         `ctx["received"]` is what the take script found the message to be (infra/runtime/
         wake.py); where it is absent (arq's own Worker), the hop asks in a round trip.
@@ -235,7 +240,7 @@ class Actor:
             )
         except REDIS_UNAVAILABLE as exc:
             log.warning("lost redis while handling a message; it runs again", error=str(exc))
-            raise Retry(defer=REDIS_LOST_RETRY_S) from exc
+            raise RedisLost() from exc
         except asyncio.CancelledError:
             # arq cancels a run at job_timeout (then drops the message) and at shutdown (then
             # runs it again). The hop limit ends runs earlier, so a cut at job_timeout means
@@ -360,7 +365,9 @@ class Actor:
                 outcome = await self._handle_within(message, limit)
             except Exception:
                 try:
-                    await count_failed_calls(self.runtime.redis, message.job_id, calls.failed)
+                    await count_failed_calls(
+                        self.runtime.redis, self.runtime.keyspace, message.job_id, calls.failed
+                    )
                 except REDIS_UNAVAILABLE as lost:  # the handler's own error is what counts
                     log.warning("could not count failed model calls", error=str(lost))
                 raise
@@ -387,7 +394,8 @@ class Actor:
         for a message that runs: one round trip."""
         return await receive_once(
             self.runtime.redis,
-            keys.done(message.message_id),
+            self.runtime.keyspace,
+            self.runtime.keyspace.done(message.message_id),
             message.job_id,
             self.runtime.events.commands(received),
         )
@@ -396,6 +404,7 @@ class Actor:
         """The dead letter of a message whose job has no record: it is never run, and
         nothing is written for the job."""
         return dead_letter_command(
+            self.runtime.keyspace,
             source=f"worker:{self.spec.name}",
             error=f"{JOB_RECORD_MISSING}: job {message.job_id!r} has no record (never "
             f"submitted, expired, or lost); {self.spec.name} did not run the message",
@@ -429,7 +438,9 @@ class Actor:
         dead-lettered like any poison, with the job it names failed. An entry without a
         payload whose message was committed (its arq id is the message id) is what a stale
         run's late retry left behind: nothing was lost, and nothing is recorded."""
-        if not raw and await self.runtime.redis.exists(keys.done(keys.message_of(arq_job))):
+        if not raw and await self.runtime.redis.exists(
+            self.runtime.keyspace.done(message_of(arq_job))
+        ):
             log.info("a committed message's leftover queue entry; dropped", arq_job=arq_job)
             return
         payload: Any = None
@@ -459,6 +470,7 @@ class Actor:
         message_id = message_id if isinstance(message_id, str) else ""
         await dead_letter(
             self.runtime.redis,
+            self.runtime.keyspace,
             source=f"worker:{self.spec.name}",
             error=error,
             payload=raw,
@@ -467,7 +479,9 @@ class Actor:
             attempt=attempt,
         )
         log.warning("dead-lettered a poison message", error=error, job_id=job_id)
-        if job_id and await self.runtime.redis.hget(keys.job(job_id), "status") in (
+        if job_id and await self.runtime.redis.hget(
+            self.runtime.keyspace.job(job_id), "status"
+        ) in (
             b"queued",
             b"running",
         ):
@@ -487,7 +501,7 @@ class Actor:
         )
         commands = [
             *self.runtime.events.commands(event),
-            JobStore.finished_command(job_id, error=error, failure=failure),
+            self.runtime.jobs.finished_command(job_id, error=error, failure=failure),
         ]
         await run_commands(self.runtime.redis, commands)
 
@@ -500,6 +514,8 @@ class Actor:
         started: float,
         limit: HopLimit,
     ) -> None:
+        if isinstance(exc, REDIS_UNAVAILABLE):
+            raise exc  # the handler lost Redis: an outage, ridden out (handle_job)
         error = f"{type(exc).__name__}: {exc}"
         status = _failure_of(exc, limit)
         if status is not None:
@@ -509,7 +525,7 @@ class Actor:
             )
             return
         if self.retries.retries(attempt):
-            if await self.runtime.redis.exists(keys.done(message.message_id)):
+            if await self.runtime.redis.exists(self.runtime.keyspace.done(message.message_id)):
                 # a stale run (its worker froze past the lease): another run committed the
                 # message, so there is nothing to retry and nothing to record
                 log.info("handler failed after another run committed; nothing to retry")
@@ -537,6 +553,7 @@ class Actor:
         if keep:
             gave_up.dead_letter.append(
                 dead_letter_command(
+                    self.runtime.keyspace,
                     source=f"worker:{self.spec.name}",
                     error=error,
                     payload=payload,
@@ -569,14 +586,17 @@ class Actor:
         gave_up: GaveUp | None = None,
     ) -> bool:
         """Commit the outcome. One that cannot be stored (not serialisable, over Redis's
-        limits) fails the job `invalid_request` with the reason instead; a Redis outage
-        propagates, and arq runs the message again. With `arq_job`, the commit also removes
-        that job from this worker's queue (what arq's finish would do in a round trip of its
-        own); True if it did. `gave_up` (a dead letter and its event) is committed with the
+        limits: Redis's reply is about the outcome itself) fails the job `invalid_request`
+        with the reason instead; a Redis outage (REDIS_UNAVAILABLE: a failover's CLUSTERDOWN
+        included) propagates, and arq runs the message again. With `arq_job`, the commit also
+        removes that job from this worker's queue (what arq's finish would do in a round trip
+        of its own); True if it did. `gave_up` (a dead letter and its event) is committed with the
         outcome."""
         extra = gave_up or GaveUp()
         try:
             result = await self._commit_outcome(message, payload, outcome, started, arq_job, extra)
+        except REDIS_UNAVAILABLE:
+            raise  # Redis not answering now says nothing of the outcome: it runs again
         except (ValueError, TypeError, RecursionError, ResponseError) as exc:
             if any(isinstance(m, JobFailed) for m in outcome.messages):
                 raise
@@ -628,17 +648,23 @@ class Actor:
             commands.extend(self._finish_job(final))
         if not terminal:
             stage = next((m.destination for m in outcome.messages), None) or self.spec.name
-            commands.append(JobStore.running_command(message.job_id, stage))
+            commands.append(self.runtime.jobs.running_command(message.job_id, stage))
         if self.runtime.settings.record_calls:
             ttl = self.runtime.settings.job_ttl_s
-            commands.extend(record_commands(outcome.calls, message.job_id, ttl))
+            commands.extend(
+                record_commands(self.runtime.keyspace, outcome.calls, message.job_id, ttl)
+            )
         finished: list[Command] = []
         if arq_job is not None:
             # the queue forgets the job with the commit; its in-progress key (the lease) just
             # expires, as nothing can take a job that is no longer queued
             finished = [
                 ["DEL", job_key_prefix + arq_job, retry_key_prefix + arq_job],
-                ["ZREM", keys.queue(self.spec.name, keys.lane_of_arq(arq_job)), arq_job],
+                [
+                    "ZREM",
+                    self.runtime.keyspace.queue(self.spec.name, lane_of_arq(arq_job)),
+                    arq_job,
+                ],
             ]
             commands.extend(finished)
 
@@ -656,7 +682,8 @@ class Actor:
 
         return await commit_once(
             self.runtime.redis,
-            keys.done(message.message_id),
+            self.runtime.keyspace,
+            self.runtime.keyspace.done(message.message_id),
             DONE_TTL_S,
             commands,
             downstream,
@@ -669,11 +696,11 @@ class Actor:
 
     def _finish_job(self, final: Envelope) -> list[Command]:
         if isinstance(final, JobCompleted):
-            record = JobStore.finished_command(final.job_id, result=final.result)
+            record = self.runtime.jobs.finished_command(final.job_id, result=final.result)
             status: EventStatus = "completed"
             error = ""
         elif isinstance(final, JobFailed):
-            record = JobStore.finished_command(
+            record = self.runtime.jobs.finished_command(
                 final.job_id, result=final.partial, error=final.error, failure=final.status
             )
             status, error = "failed", final.error
@@ -688,7 +715,7 @@ class Actor:
             status=status,
             error=error,
         )
-        published = publish_command(final, self.runtime.settings.events_maxlen)
+        published = self.runtime.jobs.publish_command(final, self.runtime.settings.events_maxlen)
         return [record, *self.runtime.events.commands(event), published]
 
     def _event(
@@ -750,17 +777,32 @@ async def _unwritten_received() -> list[Event]:
     return [] if hop is None or hop.arrival is None else await hop.arrival.unwritten()
 
 
+TRANSIENT: tuple[type[Exception], ...] = (OSError, Unavailable)
+"""A handler's errors that are the outside world failing now, worth another try: the
+network or a socket (OSError: refused, reset, timed out), a service postel needs not
+answering (Unavailable). A Redis outage is ridden out before this (REDIS_UNAVAILABLE); a
+model endpoint's failures are retried inside the model layer, and what escapes it fails the
+job `llm_error`."""
+
+
 def _failure_of(exc: Exception, limit: HopLimit) -> FailureStatus | None:
-    """The failure a handler's exception ends the job with; None if it is worth a retry."""
+    """The failure a handler's exception ends the job with; None if it is worth a retry
+    (TRANSIENT only). An error postel raises on purpose (PostelError) names what the request
+    or a message lacks: retrying cannot change it. Any other exception is a bug in the
+    handler (a TypeError, a KeyError, a model answer read without its validation): the job
+    fails at once `internal_error`, naming it, and the message is dead-lettered to be
+    redriven once the bug is fixed."""
     if limit.by_deadline and (isinstance(exc, HopTimeout) or limit.spent()):
         return "deadline_exceeded"
     if isinstance(exc, HopTimeout):
         return "hop_timeout"
     if isinstance(exc, LLMError):
         return "llm_error"
-    if isinstance(exc, GraphNotFound):
+    if isinstance(exc, TRANSIENT):
+        return None
+    if isinstance(exc, PostelError):
         return "invalid_request"
-    return None
+    return "internal_error"
 
 
 def _age_ms(created_at: datetime, now: datetime) -> float:

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import json
 
-from postel.infra.store import keys
 from postel.infra.store.events import Event, EventLog
-from postel.infra.store.jobs import JobNotFound, JobStore, publish_command
+from postel.infra.store.jobs import JobNotFound, JobStore
 from postel.messages import JobFailed, ids
 from postel.messages.errors import Refused
 from redis.asyncio import Redis
@@ -65,13 +64,14 @@ async def cancel_job(
         status="failed",
         error=error,
     )
+    jobs = JobStore(redis, events.keyspace, events.job_ttl_s)
     commands = [
-        JobStore.finished_command(job_id, error=error, failure="cancelled"),
+        jobs.finished_command(job_id, error=error, failure="cancelled"),
         *events.commands(event),
-        publish_command(final, events.maxlen),
+        jobs.publish_command(final, events.maxlen),
     ]
     script = redis.register_script(_SCRIPT)
-    outcome, detail = await script(keys=[keys.job(job_id)], args=[json.dumps(commands)])
+    outcome, detail = await script(keys=[events.keyspace.job(job_id)], args=[json.dumps(commands)])
     if outcome == 0:
         raise JobNotFound(f"no such job {job_id!r}")
     if outcome == 2:

@@ -25,7 +25,6 @@ from typing import Any
 import structlog
 from postel.infra.runtime.actor import Runtime
 from postel.infra.runtime.submit import JobConflict, ingress_job_id, submit_job
-from postel.infra.store import keys
 from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.deadletter import dead_letter, summarise_validation
 from postel.infra.store.graphs import GraphNotFound
@@ -64,6 +63,7 @@ class IngressConsumer:
         self.trim_every = trim_every
         self._acks = 0
         self.redis = runtime.redis
+        self.keyspace = runtime.keyspace
         self.name = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         self.claim_idle_ms = claim_idle_ms
         self.block_ms = block_ms
@@ -72,7 +72,11 @@ class IngressConsumer:
 
     async def ensure_group(self) -> None:
         try:
-            await self.redis.xgroup_create(keys.INGRESS, keys.INGRESS_GROUP, id="0", mkstream=True)
+            await self.redis.xgroup_create(
+                self.keyspace.ingress, self.keyspace.ingress_group, id="0", mkstream=True
+            )
+        except REDIS_UNAVAILABLE:
+            raise
         except ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
@@ -87,7 +91,9 @@ class IngressConsumer:
                 if not grouped:
                     await self.ensure_group()
                     grouped = True
-                    log.info("ingress consumer ready", stream=keys.INGRESS, consumer=self.name)
+                    log.info(
+                        "ingress consumer ready", stream=self.keyspace.ingress, consumer=self.name
+                    )
                 await self.run_once()
             except REDIS_UNAVAILABLE as exc:
                 grouped = False
@@ -101,6 +107,8 @@ class IngressConsumer:
         stream or group deleted under the consumer is created again."""
         try:
             entries = await self._next_batch(count)
+        except REDIS_UNAVAILABLE:
+            raise
         except ResponseError as exc:
             # NOGROUP: read after the deletion; UNBLOCKED: Redis 7 ends a blocked read when
             # its stream is deleted
@@ -116,21 +124,26 @@ class IngressConsumer:
     async def _next_batch(self, count: int) -> list[tuple[Any, dict[Any, Any]]]:
         if self._own_pending:
             own = await self.redis.xreadgroup(
-                keys.INGRESS_GROUP, self.name, {keys.INGRESS: "0"}, count=count
+                self.keyspace.ingress_group, self.name, {self.keyspace.ingress: "0"}, count=count
             )
             pending = [entry for _stream, batch in own or [] for entry in batch]
             if pending:
                 return pending
             self._own_pending = False
         claimed = await self.redis.xautoclaim(
-            keys.INGRESS, keys.INGRESS_GROUP, self.name, self.claim_idle_ms, "0-0", count=count
+            self.keyspace.ingress,
+            self.keyspace.ingress_group,
+            self.name,
+            self.claim_idle_ms,
+            "0-0",
+            count=count,
         )
         entries: list[tuple[Any, dict[Any, Any]]] = list(claimed[1]) if claimed else []
         if not entries:
             batches = await self.redis.xreadgroup(
-                keys.INGRESS_GROUP,
+                self.keyspace.ingress_group,
                 self.name,
-                {keys.INGRESS: ">"},
+                {self.keyspace.ingress: ">"},
                 count=count,
                 block=self.block_ms,
             )
@@ -170,15 +183,16 @@ class IngressConsumer:
         if error is not None:
             await dead_letter(
                 self.redis,
+                self.keyspace,
                 source="ingress",
                 error=error,
                 payload=data,
                 job_id=data.get("job_id", ""),
             )
             log.warning("ingress entry dead-lettered", entry=entry_id, error=error)
-        await self.redis.xack(keys.INGRESS, keys.INGRESS_GROUP, entry_id)
+        await self.redis.xack(self.keyspace.ingress, self.keyspace.ingress_group, entry_id)
         if sum(len(k) + len(v) for k, v in fields.items()) > INGRESS_KEEP_ENTRY_BYTES:
-            await self.redis.xdel(keys.INGRESS, entry_id)
+            await self.redis.xdel(self.keyspace.ingress, entry_id)
         await self._trim()
 
     async def _trim(self) -> None:
@@ -187,19 +201,23 @@ class IngressConsumer:
         self._acks += 1
         if self._acks % self.trim_every:
             return
-        if await self.redis.xlen(keys.INGRESS) <= self.keep:
+        if await self.redis.xlen(self.keyspace.ingress) <= self.keep:
             return
-        pending = await self.redis.xpending(keys.INGRESS, keys.INGRESS_GROUP)
+        pending = await self.redis.xpending(self.keyspace.ingress, self.keyspace.ingress_group)
         oldest_pending = pending.get("min") if pending and pending.get("pending") else None
-        groups = await self.redis.xinfo_groups(keys.INGRESS)
+        groups = await self.redis.xinfo_groups(self.keyspace.ingress)
         delivered = next(
-            (g["last-delivered-id"] for g in groups if _text(g["name"]) == keys.INGRESS_GROUP),
+            (
+                g["last-delivered-id"]
+                for g in groups
+                if _text(g["name"]) == self.keyspace.ingress_group
+            ),
             None,
         )
         if delivered is None:
             return
         boundary = _text(oldest_pending) if oldest_pending else _after(_text(delivered))
-        await self.redis.xtrim(keys.INGRESS, minid=boundary, approximate=False)
+        await self.redis.xtrim(self.keyspace.ingress, minid=boundary, approximate=False)
 
     @staticmethod
     def _parse(data: dict[str, str]) -> JobRequest:

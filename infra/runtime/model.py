@@ -36,7 +36,6 @@ from postel.services.llm.context_window import ContextWindowClient
 from postel.services.llm.gate import CallGate
 from postel.services.prompts import Capability
 from pydantic import SecretStr
-from redis.asyncio import Redis
 
 log = structlog.get_logger(__name__)
 
@@ -68,19 +67,21 @@ def provider_of(settings: Settings) -> str:
     return "openai" if settings.llm_base_url else "local"
 
 
-def _gate(settings: Settings, redis: Redis | None, base_url: str | None) -> CallGate | None:
+def _gate(settings: Settings, runtime: Runtime | None, base_url: str | None) -> CallGate | None:
     """The route's shared budget, when it has limits and the process has Redis."""
     limits = (settings.llm_rpm, settings.llm_tpm, settings.llm_max_concurrent)
-    if redis is None or not any(limits):
+    if runtime is None or not any(limits):
         return None
     rpm, tpm, most = limits
     route = route_id(base_url, settings.llm_model)
-    return RedisCallGate(redis, route, rpm=rpm, tpm=tpm, max_concurrent=most)
+    return RedisCallGate(
+        runtime.redis, runtime.keyspace, route, rpm=rpm, tpm=tpm, max_concurrent=most
+    )
 
 
-async def open_model(settings: Settings, redis: Redis | None = None) -> Model:
-    """The model `settings` name; with `redis`, its calls share the route's budget
-    (POSTEL_LLM_RPM, _TPM, _MAX_CONCURRENT) with every process calling it."""
+async def open_model(settings: Settings, runtime: Runtime | None = None) -> Model:
+    """The model `settings` name; with `runtime`, its calls share the route's budget
+    (POSTEL_LLM_RPM, _TPM, _MAX_CONCURRENT) in its Redis with every process calling it."""
     provider = provider_of(settings)
     retry = RetryPolicy(max_attempts=settings.llm_max_retries + 1)
     if provider == "local":
@@ -89,7 +90,7 @@ async def open_model(settings: Settings, redis: Redis | None = None) -> Model:
         await server.start()
         client: LLMClient = OpenAIClient(
             server.openai_config(timeout=settings.llm_timeout_s, retry=retry),
-            _gate(settings, redis, None),
+            _gate(settings, runtime, None),
         )
         if settings.llm_record is not None:
             client = RecordingClient(client, settings.llm_record)
@@ -109,7 +110,7 @@ async def open_model(settings: Settings, redis: Redis | None = None) -> Model:
             cassette=settings.llm_cassette,
             record=settings.llm_record,
         ),
-        _gate(settings, redis, settings.llm_base_url),
+        _gate(settings, runtime, settings.llm_base_url),
     )
     if settings.llm_context_tokens is not None:
         client = ContextWindowClient(client, settings.llm_context_tokens)
@@ -135,7 +136,7 @@ def ensure_model(worker: str) -> Callable[[Runtime], Awaitable[None]]:
         routed = runtime.settings.route(worker)
         key = RESOURCE if routed is runtime.settings else route_key(routed)
         if key not in runtime.resources:
-            runtime.resources[key] = await open_model(routed, runtime.redis)
+            runtime.resources[key] = await open_model(routed, runtime)
         runtime.resources[f"{RESOURCE}:{worker}"] = runtime.resources[key]
 
     return setup

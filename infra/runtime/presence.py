@@ -13,9 +13,9 @@ import socket
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from postel.infra.store import keys
 from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.events import INSTANCE
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.outage import RideOut
 from postel.messages import utc_now
 from postel.services.llm.call_log import open_logs
@@ -69,17 +69,20 @@ def announcement(workers: list[str], ingress: bool) -> Presence:
     return Presence(workers=workers, ingress=ingress, started_at=utc_now())
 
 
-async def announce(redis: Redis, presence: Presence) -> None:
+async def announce(redis: Redis, keyspace: Keyspace, presence: Presence) -> None:
     """Write the presence, with what the process is busy with now."""
     presence = presence.model_copy(update={"busy": busy_now()})
     async with redis.pipeline(transaction=False) as pipe:
-        pipe.set(keys.worker(presence.instance), presence.model_dump_json(), ex=TTL_S)
-        pipe.sadd(keys.WORKERS, presence.instance)
+        pipe.set(keyspace.worker(presence.instance), presence.model_dump_json(), ex=TTL_S)
+        pipe.sadd(keyspace.workers, presence.instance)
         await pipe.execute()
 
 
 async def keep_announcing(
-    redis: Redis, presence: Presence, renew_tallies: Callable[[], Awaitable[None]] | None = None
+    redis: Redis,
+    keyspace: Keyspace,
+    presence: Presence,
+    renew_tallies: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Refresh until cancelled; a process that dies disappears within TTL_S. While Redis is
     unreachable, retry with backoff (the process is listed again as soon as it is back).
@@ -92,7 +95,7 @@ async def keep_announcing(
             await asyncio.sleep(BEAT_S)
             while True:
                 try:
-                    await announce(redis, presence)
+                    await announce(redis, keyspace, presence)
                     if renew_tallies is not None and beats % TALLY_BEATS == 0:
                         await renew_tallies()
                 except REDIS_UNAVAILABLE as exc:
@@ -103,25 +106,25 @@ async def keep_announcing(
                     break
 
 
-async def withdraw(redis: Redis, presence: Presence) -> None:
+async def withdraw(redis: Redis, keyspace: Keyspace, presence: Presence) -> None:
     async with redis.pipeline(transaction=False) as pipe:
-        pipe.delete(keys.worker(presence.instance))
-        pipe.srem(keys.WORKERS, presence.instance)
+        pipe.delete(keyspace.worker(presence.instance))
+        pipe.srem(keyspace.workers, presence.instance)
         await pipe.execute()
 
 
-async def live_workers(redis: Redis) -> list[Presence]:
+async def live_workers(redis: Redis, keyspace: Keyspace) -> list[Presence]:
     """The processes whose presence has not expired, read through the set of announced
     instances (not a keyspace scan); instances that died without withdrawing leave it."""
-    instances = sorted(_text(i) for i in await redis.smembers(keys.WORKERS))
+    instances = sorted(_text(i) for i in await redis.smembers(keyspace.workers))
     # a GET each, in one pipeline: on a cluster the presences are in different slots
     async with redis.pipeline(transaction=False) as pipe:
         for instance in instances:
-            pipe.get(keys.worker(instance))
+            pipe.get(keyspace.worker(instance))
         values = await pipe.execute() if instances else []
     gone = [i for i, value in zip(instances, values, strict=True) if value is None]
     if gone:
-        await redis.srem(keys.WORKERS, *gone)
+        await redis.srem(keyspace.workers, *gone)
     return [Presence.model_validate_json(value) for value in values if value]
 
 
@@ -129,8 +132,10 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-async def wait_for(redis: Redis, worker: str, processes: int, timeout: float = 30.0) -> None:
+async def wait_for(
+    redis: Redis, keyspace: Keyspace, worker: str, processes: int, timeout: float = 30.0
+) -> None:
     """Until `processes` live processes run worker kind `worker` (TimeoutError otherwise)."""
     async with asyncio.timeout(timeout):
-        while sum(worker in p.workers for p in await live_workers(redis)) < processes:
+        while sum(worker in p.workers for p in await live_workers(redis, keyspace)) < processes:
             await asyncio.sleep(0.05)

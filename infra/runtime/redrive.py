@@ -38,7 +38,6 @@ from typing import Any
 
 from arq.connections import ArqRedis
 from postel.infra.runtime.submit import JobConflict, submit_job
-from postel.infra.store import keys
 from postel.infra.store.commit import RUN_FLAT, QueuedJob, flat
 from postel.infra.store.deadletter import (
     DeadLetter,
@@ -54,6 +53,7 @@ from postel.infra.store.deadletter import (
 from postel.infra.store.events import Event, EventLog
 from postel.infra.store.graphs import GraphNotFound
 from postel.infra.store.jobs import JobStore
+from postel.infra.store.keys import WAKE_TOKENS_MAX, split_lane
 from postel.infra.store.scripts import LuaScript
 from postel.messages import Envelope, JobRequest, decode_message, ids, utc_now
 from postel.messages.errors import Refused
@@ -129,7 +129,7 @@ class RedriveReport(BaseModel):
 
 async def redrive(pool: ArqRedis, events: EventLog, entry_id: str, *, by: str) -> Redriven:
     """Redrive one dead letter (DeadLetterNotFound, RedriveRefused)."""
-    letter = await get_dead(pool, entry_id)
+    letter = await get_dead(pool, events.keyspace, entry_id)
     if letter.source == "ingress":
         return await _resubmit(pool, events, letter, by)
     if letter.source.startswith("worker:"):
@@ -150,7 +150,9 @@ async def redrive_matching(
     report = RedriveReport(redriven=[], refused={})
     before: str | None = None
     while True:
-        page = await list_dead(pool, before=before, limit=200, worker=worker, error=error)
+        page = await list_dead(
+            pool, events.keyspace, before=before, limit=200, worker=worker, error=error
+        )
         for letter in page.items:
             try:
                 report.redriven.append(await redrive(pool, events, letter.id, by=by))
@@ -184,7 +186,7 @@ class Discarded(BaseModel):
 async def discard(pool: ArqRedis, events: EventLog, entry_id: str, *, by: str) -> Discarded:
     """Drop one dead letter for good (DeadLetterNotFound if it is not there), recording a
     `discarded` event, with its job's events when it names one, in the same round trip."""
-    letter = await get_dead(pool, entry_id)
+    letter = await get_dead(pool, events.keyspace, entry_id)
     event = Event(
         job_id=letter.job_id or "-",
         message_id=letter.message_id or "-",
@@ -194,11 +196,11 @@ async def discard(pool: ArqRedis, events: EventLog, entry_id: str, *, by: str) -
         status="discarded",
         rationale=f"dead letter {letter.id}: {letter.error}",
     )
-    stream, entry = letter_stream(letter.id)
+    stream, entry = letter_stream(events.keyspace, letter.id)
     if letter.job_id:
         commands = events.commands(event)
     else:  # no job to file it under: the letter's lane's stream only
-        commands = events.jobless_commands(event, keys.split_lane(letter.id)[0])
+        commands = events.jobless_commands(event, split_lane(letter.id)[0])
     # one script, not MULTI (a cluster client has none): the letter's stream and the
     # event's streams are in the letter's lane
     removed = await _DISCARD(pool, [stream], [entry, *flat(commands)])
@@ -218,7 +220,7 @@ async def discard_matching(
     """Discard every dead letter of `worker` (or `ingress`) whose error contains `error`."""
     done = Discarded(discarded=[])
     while True:
-        page = await list_dead(pool, limit=200, worker=worker, error=error)
+        page = await list_dead(pool, events.keyspace, limit=200, worker=worker, error=error)
         for letter in page.items:
             try:
                 done.discarded.extend((await discard(pool, events, letter.id, by=by)).discarded)
@@ -251,7 +253,7 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
             raise RedriveRefused(letter.id, reason) from exc
         assert message.destination is not None  # _decoded refused terminal types
         job_key, result_key, queue, arq_id, score, ttl, payload, wake = QueuedJob(
-            message, events.job_ttl_s
+            message, events.job_ttl_s, events.keyspace
         ).fields()
         event = Event(
             job_id=message.job_id,
@@ -262,14 +264,14 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
             status="redriven",
             rationale=f"dead letter {letter.id}: {letter.error}",
         )
-        stream, entry = letter_stream(letter.id)
+        stream, entry = letter_stream(events.keyspace, letter.id)
         code, detail = await script(
             keys=[
                 stream,
-                keys.job(message.job_id),
+                events.keyspace.job(message.job_id),
                 job_key,
                 result_key,
-                keys.done(message.message_id),
+                events.keyspace.done(message.message_id),
                 queue,
                 wake,
             ],
@@ -282,7 +284,7 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
                 utc_now().isoformat(),
                 arq_id,
                 json.dumps(events.commands(event)),
-                keys.WAKE_TOKENS_MAX,
+                WAKE_TOKENS_MAX,
             ],
         )
         reason = detail.decode() if isinstance(detail, bytes) else str(detail)
@@ -302,16 +304,16 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
 
 async def _resubmit(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str) -> Redriven:
     fields, request = _request(letter)
-    entry = keys.split_lane(letter.id)[1]
+    entry = split_lane(letter.id)[1]
     job_id = fields.get("job_id") or f"redriven-{entry.replace('-', '_')}"
-    jobs = JobStore(pool, events.job_ttl_s)
+    jobs = JobStore(pool, events.keyspace, events.job_ttl_s)
     try:
         # Idempotent: an earlier redrive that submitted and stopped before deleting the dead
         # letter makes this a no-op.
         await submit_job(pool, events, jobs, request, job_id, source=by)
     except (JobConflict, GraphNotFound, ValueError, ValidationError) as exc:
         raise RedriveRefused(letter.id, str(exc)) from exc
-    await pool.xdel(*letter_stream(letter.id))
+    await pool.xdel(*letter_stream(events.keyspace, letter.id))
     return Redriven(
         dead_letter=letter.id,
         job_id=job_id,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from arq.connections import ArqRedis
 from postel.infra.runtime.submit import submit_job
-from postel.infra.store import keys
 from postel.infra.store.events import EventLog
 from postel.infra.store.jobs import JobStore
 from postel.messages.errors import Refused
@@ -40,7 +39,7 @@ async def requeue_job(
     # two records, each written whole by its own command (no MULTI: on a cluster the two
     # jobs are in different lanes)
     async with pool.pipeline(transaction=False) as pipe:
-        pipe.hset(keys.job(new_id), "requeued_from", job_id)
-        pipe.hset(keys.job(job_id), "requeued_as", new_id)
+        pipe.hset(jobs.keyspace.job(new_id), "requeued_from", job_id)
+        pipe.hset(jobs.keyspace.job(job_id), "requeued_as", new_id)
         await pipe.execute()
     return Requeued(job_id=new_id, requeued_from=job_id, url=f"/jobs/{new_id}")

@@ -12,7 +12,22 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from arq import Retry
 from postel.infra.runtime.settings import QueueSettings
+from postel.messages.errors import Unavailable
+
+REDIS_LOST_RETRY_S = 1.0
+"""A message whose run lost Redis is deferred this long: Redis is usually back by then."""
+
+
+class RedisLost(Unavailable, Retry):
+    """Run the message again: its run lost Redis (REDIS_UNAVAILABLE). An outage is never a
+    verdict on a message, so the run gives back the try it was counted
+    (infra/runtime/wake.py): however long an outage lasts, it spends none of the message's
+    tries."""
+
+    def __init__(self) -> None:
+        super().__init__(defer=REDIS_LOST_RETRY_S)
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,12 @@ from postel.infra.runtime.presence import announce, announcement, keep_announcin
 from postel.infra.runtime.settings import WORKER_NAMES, Settings
 from postel.infra.runtime.tracing import configure_from_environment
 from postel.infra.runtime.wake import PushWorker
-from postel.infra.store import keys
-from postel.infra.store.connect import REDIS_UNAVAILABLE, arq_settings, lane_settings
+from postel.infra.store.connect import (
+    REDIS_UNAVAILABLE,
+    arq_settings,
+    keyspace_of,
+    lane_settings,
+)
 from postel.infra.store.outage import RideOut
 from postel.infra.store.wire import ARQ_FUNCTION, connect_arq, dumps, loads
 from postel.services.urls import shown_url
@@ -34,7 +38,7 @@ log = structlog.get_logger(__name__)
 KEEP_RESULT_S = 0
 """arq keeps no results: a result would hold a copy of the whole message for its lifetime, and
 postel records every outcome itself (events, the job record, the results stream
-`keys.results`)."""
+`Keyspace.results`)."""
 
 
 def load_worker(name: str) -> WorkerSpec:
@@ -58,8 +62,9 @@ def build_arq_worker(
         functions=[
             func(actor.handle_job, name=ARQ_FUNCTION, timeout=queue.job_timeout, max_tries=tries)
         ],
-        queue_name=keys.queue(spec.name, lane),
-        wake_key=keys.wake(spec.name, lane),
+        queue_name=runtime.keyspace.queue(spec.name, lane),
+        keyspace=runtime.keyspace,
+        wake_key=runtime.keyspace.wake(spec.name, lane),
         fallback_poll_s=settings.fallback_poll_s,
         lease_s=settings.lease_s,
         give_up_s=settings.redis_give_up_s,
@@ -97,7 +102,7 @@ async def run_workers(
     cannot be reached at start is waited for like an outage (infra/store/outage.py)."""
     configure_from_environment()
     pool = await _connect(url, settings.redis_give_up_s)
-    runtime = Runtime.create(pool, settings)
+    runtime = Runtime.create(pool, keyspace_of(url), settings)
     runtime.resources.update(resources or {})
     chosen = specs if specs is not None else [load_worker(name) for name in names]
     for spec in chosen:
@@ -108,14 +113,18 @@ async def run_workers(
     workers = [
         build_arq_worker(spec, runtime, url, concurrency or settings.concurrency, lane)
         for spec in chosen
-        for lane in keys.lanes()
+        for lane in runtime.keyspace.lanes()
     ]
     tasks = [asyncio.create_task(worker.async_run()) for worker in workers]
     if ingress:
         tasks.append(asyncio.create_task(run_ingress(runtime)))
     presence = announcement([spec.name for spec in chosen], ingress)
-    await announce(pool, presence)
-    tasks.append(asyncio.create_task(keep_announcing(pool, presence, runtime.events.renew_tallies)))
+    await announce(pool, runtime.keyspace, presence)
+    tasks.append(
+        asyncio.create_task(
+            keep_announcing(pool, runtime.keyspace, presence, runtime.events.renew_tallies)
+        )
+    )
     if ready is not None:
         ready.set()
     log.info(
@@ -137,7 +146,7 @@ async def run_workers(
         with contextlib.suppress(Exception, asyncio.CancelledError):
             await asyncio.gather(*tasks, return_exceptions=True)
         with contextlib.suppress(Exception):
-            await withdraw(pool, presence)
+            await withdraw(pool, runtime.keyspace, presence)
         # a model several workers route to is listed under each of their names: close it once
         for resource in {id(r): r for r in runtime.resources.values()}.values():
             closer = getattr(resource, "aclose", None)

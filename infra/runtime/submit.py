@@ -14,7 +14,6 @@ from datetime import timedelta
 
 from arq.connections import ArqRedis
 from postel.infra.runtime.tracing import submit_span, with_trace
-from postel.infra.store import keys
 from postel.infra.store.commit import commit_once
 from postel.infra.store.events import Event, EventLog
 from postel.infra.store.jobs import JobStore
@@ -83,8 +82,9 @@ async def submit_job(
     check_desired_type(request.desired_type)
     if job_id is not None and job_id.startswith(INGRESS_ID_PREFIX) and source != "ingress":
         raise ReservedJobId(f"job ids starting with {INGRESS_ID_PREFIX!r} are reserved for ingress")
-    if request.graph is not None and not await pool.sismember(keys.GRAPHS, request.graph):
-        known = sorted(name.decode() for name in await pool.smembers(keys.GRAPHS))
+    graphs = jobs.keyspace.graphs
+    if request.graph is not None and not await pool.sismember(graphs, request.graph):
+        known = sorted(name.decode() for name in await pool.smembers(graphs))
         raise GraphNotFound(request.graph, known)
     job_id = job_id or new_job_id()
     deadline_s = request.options.deadline_s
@@ -120,7 +120,8 @@ async def start_job(
     ]
     created = await commit_once(
         pool,
-        keys.submission(first.job_id),
+        jobs.keyspace,
+        jobs.keyspace.submission(first.job_id),
         jobs.ttl_s,
         commands,
         [first],

@@ -6,7 +6,7 @@ arq's without its abort set) and replaces the timer, the start of a job and, for
 commits, its finish:
 
 - Wake-ups: whatever puts a message on a queue pushes one token on the queue's wake-up list
-  (`keys.wake`, one per lane on a cluster) in the same step: the commit script for
+  (`Keyspace.wake`, one per lane on a cluster) in the same step: the commit script for
   downstream messages and for submissions and redrives (infra/store/commit.py).
 - Sleeping: a worker with a free slot blocks on BLPOP of that list. One token wakes one
   worker, so N idle replicas are not all woken for one message.
@@ -29,9 +29,9 @@ commits, its finish:
   that died, or by a connection cut before the reply arrived) are thus delayed by at most the
   fallback interval. A token pushed while no worker listens (all busy, or reconnecting) waits
   in the list.
-- Bound: a queue's list keeps at most keys.WAKE_TOKENS_MAX tokens, so a burst wakes at most that
-  many idle replicas at once (the chain wakes the rest) and, after a burst, at most that many
-  look at the queue and find nothing.
+- Bound: a queue's list keeps at most WAKE_TOKENS_MAX tokens (infra/store/keys.py), so a
+  burst wakes at most that many idle replicas at once (the chain wakes the rest) and, after
+  a burst, at most that many look at the queue and find nothing.
 
 - Finishing: postel's commit script also removes the handled message's job from its queue
   (`FINISHED_BY_JOB`), so a hop that commits costs no finish transaction of arq's; a job that
@@ -70,9 +70,10 @@ from arq.connections import RedisSettings, create_pool
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 from arq.jobs import SerializationError, deserialize_job_raw
 from arq.utils import ms_to_datetime, timestamp_ms
-from postel.infra.store import keys
+from postel.infra.runtime.retries import RedisLost
 from postel.infra.store.commit import VERDICT, Received
-from postel.infra.store.connect import REDIS_UNAVAILABLE, with_cluster_errors
+from postel.infra.store.connect import REDIS_UNAVAILABLE, with_outage_errors
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.outage import RideOut
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError
@@ -126,7 +127,7 @@ after an outage (a failover moves it)."""
 # take reads only ready jobs instead of checking every running one's in-progress key each
 # time; a job whose worker died is due again as its lease lapses.
 # An arq job id is the message id after the lane's tag, and a message id starts with its job
-# id up to the first colon (keys.arq_id, keys.job_of): the marker and record are found by
+# id up to the first colon (Keyspace.arq_id, ids.job_of): the marker and record are found by
 # name, in the queue's own slot.
 _TAKE_JOBS = (
     VERDICT
@@ -196,6 +197,7 @@ class PushWorker(Worker):
     def __init__(
         self,
         *,
+        keyspace: Keyspace,
         wake_key: str,
         fallback_poll_s: float,
         lease_s: float,
@@ -206,6 +208,7 @@ class PushWorker(Worker):
         **arq_options: Any,
     ) -> None:
         super().__init__(poll_delay=fallback_poll_s, **arq_options)
+        self.keyspace = keyspace
         self.lane = lane
         self.unrunnable = unrunnable
         self.locate = locate
@@ -265,7 +268,7 @@ class PushWorker(Worker):
             default_queue_name=self.queue_name,
             expires_extra_ms=self.expires_extra_ms,
         )
-        return pool if self.locate is None else await with_cluster_errors(pool)
+        return await with_outage_errors(pool)
 
     async def _take_jobs(self, *, wait: bool) -> None:
         """Take ready jobs; with `wait`, first sleep until woken (or the fallback, or the
@@ -281,8 +284,8 @@ class PushWorker(Worker):
             retry_key_prefix,
             RETRY_KEY_EXPIRY_S,
             self.lane,
-            keys.done_prefix(self.lane),
-            keys.job_prefix(self.lane),
+            self.keyspace.done_prefix(self.lane),
+            self.keyspace.job_prefix(self.lane),
         ]
         timeout = self.fallback_poll_s
         if self._next_due_ms is not None:
@@ -375,7 +378,7 @@ class PushWorker(Worker):
             "received": job.verdict,
         }
         timeout_s = self.job_timeout_s if function.timeout_s is None else function.timeout_s
-        finish, removed_by_itself = True, False
+        finish, removed_by_itself, outage = True, False, False
         defer_ms = 0
         try:
             # run in this task (arq starts one more and waits for it): a hop starts sooner
@@ -384,7 +387,7 @@ class PushWorker(Worker):
             removed_by_itself = result is FINISHED_BY_JOB
             self.jobs_complete += 1
         except Retry as retry:
-            finish = False
+            finish, outage = False, isinstance(retry, RedisLost)
             defer_ms = retry.defer_score or 0
             self.jobs_retried += 1
         except asyncio.CancelledError:
@@ -398,7 +401,19 @@ class PushWorker(Worker):
             return
         # a job run again is due `defer_ms` from now, not when the lease it was taken on ends
         incr_score = None if finish else defer_ms + timestamp_ms() - job.score
+        if outage:
+            await asyncio.shield(self._run_again_after_outage(job_id, defer_ms + timestamp_ms()))
+            return
         await asyncio.shield(self.finish_job(job_id, finish, None, None, False, incr_score, None))
+
+    async def _run_again_after_outage(self, job_id: str, due_ms: int) -> None:
+        """Queue a job whose run lost Redis to run again at `due_ms`, giving back the try
+        its take counted (RedisLost)."""
+        async with self.pool.pipeline(transaction=True) as transaction:
+            transaction.zadd(self.queue_name, {job_id: due_ms}, xx=True)
+            transaction.decr(retry_key_prefix + job_id)
+            transaction.delete(in_progress_key_prefix + job_id)
+            await transaction.execute()
 
     async def finish_job(
         self,

@@ -20,12 +20,12 @@ import contextlib
 import re
 import uuid
 
-from postel.infra.store import keys
-from postel.infra.store.connect import RedisRefused
+from postel.infra.store.connect import REDIS_UNAVAILABLE, RedisRefused
+from postel.infra.store.keys import PREFIX
 from redis.asyncio import Redis
 from redis.exceptions import NoPermissionError, ResponseError
 
-KEY_PATTERNS = (f"{keys.PREFIX}:*", "arq:*")
+KEY_PATTERNS = (f"{PREFIX}:*", "arq:*")
 PROBE_TAG = "{probe}"
 """The probe keys share one hash slot: on a cluster they are checked on the shard holding it."""
 
@@ -134,7 +134,7 @@ def _refused(answer: object) -> str | None:
 async def check_access(redis: Redis, *, cluster: bool = False) -> None:
     """Run every command postel needs once; RedisRefused naming those the user may not run
     (and the whole rule it needs, a cluster's if `cluster`)."""
-    probe = f"{keys.PREFIX}:{PROBE_TAG}:{uuid.uuid4().hex}"
+    probe = f"{PREFIX}:{PROBE_TAG}:{uuid.uuid4().hex}"
     names = {"K": probe, "N": f"{probe}:none", "A": f"arq:{PROBE_TAG}:none"}
     async with redis.pipeline(transaction=False) as pipe:
         for command, arguments in _PROBES.items():
@@ -148,6 +148,8 @@ async def check_access(redis: Redis, *, cluster: bool = False) -> None:
             await redis.evalsha(sha, 0)  # type: ignore[misc]
         except NoPermissionError as exc:
             answers.append(exc)
+        except REDIS_UNAVAILABLE:
+            raise
         except ResponseError as exc:
             # before Redis 7 a call a script may not make is a plain error; the probe
             # script makes one call, TIME
@@ -177,6 +179,8 @@ async def check_cluster_access(seed: Redis) -> None:
             await connection.send_command(*probe)
             try:
                 answers.append(await connection.read_response())
+            except REDIS_UNAVAILABLE:
+                raise
             except ResponseError as exc:
                 answers.append(exc)
     finally:

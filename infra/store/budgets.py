@@ -29,7 +29,7 @@ import time
 import uuid
 
 import structlog
-from postel.infra.store import keys
+from postel.infra.store.keys import Keyspace
 from postel.services.llm.budget import remaining_budget
 from postel.services.llm.errors import LLMRateLimited
 from postel.services.llm.gate import Permit
@@ -113,12 +113,19 @@ class RedisCallGate:
     """services.llm.gate.CallGate on Redis, for one route."""
 
     def __init__(
-        self, redis: Redis, route: str, *, rpm: int = 0, tpm: int = 0, max_concurrent: int = 0
+        self,
+        redis: Redis,
+        keyspace: Keyspace,
+        route: str,
+        *,
+        rpm: int = 0,
+        tpm: int = 0,
+        max_concurrent: int = 0,
     ) -> None:
         self.redis = redis
         self.route = route
         self.limits = (rpm, tpm, max_concurrent)
-        self._keys = [keys.route_budget(route), keys.route_slots(route)]
+        self._keys = [keyspace.route_budget(route), keyspace.route_slots(route)]
         self._acquire = redis.register_script(_ACQUIRE)
         self._release = redis.register_script(_RELEASE)
         self._pause = redis.register_script(_PAUSE)

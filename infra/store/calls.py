@@ -19,8 +19,8 @@ Recording is on unless POSTEL_RECORD_CALLS=false. `postel calls JOB` shows them,
 
 from __future__ import annotations
 
-from postel.infra.store import keys
 from postel.infra.store.events import Command
+from postel.infra.store.keys import Keyspace
 from postel.messages.limits import MAX_RECORDED_CALL_BYTES
 from postel.services.llm.call_log import LoggedCall
 from postel.services.llm.models import ChatMessage, LLMRequest, LLMResponse
@@ -63,11 +63,13 @@ class RecordedCall(BaseModel):
         )
 
 
-def record_commands(calls: list[LoggedCall], job_id: str, ttl_s: int) -> list[Command]:
+def record_commands(
+    keyspace: Keyspace, calls: list[LoggedCall], job_id: str, ttl_s: int
+) -> list[Command]:
     """The commands that record a hop's calls, for its commit."""
     if not calls:
         return []
-    key = keys.job_calls(job_id)
+    key = keyspace.job_calls(job_id)
     return [
         *(["RPUSH", key, RecordedCall.of(call).model_dump_json()] for call in calls),
         ["EXPIRE", key, str(ttl_s)],
@@ -82,21 +84,23 @@ return 0
 """
 
 
-async def count_failed_calls(redis: Redis, job_id: str, count: int) -> None:
+async def count_failed_calls(redis: Redis, keyspace: Keyspace, job_id: str, count: int) -> None:
     """Add a failed hop's failed model attempts to its job record (if the record is still
     there: a count never recreates an expired record without its expiry)."""
     if count > 0:
-        await redis.eval(_COUNT_FAILED, 1, keys.job(job_id), str(count))
+        await redis.eval(_COUNT_FAILED, 1, keyspace.job(job_id), str(count))
 
 
-async def read_calls(redis: Redis, job_id: str) -> list[RecordedCall]:
-    raw = await redis.lrange(keys.job_calls(job_id), 0, -1)
+async def read_calls(redis: Redis, keyspace: Keyspace, job_id: str) -> list[RecordedCall]:
+    raw = await redis.lrange(keyspace.job_calls(job_id), 0, -1)
     return [RecordedCall.model_validate_json(entry) for entry in raw]
 
 
-async def last_calls(redis: Redis, job_id: str, count: int) -> tuple[int, list[RecordedCall]]:
+async def last_calls(
+    redis: Redis, keyspace: Keyspace, job_id: str, count: int
+) -> tuple[int, list[RecordedCall]]:
     """How many calls the job made, and the last `count` of them (one round trip)."""
-    key = keys.job_calls(job_id)
+    key = keyspace.job_calls(job_id)
     async with redis.pipeline(transaction=False) as pipe:
         pipe.llen(key)
         pipe.lrange(key, -count, -1)

@@ -51,8 +51,8 @@ from typing import Literal, cast
 
 from arq.constants import job_key_prefix, result_key_prefix
 from arq.jobs import serialize_job
-from postel.infra.store import keys
 from postel.infra.store.events import Command
+from postel.infra.store.keys import WAKE_TOKENS_MAX, Keyspace
 from postel.infra.store.scripts import LuaScript
 from postel.infra.store.wire import ARQ_FUNCTION, dumps
 from postel.messages import Envelope
@@ -190,15 +190,16 @@ def flat(commands: list[Command]) -> list[str | int]:
 
 @dataclass(frozen=True)
 class QueuedJob:
-    """A downstream message as arq stores it."""
+    """A downstream message as arq stores it, under the keys `keyspace` names."""
 
     message: Envelope
     lives_s: int
+    keyspace: Keyspace
 
     def fields(self) -> list[str | int]:
         assert self.message.destination is not None
-        job_id = keys.arq_id(self.message.message_id)
-        lane = keys.lane_of(self.message.job_id)
+        job_id = self.keyspace.arq_id(self.message.message_id)
+        lane = self.keyspace.lane_of(self.message.job_id)
         # A message is created when it is sent: its hop's wait (the `received` event's
         # wait_ms) measures the bus, not the work its sender did after building it.
         sent = self.message.model_copy(update={"created_at": utc_now()})
@@ -209,12 +210,12 @@ class QueuedJob:
         return [
             job_key_prefix + job_id,
             result_key_prefix + job_id,
-            keys.queue(self.message.destination, lane),
+            self.keyspace.queue(self.message.destination, lane),
             job_id,
             now,
             self.lives_s * 1000,
             payload.decode(),
-            keys.wake(self.message.destination, lane),
+            self.keyspace.wake(self.message.destination, lane),
         ]
 
 
@@ -223,6 +224,7 @@ _COMMIT = LuaScript(_SCRIPT)
 
 async def commit_once(
     redis: Redis,
+    keyspace: Keyspace,
     done_key: str,
     ttl_s: int,
     commands: list[Command],
@@ -244,12 +246,12 @@ async def commit_once(
     jobs = [
         field
         for message in downstream or []
-        for field in QueuedJob(message, message_ttl_s).fields()
+        for field in QueuedJob(message, message_ttl_s, keyspace).fields()
     ]
-    script_keys = [done_key, keys.job(job_id), keys.job_events(job_id)]
+    script_keys = [done_key, keyspace.job(job_id), keyspace.job_events(job_id)]
     # the stale markers a resubmission clears are its job's, so in its lane
-    marker_prefix = keys.done_prefix(keys.lane_of(job_id))
-    head = [ttl_s, keys.WAKE_TOKENS_MAX, record, marker_prefix, len(recorded), len(jobs)]
+    marker_prefix = keyspace.done_prefix(keyspace.lane_of(job_id))
+    head = [ttl_s, WAKE_TOKENS_MAX, record, marker_prefix, len(recorded), len(jobs)]
     rare = dropped is not None or missing is not None
     args = [*head, 0, 0, int(not rare), *recorded, *jobs]
     result = int(await _COMMIT(redis, script_keys, args))
@@ -306,6 +308,7 @@ _RECEIVE_SCRIPT = LuaScript(_RECEIVE)
 
 async def receive_once(
     redis: Redis,
+    keyspace: Keyspace,
     done_key: str,
     job_id: str,
     received: list[Command],
@@ -314,5 +317,5 @@ async def receive_once(
     committed it), `job_finished`, `missing` (no job record), or `new`, and only then
     record `received`. A queued job becomes running here: its first hop runs from now,
     not from when it commits."""
-    reply = await _RECEIVE_SCRIPT(redis, [done_key, keys.job(job_id)], flat(received))
+    reply = await _RECEIVE_SCRIPT(redis, [done_key, keyspace.job(job_id)], flat(received))
     return cast(Received, reply.decode() if isinstance(reply, bytes) else str(reply))

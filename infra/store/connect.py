@@ -29,24 +29,26 @@ import dataclasses
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 from urllib.parse import parse_qs, unquote, urlparse, urlsplit
 
 from arq.connections import RedisSettings
-from postel.infra.store import keys
+from postel.infra.store.keys import CLUSTER_LANES, Keyspace
 from postel.infra.store.redis_packing import pack_with_hiredis
-from postel.messages.errors import Denied, Misconfigured
+from postel.messages.errors import Denied, Misconfigured, Unavailable
 from postel.services.urls import shown_url
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, ClusterParser, NodesManager, RedisCluster
 from redis.asyncio.sentinel import Sentinel
 from redis.cluster import PRIMARY
 from redis.exceptions import (
+    AskError,
     AuthenticationError,
     AuthenticationWrongNumberOfArgsError,
-    ClusterDownError,
-    MovedError,
+    ClusterError,
     NoPermissionError,
+    ReadOnlyError,
+    ResponseError,
     SlotNotCoveredError,
     TryAgainError,
 )
@@ -57,18 +59,42 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 # hiredis from the first one (infra/store/redis_packing.py).
 pack_with_hiredis()
 
-# redis-py raises these when the server cannot be reached or stops answering (refused, reset,
-# closed, loading its data after a restart); every other error is a real error.
-# On a cluster, a shard being failed over answers CLUSTERDOWN or TRYAGAIN, a connection to a
-# lane's old primary answers MOVED, and the cluster client may find a slot with no primary:
-# each passes once the cluster has settled.
+
+class ServerBusyError(Unavailable, ResponseError):
+    """BUSY: the server runs a script or module command past its time limit and answers
+    nothing else until that ends."""
+
+
+class OutageReplies(ClusterParser):
+    """redis-py's reply reader, with every reply that means "not now" read as its own class
+    on every connection: a cluster's (CLUSTERDOWN, MASTERDOWN, TRYAGAIN, MOVED, ASK) and
+    BUSY, which redis-py reads as a plain ResponseError, the class of a real error."""
+
+    EXCEPTION_CLASSES: ClassVar[dict[str, Any]] = {
+        **ClusterParser.EXCEPTION_CLASSES,
+        "BUSY": ServerBusyError,
+    }
+
+
+# What redis-py raises while Redis is not answering as it should right now; each passes
+# without anyone acting on the request, so every process rides it out (infra/store/
+# outage.py) and none is ever a verdict on what was sent. Any other error is a real error.
+# - the server cannot be reached or stops answering: refused, reset, closed, timed out,
+#   LOADING its data after a restart (BusyLoadingError is a connection error);
+# - a cluster failing over: CLUSTERDOWN and MASTERDOWN (ClusterError, with the client's own
+#   "TTL exhausted" after too many redirections), TRYAGAIN, a slot with no primary yet;
+# - the node asked no longer holds the slot: MOVED and ASK (AskError);
+# - a replica answering for a demoted primary (a failover behind one host name): READONLY;
+# - BUSY: a long script running (ServerBusyError, read so by OutageReplies).
 REDIS_UNAVAILABLE: tuple[type[Exception], ...] = (
     RedisConnectionError,
     RedisTimeoutError,
-    ClusterDownError,
+    ClusterError,
     TryAgainError,
-    MovedError,
+    AskError,
     SlotNotCoveredError,
+    ReadOnlyError,
+    ServerBusyError,
 )
 
 
@@ -133,7 +159,7 @@ class Server:
 
     def client(self) -> Redis:
         """A plain asyncio client of this server."""
-        return Redis(
+        client = Redis(
             host=self.host,
             port=self.port,
             unix_socket_path=self.unix_socket_path,
@@ -142,6 +168,8 @@ class Server:
             password=self.password,
             **self.tls_options(),
         )
+        client.connection_pool.connection_kwargs["parser_class"] = OutageReplies
+        return client
 
 
 def server_of(url: str) -> Server:
@@ -233,13 +261,28 @@ class _SeededNodes(NodesManager):
             self.startup_nodes.setdefault(node.name, node)
         await super().initialize()
 
+    @property  # type: ignore[override]
+    def default_node(self) -> ClusterNode | None:
+        """The node for commands without a key. redis-py forgets it while one task refreshes
+        the map (after a CLUSTERDOWN, say); a pipeline another task finishes meanwhile asks
+        for it and would fail (AttributeError on None): any known primary serves."""
+        chosen: ClusterNode | None = self.__dict__.get("_default_node")
+        if chosen is None:
+            chosen = next(iter(self.get_nodes_by_server_type(PRIMARY)), None)
+        return chosen
+
+    @default_node.setter
+    def default_node(self, node: ClusterNode | None) -> None:
+        self.__dict__["_default_node"] = node
+
 
 class _SeededCluster(RedisCluster):
     def __init__(self, seeds: list[tuple[str, int]], **options: Any) -> None:
         super().__init__(startup_nodes=[ClusterNode(host, port) for host, port in seeds], **options)
         made = self.nodes_manager
+        made.connection_kwargs["parser_class"] = OutageReplies
         self.nodes_manager = _SeededNodes(
-            list(made.startup_nodes.values()),
+            [ClusterNode(host, port, **made.connection_kwargs) for host, port in seeds],
             made.require_full_coverage,
             made.connection_kwargs,
             address_remap=made.address_remap,
@@ -279,7 +322,7 @@ def cluster_of(url: str) -> Cluster:
             f"[?lanes=N] (a cluster has one database), not {shown_url(url)}"
         )
     query = parse_qs(parts.query, keep_blank_values=True)
-    lanes_given = query.pop("lanes", [str(keys.CLUSTER_LANES)])[-1]
+    lanes_given = query.pop("lanes", [str(CLUSTER_LANES)])[-1]
     if not lanes_given.isdigit() or int(lanes_given) < 2:
         raise RedisURLError(f"lanes={lanes_given} of {shown_url(url)}: a whole number, at least 2")
     rest = "&".join(f"{name}={values[-1]}" for name, values in query.items())
@@ -309,15 +352,16 @@ async def lane_settings(url: str, lane: str) -> RedisSettings:
     return (await primary_of(url, lane)).arq_settings()
 
 
-async def with_cluster_errors(redis: Redis) -> Redis:
-    """`redis`, a plain client of one cluster node (a lane's arq pool), made to raise MOVED,
-    CLUSTERDOWN and TRYAGAIN as redis-py's cluster errors, which REDIS_UNAVAILABLE holds,
-    instead of plain ResponseErrors: a failover is then ridden out like an outage."""
+async def with_outage_errors(redis: Redis) -> Redis:
+    """`redis`, a plain client already connected (an arq pool), made to read replies with
+    OutageReplies: a cluster node's MOVED, CLUSTERDOWN and TRYAGAIN, and any server's BUSY,
+    are raised as errors REDIS_UNAVAILABLE holds, not as plain ResponseErrors, so a failover
+    or a long script is ridden out like an outage."""
     pool = redis.connection_pool
-    pool.connection_kwargs["parser_class"] = ClusterParser
+    pool.connection_kwargs["parser_class"] = OutageReplies
     await pool.disconnect()  # the connections already made reconnect with the new parser
     for connection in pool._available_connections:
-        connection.set_parser(ClusterParser)
+        connection.set_parser(OutageReplies)
     return redis
 
 
@@ -344,20 +388,24 @@ def arq_settings(url: str) -> RedisSettings:
     )
 
 
+def keyspace_of(url: str) -> Keyspace:
+    """The names postel's keys have at `url`: a cluster's lanes, or one Redis's one lane."""
+    return Keyspace(cluster_of(url).lanes) if is_cluster(url) else Keyspace()
+
+
 def redis_client(url: str) -> Redis:
     """A plain asyncio client for `url` (no arq job helpers). On a cluster, redis-py's
     cluster client, which answers every command postel sends a Redis, each at the shard of
-    its keys; this process's keys then have the cluster's lanes."""
+    its keys (named by `keyspace_of(url)`)."""
     if is_cluster(url):
-        cluster = cluster_of(url)
-        keys.use_lanes(cluster.lanes)
-        return cast(Redis, cluster.client())
-    keys.use_lanes(1)
+        return cast(Redis, cluster_of(url).client())
     if not is_sentinel(url):
         return server_of(url).client()
     addresses, name, db, username, password = _sentinel_parts(url)
     sentinel = Sentinel(addresses, db=db, username=username, password=password)
-    return sentinel.master_for(name)
+    client = sentinel.master_for(name)
+    client.connection_pool.connection_kwargs["parser_class"] = OutageReplies
+    return client
 
 
 def refusal(exc: BaseException, url: str | None = None) -> RedisRefused | None:

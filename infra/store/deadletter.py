@@ -22,7 +22,8 @@ import re
 from datetime import datetime
 from typing import Any
 
-from postel.infra.store import keys
+from postel.infra.store.connect import REDIS_UNAVAILABLE
+from postel.infra.store.keys import Keyspace, split_lane
 from postel.infra.store.lanes import id_order, length
 from postel.messages import Envelope, JobRequest, decode_message, utc_now
 from postel.messages.errors import NotFound, Refused
@@ -189,6 +190,7 @@ def raw_fields(payload: Any) -> dict[str, str]:
 
 
 def dead_letter_command(
+    keyspace: Keyspace,
     *,
     source: str,
     error: str,
@@ -209,12 +211,13 @@ def dead_letter_command(
         "at": utc_now().isoformat(),
     }
     flat = [item for pair in fields.items() for item in pair]
-    stream = keys.dead_letters(keys.lane_of(job_id))
+    stream = keyspace.dead_letters(keyspace.lane_of(job_id))
     return ["XADD", stream, "MAXLEN", "~", str(DEAD_LETTER_MAXLEN), "*", *flat]
 
 
 async def dead_letter(
     redis: Redis,
+    keyspace: Keyspace,
     *,
     source: str,
     error: str,
@@ -224,6 +227,7 @@ async def dead_letter(
     attempt: int = 0,
 ) -> str:
     command = dead_letter_command(
+        keyspace,
         source=source,
         error=error,
         payload=payload,
@@ -253,42 +257,46 @@ def matches(letter: DeadLetter, worker: str | None, error: str | None) -> bool:
     return not error or error.lower() in letter.error.lower()
 
 
-def letter_stream(letter_id: str) -> tuple[str, str]:
+def letter_stream(keyspace: Keyspace, letter_id: str) -> tuple[str, str]:
     """(the stream, the entry id) of dead letter `letter_id`; DeadLetterNotFound if its lane
-    is not one of this keyspace's."""
-    lane, entry_id = keys.split_lane(letter_id)
-    if lane not in keys.lanes():
+    is not one of `keyspace`'s."""
+    lane, entry_id = split_lane(letter_id)
+    if lane not in keyspace.lanes():
         raise DeadLetterNotFound(letter_id)
-    return keys.dead_letters(lane), entry_id
+    return keyspace.dead_letters(lane), entry_id
 
 
-async def get_dead(redis: Redis, letter_id: str) -> DeadLetter:
-    stream, entry_id = letter_stream(letter_id)
+async def get_dead(redis: Redis, keyspace: Keyspace, letter_id: str) -> DeadLetter:
+    stream, entry_id = letter_stream(keyspace, letter_id)
     try:
         entries = await redis.xrange(stream, min=entry_id, max=entry_id)
+    except REDIS_UNAVAILABLE:
+        raise
     except ResponseError as exc:  # not a stream id (`<ms>-<seq>`)
         raise DeadLetterNotFound(letter_id) from exc
     if not entries:
         raise DeadLetterNotFound(letter_id)
-    return DeadLetter.from_entry(*entries[0], lane=keys.split_lane(letter_id)[0])
+    return DeadLetter.from_entry(*entries[0], lane=split_lane(letter_id)[0])
 
 
 def _order(letter_id: str) -> tuple[tuple[int, int], str]:
     """Newest first is this order reversed: by entry id, then lane (two shards may give
     entries the same id, as each stream's sequence starts at 0 every millisecond)."""
-    lane, entry_id = keys.split_lane(letter_id)
+    lane, entry_id = split_lane(letter_id)
     return id_order(entry_id), lane
 
 
-async def _older(redis: Redis, before: str | None, count: int) -> list[DeadLetter]:
+async def _older(
+    redis: Redis, keyspace: Keyspace, before: str | None, count: int
+) -> list[DeadLetter]:
     """Up to `count` letters of every lane older than letter `before` (None: the newest),
     newest first."""
-    lanes = keys.lanes()
-    top = keys.split_lane(before)[1] if before else "+"
+    lanes = keyspace.lanes()
+    top = split_lane(before)[1] if before else "+"
     async with redis.pipeline(transaction=False) as pipe:
         for lane in lanes:
             # inclusive: another lane may hold a letter with the cursor's very id
-            pipe.xrevrange(keys.dead_letters(lane), max=top, min="-", count=count + 1)
+            pipe.xrevrange(keyspace.dead_letters(lane), max=top, min="-", count=count + 1)
         answers = await pipe.execute()
     letters = [
         DeadLetter.from_entry(entry_id, fields, lane=lane)
@@ -303,6 +311,7 @@ async def _older(redis: Redis, before: str | None, count: int) -> list[DeadLette
 
 async def list_dead(
     redis: Redis,
+    keyspace: Keyspace,
     *,
     before: str | None = None,
     limit: int = 50,
@@ -316,7 +325,7 @@ async def list_dead(
     exhausted = False
     size = 200 if worker or error else limit
     while len(found) < limit and scanned < SCAN_LIMIT:
-        batch = await _older(redis, cursor, size)
+        batch = await _older(redis, keyspace, cursor, size)
         if not batch:
             exhausted = True
             break
@@ -330,6 +339,6 @@ async def list_dead(
         if len(batch) < size and len(found) < limit:
             exhausted = True
             break
-    total = await length(redis, keys.dead_letters)
+    total = await length(redis, keyspace, keyspace.dead_letters)
     following = None if exhausted else cursor
     return DeadPage(items=found, next=following, total=total)

@@ -52,8 +52,8 @@ import socket
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-from postel.infra.store import keys
 from postel.infra.store.connect import REDIS_UNAVAILABLE
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.outage import RideOut
 from postel.messages import utc_now
 from postel.services.llm.metered import Meter
@@ -162,8 +162,11 @@ def _text(value: bytes | str) -> str:
 
 
 class EventLog:
-    def __init__(self, redis: Redis, maxlen: int, job_maxlen: int, job_ttl_s: int) -> None:
+    def __init__(
+        self, redis: Redis, keyspace: Keyspace, maxlen: int, job_maxlen: int, job_ttl_s: int
+    ) -> None:
         self.redis = redis
+        self.keyspace = keyspace
         self.maxlen = maxlen
         self.job_maxlen = job_maxlen
         self.job_ttl_s = job_ttl_s
@@ -181,10 +184,10 @@ class EventLog:
         concluded = {event.message_id for event in events if event.status != "received"}
         for event in events:
             flat = [item for pair in event.fields().items() for item in pair]
-            job_stream = keys.job_events(event.job_id)
+            job_stream = self.keyspace.job_events(event.job_id)
             streams[job_stream] = None
             if not (event.status == "received" and event.message_id in concluded):
-                commands.append(self._lane_entry(keys.lane_of(event.job_id), flat))
+                commands.append(self._lane_entry(self.keyspace.lane_of(event.job_id), flat))
             commands.append(["XADD", job_stream, "MAXLEN", "~", str(self.job_maxlen), "*", *flat])
             if event.status in HANDLED:
                 commands.extend(self._tallies(event))
@@ -198,17 +201,17 @@ class EventLog:
         return [self._lane_entry(lane, [item for pair in event.fields().items() for item in pair])]
 
     def _lane_entry(self, lane: str, flat: list[str]) -> Command:
-        return ["XADD", keys.events(lane), "MAXLEN", "~", str(self.maxlen), "*", *flat]
+        return ["XADD", self.keyspace.events(lane), "MAXLEN", "~", str(self.maxlen), "*", *flat]
 
     def _tallies(self, event: Event) -> list[Command]:
         handler = f"{event.instance}/{event.worker}"
-        lane = keys.lane_of(event.job_id)
-        handled, last = keys.tally_handled(lane), keys.tally_last(lane)
+        lane = self.keyspace.lane_of(event.job_id)
+        handled, last = self.keyspace.tally_handled(lane), self.keyspace.tally_last(lane)
         tallies = [
             ["HINCRBY", handled, handler, "1"],
             ["HSET", last, handler, utc_now().isoformat()],
         ]
-        job = keys.job(event.job_id)
+        job = self.keyspace.job(event.job_id)
         for name in ("llm_calls", "failed_llm_calls", "prompt_tokens", "completion_tokens"):
             if value := getattr(event, name):
                 tallies.append(["HINCRBY", job, name, str(value)])
@@ -224,14 +227,14 @@ class EventLog:
             self.redis,
             [
                 ["EXPIRE", tally, ttl]
-                for lane in keys.lanes()
-                for tally in (keys.tally_handled(lane), keys.tally_last(lane))
+                for lane in self.keyspace.lanes()
+                for tally in (self.keyspace.tally_handled(lane), self.keyspace.tally_last(lane))
             ],
         )
 
     async def read(self, job_id: str, after: str = "-") -> list[Event]:
         start = after if after == "-" else f"({after}"
-        entries = await self.redis.xrange(keys.job_events(job_id), min=start)
+        entries = await self.redis.xrange(self.keyspace.job_events(job_id), min=start)
         return [Event.from_entry(entry_id, fields) for entry_id, fields in entries]
 
     async def follow(
@@ -241,7 +244,7 @@ class EventLog:
         outage (a restart, a failover) is ridden out, giving up after `give_up_s` if set;
         reading resumes after the last event yielded, so none is missed or repeated."""
         last = "0-0"
-        stream = keys.job_events(job_id)
+        stream = self.keyspace.job_events(job_id)
         reconnect = RideOut(f"following job {job_id}", give_up_s)
         while True:
             try:

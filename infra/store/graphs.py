@@ -34,8 +34,8 @@ from typing import Any, Literal
 import networkx as nx
 import redis.asyncio as aioredis
 import structlog
-from postel.infra.store import keys
 from postel.infra.store.graph_format import GraphFormatError, decode, encode
+from postel.infra.store.keys import Keyspace
 from postel.messages.errors import GraphNotFound, InvalidInput, PostelError
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.graphml import RawGraph, read_graphml_bytes
@@ -214,12 +214,16 @@ def _text(value: bytes | str) -> str:
 
 
 class GraphRegistry:
-    """Named graphs in Redis. `cache` defaults to the process-wide one."""
+    """Named graphs in Redis, under the keys `keyspace` names. `cache` defaults to the
+    process-wide one."""
 
-    def __init__(self, redis: aioredis.Redis, cache: AdapterCache | None = None) -> None:
+    def __init__(
+        self, redis: aioredis.Redis, keyspace: Keyspace, cache: AdapterCache | None = None
+    ) -> None:
         if _connection_kwargs(redis).get("decode_responses"):
             raise ValueError("GraphRegistry needs a Redis client with decode_responses=False")
         self.redis = redis
+        self.keyspace = keyspace
         self.cache = SHARED_CACHE if cache is None else cache
         self._server = _server_id(redis)
 
@@ -261,8 +265,8 @@ class GraphRegistry:
         # is listed after, as its own command: on a cluster the list is in another slot.
         fields = [item for pair in {**meta, _PACKED: packed.stored}.items() for item in pair]
         store = self.redis.register_script(_STORE)
-        version = await store(keys=[keys.graph(name)], args=[_LEGACY, *fields])
-        await self.redis.sadd(keys.GRAPHS, name)  # type: ignore[misc]
+        version = await store(keys=[self.keyspace.graph(name)], args=[_LEGACY, *fields])
+        await self.redis.sadd(self.keyspace.graphs, name)  # type: ignore[misc]
         info = self._info(name, {**meta, "version": version})
         log.info(
             "graph.added",
@@ -276,13 +280,13 @@ class GraphRegistry:
         return info
 
     async def names(self) -> builtins.list[str]:
-        return sorted(_text(n) for n in await self.redis.smembers(keys.GRAPHS))
+        return sorted(_text(n) for n in await self.redis.smembers(self.keyspace.graphs))
 
     async def list(self) -> builtins.list[GraphInfo]:
         names = await self.names()
         async with self.redis.pipeline(transaction=False) as pipe:
             for name in names:
-                pipe.hmget(keys.graph(name), _META_FIELDS)
+                pipe.hmget(self.keyspace.graph(name), _META_FIELDS)
             rows = await pipe.execute()
         return [
             self._info(name, dict(zip(_META_FIELDS, row, strict=True)))
@@ -291,7 +295,7 @@ class GraphRegistry:
         ]
 
     async def info(self, name: str) -> GraphInfo:
-        row = await self.redis.hmget(keys.graph(name), _META_FIELDS)
+        row = await self.redis.hmget(self.keyspace.graph(name), _META_FIELDS)
         if row[0] is None:
             raise GraphNotFound(name, await self.names())
         return self._info(name, dict(zip(_META_FIELDS, row, strict=True)))
@@ -303,7 +307,9 @@ class GraphRegistry:
             raise GraphNotFound(None)
         # The hash travels with the version: after a flush, a re-added graph restarts at
         # version 1, and only the hash tells it from the graph cached before.
-        raw_version, raw_sha = await self.redis.hmget(keys.graph(name), ["version", "sha256"])
+        raw_version, raw_sha = await self.redis.hmget(
+            self.keyspace.graph(name), ["version", "sha256"]
+        )
         if raw_version is None or raw_sha is None:
             raise GraphNotFound(name, await self.names())
         stamp = (int(raw_version), _text(raw_sha))
@@ -335,7 +341,7 @@ class GraphRegistry:
     async def _load(self, name: str) -> tuple[Stamp, NetworkXAdapter]:
         # Stamp and data in one read, so the cache entry names the version it holds.
         raw_version, raw_sha, packed, legacy = await self.redis.hmget(
-            keys.graph(name), ["version", "sha256", _PACKED, _LEGACY]
+            self.keyspace.graph(name), ["version", "sha256", _PACKED, _LEGACY]
         )
         if raw_version is None or raw_sha is None or (packed is None and legacy is None):
             raise GraphNotFound(name, await self.names())

@@ -7,6 +7,7 @@ from typing import NamedTuple, Protocol
 
 from postel.infra.store.events import EventLog
 from postel.infra.store.jobs import JobStore
+from postel.infra.store.keys import Keyspace
 from redis.asyncio import Redis
 
 
@@ -26,9 +27,12 @@ class JobStores(NamedTuple):
     jobs: JobStore
 
 
-def job_stores(redis: Redis, limits: StoreLimits) -> JobStores:
-    """The event log and the job store over `redis`, sized and aged by `limits`."""
+def job_stores(redis: Redis, keyspace: Keyspace, limits: StoreLimits) -> JobStores:
+    """The event log and the job store over `redis`, naming keys by `keyspace`, sized and
+    aged by `limits`."""
     return JobStores(
-        events=EventLog(redis, limits.events_maxlen, limits.job_events_maxlen, limits.job_ttl_s),
-        jobs=JobStore(redis, limits.job_ttl_s),
+        events=EventLog(
+            redis, keyspace, limits.events_maxlen, limits.job_events_maxlen, limits.job_ttl_s
+        ),
+        jobs=JobStore(redis, keyspace, limits.job_ttl_s),
     )

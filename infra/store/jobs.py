@@ -17,9 +17,9 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from postel.infra.store import keys
 from postel.infra.store.deadletter import summarise_validation
 from postel.infra.store.events import Command
+from postel.infra.store.keys import Keyspace
 from postel.messages import Envelope, JobFailed, JobRequest, utc_now
 from postel.messages.errors import Misconfigured, NotFound
 from postel.messages.limits import MAX_INLINE_RESULT_BYTES
@@ -74,16 +74,17 @@ class MalformedJobRecord(Misconfigured):
     """A job record that cannot be read (written by something other than postel, or a
     fragment of a lost record)."""
 
-    def __init__(self, job_id: str, reason: str) -> None:
+    def __init__(self, job_id: str, key: str, reason: str) -> None:
         super().__init__(
             f"job {job_id!r} has a malformed record ({reason}); it cannot be shown. Remove it "
-            f"with `DEL {keys.job(job_id)}` to submit the job again"
+            f"with `DEL {key}` to submit the job again"
         )
 
 
 class JobStore:
-    def __init__(self, redis: Redis, ttl_s: int) -> None:
+    def __init__(self, redis: Redis, keyspace: Keyspace, ttl_s: int) -> None:
         self.redis = redis
+        self.keyspace = keyspace
         self.ttl_s = ttl_s
 
     def created_commands(self, job_id: str, request: JobRequest, fingerprint: str) -> list[Command]:
@@ -91,8 +92,8 @@ class JobStore:
         creation time (run inside the submission's commit, so a record is never half-written)."""
         now = utc_now()
         created_ms = int(now.timestamp() * 1000)
-        key = keys.job(job_id)
-        index = keys.jobs(keys.lane_of(job_id))
+        key = self.keyspace.job(job_id)
+        index = self.keyspace.jobs(self.keyspace.lane_of(job_id))
         fields = {
             "job_id": job_id,
             "status": "queued",
@@ -111,16 +112,15 @@ class JobStore:
         ]
 
     async def fingerprint(self, job_id: str) -> str | None:
-        value = await self.redis.hget(keys.job(job_id), "request_sha256")
+        value = await self.redis.hget(self.keyspace.job(job_id), "request_sha256")
         return value.decode() if isinstance(value, bytes) else value
 
-    @staticmethod
-    def running_command(job_id: str, stage: str) -> list[str]:
+    def running_command(self, job_id: str, stage: str) -> list[str]:
         """For the commit script: running at `stage`, unless the job already finished."""
-        return ["MARK_RUNNING", keys.job(job_id), stage, utc_now().isoformat()]
+        return ["MARK_RUNNING", self.keyspace.job(job_id), stage, utc_now().isoformat()]
 
-    @staticmethod
     def finished_command(
+        self,
         job_id: str,
         *,
         result: Any = None,
@@ -139,10 +139,15 @@ class JobStore:
             fields["error"] = error
         if failure is not None:
             fields["failure"] = failure
-        return ["HSET", keys.job(job_id), *(item for pair in fields.items() for item in pair)]
+        return [
+            "HSET",
+            self.keyspace.job(job_id),
+            *(item for pair in fields.items() for item in pair),
+        ]
 
     async def get(self, job_id: str) -> JobRecord:
-        raw = await self.redis.hgetall(keys.job(job_id))
+        key = self.keyspace.job(job_id)
+        raw = await self.redis.hgetall(key)
         if not raw or b"status" not in raw:
             raise JobNotFound(f"no such job {job_id!r}")
         try:
@@ -153,27 +158,26 @@ class JobStore:
             data["result"] = json.loads(data["result"]) if "result" in data else None
             return JobRecord.model_validate(data)
         except ValidationError as exc:
-            raise MalformedJobRecord(job_id, summarise_validation(exc)) from exc
+            raise MalformedJobRecord(job_id, key, summarise_validation(exc)) from exc
         except (ValueError, RecursionError) as exc:
-            raise MalformedJobRecord(job_id, f"{type(exc).__name__}: {exc}") from exc
+            raise MalformedJobRecord(job_id, key, f"{type(exc).__name__}: {exc}") from exc
 
-
-def publish_command(final: Envelope, maxlen: int) -> Command:
-    """Publish a job's terminal message on the results stream (Client.wait_all reads it). A
-    message over MAX_INLINE_RESULT_BYTES is not copied there: the result is stored once, in
-    the job record, and the entry says `in: record`."""
-    body = final.model_dump_json()
-    inline = ["message", body] if len(body) <= MAX_INLINE_RESULT_BYTES else ["in", "record"]
-    return [
-        "XADD",
-        keys.results(keys.lane_of(final.job_id)),
-        "MAXLEN",
-        "~",
-        str(maxlen),
-        "*",
-        "job_id",
-        final.job_id,
-        "status",
-        "failed" if isinstance(final, JobFailed) else "completed",
-        *inline,
-    ]
+    def publish_command(self, final: Envelope, maxlen: int) -> Command:
+        """Publish a job's terminal message on the results stream (Client.wait_all reads it). A
+        message over MAX_INLINE_RESULT_BYTES is not copied there: the result is stored once, in
+        the job record, and the entry says `in: record`."""
+        body = final.model_dump_json()
+        inline = ["message", body] if len(body) <= MAX_INLINE_RESULT_BYTES else ["in", "record"]
+        return [
+            "XADD",
+            self.keyspace.results(self.keyspace.lane_of(final.job_id)),
+            "MAXLEN",
+            "~",
+            str(maxlen),
+            "*",
+            "job_id",
+            final.job_id,
+            "status",
+            "failed" if isinstance(final, JobFailed) else "completed",
+            *inline,
+        ]

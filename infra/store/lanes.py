@@ -14,11 +14,12 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from postel.infra.store import keys
+from postel.infra.store.keys import Keyspace
 from redis.asyncio import Redis
 
 StreamOf = Callable[[str], str]
-"""A lane's stream of one kind: keys.events, keys.results, keys.dead_letters."""
+"""A lane's stream of one kind, named by the keyspace read: `keyspace.events`,
+`keyspace.results`, `keyspace.dead_letters`."""
 
 IDLE_POLL_S = 0.1
 """On a cluster a read with nothing new waits this long before asking again: a blocking XREAD
@@ -50,9 +51,10 @@ class LaneCursor:
         self.ids = ids
 
     @classmethod
-    def parse(cls, text: str) -> LaneCursor:
-        """From `text` as written, or from one stream id (every lane from there on)."""
-        lanes = keys.lanes()
+    def parse(cls, text: str, keyspace: Keyspace) -> LaneCursor:
+        """From `text` as written, or from one stream id (every lane of `keyspace` from
+        there on)."""
+        lanes = keyspace.lanes()
         parts = text.split(",")
         if len(parts) == len(lanes):
             return cls(dict(zip(lanes, parts, strict=True)))
@@ -61,7 +63,7 @@ class LaneCursor:
         raise ValueError(f"a cursor names {len(lanes)} lane(s), not {len(parts)}: {text!r}")
 
     def text(self) -> str:
-        return ",".join(self.ids[lane] for lane in keys.lanes())
+        return ",".join(self.ids.values())
 
     def advance(self, entries: list[LaneEntry]) -> None:
         for entry in entries:
@@ -79,9 +81,9 @@ def _merged(
     return sorted(entries, key=lambda entry: id_order(entry.id))
 
 
-async def newest(redis: Redis, stream_of: StreamOf) -> LaneCursor:
+async def newest(redis: Redis, keyspace: Keyspace, stream_of: StreamOf) -> LaneCursor:
     """Where every lane's stream ends now: reading after it yields only what comes next."""
-    lanes = keys.lanes()
+    lanes = keyspace.lanes()
     async with redis.pipeline(transaction=False) as pipe:
         for lane in lanes:
             pipe.xrevrange(stream_of(lane), count=1)
@@ -99,7 +101,7 @@ async def read_after(
 ) -> list[LaneEntry]:
     """The entries after `cursor` (at most `count` per lane), oldest first, waiting up to
     `block_ms` for one if there are none; the cursor moves past them."""
-    lanes = keys.lanes()
+    lanes = list(cursor.ids)
     if len(lanes) == 1:
         lane = lanes[0]
         stream = stream_of(lane)
@@ -122,10 +124,10 @@ async def read_after(
 
 
 async def read_newest(
-    redis: Redis, stream_of: StreamOf, count: int, min_id: str = "-"
+    redis: Redis, keyspace: Keyspace, stream_of: StreamOf, count: int, min_id: str = "-"
 ) -> list[LaneEntry]:
     """The newest `count` entries of every lane together (at or after `min_id`), newest first."""
-    lanes = keys.lanes()
+    lanes = keyspace.lanes()
     async with redis.pipeline(transaction=False) as pipe:
         for lane in lanes:
             pipe.xrevrange(stream_of(lane), max="+", min=min_id, count=count)
@@ -133,9 +135,9 @@ async def read_newest(
     return _merged(lanes, answers)[::-1][:count]
 
 
-async def length(redis: Redis, stream_of: StreamOf) -> int:
+async def length(redis: Redis, keyspace: Keyspace, stream_of: StreamOf) -> int:
     """The entries of every lane's stream together."""
     async with redis.pipeline(transaction=False) as pipe:
-        for lane in keys.lanes():
+        for lane in keyspace.lanes():
             pipe.xlen(stream_of(lane))
         return sum(await pipe.execute())

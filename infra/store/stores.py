@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from postel.infra.store import keys
+from postel.infra.store.keys import Keyspace
 from postel.messages import ExecutionRecord, GaslPlan, GaslPlanExecuted, GenerationRequested
 from postel.services.generation.loop import LoopState
 from postel.services.planner.reference import RoundReader
@@ -37,37 +37,39 @@ class GaslRound(BaseModel):
 class RedisLoopStore:
     """`services.generation.stage.LoopStore` on Redis."""
 
-    def __init__(self, redis: Redis, ttl_s: int) -> None:
+    def __init__(self, redis: Redis, keyspace: Keyspace, ttl_s: int) -> None:
         self.redis = redis
+        self.keyspace = keyspace
         self.ttl_s = ttl_s
 
     async def get_anchor(self, job_id: str, task_id: str) -> GenerationRequested | None:
-        raw = await self.redis.get(keys.loop_anchor(job_id, task_id))
+        raw = await self.redis.get(self.keyspace.loop_anchor(job_id, task_id))
         return GenerationRequested.model_validate_json(raw) if raw else None
 
     async def put_anchor(self, anchor: GenerationRequested) -> None:
-        key = keys.loop_anchor(anchor.job_id, anchor.task_id)
+        key = self.keyspace.loop_anchor(anchor.job_id, anchor.task_id)
         await self.redis.set(key, anchor.model_dump_json(), ex=self.ttl_s)
 
     async def get_state(self, job_id: str, task_id: str, repair: int) -> LoopState | None:
-        raw = await self.redis.get(keys.loop_state(job_id, task_id, repair))
+        raw = await self.redis.get(self.keyspace.loop_state(job_id, task_id, repair))
         return LoopState.model_validate_json(raw) if raw else None
 
     async def put_state(self, job_id: str, task_id: str, repair: int, state: LoopState) -> None:
-        key = keys.loop_state(job_id, task_id, repair)
+        key = self.keyspace.loop_state(job_id, task_id, repair)
         await self.redis.set(key, state.model_dump_json(), ex=self.ttl_s)
 
 
 class GaslStateStore:
-    def __init__(self, redis: Redis, ttl_s: int) -> None:
+    def __init__(self, redis: Redis, keyspace: Keyspace, ttl_s: int) -> None:
         self.redis = redis
+        self.keyspace = keyspace
         self.ttl_s = ttl_s
 
     async def state_after(self, job_id: str, task_index: int, round_: int) -> dict[str, Any] | None:
         """The state a round left (None for round -1, the empty state)."""
         if round_ < 0:
             return None
-        raw = await self.redis.get(keys.gasl_state(job_id, task_index, round_))
+        raw = await self.redis.get(self.keyspace.gasl_state(job_id, task_index, round_))
         return json.loads(raw) if raw else None
 
     def reader(self, job_id: str) -> RoundReader:
@@ -83,7 +85,7 @@ class GaslStateStore:
         self, job_id: str, task_index: int, round_: int, state: dict[str, Any]
     ) -> None:
         await self.redis.set(
-            keys.gasl_state(job_id, task_index, round_), json.dumps(state), ex=self.ttl_s
+            self.keyspace.gasl_state(job_id, task_index, round_), json.dumps(state), ex=self.ttl_s
         )
 
     async def record_round(self, executed: GaslPlanExecuted) -> None:
@@ -96,7 +98,7 @@ class GaslStateStore:
             error=executed.error,
             base_round=executed.base_round,
         )
-        key = keys.gasl_rounds(executed.job_id)
+        key = self.keyspace.gasl_rounds(executed.job_id)
         field = f"{entry.task_index}:{entry.round}"
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hset(key, field, entry.model_dump_json())
@@ -105,6 +107,6 @@ class GaslStateStore:
 
     async def rounds(self, job_id: str) -> list[GaslRound]:
         """The job's executed rounds, by task then round."""
-        raw = await self.redis.hvals(keys.gasl_rounds(job_id))
+        raw = await self.redis.hvals(self.keyspace.gasl_rounds(job_id))
         found = [GaslRound.model_validate_json(value) for value in raw]
         return sorted(found, key=lambda r: (r.task_index, r.round))

@@ -11,7 +11,6 @@ import time
 from typing import Any, cast
 
 from arq.connections import ArqRedis, create_pool
-from postel.infra.store import keys
 from postel.infra.store.access import PROBE_TAG, check_access, check_cluster_access
 from postel.infra.store.connect import (
     REDIS_UNAVAILABLE,
@@ -20,7 +19,9 @@ from postel.infra.store.connect import (
     is_cluster,
     primary_client,
     redis_client,
+    with_outage_errors,
 )
+from postel.infra.store.keys import Keyspace
 from postel.messages.limits import MAX_MESSAGE_BYTES, check_json_text
 
 ARQ_FUNCTION = "handle"
@@ -81,7 +82,6 @@ async def connect_arq(url: str) -> ArqRedis:
         finally:
             await probed.aclose()
         return cast(ArqRedis, redis_client(url))
-    keys.use_lanes(1)
     settings = arq_settings(url)
     # Fail fast with a clear error rather than arq's five one-second retries.
     settings.conn_retries = 1
@@ -90,7 +90,7 @@ async def connect_arq(url: str) -> ArqRedis:
         settings,
         job_serializer=dumps,
         job_deserializer=loads,
-        default_queue_name=keys.queue("intent"),
+        default_queue_name=Keyspace().queue("intent"),
     )
     try:
         # a user short of a permission is told now, not by a NOPERM in the middle of a job
@@ -98,7 +98,7 @@ async def connect_arq(url: str) -> ArqRedis:
     except BaseException:
         await pool.aclose()
         raise
-    return pool
+    return cast(ArqRedis, await with_outage_errors(pool))
 
 
 async def _check_a_seed(url: str) -> None:

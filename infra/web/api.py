@@ -25,7 +25,7 @@ from fastapi.responses import StreamingResponse
 from fastapi.security import APIKeyCookie, HTTPBearer
 from postel.infra.runtime.cancel import cancel_job
 from postel.infra.runtime.submit import ReservedJobId, submit_job
-from postel.infra.store import keys, lanes
+from postel.infra.store import lanes
 from postel.infra.store.calls import RecordedCall, read_calls
 from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.events import Event
@@ -157,6 +157,7 @@ async def jobs(
     try:
         return await list_jobs(
             state.pool,
+            state.keyspace,
             status=status,
             stage=stage,
             q=q,
@@ -185,14 +186,14 @@ async def job_calls(job_id: JobId, state: State) -> list[RecordedCall]:
     """Every model call the job made, as the model received it and what it answered (empty
     when recording is off: POSTEL_RECORD_CALLS=false)."""
     await job(job_id, state)
-    return await read_calls(state.pool, job_id)
+    return await read_calls(state.pool, state.keyspace, job_id)
 
 
 @router.get("/jobs/{job_id}/rounds", response_model=list[GaslRound], tags=["jobs"])
 async def job_rounds(job_id: JobId, state: State) -> list[GaslRound]:
     """The job's HDT rounds with their full execution records (rows, provenance)."""
     await job(job_id, state)
-    return await GaslStateStore(state.pool, state.settings.job_ttl_s).rounds(job_id)
+    return await GaslStateStore(state.pool, state.keyspace, state.settings.job_ttl_s).rounds(job_id)
 
 
 @router.post(
@@ -227,7 +228,7 @@ async def follow_job(
     async def ended(event: Event) -> bool:
         return event.type in TERMINAL_TYPES and (await state.jobs.get(job_id)).finished
 
-    stream = keys.job_events(job_id)
+    stream = state.keyspace.job_events(job_id)
     read = _stream_reader(state, stream, _stream_id(last_event_id or "0-0"))
     return _sse(state, _follow(state, request, stream, read, ended))
 
@@ -250,23 +251,23 @@ async def follow_all(
     event's id is where every lane's stream stands (their ids joined by commas): a
     reconnecting client's Last-Event-ID resumes each lane where it was."""
     start = last_event_id or since or "$"
-    cursor = None if start == "$" else _lane_cursor(start)
+    cursor = None if start == "$" else _lane_cursor(start, state)
     return _sse(state, _follow(state, request, "every job's events", _lanes_reader(state, cursor)))
 
 
 @router.get("/workers", response_model=list[WorkerView], tags=["system"])
 async def workers(state: State) -> list[WorkerView]:
-    return await workers_view(state.pool)
+    return await workers_view(state.pool, state.keyspace)
 
 
 @router.get("/queues", response_model=QueuesView, tags=["system"])
 async def queues(state: State) -> QueuesView:
-    return await queues_view(state.pool)
+    return await queues_view(state.pool, state.keyspace)
 
 
 @router.get("/graphs", response_model=list[GraphInfo], tags=["graphs"])
 async def graphs(state: State) -> list[GraphInfo]:
-    return await GraphRegistry(state.pool).list()
+    return await GraphRegistry(state.pool, state.keyspace).list()
 
 
 @router.put(
@@ -290,7 +291,9 @@ async def add_graph(name: str, request: Request, state: State) -> GraphInfo:
     if request.headers.get("content-encoding", "").lower() == "gzip":
         data = _gunzip(data)
     try:
-        return await GraphRegistry(state.pool).add_bytes(name, data, source=f"{name}.graphml")
+        return await GraphRegistry(state.pool, state.keyspace).add_bytes(
+            name, data, source=f"{name}.graphml"
+        )
     except InvalidGraphName as exc:
         raise _field_error(["path", "name"], str(exc), "invalid_name") from exc
     except GraphFileError as exc:
@@ -309,10 +312,10 @@ def _gunzip(data: bytes) -> bytes:
     return unpacked
 
 
-def _lane_cursor(value: str) -> LaneCursor:
+def _lane_cursor(value: str, state: WebState) -> LaneCursor:
     """Stream ids, one per lane (or one for every lane)."""
     try:
-        cursor = LaneCursor.parse(value)
+        cursor = LaneCursor.parse(value, state.keyspace)
     except ValueError as exc:
         raise _field_error(["query", "since"], str(exc), "invalid_id") from None
     for entry_id in cursor.ids.values():
@@ -331,10 +334,12 @@ def _lanes_reader(state: WebState, cursor: LaneCursor | None) -> Callable[[], Aw
     async def read() -> Frames:
         nonlocal cursor
         if cursor is None:  # from now on: where each lane ends, so nothing slips between
-            cursor = await lanes.newest(state.pool, keys.events)
+            cursor = await lanes.newest(state.pool, state.keyspace, state.keyspace.events)
         position = LaneCursor(dict(cursor.ids))
         frames: Frames = []
-        for entry in await lanes.read_after(state.pool, keys.events, cursor, 200, _BLOCK_MS):
+        for entry in await lanes.read_after(
+            state.pool, state.keyspace.events, cursor, 200, _BLOCK_MS
+        ):
             position.advance([entry])
             frames.append((position.text(), Event.from_entry(entry.id, entry.fields)))
         return frames

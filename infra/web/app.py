@@ -9,6 +9,7 @@ from arq.connections import ArqRedis
 from fastapi import FastAPI, Response
 from fastapi.staticfiles import StaticFiles
 from postel.infra.runtime.settings import Settings
+from postel.infra.store.keys import Keyspace
 from postel.infra.web import api, dead_letters, errors, operations, outage, pages
 from postel.infra.web.metrics import SystemMetrics
 from postel.infra.web.security import Guard
@@ -53,12 +54,13 @@ class _Headers:
 
 
 def create_app(
-    pool: ArqRedis, settings: Settings, *, loopback_only: bool
+    pool: ArqRedis, keyspace: Keyspace, settings: Settings, *, loopback_only: bool
 ) -> tuple[ASGIApp, WebState]:
-    """The ASGI application and its shared state. With POSTEL_WEB_TOKEN set, every request
-    needs the token; `loopback_only` also refuses requests addressed to any other host."""
+    """The ASGI application and its shared state, over `pool` whose keys `keyspace` names.
+    With POSTEL_WEB_TOKEN set, every request needs the token; `loopback_only` also refuses
+    requests addressed to any other host."""
     token = settings.web_token.get_secret_value() if settings.web_token else None
-    state = WebState.create(pool, settings, token_required=token is not None)
+    state = WebState.create(pool, keyspace, settings, token_required=token is not None)
     app = FastAPI(
         title="postel",
         summary="Submit, follow and cancel jobs; redrive dead letters; watch workers and queues.",
@@ -71,7 +73,7 @@ def create_app(
     app.state.web = state
     errors.install(app)
     outage.install(app)
-    metrics = SystemMetrics(pool)
+    metrics = SystemMetrics(pool, keyspace)
 
     @app.get("/metrics", include_in_schema=False)
     async def prometheus_metrics() -> Response:

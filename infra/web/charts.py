@@ -19,7 +19,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from postel.infra.runtime.settings import WORKER_NAMES
-from postel.infra.store import keys, lanes
+from postel.infra.store import lanes
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.lanes import LaneCursor, id_order
 from postel.messages import utc_now
 from redis.asyncio import Redis
@@ -176,15 +177,15 @@ class ChartWindow:
         )
         self.tokens: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
 
-    async def read(self, redis: Redis) -> Charts:
-        """The charts as of now."""
+    async def read(self, redis: Redis, keyspace: Keyspace) -> Charts:
+        """The charts as of now, from `redis` whose keys `keyspace` names."""
         async with self._lock:
             now_ms = int(utc_now().timestamp() * 1000)
             first = now_ms // 60_000 - (WINDOW_MIN - 1)
             start_ms = first * 60_000
-            if not await self._catch_up(redis, start_ms):
+            if not await self._catch_up(redis, keyspace, start_ms):
                 self._reset()
-                await self._catch_up(redis, start_ms)
+                await self._catch_up(redis, keyspace, start_ms)
             self._drop_before(first)
             return Charts(
                 charts=[
@@ -217,13 +218,17 @@ class ChartWindow:
                 else None,
             )
 
-    async def _catch_up(self, redis: Redis, start_ms: int) -> bool:
+    async def _catch_up(self, redis: Redis, keyspace: Keyspace, start_ms: int) -> bool:
         """Add what was written since the last read; False when more came than one read
         takes (the window then starts over from the newest). Every lane's streams are read
         and merged (infra/store/lanes.py)."""
         if self.last_result is None or self.last_event is None:
-            results = await lanes.read_newest(redis, keys.results, CHART_RESULTS, str(start_ms))
-            events = await lanes.read_newest(redis, keys.events, CHART_EVENTS, str(start_ms))
+            results = await lanes.read_newest(
+                redis, keyspace, keyspace.results, CHART_RESULTS, str(start_ms)
+            )
+            events = await lanes.read_newest(
+                redis, keyspace, keyspace.events, CHART_EVENTS, str(start_ms)
+            )
             results.reverse()
             events.reverse()
             capped = [
@@ -233,13 +238,15 @@ class ChartWindow:
             ]
             self.partial_from_ms = max(capped) if capped else None
             # nothing yet: the next read starts at the hour's beginning, not the stream's
-            self.last_result = LaneCursor.parse(f"{start_ms}-0")
-            self.last_event = LaneCursor.parse(f"{start_ms}-0")
+            self.last_result = LaneCursor.parse(f"{start_ms}-0", keyspace)
+            self.last_event = LaneCursor.parse(f"{start_ms}-0", keyspace)
             self.last_result.advance(results)
             self.last_event.advance(events)
         else:
-            results = await lanes.read_after(redis, keys.results, self.last_result, CHART_RESULTS)
-            events = await lanes.read_after(redis, keys.events, self.last_event, CHART_EVENTS)
+            results = await lanes.read_after(
+                redis, keyspace.results, self.last_result, CHART_RESULTS
+            )
+            events = await lanes.read_after(redis, keyspace.events, self.last_event, CHART_EVENTS)
             if len(results) >= CHART_RESULTS or len(events) >= CHART_EVENTS:
                 return False
         for entry in results:

@@ -47,14 +47,16 @@ async def dead(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> DeadPage:
     """Dead letters newest first, paged."""
-    return await list_dead(state.pool, before=before, limit=limit, worker=worker, error=error)
+    return await list_dead(
+        state.pool, state.keyspace, before=before, limit=limit, worker=worker, error=error
+    )
 
 
 @api.get(
     "/dead/{entry_id}", response_model=DeadLetter, tags=["dead letters"], responses={404: NOT_FOUND}
 )
 async def dead_letter(entry_id: EntryId, state: State) -> DeadLetter:
-    return await get_dead(state.pool, entry_id)
+    return await get_dead(state.pool, state.keyspace, entry_id)
 
 
 @api.post(
@@ -105,7 +107,7 @@ async def dead_page(
 ) -> HTMLResponse:
     state = web_state(request)
     error = (error or "").strip() or None
-    page = await list_dead(state.pool, before=before, worker=worker, error=error)
+    page = await list_dead(state.pool, state.keyspace, before=before, worker=worker, error=error)
     filters = {"worker": worker, "error": error}
     return render(
         request,

@@ -10,9 +10,9 @@ from datetime import datetime
 from typing import Any, get_args
 
 from postel.infra.runtime.settings import WORKER_NAMES
-from postel.infra.store import keys
 from postel.infra.store.deadletter import summarise_validation
 from postel.infra.store.jobs import JobStatus, MalformedJobRecord
+from postel.infra.store.keys import Keyspace
 from postel.messages import JOB_ID_PATTERN, FailureStatus, utc_now
 from pydantic import BaseModel, ValidationError
 from redis.asyncio import Redis
@@ -94,39 +94,40 @@ def _cursor(value: str | None) -> tuple[float, str] | None:
 
 
 async def _index_after(
-    redis: Redis, cursor: tuple[float, str] | None, count: int
+    redis: Redis, keyspace: Keyspace, cursor: tuple[float, str] | None, count: int
 ) -> list[tuple[str, float]]:
     """Up to `count` (job id, score) of the index, newest first, after `cursor`. The cursor's
     job is found by rank, so jobs submitted meanwhile neither repeat nor hide entries; if it
     has left the index, its score serves instead. On a cluster, every lane's index read
     from the cursor's score and merged."""
-    if len(keys.lanes()) > 1:
-        return await _lanes_after(redis, cursor, count)
+    if keyspace.clustered:
+        return await _lanes_after(redis, keyspace, cursor, count)
+    index = keyspace.jobs("")
     if cursor is None:
         start = 0
     else:
-        rank = await redis.zrevrank(keys.JOBS, cursor[1])
+        rank = await redis.zrevrank(index, cursor[1])
         if rank is None:
             found = await redis.zrevrangebyscore(
-                keys.JOBS, f"({cursor[0]}", "-inf", start=0, num=count, withscores=True
+                index, f"({cursor[0]}", "-inf", start=0, num=count, withscores=True
             )
             return [(_text(m) or "", float(s)) for m, s in found]
         start = rank + 1
-    found = await redis.zrevrange(keys.JOBS, start, start + count - 1, withscores=True)
+    found = await redis.zrevrange(index, start, start + count - 1, withscores=True)
     return [(_text(m) or "", float(s)) for m, s in found]
 
 
 async def _lanes_after(
-    redis: Redis, cursor: tuple[float, str] | None, count: int
+    redis: Redis, keyspace: Keyspace, cursor: tuple[float, str] | None, count: int
 ) -> list[tuple[str, float]]:
     """`_index_after` over every lane's index: newest first, ties by id, as ZREVRANGE
     orders one index."""
     top = str(cursor[0]) if cursor else "+inf"
     async with redis.pipeline(transaction=False) as pipe:
-        for lane in keys.lanes():
+        for lane in keyspace.lanes():
             # the cursor's score is read again: a job of another lane may share it
             pipe.zrevrangebyscore(
-                keys.jobs(lane), top, "-inf", start=0, num=count + 1, withscores=True
+                keyspace.jobs(lane), top, "-inf", start=0, num=count + 1, withscores=True
             )
         answers = await pipe.execute()
     entries = [(_text(m) or "", float(s)) for answer in answers for m, s in answer]
@@ -135,14 +136,14 @@ async def _lanes_after(
     return sorted(entries, key=lambda entry: (entry[1], entry[0]), reverse=True)[:count]
 
 
-async def _index_size(redis: Redis) -> int:
+async def _index_size(redis: Redis, keyspace: Keyspace) -> int:
     async with redis.pipeline(transaction=False) as pipe:
-        for lane in keys.lanes():
-            pipe.zcard(keys.jobs(lane))
+        for lane in keyspace.lanes():
+            pipe.zcard(keyspace.jobs(lane))
         return sum(await pipe.execute())
 
 
-def _summary(job_id: str, values: list[Any]) -> JobSummary | None:
+def _summary(keyspace: Keyspace, job_id: str, values: list[Any]) -> JobSummary | None:
     data = dict(zip(_SUMMARY_FIELDS, (_text(v) for v in values), strict=True))
     if data["status"] is None:
         return None  # expired since it was indexed
@@ -151,21 +152,21 @@ def _summary(job_id: str, values: list[Any]) -> JobSummary | None:
             {"job_id": job_id, **{k: v for k, v in data.items() if v is not None}}
         )
     except ValidationError as exc:
-        raise MalformedJobRecord(job_id, summarise_validation(exc)) from exc
+        raise MalformedJobRecord(job_id, keyspace.job(job_id), summarise_validation(exc)) from exc
 
 
 async def _summaries(
-    redis: Redis, matching: list[tuple[str, list[Any]]], *, complete: bool
+    redis: Redis, keyspace: Keyspace, matching: list[tuple[str, list[Any]]], *, complete: bool
 ) -> list[JobSummary]:
     """The jobs' summaries from the fields read while filtering when they were all read
     (`complete`), else from a second read of the matches only."""
     if not complete:
         async with redis.pipeline(transaction=False) as pipe:
             for job_id, _partial in matching:
-                pipe.hmget(keys.job(job_id), _SUMMARY_FIELDS)
+                pipe.hmget(keyspace.job(job_id), _SUMMARY_FIELDS)
             rows = await pipe.execute()
         matching = [(job_id, row) for (job_id, _), row in zip(matching, rows, strict=True)]
-    summaries = (_summary(job_id, values) for job_id, values in matching)
+    summaries = (_summary(keyspace, job_id, values) for job_id, values in matching)
     return [job for job in summaries if job is not None]
 
 
@@ -191,6 +192,7 @@ def _matches(
 
 async def list_jobs(
     redis: Redis,
+    keyspace: Keyspace,
     *,
     status: str | None = None,
     stage: str | None = None,
@@ -204,12 +206,12 @@ async def list_jobs(
     or title, and creation within the last `within_s` seconds. A `q` that is a job's exact
     id finds it directly, however old."""
     limit = max(1, min(limit, PAGE_LIMIT))
-    total = await _index_size(redis)
+    total = await _index_size(redis, keyspace)
     # only a well-formed id is looked up: "x:gen:0" would name another job's key
     is_id = q is not None and _JOB_ID.match(q) is not None
-    if q and is_id and before is None and await redis.exists(keys.job(q)):
-        values = await redis.hmget(keys.job(q), _SUMMARY_FIELDS)
-        exact = _summary(q, values)
+    if q and is_id and before is None and await redis.exists(keyspace.job(q)):
+        values = await redis.hmget(keyspace.job(q), _SUMMARY_FIELDS)
+        exact = _summary(keyspace, q, values)
         if exact is not None and _matches(q, values, status, stage, None, failure):
             return JobsPage(items=[exact], next=None, scanned=1, total=total)
     cursor = _cursor(before)
@@ -219,7 +221,7 @@ async def list_jobs(
     scanned = 0
     exhausted = False
     while len(found) < limit and scanned < SCAN_LIMIT:
-        entries = await _index_after(redis, cursor, batch)
+        entries = await _index_after(redis, keyspace, cursor, batch)
         out_of_range = False
         if oldest_ms is not None and entries and entries[-1][1] < oldest_ms:
             # newest first: from the first entry older than the range on, all are
@@ -232,7 +234,7 @@ async def list_jobs(
         fields = _SUMMARY_FIELDS[:_FILTERED] if batch == _BATCH else _SUMMARY_FIELDS
         async with redis.pipeline(transaction=False) as pipe:
             for job_id, _score in entries:
-                pipe.hmget(keys.job(job_id), fields)
+                pipe.hmget(keyspace.job(job_id), fields)
             rows = await pipe.execute()
         matching: list[tuple[str, list[Any]]] = []
         for (job_id, score), values in zip(entries, rows, strict=True):
@@ -242,7 +244,9 @@ async def list_jobs(
                 matching.append((job_id, values))
                 if len(found) + len(matching) == limit:
                     break
-        found.extend(await _summaries(redis, matching, complete=fields == _SUMMARY_FIELDS))
+        found.extend(
+            await _summaries(redis, keyspace, matching, complete=fields == _SUMMARY_FIELDS)
+        )
         if len(found) < limit and (out_of_range or len(entries) < batch):
             exhausted = True
             break

@@ -14,6 +14,7 @@ from postel.infra.runtime.presence import Busy, live_workers
 from postel.infra.store.calls import RecordedCall, last_calls
 from postel.infra.store.events import HANDLED, Event, EventLog
 from postel.infra.store.jobs import JobRecord, JobStore
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.stores import GaslRound, GaslStateStore
 from postel.messages import ExecutionRecord, ids, utc_now
 from postel.services.planner.render import dumps
@@ -241,15 +242,15 @@ async def job_story(redis: Redis, jobs: JobStore, events: EventLog, job_id: str)
     """Everything the job's page shows (JobNotFound for an unknown job)."""
     record = await jobs.get(job_id)
     history = await events.read(job_id)
-    stored = await GaslStateStore(redis, jobs.ttl_s).rounds(job_id)
+    stored = await GaslStateStore(redis, jobs.keyspace, jobs.ttl_s).rounds(job_id)
     hops = _fold(history)
-    call_count, calls = await last_calls(redis, job_id, CALLS_SHOWN)
+    call_count, calls = await last_calls(redis, jobs.keyspace, job_id, CALLS_SHOWN)
     start = record.created_at
     # to the last event: a message dropped after the job finished ends later than the job
     stamps = [t for t in (record.finished_at, event_time(history[-1]) if history else None) if t]
     end = max(stamps) if record.finished_at is not None else max([*stamps, utc_now()])
     if not record.finished:
-        busy = await _busy(redis)
+        busy = await _busy(redis, jobs.keyspace)
         for hop in hops:
             if hop.status == "received" and hop.ended is None:
                 hop.running = True
@@ -283,6 +284,7 @@ async def job_story(redis: Redis, jobs: JobStore, events: EventLog, job_id: str)
     )
 
 
-async def _busy(redis: Redis) -> dict[str, Busy]:
+async def _busy(redis: Redis, keyspace: Keyspace) -> dict[str, Busy]:
     """What each live worker process last said it is handling, by message id."""
-    return {busy.message_id: busy for p in await live_workers(redis) for busy in p.busy}
+    live = await live_workers(redis, keyspace)
+    return {busy.message_id: busy for p in live for busy in p.busy}

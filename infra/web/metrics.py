@@ -24,8 +24,8 @@ from typing import Any
 
 from postel.infra.runtime.presence import live_workers
 from postel.infra.runtime.settings import WORKER_NAMES
-from postel.infra.store import keys
 from postel.infra.store.events import HANDLED, Event
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.lanes import LaneCursor, read_after
 from postel.infra.web.system_view import queues_view
 from postel.messages import TERMINAL_TYPES
@@ -54,10 +54,12 @@ class _Gauges(Collector):
 
 
 class SystemMetrics:
-    """The metrics of the system whose Redis is `redis`; `await refresh()`, then `render()`."""
+    """The metrics of the system whose Redis is `redis` (its keys named by `keyspace`);
+    `await refresh()`, then `render()`."""
 
-    def __init__(self, redis: Redis) -> None:
+    def __init__(self, redis: Redis, keyspace: Keyspace) -> None:
         self.redis = redis
+        self.keyspace = keyspace
         self._reading = asyncio.Lock()
         self.registry = CollectorRegistry()
         self._after: LaneCursor | None = None  # once connected: the lanes are known then
@@ -116,9 +118,11 @@ class SystemMetrics:
 
     async def _read_events(self) -> None:
         if self._after is None:
-            self._after = LaneCursor.parse("0-0")
+            self._after = LaneCursor.parse("0-0", self.keyspace)
         while True:
-            entries = await read_after(self.redis, keys.events, self._after, EVENTS_PER_READ)
+            entries = await read_after(
+                self.redis, self.keyspace.events, self._after, EVENTS_PER_READ
+            )
             for entry in entries:
                 self._count(Event.from_entry(entry.id, entry.fields))
             if len(entries) < EVENTS_PER_READ:
@@ -143,7 +147,7 @@ class SystemMetrics:
                 self.model_tokens.labels(event.worker, "completion").inc(event.completion_tokens)
 
     async def _read_gauges(self) -> list[GaugeMetricFamily]:
-        queues = await queues_view(self.redis)
+        queues = await queues_view(self.redis, self.keyspace)
         depth = GaugeMetricFamily("postel_queue_depth", "Messages waiting", labels=["queue"])
         oldest = GaugeMetricFamily(
             "postel_queue_oldest_age_seconds",
@@ -156,7 +160,7 @@ class SystemMetrics:
         live = GaugeMetricFamily(
             "postel_workers_live", "Live worker processes serving each kind", labels=["kind"]
         )
-        processes = await live_workers(self.redis)
+        processes = await live_workers(self.redis, self.keyspace)
         for kind in WORKER_NAMES:
             live.add_metric([kind], sum(kind in p.workers for p in processes))
         simple: list[tuple[str, str, Any]] = [

@@ -107,5 +107,7 @@ async def charts_fragment(request: Request) -> HTMLResponse:
     """The jobs page's charts alone, for the script to refresh."""
     state = web_state(request)
     window = chart_window(request.app.state)
-    html = TEMPLATES.get_template("_charts.html").render(charts=await window.read(state.pool))
+    html = TEMPLATES.get_template("_charts.html").render(
+        charts=await window.read(state.pool, state.keyspace)
+    )
     return HTMLResponse(html)

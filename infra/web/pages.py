@@ -21,7 +21,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 from postel.infra.runtime.cancel import JobAlreadyFinished, cancel_job
 from postel.infra.runtime.settings import WORKER_NAMES
-from postel.infra.store import keys, lanes
+from postel.infra.store import lanes
 from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.jobs import JobNotFound
 from postel.infra.web.api import JobId
@@ -42,7 +42,10 @@ EVENTS_SHOWN = 300  # rows of the raw events table on a job's page; the API has 
 async def global_stream(state: WebState) -> str:
     """The live feed from the newest event at render time: nothing that happens between
     rendering the page and the script connecting is missed."""
-    return _url(GLOBAL_STREAM, since=(await lanes.newest(state.pool, keys.events)).text())
+    return _url(
+        GLOBAL_STREAM,
+        since=(await lanes.newest(state.pool, state.keyspace, state.keyspace.events)).text(),
+    )
 
 
 def _ms(value: float) -> str:
@@ -183,9 +186,13 @@ async def jobs_page(
     within = within if within in TIME_RANGES else None
     chosen = {"failure": failure, "within_s": TIME_RANGES[within] if within else None}
     try:
-        page = await list_jobs(state.pool, status=status, stage=stage, q=q, before=before, **chosen)
+        page = await list_jobs(
+            state.pool, state.keyspace, status=status, stage=stage, q=q, before=before, **chosen
+        )
     except ValueError:
-        page = await list_jobs(state.pool, status=status, stage=stage, q=q, **chosen)
+        page = await list_jobs(
+            state.pool, state.keyspace, status=status, stage=stage, q=q, **chosen
+        )
     filters = {"status": status, "stage": stage, "q": q, "failure": failure, "within": within}
     return render(
         request,
@@ -194,7 +201,7 @@ async def jobs_page(
         filters=filters,
         note=note,
         here=_url("/jobs", **filters, before=before),
-        charts=await chart_window(request.app.state).read(state.pool),
+        charts=await chart_window(request.app.state).read(state.pool, state.keyspace),
         live_src=_url("/jobs", **filters, before=before, fragment="1"),
         next_url=_url("/jobs", **filters, before=page.next) if page.next else None,
         first_url=_url("/jobs", **filters) if before else None,
@@ -237,7 +244,7 @@ async def cancel_from_page(request: Request, job_id: JobId) -> RedirectResponse:
 @router.get("/workers", response_class=HTMLResponse)
 async def workers_page(request: Request) -> HTMLResponse:
     state = web_state(request)
-    workers = await workers_view(state.pool)
+    workers = await workers_view(state.pool, state.keyspace)
     per_kind = {kind: [w for w in workers if kind in w.workers] for kind in WORKER_NAMES}
     per_kind["ingress"] = [w for w in workers if w.ingress]
     return render(
@@ -255,11 +262,11 @@ async def workers_page(request: Request) -> HTMLResponse:
 async def queues_page(request: Request, worker: str | None = None, offset: int = 0) -> HTMLResponse:
     state = web_state(request)
     worker = worker if worker in WORKER_NAMES else None
-    shown = await queue_page(state.pool, worker, offset) if worker else None
+    shown = await queue_page(state.pool, state.keyspace, worker, offset) if worker else None
     return render(
         request,
         "queues",
-        view=await queues_view(state.pool),
+        view=await queues_view(state.pool, state.keyspace),
         shown=shown,
         live_src=_url("/queues", worker=worker, offset=str(offset or ""), fragment="1"),
         stream=await global_stream(state),
@@ -270,7 +277,7 @@ async def queues_page(request: Request, worker: str | None = None, offset: int =
 @router.get("/graphs", response_class=HTMLResponse)
 async def graphs_page(request: Request) -> HTMLResponse:
     state = web_state(request)
-    return render(request, "graphs", graphs=await GraphRegistry(state.pool).list())
+    return render(request, "graphs", graphs=await GraphRegistry(state.pool, state.keyspace).list())
 
 
 @router.get("/api/docs", response_class=HTMLResponse)

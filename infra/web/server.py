@@ -24,7 +24,7 @@ import h11
 import structlog
 import uvicorn
 from postel.infra.runtime.settings import Settings
-from postel.infra.store.connect import redis_client
+from postel.infra.store.connect import keyspace_of, redis_client
 from postel.infra.store.wire import connect_arq
 from postel.infra.web.app import create_app
 from postel.infra.web.metrics import SystemMetrics
@@ -190,7 +190,12 @@ class WebServer:
         except BaseException:
             sock.close()
             raise
-        app, self._state = create_app(pool, self.settings, loopback_only=is_loopback(self.host))
+        app, self._state = create_app(
+            pool,
+            keyspace_of(self.redis_url),
+            self.settings,
+            loopback_only=is_loopback(self.host),
+        )
         config = bounded_config(app, self.settings, timeout_graceful_shutdown=_SHUTDOWN_GRACE_S)
         self._server = QuietServer(config)
         self._task = await self._server.serving("the web server stopped at start", [sock])
@@ -230,7 +235,7 @@ class MetricsServer:
 
     async def __aenter__(self) -> MetricsServer:
         self._redis = redis_client(self.redis_url)
-        metrics = SystemMetrics(self._redis)
+        metrics = SystemMetrics(self._redis, keyspace_of(self.redis_url))
 
         async def scrape(request: Request) -> Response:
             return await metrics.scrape()

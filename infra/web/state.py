@@ -1,4 +1,5 @@
-"""What every request handler of the web server shares: the Redis pool and the stores."""
+"""What every request handler of the web server shares: the Redis pool, the names of its
+keys and the stores."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from postel.infra.runtime.settings import Settings
 from postel.infra.store.events import EventLog
 from postel.infra.store.job_stores import job_stores
 from postel.infra.store.jobs import JobStore
+from postel.infra.store.keys import Keyspace
 
 
 @dataclass
 class WebState:
     pool: ArqRedis
+    keyspace: Keyspace
     settings: Settings
     events: EventLog
     jobs: JobStore
@@ -26,10 +29,17 @@ class WebState:
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
     @classmethod
-    def create(cls, pool: ArqRedis, settings: Settings, *, token_required: bool) -> WebState:
-        events, jobs = job_stores(pool, settings)
+    def create(
+        cls, pool: ArqRedis, keyspace: Keyspace, settings: Settings, *, token_required: bool
+    ) -> WebState:
+        events, jobs = job_stores(pool, keyspace, settings)
         return cls(
-            pool=pool, settings=settings, events=events, jobs=jobs, token_required=token_required
+            pool=pool,
+            keyspace=keyspace,
+            settings=settings,
+            events=events,
+            jobs=jobs,
+            token_required=token_required,
         )
 
 

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 from postel.infra.runtime.presence import TTL_S, Busy, live_workers
 from postel.infra.runtime.settings import WORKER_NAMES
-from postel.infra.store import keys
+from postel.infra.store.connect import REDIS_UNAVAILABLE
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.wire import loads
 from postel.messages import utc_now
 from pydantic import BaseModel
@@ -40,15 +41,15 @@ class WorkerView(BaseModel):
     """The hops it is handling, as of its last presence refresh."""
 
 
-async def workers_view(redis: Redis) -> list[WorkerView]:
-    presences = await live_workers(redis)
-    lanes = keys.lanes()
+async def workers_view(redis: Redis, keyspace: Keyspace) -> list[WorkerView]:
+    presences = await live_workers(redis, keyspace)
+    lanes = keyspace.lanes()
     async with redis.pipeline(transaction=False) as pipe:
         for lane in lanes:
-            pipe.hgetall(keys.tally_handled(lane))
-            pipe.hgetall(keys.tally_last(lane))
+            pipe.hgetall(keyspace.tally_handled(lane))
+            pipe.hgetall(keyspace.tally_last(lane))
         for presence in presences:
-            pipe.pttl(keys.worker(presence.instance))
+            pipe.pttl(keyspace.worker(presence.instance))
         replies = await pipe.execute()
     tallies, ttls = replies[: 2 * len(lanes)], replies[2 * len(lanes) :]
     handled: dict[str, int] = {}
@@ -103,17 +104,17 @@ class QueuesView(BaseModel):
     jobs: int
 
 
-async def queues_view(redis: Redis) -> QueuesView:
-    lanes = keys.lanes()
+async def queues_view(redis: Redis, keyspace: Keyspace) -> QueuesView:
+    lanes = keyspace.lanes()
     async with redis.pipeline(transaction=False) as pipe:
         for worker in WORKER_NAMES:
             for lane in lanes:
-                pipe.zcard(keys.queue(worker, lane))
-                pipe.zrange(keys.queue(worker, lane), 0, 0, withscores=True)
-        pipe.xlen(keys.INGRESS)
+                pipe.zcard(keyspace.queue(worker, lane))
+                pipe.zrange(keyspace.queue(worker, lane), 0, 0, withscores=True)
+        pipe.xlen(keyspace.ingress)
         for lane in lanes:
-            pipe.xlen(keys.dead_letters(lane))
-            pipe.zcard(keys.jobs(lane))
+            pipe.xlen(keyspace.dead_letters(lane))
+            pipe.zcard(keyspace.jobs(lane))
         replies = await pipe.execute()
     now_ms = utc_now().timestamp() * 1000
     queues = []
@@ -130,8 +131,10 @@ async def queues_view(redis: Redis) -> QueuesView:
     pending = 0
     if ingress_length:
         try:
-            summary = await redis.xpending(keys.INGRESS, keys.INGRESS_GROUP)
+            summary = await redis.xpending(keyspace.ingress, keyspace.ingress_group)
             pending = int(summary["pending"])
+        except REDIS_UNAVAILABLE:
+            raise
         except ResponseError:  # no consumer group yet: nothing is pending
             pending = 0
     return QueuesView(
@@ -172,11 +175,11 @@ class QueuePage(BaseModel):
         return following if following < self.depth else None
 
 
-async def queue_page(redis: Redis, worker: str, offset: int = 0) -> QueuePage:
+async def queue_page(redis: Redis, keyspace: Keyspace, worker: str, offset: int = 0) -> QueuePage:
     """The messages of `worker`'s queue in the order they are due, QUEUE_PAGE from
     `offset`: one ZRANGE and one pipelined read of their payloads, leases and tries."""
     offset = max(offset, 0)
-    queue = keys.queue(worker)
+    queue = keyspace.queue(worker)
     async with redis.pipeline(transaction=False) as pipe:
         pipe.zcard(queue)
         pipe.zrange(queue, offset, offset + QUEUE_PAGE - 1, withscores=True)

@@ -7,6 +7,7 @@ Nothing is saved to disk beyond the nodes' cluster config files, in the given di
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -144,10 +145,49 @@ class LoopbackCluster:
                 )
         raise ClusterStartError("no node of the cluster is running")
 
+    def replicas_of(self, port: int) -> list[int]:
+        """The ports of primary `port`'s replicas."""
+        node = redis.Redis(port=port)
+        try:
+            info = node.info("replication")
+        finally:
+            node.close()
+        return [int(info[k]["port"]) for k in info if k.startswith("slave") and k[5:].isdigit()]
+
     def kill_synced(self, port: int) -> None:
         """SIGKILL primary `port` once its replicas hold every write it acknowledged: writes
         are paused, the replicas catch up, then the kill. A test of failover, not of the
         asynchronous replication window (README: Scaling past one Redis)."""
+        self._pause_synced(port)
+        self.kill(port)
+
+    def freeze_synced(self, port: int, seconds: float, failover_after_s: float = 0.0) -> None:
+        """SIGSTOP primary `port` for `seconds` once its replicas hold every write it
+        acknowledged, then SIGCONT it: a node that stops answering (a stalled machine) long
+        enough to be failed over, and comes back as a replica. Its replicas may take over
+        only `failover_after_s` into the stop; until one does, the cluster is down, as while
+        a production cluster waits out its node timeout (15 s by default)."""
+        replicas = self.replicas_of(port)
+        self._pause_synced(port)
+        process = self.processes[port]
+        for replica in replicas:
+            _configure(replica, "cluster-replica-no-failover", "yes" if failover_after_s else "no")
+        process.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(failover_after_s)
+            for replica in replicas:
+                _configure(replica, "cluster-replica-no-failover", "no")
+            time.sleep(seconds - failover_after_s)
+        finally:
+            process.send_signal(signal.SIGCONT)
+        node = redis.Redis(port=port)
+        try:
+            self._wait(lambda: node.execute_command("CLIENT", "UNPAUSE"))
+        finally:
+            node.close()
+
+    def _pause_synced(self, port: int) -> None:
+        """Pause the writes of primary `port` until its replicas hold all it acknowledged."""
         node = redis.Redis(port=port)
         try:
             node.execute_command("CLIENT", "PAUSE", 10_000, "WRITE")
@@ -161,7 +201,6 @@ class LoopbackCluster:
             self._wait(caught_up)
         finally:
             node.close()
-        self.kill(port)
 
     def kill(self, port: int) -> None:
         process = self.processes[port]
@@ -204,6 +243,14 @@ class LoopbackCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _configure(port: int, name: str, value: str) -> None:
+    node = redis.Redis(port=port)
+    try:
+        node.config_set(name, value)
+    finally:
+        node.close()
 
 
 def _state(port: int) -> str:

@@ -40,6 +40,7 @@ from postel.services.llm.tokens import truncate_to_tokens
 from postel.services.prompts import TEMPLATES, Capability, build_prompt
 from postel.services.step import HopFigures, Step
 from postel.services.validation import describe_type
+from pydantic import ValidationError
 
 EVIDENCE_MAX_TOKENS = 1200
 TASK_MAX_TOKENS = 300
@@ -144,7 +145,7 @@ def _after_step(
     iteration: int,
     finish_reason: str,
 ) -> Step:
-    delivered = result.state.document().model_dump(mode="json")
+    delivered = _delivered(result)
     figures = HopFigures(
         iteration=iteration,
         repair=repair,
@@ -189,6 +190,18 @@ def _after_step(
         JobFailed, ids.FAILED, status=result.decision, error=why, partial=delivered
     )
     return Step([failed], figures)
+
+
+def _delivered(result: StepResult) -> dict[str, Any]:
+    """What the loop delivered: the document, or, where the model's answer cannot be read
+    as one (a section without its `content_type`), the sections as the model wrote them. An
+    answer of the wrong shape is the validator's to refuse, which sends the repair turn that
+    shows the model its error; reading it here would fail the hop as if something outside
+    had broken."""
+    try:
+        return result.state.document().model_dump(mode="json")
+    except ValidationError:
+        return {"sections": result.state.delivered_sections()}
 
 
 async def _one_value(

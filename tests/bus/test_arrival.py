@@ -18,8 +18,8 @@ from postel.infra.runtime import actor as actor_module
 from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
-from postel.infra.store import keys
 from postel.infra.store.events import Event, EventLog
+from postel.infra.store.keys import Keyspace
 from postel.infra.web.job_story import _fold, _place
 from postel.messages import Envelope
 
@@ -27,6 +27,9 @@ from postel.testing.relay import RELAY_WORKERS
 
 sys.path.insert(0, str(Path(__file__).parent))
 from recording import Recorder
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 
 def _event(status: str, message_id: str = "j:m", **figures: float) -> Event:
@@ -42,21 +45,21 @@ def _event(status: str, message_id: str = "j:m", **figures: float) -> Event:
 
 
 def test_a_received_event_written_with_its_outcome_stays_out_of_the_lane_stream() -> None:
-    log = EventLog(None, maxlen=100, job_maxlen=10, job_ttl_s=60)  # type: ignore[arg-type]
+    log = EventLog(None, KEYS, maxlen=100, job_maxlen=10, job_ttl_s=60)  # type: ignore[arg-type]
     together = log.commands(_event("received", wait_ms=2.0), _event("completed", wait_ms=2.0))
     streams = [(c[0], c[1], c[c.index("status") + 1]) for c in together if c[0] == "XADD"]
     assert streams == [
-        ("XADD", keys.job_events("j"), "received"),
-        ("XADD", keys.EVENTS, "completed"),
-        ("XADD", keys.job_events("j"), "completed"),
+        ("XADD", KEYS.job_events("j"), "received"),
+        ("XADD", KEYS.events(""), "completed"),
+        ("XADD", KEYS.job_events("j"), "completed"),
     ]
-    assert [c for c in together if c[0] == "EXPIRE" and c[1] == keys.job_events("j")] == [
-        ["EXPIRE", keys.job_events("j"), "60"]
+    assert [c for c in together if c[0] == "EXPIRE" and c[1] == KEYS.job_events("j")] == [
+        ["EXPIRE", KEYS.job_events("j"), "60"]
     ], "the job's stream has its lifetime renewed once"
     alone = [c[1] for c in log.commands(_event("received")) if c[0] == "XADD"]
-    assert alone == [keys.EVENTS, keys.job_events("j")], "alone, it goes to both streams"
+    assert alone == [KEYS.events(""), KEYS.job_events("j")], "alone, it goes to both streams"
     other = log.commands(_event("received", "j:other"), _event("completed"))
-    assert [c[1] for c in other if c[0] == "XADD"][:2] == [keys.EVENTS, keys.job_events("j")]
+    assert [c[1] for c in other if c[0] == "XADD"][:2] == [KEYS.events(""), KEYS.job_events("j")]
 
 
 QUICK = {"received_window_ms": 60_000.0}
@@ -72,7 +75,7 @@ async def test_a_quick_hop_writes_received_with_its_commit_and_asks_nothing_befo
     asked: list[str] = []
 
     async def receive_once(*args: object, **kwargs: object) -> str:
-        asked.append(str(args[1]))
+        asked.append(str(args[2]))
         raise AssertionError("a hop taken by the take script asked again")
 
     monkeypatch.setattr(actor_module, "receive_once", receive_once)
@@ -80,7 +83,7 @@ async def test_a_quick_hop_writes_received_with_its_commit_and_asks_nothing_befo
     real_commit = actor_module.commit_once
 
     async def commit_once(*args: Any, **kwargs: Any) -> Any:
-        commits.append(args[3])  # the commit's record commands
+        commits.append(args[4])  # the commit's record commands
         return await real_commit(*args, **kwargs)
 
     monkeypatch.setattr(actor_module, "commit_once", commit_once)
@@ -92,15 +95,15 @@ async def test_a_quick_hop_writes_received_with_its_commit_and_asks_nothing_befo
         job_id = await client.submit("quick")
         assert await client.result(job_id, timeout=20) == "quick"
         history = await client.events.read(job_id)
-        stream_ttl = await client.pool.ttl(keys.job_events(job_id))
+        stream_ttl = await client.pool.ttl(KEYS.job_events(job_id))
     assert asked == []
     # a hop's commit leaves the job stream's lifetime, set with the record at submission;
     # the last one's terminal events renew it
     renewals = [
-        sum(c[:2] == ["EXPIRE", keys.job_events(job_id)] for c in commands) for commands in commits
+        sum(c[:2] == ["EXPIRE", KEYS.job_events(job_id)] for c in commands) for commands in commits
     ]
     assert renewals == [0, 0, 0, 0, 1]
-    tallies = (keys.TALLY_HANDLED, keys.TALLY_LAST)
+    tallies = (KEYS.tally_handled(""), KEYS.tally_last(""))
     assert not [
         c for commands in commits for c in commands if c[:1] == ["EXPIRE"] and c[1] in tallies
     ]
@@ -131,7 +134,9 @@ async def test_a_long_hop_writes_received_alone_once_the_window_has_passed(
                 for e in await client.events.read(job_id)
             ):
                 await asyncio.sleep(0.01)
-        lane = [(f[b"worker"], f[b"status"]) for _id, f in await client.pool.xrange(keys.EVENTS)]
+        lane = [
+            (f[b"worker"], f[b"status"]) for _id, f in await client.pool.xrange(KEYS.events(""))
+        ]
         assert (b"planner", b"received") in lane, "while it runs, live views see it"
         recorder.release.set()
         await client.result(job_id, timeout=20)
@@ -147,7 +152,7 @@ async def test_a_window_of_zero_writes_received_at_once(redis_url: str, settings
     ):
         job_id = await client.submit("now")
         await client.result(job_id, timeout=20)
-        lane = [f[b"status"] for _id, f in await client.pool.xrange(keys.EVENTS)]
+        lane = [f[b"status"] for _id, f in await client.pool.xrange(KEYS.events(""))]
         history = [e.status for e in await client.events.read(job_id)]
     assert lane.count(b"received") == history.count("received") == 5
 
@@ -180,7 +185,7 @@ async def test_a_quick_hop_that_fails_writes_received_with_its_retry(
     assert gasl == [("received", 1), ("retried", 1), ("received", 2), ("completed", 2)]
     lane = [
         (f[b"status"], f[b"attempt"])
-        for _id, f in await redis_client.xrange(keys.EVENTS)
+        for _id, f in await redis_client.xrange(KEYS.events(""))
         if f[b"worker"] == b"gasl"
     ]
     assert lane == [(b"retried", b"1"), (b"completed", b"2")], "quick: outcomes only"

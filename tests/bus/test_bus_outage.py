@@ -19,8 +19,11 @@ import redis.asyncio as aioredis
 from postel.infra.client.client import Client
 from postel.infra.runtime.presence import BEAT_S, live_workers, wait_for
 from postel.infra.runtime.settings import Settings
-from postel.infra.store import keys
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.redis_server import free_port, port_is_open, redis_server_binary
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 STAGES = ["intent", "planner", "gasl", "generator", "validator"]
 
@@ -80,7 +83,7 @@ async def test_workers_ride_out_a_redis_outage(
     worker = start_relay_process(server.url, log)
     try:
         async with Client(server.url, settings) as client:
-            await wait_for(client.pool, "intent", processes=1)
+            await wait_for(client.pool, client.keyspace, "intent", processes=1)
             before = [await client.submit(f"before {n}") for n in range(10)]
             await asyncio.sleep(0.3)  # some of them mid-hop when Redis dies
         server.kill()
@@ -92,9 +95,9 @@ async def test_workers_ride_out_a_redis_outage(
             after = [await client.submit(f"after {n}") for n in range(10)]
             raw = aioredis.Redis.from_url(server.url)
             body = json.dumps({"prompt": "after, by ingress"})
-            await raw.xadd(keys.INGRESS, {"job": body, "job_id": "ingress-after"})
+            await raw.xadd(KEYS.ingress, {"job": body, "job_id": "ingress-after"})
             async with asyncio.timeout(30):
-                while not await raw.exists(keys.job("ingress-after")):
+                while not await raw.exists(KEYS.job("ingress-after")):
                     await asyncio.sleep(0.05)
             await raw.aclose()
             jobs = [*before, *after, "ingress-after"]
@@ -105,12 +108,12 @@ async def test_workers_ride_out_a_redis_outage(
                 finished = [e for e in await client.events.read(job) if e.type == "job.completed"]
                 assert len(finished) == 1, f"{job} completed once"
             # presence still refreshes: a deleted presence key comes back within a beat
-            for presence in await live_workers(client.pool):
-                await client.pool.delete(keys.worker(presence.instance))
+            for presence in await live_workers(client.pool, client.keyspace):
+                await client.pool.delete(KEYS.worker(presence.instance))
             async with asyncio.timeout(BEAT_S + 5):
-                while not await live_workers(client.pool):
+                while not await live_workers(client.pool, client.keyspace):
                     await asyncio.sleep(0.1)
-            assert [p.pid for p in await live_workers(client.pool)] == [worker.pid]
+            assert [p.pid for p in await live_workers(client.pool, client.keyspace)] == [worker.pid]
         assert worker.poll() is None, "no worker process exited"
     except BaseException:
         print(log.read_text(errors="replace")[-4000:])
@@ -190,7 +193,8 @@ async def lease_renewal_across_an_outage(
     pool = await connect_arq(server.url)
     try:
         actor = Actor(
-            RELAY_WORKERS[0], Runtime.create(pool, settings.model_copy(update={"lease_s": 1.0}))
+            RELAY_WORKERS[0],
+            Runtime.create(pool, KEYS, settings.model_copy(update={"lease_s": 1.0})),
         )
         await pool.set("arq:in-progress:leased", b"1", px=1000)
         renewing = asyncio.create_task(actor._renew_lease("arq:in-progress:leased"))
@@ -236,12 +240,12 @@ async def test_after_an_outage_an_ingress_consumer_reads_its_own_pending_entries
 
     pool = await connect_arq(redis_url)
     try:
-        consumer = IngressConsumer(Runtime.create(pool, settings), claim_idle_ms=60_000)
+        consumer = IngressConsumer(Runtime.create(pool, KEYS, settings), claim_idle_ms=60_000)
         await consumer.ensure_group()
         for n in range(5):
-            await redis_client.xadd(keys.INGRESS, {"job": json.dumps({"prompt": f"p{n}"})})
+            await redis_client.xadd(KEYS.ingress, {"job": json.dumps({"prompt": f"p{n}"})})
         # read before the outage, never submitted: pending on this consumer
-        await redis_client.xreadgroup(keys.INGRESS_GROUP, consumer.name, {keys.INGRESS: ">"})
+        await redis_client.xreadgroup(KEYS.ingress_group, consumer.name, {KEYS.ingress: ">"})
         real_claim = consumer.redis.xautoclaim
         outage = {"left": 1}
 
@@ -255,7 +259,7 @@ async def test_after_an_outage_an_ingress_consumer_reads_its_own_pending_entries
         running = asyncio.create_task(consumer.run())
 
         async def acknowledged() -> bool:
-            return (await redis_client.xpending(keys.INGRESS, keys.INGRESS_GROUP))["pending"] == 0
+            return (await redis_client.xpending(KEYS.ingress, KEYS.ingress_group))["pending"] == 0
 
         try:
             async with asyncio.timeout(20):
@@ -268,3 +272,43 @@ async def test_after_an_outage_an_ingress_consumer_reads_its_own_pending_entries
         assert len(await redis_client.keys("postel:job:ingress-*")) == 5
     finally:
         await pool.aclose()
+
+
+async def test_a_handler_that_loses_redis_more_often_than_its_tries_still_completes(
+    redis_url: str, settings: Settings
+) -> None:
+    """Each of the planner's first runs meets an error that means "Redis is not answering
+    now", more runs than the message has tries (3): each is ridden out, gives back its try,
+    and is never recorded as the message's failure."""
+    from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+    from postel.infra.runtime.local_system import LocalSystem
+    from postel.infra.store.connect import ServerBusyError
+    from postel.messages import Envelope
+    from redis.exceptions import ClusterDownError, MovedError, ReadOnlyError
+
+    from postel.testing.relay import RELAY_WORKERS
+
+    intent, planner, *rest = RELAY_WORKERS
+    outages: list[Exception] = [
+        ClusterDownError("The cluster is down"),
+        MovedError("3999 127.0.0.1:6381"),
+        ReadOnlyError("You can't write against a read only replica."),
+        ServerBusyError("Redis is busy running a script."),
+    ]
+    assert len(outages) > settings.queue("planner").max_tries
+
+    async def losing_redis(message: Envelope, runtime: Runtime) -> Outcome:
+        if outages:
+            raise outages.pop(0)
+        return await planner.handle(message, runtime)
+
+    specs = [intent, WorkerSpec("planner", planner.accepts, losing_redis), *rest]
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs) as system,
+        Client(system.url, settings) as client,
+    ):
+        job_id = await client.submit("through four outages")
+        assert await client.result(job_id, timeout=60) == "through four outages"
+        planned = [e for e in await client.events.read(job_id) if e.worker == "planner"]
+    assert not outages
+    assert [(e.status, e.attempt) for e in planned if e.status != "received"] == [("completed", 1)]

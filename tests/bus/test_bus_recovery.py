@@ -18,11 +18,15 @@ from postel.infra.runtime.settings import Settings
 from postel.infra.runtime.submit import submit_job
 from postel.infra.store.events import EventLog
 from postel.infra.store.jobs import JobStore
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.redis_server import EmbeddedRedis, free_port
 from postel.infra.store.wire import connect_arq
 from postel.messages import JobRequest
 
 from postel.testing.relay import RELAY_WORKERS
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 
 def start_planner(url: str, slow: float, *options: str) -> subprocess.Popen[bytes]:
@@ -135,8 +139,8 @@ async def test_queued_jobs_survive_an_embedded_redis_restart(
     try:
         job_id = await submit_job(
             pool,
-            EventLog(pool, 1000, 100, 3600),
-            JobStore(pool, 3600),
+            EventLog(pool, KEYS, 1000, 100, 3600),
+            JobStore(pool, KEYS, 3600),
             JobRequest(prompt="queued before a restart"),
         )
     finally:

@@ -24,8 +24,8 @@ from postel.infra.runtime.actor import Actor, Outcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.presence import wait_for
 from postel.infra.runtime.settings import Settings
-from postel.infra.store import keys
 from postel.infra.store.events import Event, run_commands
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.wire import connect_arq
 from postel.messages import (
     Envelope,
@@ -37,6 +37,9 @@ from postel.messages import (
 )
 
 from postel.testing.relay import RELAY_WORKERS
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 STAGES = ["intent", "planner", "gasl", "generator", "validator"]
 
@@ -86,7 +89,7 @@ async def test_event_fields_are_flat_and_numeric(
     async with Client(relay_system.url, settings) as client:
         job_id = await client.submit("ping")
         await client.result(job_id, timeout=20)
-    entries = await redis_client.xrange(keys.job_events(job_id))
+    entries = await redis_client.xrange(KEYS.job_events(job_id))
     hop_fields = {
         "job_id",
         "message_id",
@@ -128,7 +131,9 @@ async def test_event_fields_are_flat_and_numeric(
             assert (event.llm_calls, event.error, event.decision) == (0, "", "")
     assert received == 5
     # the lane's stream has every event but the quick hops' `received`
-    lane = [(f[b"message_id"], f[b"status"]) for _id, f in await redis_client.xrange(keys.EVENTS)]
+    lane = [
+        (f[b"message_id"], f[b"status"]) for _id, f in await redis_client.xrange(KEYS.events(""))
+    ]
     history = [(f[b"message_id"], f[b"status"]) for _id, f in entries]
     assert [e for e in history if e[1] != b"received"] == [e for e in lane if e[1] != b"received"]
     assert set(lane) <= set(history)
@@ -147,14 +152,14 @@ async def test_the_handled_tallies_are_kept_alive_by_worker_processes_not_by_hop
     ):
         job_id = await client.submit("counted")
         await client.result(job_id, timeout=20)
-        tallies = (keys.TALLY_HANDLED, keys.TALLY_LAST)
+        tallies = (KEYS.tally_handled(""), KEYS.tally_last(""))
         for tally in tallies:
             await redis_client.persist(tally)  # as the hops left them: no lifetime of their own
         async with asyncio.timeout(20):
             while min([await redis_client.ttl(tally) for tally in tallies]) < 0:
                 await asyncio.sleep(0.02)
         assert max([await redis_client.ttl(tally) for tally in tallies]) <= settings.job_ttl_s
-        assert await redis_client.hlen(keys.TALLY_HANDLED) == 5, "one per worker kind"
+        assert await redis_client.hlen(KEYS.tally_handled("")) == 5, "one per worker kind"
 
 
 async def test_cli_submit_wait_prints_the_result(relay_system: LocalSystem) -> None:
@@ -186,7 +191,7 @@ async def test_raw_xadd_to_ingress_completes(
     relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
 ) -> None:
     body = json.dumps({"prompt": "from another language", "desired_type": "str"})
-    await redis_client.xadd(keys.INGRESS, {"job": body, "job_id": "from-redis-cli"})
+    await redis_client.xadd(KEYS.ingress, {"job": body, "job_id": "from-redis-cli"})
     async with Client(relay_system.url, settings) as client:
         result = await client.result("from-redis-cli", timeout=20)
         assert result == "from another language"
@@ -195,14 +200,14 @@ async def test_raw_xadd_to_ingress_completes(
             "submitted",
             "job.submitted",
         )
-    pending = await redis_client.xpending(keys.INGRESS, keys.INGRESS_GROUP)
+    pending = await redis_client.xpending(KEYS.ingress, KEYS.ingress_group)
     assert pending["pending"] == 0
 
 
 async def test_ingress_entry_without_job_id_gets_one_from_the_entry(
     relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
 ) -> None:
-    entry = await redis_client.xadd(keys.INGRESS, {"job": json.dumps({"prompt": "no id"})})
+    entry = await redis_client.xadd(KEYS.ingress, {"job": json.dumps({"prompt": "no id"})})
     job_id = "ingress-" + entry.decode().replace("-", "_")
     async with Client(relay_system.url, settings) as client:
         assert await client.result(job_id, timeout=20) == "no id"
@@ -225,19 +230,19 @@ async def test_malformed_ingress_entries_are_dead_lettered_and_acknowledged(
     fields: dict[str, str],
     expected_error: str,
 ) -> None:
-    await redis_client.xadd(keys.INGRESS, fields)
+    await redis_client.xadd(KEYS.ingress, fields)
     await redis_client.xadd(
-        keys.INGRESS, {"job": json.dumps({"prompt": "next"}), "job_id": "after"}
+        KEYS.ingress, {"job": json.dumps({"prompt": "next"}), "job_id": "after"}
     )
     async with Client(relay_system.url, settings) as client:
         assert await client.result("after", timeout=20) == "next"
-    dead = await redis_client.xrange(keys.DEAD_LETTER)
+    dead = await redis_client.xrange(KEYS.dead_letters(""))
     assert len(dead) == 1
     entry = {k.decode(): v.decode() for k, v in dead[0][1].items()}
     assert entry["source"] == "ingress"
     assert expected_error in entry["error"]
     assert json.loads(entry["raw"]) == fields
-    assert (await redis_client.xpending(keys.INGRESS, keys.INGRESS_GROUP))["pending"] == 0
+    assert (await redis_client.xpending(KEYS.ingress, KEYS.ingress_group))["pending"] == 0
 
 
 async def test_poison_messages_on_a_queue_are_dead_lettered_and_the_worker_goes_on(
@@ -264,22 +269,22 @@ async def test_poison_messages_on_a_queue_are_dead_lettered_and_the_worker_goes_
         ).model_dump(mode="json")
         for n, payload in enumerate([wrong_schema, unknown_type, other_stage, "plain text"]):
             await pool.enqueue_job(
-                "handle", payload, _job_id=f"poison{n}", _queue_name=keys.queue("intent")
+                "handle", payload, _job_id=f"poison{n}", _queue_name=KEYS.queue("intent")
             )
         await pool.set("arq:job:not-json", b"\x80\x81 not json")
-        await pool.zadd(keys.queue("intent"), {"not-json": 1})
+        await pool.zadd(KEYS.queue("intent"), {"not-json": 1})
         async with Client(relay_system.url, settings) as client:
             job_id = await client.submit("still alive")
             assert await client.result(job_id, timeout=20) == "still alive"
             for _ in range(100):
-                if await redis_client.xlen(keys.DEAD_LETTER) >= 5:
+                if await redis_client.xlen(KEYS.dead_letters("")) >= 5:
                     break
                 await asyncio.sleep(0.05)
     finally:
         await pool.aclose()
     dead = [
         {k.decode(): v.decode() for k, v in fields.items()}
-        for _id, fields in await redis_client.xrange(keys.DEAD_LETTER)
+        for _id, fields in await redis_client.xrange(KEYS.dead_letters(""))
     ]
     errors = " | ".join(d["error"] for d in dead)
     assert len(dead) == 5, errors
@@ -307,7 +312,7 @@ async def intent_actor(redis_url: str, settings: Settings) -> AsyncIterator[Acto
     """The relay intent stage's actor, run directly (no worker)."""
     pool = await connect_arq(redis_url)
     try:
-        yield Actor(RELAY_WORKERS[0], Runtime.create(pool, settings))
+        yield Actor(RELAY_WORKERS[0], Runtime.create(pool, KEYS, settings))
     finally:
         await pool.aclose()
 
@@ -328,9 +333,9 @@ async def test_a_handler_run_twice_commits_once(
     async with intent_actor(redis_url, settings) as actor:
         await actor.run(await submitted(actor, "twice"), attempt=1)
         await actor.run(await submitted(actor, "twice"), attempt=2)
-    statuses = [f[b"status"] for _id, f in await redis_client.xrange(keys.job_events("twice"))]
+    statuses = [f[b"status"] for _id, f in await redis_client.xrange(KEYS.job_events("twice"))]
     assert statuses.count(b"completed") == 1
-    assert await redis_client.zcard(keys.queue("planner")) == 1
+    assert await redis_client.zcard(KEYS.queue("planner")) == 1
 
 
 def flaky_spec(failures: int) -> WorkerSpec:
@@ -374,7 +379,7 @@ async def test_a_handler_out_of_tries_dead_letters_and_fails_the_job(
             await client.result(job_id, timeout=30)
         assert failure.value.status == "out_of_tries"
         assert "transient failure 3" in failure.value.error
-    dead = await redis_client.xrange(keys.DEAD_LETTER)
+    dead = await redis_client.xrange(KEYS.dead_letters(""))
     assert len(dead) == 1 and dead[0][1][b"job_id"] == job_id.encode()
 
 
@@ -400,7 +405,7 @@ async def test_two_processes_of_one_kind_share_its_queue(
             LocalSystem(settings, redis_url=redis_url, specs=others) as system,
             Client(system.url, settings) as client,
         ):
-            await wait_for(client.pool, "gasl", processes=2)
+            await wait_for(client.pool, client.keyspace, "gasl", processes=2)
             ids = await asyncio.gather(*(client.submit(f"job {n}") for n in range(30)))
             records = await client.wait_all(ids, timeout=60)
             assert all(r.status == "completed" for r in records.values())
@@ -459,21 +464,22 @@ async def test_a_late_commit_upstream_does_not_reopen_a_finished_job(
 
     pool = await connect_arq(redis_url)
     try:
-        jobs = JobStore(pool, 3600)
+        jobs = JobStore(pool, KEYS, 3600)
         await run_commands(pool, jobs.created_commands("raced", JobRequest(prompt="x"), "-"))
-        finished = [JobStore.finished_command("raced", result=1)]
+        finished = [jobs.finished_command("raced", result=1)]
         assert (
             await commit_once(
-                pool, keys.done("raced:last"), 60, finished, job_id="raced", message_ttl_s=60
+                pool, KEYS, KEYS.done("raced:last"), 60, finished, job_id="raced", message_ttl_s=60
             )
             == "committed"
         )
         # the upstream stage commits after its downstream already finished the job
-        late = [JobStore.running_command("raced", "validator")]
+        late = [jobs.running_command("raced", "validator")]
         dropped = [["SET", "raced:dropped", "1"]]
         result = await commit_once(
             pool,
-            keys.done("raced:earlier"),
+            KEYS,
+            KEYS.done("raced:earlier"),
             60,
             late,
             job_id="raced",
@@ -481,16 +487,16 @@ async def test_a_late_commit_upstream_does_not_reopen_a_finished_job(
             dropped=lambda: dropped,
         )
         assert result == "refused"
-        assert await redis_client.exists(keys.done("raced:earlier"), "raced:dropped") == 2
+        assert await redis_client.exists(KEYS.done("raced:earlier"), "raced:dropped") == 2
         record = await jobs.get("raced")
         assert (record.status, record.result) == ("completed", 1)
         await run_commands(pool, jobs.created_commands("fresh", JobRequest(prompt="x"), "-"))
-        running = [JobStore.running_command("fresh", "gasl")]
+        running = [jobs.running_command("fresh", "gasl")]
         assert await commit_once(
-            pool, keys.done("fresh:a"), 60, running, job_id="fresh", message_ttl_s=60
+            pool, KEYS, KEYS.done("fresh:a"), 60, running, job_id="fresh", message_ttl_s=60
         ) == ("committed")
         assert await commit_once(
-            pool, keys.done("fresh:a"), 60, running, job_id="fresh", message_ttl_s=60
+            pool, KEYS, KEYS.done("fresh:a"), 60, running, job_id="fresh", message_ttl_s=60
         ) == ("duplicate")
         assert (await jobs.get("fresh")).stage == "gasl"
     finally:
@@ -504,7 +510,7 @@ async def test_live_worker_processes_are_listed_and_withdrawn(
 
     async with Client(redis_url, settings) as client:
         async with LocalSystem(settings, redis_url=redis_url, specs=RELAY_WORKERS):
-            [presence] = await live_workers(client.pool)
+            [presence] = await live_workers(client.pool, client.keyspace)
             assert presence.workers == ["intent", "planner", "gasl", "generator", "validator"]
             assert presence.ingress and presence.pid == os.getpid()
             env = {**os.environ, "POSTEL_REDIS_URL": redis_url, "POSTEL_LOG_LEVEL": "WARNING"}
@@ -517,7 +523,9 @@ async def test_live_worker_processes_are_listed_and_withdrawn(
                 check=True,
             ).stdout
             assert "intent, planner, gasl, generator, validator + ingress" in listed
-        assert await live_workers(client.pool) == [], "a stopped process withdraws at once"
+        assert await live_workers(client.pool, client.keyspace) == [], (
+            "a stopped process withdraws at once"
+        )
 
 
 async def test_a_hops_wait_runs_from_the_commit_that_sent_it(
@@ -634,9 +642,9 @@ async def test_a_commit_sends_its_dropped_and_missing_commands_only_when_it_runs
         return any(word in args for args in sent)
 
     try:
-        jobs = JobStore(pool, 3600)
+        jobs = JobStore(pool, KEYS, 3600)
         await run_commands(pool, jobs.created_commands("rare", JobRequest(prompt="x"), "-"))
-        running = [JobStore.running_command("rare", "gasl")]
+        running = [jobs.running_command("rare", "gasl")]
         common = {
             "job_id": "rare",
             "message_ttl_s": 60,
@@ -644,23 +652,29 @@ async def test_a_commit_sends_its_dropped_and_missing_commands_only_when_it_runs
             "missing": making("missing", missing),
         }
         result = await commit_once(
-            pool, keys.done("rare:a"), 60, running, record="require", **common
+            pool, KEYS, KEYS.done("rare:a"), 60, running, record="require", **common
         )
         assert (result, len(sent), made) == ("committed", 1, [])
         assert not carried("rare:dropped") and not carried("rare:missing")
-        await run_commands(pool, [JobStore.finished_command("rare", result=1)])
+        await run_commands(pool, [jobs.finished_command("rare", result=1)])
         sent.clear()
         result = await commit_once(
-            pool, keys.done("rare:b"), 60, running, record="require", **common
+            pool, KEYS, KEYS.done("rare:b"), 60, running, record="require", **common
         )
         assert (result, len(sent)) == ("refused", 2)
-        assert await redis_client.exists("rare:dropped", keys.done("rare:b")) == 2
+        assert await redis_client.exists("rare:dropped", KEYS.done("rare:b")) == 2
         sent.clear()
         result = await commit_once(
-            pool, keys.done("gone:a"), 60, running, record="require", **{**common, "job_id": "gone"}
+            pool,
+            KEYS,
+            KEYS.done("gone:a"),
+            60,
+            running,
+            record="require",
+            **{**common, "job_id": "gone"},
         )
         assert (result, len(sent)) == ("missing", 2)
         assert await redis_client.exists("rare:missing") == 1
-        assert await redis_client.exists(keys.done("gone:a")) == 0
+        assert await redis_client.exists(KEYS.done("gone:a")) == 0
     finally:
         await pool.aclose()

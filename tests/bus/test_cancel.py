@@ -16,11 +16,14 @@ from postel.infra.client.client import Client, JobFailedError
 from postel.infra.runtime.cancel import JobAlreadyFinished
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
-from postel.infra.store import keys
 from postel.infra.store.jobs import JobNotFound
+from postel.infra.store.keys import Keyspace
 
 sys.path.insert(0, str(Path(__file__).parent))
 from recording import Recorder
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 
 async def statuses(client: Client, job_id: str) -> list[tuple[str, str]]:
@@ -54,7 +57,7 @@ async def test_a_running_handler_has_its_commit_refused_and_nothing_follows(
         assert failure.value.status == "cancelled"
         assert recorder.workers() == ["intent", "planner"]
         # the planner's outcome went nowhere: no gasl message was ever enqueued
-        assert await redis_client.zcard(keys.queue("gasl")) == 0
+        assert await redis_client.zcard(KEYS.queue("gasl")) == 0
         assert not await redis_client.exists(f"arq:job:{job_id}:gasl:0:0")
         assert (await client.status(job_id)).status == "failed"
         hops = await statuses(client, job_id)

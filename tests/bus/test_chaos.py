@@ -18,7 +18,6 @@ from postel.infra.runtime.runner import load_worker
 from postel.infra.runtime.settings import WORKER_NAMES, Settings
 from postel.infra.store.events import Event, run_commands
 from postel.infra.store.graphs import GraphRegistry
-from postel.infra.store.jobs import JobStore
 from postel.messages import JobRequest
 from postel.services.llm import ScriptedClient
 from postel.services.prompts import Capability
@@ -114,7 +113,7 @@ async def test_the_responder_answers_every_stage_of_both_job_kinds(
         Client(redis_url, settings) as client,
         LocalSystem(settings, redis_url=redis_url, specs=specs, resources={RESOURCE: model}),
     ):
-        await GraphRegistry(client.pool).add(GRAPH, graph)
+        await GraphRegistry(client.pool, client.keyspace).add(GRAPH, graph)
         for job in planned:
             await client.submit_request(job.request(), job_id=job.job_id)
         records = await client.wait_all([job.job_id for job in planned], timeout=60)
@@ -182,7 +181,7 @@ async def test_the_count_tells_lost_duplicated_wrong_and_undocumented_apart(
                     client.pool, store.created_commands(job.job_id, JobRequest(prompt="p"), "-")
                 )
         for job_id, outcome in finished.items():
-            await run_commands(client.pool, [JobStore.finished_command(job_id, **outcome)])
+            await run_commands(client.pool, [client.jobs.finished_command(job_id, **outcome)])
         for job_id in ("job-a", "job-g", "job-g"):
             await client.pool.xadd("postel:results", {"job_id": job_id, "message": "{}"})
         fake = FakeModel(chaos_responder)

@@ -17,9 +17,16 @@ from postel.infra.client.client import Client
 from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import QueueSettings, Settings
-from postel.infra.store import keys, lanes
+from postel.infra.store import lanes
 from postel.infra.store.access import ACL_RULE, CLUSTER_ACL_RULE
-from postel.infra.store.connect import RedisRefused, RedisURLError, cluster_of, primary_of
+from postel.infra.store.connect import (
+    RedisRefused,
+    RedisURLError,
+    cluster_of,
+    keyspace_of,
+    primary_of,
+)
+from postel.infra.store.keys import CLUSTER_LANES, Keyspace, message_of, split_lane
 from postel.infra.store.lanes import LaneCursor, id_order
 from postel.infra.store.wire import connect_arq
 from postel.infra.web.app import create_app
@@ -33,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from recording import Breakable
 
 JOBS = 40
+STOPPED_JOBS = 150
 
 
 def _text(value: bytes | str) -> str:
@@ -44,7 +52,7 @@ def test_a_cluster_url_names_its_nodes_credentials_and_lanes() -> None:
     assert [(s.host, s.port) for s in cluster.seeds] == [("10.0.0.1", 7000), ("10.0.0.2", 7001)]
     assert {(s.username, s.password) for s in cluster.seeds} == {("u", "p@ss")}
     assert cluster.lanes == 8
-    assert cluster_of("redis+cluster://10.0.0.1:7000").lanes == keys.CLUSTER_LANES
+    assert cluster_of("redis+cluster://10.0.0.1:7000").lanes == CLUSTER_LANES
     assert cluster_of("rediss+cluster://10.0.0.1:7000").seeds[0].tls
 
 
@@ -63,28 +71,65 @@ def test_a_bad_cluster_url_is_refused_naming_what_is_wrong(url: str, named: str)
 
 
 def test_a_job_keeps_every_key_in_its_lane_and_one_redis_keeps_todays_names() -> None:
-    assert keys.job("j1") == "postel:job:j1"
-    assert keys.arq_id("j1:intent") == "j1:intent"
-    keys.use_lanes(16)
-    try:
-        lane = keys.lane_of("j1")
-        assert lane.startswith("{p")
-        job_keys = [
-            keys.job("j1"),
-            keys.done("j1:intent"),
-            keys.job_events("j1"),
-            keys.submission("j1"),
-            keys.gasl_rounds("j1"),
-            "arq:job:" + keys.arq_id("j1:intent"),
-            keys.queue("intent", lane),
-            keys.events(lane),
+    one, cluster = Keyspace(), Keyspace(16)
+    assert one.job("j1") == "postel:job:j1"
+    assert one.arq_id("j1:intent") == "j1:intent"
+    lane = cluster.lane_of("j1")
+    assert lane.startswith("{p")
+    job_keys = [
+        cluster.job("j1"),
+        cluster.done("j1:intent"),
+        cluster.job_events("j1"),
+        cluster.submission("j1"),
+        cluster.gasl_rounds("j1"),
+        "arq:job:" + cluster.arq_id("j1:intent"),
+        cluster.queue("intent", lane),
+        cluster.events(lane),
+    ]
+    assert {key_slot(key.encode()) for key in job_keys} == {key_slot(lane.encode())}
+    assert message_of(cluster.arq_id("j1:intent")) == "j1:intent"
+    route = [cluster.route_budget("openai/gpt"), cluster.route_slots("openai/gpt")]
+    assert len({key_slot(key.encode()) for key in route}) == 1
+    assert one.job("j1") == "postel:job:j1", "naming a cluster's keys changed no other layout"
+
+
+def test_a_keyspace_is_made_from_its_url() -> None:
+    assert keyspace_of("redis://127.0.0.1:6379/2") == Keyspace()
+    assert keyspace_of("redis+sentinel://127.0.0.1:26379/main") == Keyspace()
+    assert keyspace_of("redis+cluster://127.0.0.1:7000") == Keyspace(CLUSTER_LANES)
+    assert keyspace_of("redis+cluster://127.0.0.1:7000?lanes=4").lanes() == [
+        "{p0}",
+        "{p1}",
+        "{p2}",
+        "{p3}",
+    ]
+    with pytest.raises(ValueError, match="at least one lane"):
+        Keyspace(0)
+
+
+async def test_a_one_redis_system_and_a_cluster_system_run_side_by_side_in_one_process(
+    cluster_url: str, embedded_redis_url: str, settings: Settings
+) -> None:
+    """Each client and each system names keys by its own layout, whichever connected last:
+    jobs submitted in turn to both complete, each under its own layout's keys."""
+    single = Keyspace()
+    async with (
+        LocalSystem(settings, redis_url=embedded_redis_url, specs=RELAY_WORKERS),
+        Client(embedded_redis_url, settings) as one,
+        LocalSystem(settings, redis_url=cluster_url, specs=RELAY_WORKERS),
+        Client(cluster_url, settings) as clustered,
+    ):
+        assert (one.keyspace, clustered.keyspace) == (single, keyspace_of(cluster_url))
+        pairs = [
+            (await one.submit(f"one {n}"), await clustered.submit(f"cluster {n}")) for n in range(4)
         ]
-        assert {key_slot(key.encode()) for key in job_keys} == {key_slot(lane.encode())}
-        assert keys.message_of(keys.arq_id("j1:intent")) == "j1:intent"
-        route = [keys.route_budget("openai/gpt"), keys.route_slots("openai/gpt")]
-        assert len({key_slot(key.encode()) for key in route}) == 1
-    finally:
-        keys.use_lanes(1)
+        for n, (on_one, on_cluster) in enumerate(pairs):
+            assert await one.result(on_one, timeout=30) == f"one {n}"
+            assert await clustered.result(on_cluster, timeout=30) == f"cluster {n}"
+            assert await one.pool.exists(f"postel:job:{on_one}")
+            tagged = f"postel:{clustered.keyspace.lane_of(on_cluster)}:job:{on_cluster}"
+            assert await clustered.pool.exists(tagged)
+        assert not await one.pool.exists(clustered.keyspace.job(pairs[0][0]))
 
 
 async def test_relay_jobs_complete_across_every_lane_and_shard(
@@ -97,7 +142,7 @@ async def test_relay_jobs_complete_across_every_lane_and_shard(
         job_ids = [await client.submit_request(JobRequest(prompt=f"q{i}")) for i in range(JOBS)]
         records = [await client.wait(job_id, timeout=60) for job_id in job_ids]
     assert {record.status for record in records} == {"completed"}
-    lanes = {keys.lane_of(job_id) for job_id in job_ids}
+    lanes = {keyspace_of(cluster_url).lane_of(job_id) for job_id in job_ids}
     assert len(lanes) > len(loopback_cluster.primary_ports())
     shards = {(await primary_of(cluster_url, lane)).port for lane in lanes}
     assert shards == set(loopback_cluster.primary_ports())
@@ -113,10 +158,11 @@ async def test_a_job_whose_record_was_lost_runs_afresh_when_submitted_again(
         LocalSystem(settings, redis_url=cluster_url, specs=RELAY_WORKERS),
         Client(cluster_url, settings) as client,
     ):
-        assert keys.lane_of(job_id) not in ("", keys.lane_of("")), "not the empty id's lane"
+        lane_of = client.keyspace.lane_of
+        assert lane_of(job_id) not in ("", lane_of("")), "not the empty id's lane"
         assert await client.submit("again", job_id=job_id) == job_id
         assert await client.result(job_id, timeout=30) == "again"
-        await client.pool.delete(keys.job(job_id))  # lost, as in a failover's window
+        await client.pool.delete(client.keyspace.job(job_id))  # lost, as in a failover's window
         assert await client.submit("again", job_id=job_id) == job_id
         assert await client.result(job_id, timeout=30) == "again"
         statuses = [e.status for e in await client.events.read(job_id)]
@@ -184,7 +230,7 @@ def test_the_cli_lists_shows_and_redrives_dead_letters_and_exports_jobs_across_s
     assert listed.exit_code == 0, listed.stderr
     letters = [json.loads(line) for line in listed.stdout.splitlines()]
     assert sorted(letter["job_id"] for letter in letters) == sorted(failed)
-    assert len({keys.split_lane(letter["id"])[0] for letter in letters}) > 1, "several lanes"
+    assert len({split_lane(letter["id"])[0] for letter in letters}) > 1, "several lanes"
     shown = in_process("dead", "show", letters[-1]["id"], env=env)
     assert shown.exit_code == 0 and json.loads(shown.stdout)["job_id"] == letters[-1]["job_id"]
     redriven = in_process("dead", "redrive", "--all", env=env)
@@ -207,7 +253,6 @@ def replicated_cluster(tmp_path: Path) -> Iterator[LoopbackCluster]:
     """Three primaries, each with a replica that takes over when it dies."""
     with LoopbackCluster(tmp_path, primaries=3, replicas=1) as cluster:
         yield cluster
-    keys.use_lanes(1)
 
 
 def slow_relay() -> list[WorkerSpec]:
@@ -233,7 +278,7 @@ async def test_a_primary_killed_mid_run_fails_over_with_no_job_lost_or_run_twice
         Client(url, settings) as client,
     ):
         victim_lanes = {
-            lane for lane in keys.lanes() if (await primary_of(url, lane)).port == victim
+            lane for lane in client.keyspace.lanes() if (await primary_of(url, lane)).port == victim
         }
         for n in range(JOBS):
             if n == JOBS // 2:
@@ -253,12 +298,38 @@ async def test_a_primary_killed_mid_run_fails_over_with_no_job_lost_or_run_twice
     for job_id, events in histories.items():
         committed = [e.message_id for e in events if e.status == "completed"]
         assert len(committed) == len(set(committed)) == 6, f"{job_id} ran a hop twice: {events}"
-    on_victim_lanes = {job_id for job_id in submitted if keys.lane_of(job_id) in victim_lanes}
+    on_victim_lanes = {
+        job_id for job_id in submitted if client.keyspace.lane_of(job_id) in victim_lanes
+    }
     print(
         f"\ncluster failover: {len(on_victim_lanes)} of {JOBS} jobs on the killed shard, "
         f"{retried} submissions retried"
     )
     assert on_victim_lanes, "some jobs lived on the killed shard"
+
+
+async def test_a_primary_stopped_for_4_s_under_150_jobs_fails_none(
+    replicated_cluster: LoopbackCluster, settings: Settings
+) -> None:
+    """While a stopped primary is failed over, every shard answers CLUSTERDOWN or TRYAGAIN
+    for a moment, and the stopped one's clients MOVED once it is back as a replica: an
+    outage each, ridden out, never a job's verdict."""
+    url = replicated_cluster.url
+    victim = replicated_cluster.primary_ports()[0]
+    one_at_a_time = settings.model_copy(update={"concurrency": 1})  # the jobs queue up
+    async with (
+        LocalSystem(one_at_a_time, redis_url=url, specs=slow_relay()),
+        Client(url, settings) as client,
+    ):
+        submitted = [
+            await client.submit(f"job {n}", job_id=f"stopped-{n}") for n in range(STOPPED_JOBS)
+        ]
+        await asyncio.to_thread(replicated_cluster.freeze_synced, victim, 4.0, 2.5)
+        records = await client.wait_all(submitted, timeout=180)
+    assert victim not in replicated_cluster.primary_ports(), "a replica took over"
+    failed = {job_id: r.error for job_id, r in records.items() if r.status != "completed"}
+    assert not failed
+    assert len(records) == STOPPED_JOBS
 
 
 async def every_page(api: httpx.AsyncClient, path: str, limit: int, field: str) -> list[str]:
@@ -283,7 +354,7 @@ async def test_dead_letters_redrive_cancel_ingress_and_the_views_merge_every_lan
         Client(cluster_url, quick) as client,
     ):
         web_pool = await connect_arq(cluster_url)
-        app, _state = create_app(web_pool, quick, loopback_only=False)
+        app, _state = create_app(web_pool, client.keyspace, quick, loopback_only=False)
         api = httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://127.0.0.1")
         failed = [await client.submit(f"dead {n}") for n in range(12)]
         records = await client.wait_all(failed, timeout=60)
@@ -294,10 +365,10 @@ async def test_dead_letters_redrive_cancel_ingress_and_the_views_merge_every_lan
         letters = (await api.get("/api/dead", params={"limit": 50})).json()
         assert letters["total"] == 12
         ids = [letter["id"] for letter in letters["items"]]
-        assert len({keys.split_lane(i)[0] for i in ids}) > 1, "letters of several lanes"
+        assert len({split_lane(i)[0] for i in ids}) > 1, "letters of several lanes"
         newest_first = sorted(
             ids,
-            key=lambda i: (id_order(keys.split_lane(i)[1]), keys.split_lane(i)[0]),
+            key=lambda i: (id_order(split_lane(i)[1]), split_lane(i)[0]),
             reverse=True,
         )
         assert ids == newest_first, "by entry id, ties (two shards, one millisecond) by lane"
@@ -310,12 +381,14 @@ async def test_dead_letters_redrive_cancel_ingress_and_the_views_merge_every_lan
         rest = (await api.post("/api/dead/redrive")).json()
         assert len(rest["redriven"]) == 11 and not rest["refused"]
         entries = [
-            await client.pool.xadd(keys.INGRESS, {"job": json.dumps({"prompt": f"in {n}"})})
+            await client.pool.xadd(
+                client.keyspace.ingress, {"job": json.dumps({"prompt": f"in {n}"})}
+            )
             for n in range(5)
         ]
         ingested = [f"ingress-{_text(e).replace('-', '_')}" for e in entries]
         async with asyncio.timeout(30):
-            while not all([await client.pool.exists(keys.job(i)) for i in ingested]):
+            while not all([await client.pool.exists(client.keyspace.job(i)) for i in ingested]):
                 await asyncio.sleep(0.1)
         done = await client.wait_all([*failed, *ingested], timeout=60)
         assert {r.status for r in done.values()} == {"completed"}
@@ -330,8 +403,8 @@ async def test_dead_letters_redrive_cancel_ingress_and_the_views_merge_every_lan
         queues = (await api.get("/api/queues")).json()
         assert (queues["jobs"], queues["dead_letters"]) == (len(every), 0)
 
-        cursor = LaneCursor.parse("0-0")
-        merged = await lanes.read_after(client.pool, keys.events, cursor, count=10_000)
+        cursor = LaneCursor.parse("0-0", client.keyspace)
+        merged = await lanes.read_after(client.pool, client.keyspace.events, cursor, count=10_000)
         # every event of every job but a quick hop's `received`, which is in its job's
         # stream only (its outcome carries its wait): the lanes' streams merged lose none
         in_lanes = [
@@ -366,6 +439,27 @@ async def test_the_cluster_client_falls_back_on_the_urls_nodes(cluster_url: str)
         await client.initialize()
         client.nodes_manager.startup_nodes.clear()
         await client.nodes_manager.initialize()
-        assert await client.set(keys.job("seeded"), "1")
+        assert await client.set(keyspace_of(cluster_url).job("seeded"), "1")
+    finally:
+        await client.aclose()
+
+
+async def test_a_pipeline_finishing_while_another_task_refreshes_the_map_succeeds(
+    cluster_url: str,
+) -> None:
+    """A CLUSTERDOWN in one task makes redis-py forget its default node; a pipeline of
+    another task that then finishes with an error reply among its replies (an empty lane's
+    stream read, say) still returns them all."""
+    client = cluster_of(cluster_url).client()
+    key = keyspace_of(cluster_url).job("not-a-stream")
+    try:
+        await client.initialize()
+        await client.set(key, "1")
+        async with client.pipeline() as pipe:
+            pipe.get(key)
+            pipe.xrevrange(key, count=1)
+            await client.nodes_manager.aclose()  # what the other task's CLUSTERDOWN does
+            first, second = await pipe.execute(raise_on_error=False)
+        assert first == b"1" and isinstance(second, redis.ResponseError)
     finally:
         await client.aclose()

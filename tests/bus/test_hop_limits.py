@@ -16,13 +16,16 @@ from postel.infra.runtime.actor import HopLimit, Outcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.runner import load_worker
 from postel.infra.runtime.settings import QueueSettings, Settings
-from postel.infra.store import keys
+from postel.infra.store.keys import Keyspace
 from postel.messages import JobOptions, JobRequest, JobSubmitted, utc_now
 from postel.services.llm import LLMServerError
 from postel.services.llm.budget import remaining_budget
 
 from postel.testing.fake_model import FakeModel
 from postel.testing.relay import RELAY_WORKERS
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 
 def intent_doing(work: object) -> WorkerSpec:
@@ -96,7 +99,7 @@ async def test_a_handler_that_never_returns_ends_hop_timeout_before_arq_cuts_it(
         failure.value.error
     )
     assert len(received) == 1
-    dead = await redis_client.xrange(keys.DEAD_LETTER)
+    dead = await redis_client.xrange(KEYS.dead_letters(""))
     assert len(dead) == 1, "the message is kept to be redriven"
 
 
@@ -119,7 +122,7 @@ async def test_a_deadline_passing_mid_hop_fails_the_job_by_the_deadline_not_the_
     limit = re.search(r"ran past the job's deadline \((\d+\.\d)s;", failure.value.error)
     assert limit is not None, failure.value.error
     assert 0 < float(limit.group(1)) <= 2.0
-    assert await redis_client.xlen(keys.DEAD_LETTER) == 0
+    assert await redis_client.xlen(KEYS.dead_letters("")) == 0
 
 
 async def test_a_model_failure_is_not_retried_again_by_the_handler(

@@ -16,7 +16,6 @@ from postel.infra.runtime.ingress import INGRESS_KEEP_ENTRY_BYTES, IngressConsum
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.redrive import RedriveRefused, redrive
 from postel.infra.runtime.settings import Settings
-from postel.infra.store import keys
 from postel.infra.store.deadletter import (
     DEAD_LETTER_RAW_BYTES,
     EXCERPT_CHARS,
@@ -24,10 +23,14 @@ from postel.infra.store.deadletter import (
     get_dead,
     list_dead,
 )
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.wire import connect_arq
 from postel.messages import GenerationCompleted, JobCompleted
 
 from postel.testing.relay import RELAY_WORKERS
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 
 def nested(depth: int) -> str:
@@ -95,15 +98,15 @@ async def test_a_killer_ingress_entry_is_dead_lettered_and_ingress_goes_on(
     fields: dict[str, str],
     expected_error: str,
 ) -> None:
-    await redis_client.xadd(keys.INGRESS, fields)
+    await redis_client.xadd(KEYS.ingress, fields)
     await redis_client.xadd(
-        keys.INGRESS, {"job": json.dumps({"prompt": "next"}), "job_id": "after"}
+        KEYS.ingress, {"job": json.dumps({"prompt": "next"}), "job_id": "after"}
     )
     async with Client(relay_system.url, settings) as client:
         assert await client.result("after", timeout=20) == "next"
     dead = [
         {k.decode(): v.decode() for k, v in f.items()}
-        for _id, f in await redis_client.xrange(keys.DEAD_LETTER)
+        for _id, f in await redis_client.xrange(KEYS.dead_letters(""))
     ]
     if not expected_error:
         assert dead == []
@@ -111,7 +114,7 @@ async def test_a_killer_ingress_entry_is_dead_lettered_and_ingress_goes_on(
     assert len(dead) == 1, dead
     assert dead[0]["source"] == "ingress"
     assert expected_error in dead[0]["error"]
-    assert (await redis_client.xpending(keys.INGRESS, keys.INGRESS_GROUP))["pending"] == 0
+    assert (await redis_client.xpending(KEYS.ingress, KEYS.ingress_group))["pending"] == 0
     job_records = [k for k in await redis_client.keys("postel:job:*") if b":after" not in k]
     assert job_records == [], "a refused entry left a record behind"
 
@@ -128,7 +131,7 @@ ARQ_SHAPED_POISON = [
 async def test_arq_shaped_poison_is_dead_lettered_and_no_worker_dies(
     relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
 ) -> None:
-    queue = keys.queue("intent")
+    queue = KEYS.queue("intent")
     for n, payload in enumerate(ARQ_SHAPED_POISON):
         await redis_client.set(f"arq:job:poison{n}", json.dumps(payload))
         await redis_client.zadd(queue, {f"poison{n}": 1})
@@ -138,12 +141,12 @@ async def test_arq_shaped_poison_is_dead_lettered_and_no_worker_dies(
         job_id = await client.submit("still alive")
         assert await client.result(job_id, timeout=20) == "still alive"
     for _ in range(100):
-        if await redis_client.xlen(keys.DEAD_LETTER) >= len(ARQ_SHAPED_POISON) + 1:
+        if await redis_client.xlen(KEYS.dead_letters("")) >= len(ARQ_SHAPED_POISON) + 1:
             break
         await asyncio.sleep(0.05)
     dead = [
         {k.decode(): v.decode() for k, v in f.items()}
-        for _id, f in await redis_client.xrange(keys.DEAD_LETTER)
+        for _id, f in await redis_client.xrange(KEYS.dead_letters(""))
     ]
     assert len(dead) == len(ARQ_SHAPED_POISON) + 1
     assert all(d["source"] == "worker:intent" for d in dead)
@@ -186,10 +189,10 @@ async def test_deleting_the_ingress_stream_under_a_running_consumer_does_not_kil
     relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
 ) -> None:
     async with Client(relay_system.url, settings) as client:
-        await redis_client.xadd(keys.INGRESS, {"job": json.dumps({"prompt": "a"}), "job_id": "a"})
+        await redis_client.xadd(KEYS.ingress, {"job": json.dumps({"prompt": "a"}), "job_id": "a"})
         assert await client.result("a", timeout=20) == "a"
-        await redis_client.delete(keys.INGRESS)
-        await redis_client.xadd(keys.INGRESS, {"job": json.dumps({"prompt": "b"}), "job_id": "b"})
+        await redis_client.delete(KEYS.ingress)
+        await redis_client.xadd(KEYS.ingress, {"job": json.dumps({"prompt": "b"}), "job_id": "b"})
         assert await client.result("b", timeout=20) == "b"
 
 
@@ -198,15 +201,15 @@ async def test_acknowledged_ingress_entries_are_trimmed_beyond_the_cap(
 ) -> None:
     pool = await connect_arq(redis_url)
     try:
-        consumer = IngressConsumer(Runtime.create(pool, settings), keep=5, trim_every=1)
+        consumer = IngressConsumer(Runtime.create(pool, KEYS, settings), keep=5, trim_every=1)
         await consumer.ensure_group()
         for n in range(30):
-            await redis_client.xadd(keys.INGRESS, {"job": json.dumps({"prompt": f"p{n}"})})
+            await redis_client.xadd(KEYS.ingress, {"job": json.dumps({"prompt": f"p{n}"})})
         while await consumer.run_once(count=10):
             pass
-        unread = await redis_client.xadd(keys.INGRESS, {"job": json.dumps({"prompt": "late"})})
-        assert await redis_client.xlen(keys.INGRESS) <= 6
-        remaining = [entry_id for entry_id, _ in await redis_client.xrange(keys.INGRESS)]
+        unread = await redis_client.xadd(KEYS.ingress, {"job": json.dumps({"prompt": "late"})})
+        assert await redis_client.xlen(KEYS.ingress) <= 6
+        remaining = [entry_id for entry_id, _ in await redis_client.xrange(KEYS.ingress)]
         assert unread in remaining, "an entry not yet read was trimmed"
         assert len(await redis_client.keys("postel:job:ingress-*")) == 30
     finally:
@@ -226,7 +229,7 @@ async def test_a_large_result_is_stored_once_in_the_record_not_in_the_results_st
             assert await client.result(await client.submit("x"), timeout=20) == value
     entries = [
         {k.decode(): v.decode() for k, v in f.items()}
-        for _id, f in await redis_client.xrange(keys.RESULTS)
+        for _id, f in await redis_client.xrange(KEYS.results(""))
     ]
     assert [(e["status"], e.get("in"), "message" in e) for e in entries] == [
         ("completed", "record", False),
@@ -242,24 +245,24 @@ async def test_large_entries_are_kept_neither_in_ingress_nor_whole_in_dead_lette
     letter keeps an excerpt with the payload's size and sha256."""
     pool = await connect_arq(redis_url)
     try:
-        consumer = IngressConsumer(Runtime.create(pool, settings))
+        consumer = IngressConsumer(Runtime.create(pool, KEYS, settings))
         await consumer.ensure_group()
         huge = {"job": json.dumps({"prompt": "x" * 3_600_000})}
         for _ in range(9):
-            await redis_client.xadd(keys.INGRESS, huge)
+            await redis_client.xadd(KEYS.ingress, huge)
         for n in range(3):
             big = json.dumps({"prompt": "y" * (INGRESS_KEEP_ENTRY_BYTES + 1)})
-            await redis_client.xadd(keys.INGRESS, {"job": big, "job_id": f"big-{n}"})
+            await redis_client.xadd(KEYS.ingress, {"job": big, "job_id": f"big-{n}"})
         small = await redis_client.xadd(
-            keys.INGRESS, {"job": json.dumps({"prompt": "small"}), "job_id": "small"}
+            KEYS.ingress, {"job": json.dumps({"prompt": "small"}), "job_id": "small"}
         )
         while await consumer.run_once(count=10):
             pass
-        assert [entry_id for entry_id, _ in await redis_client.xrange(keys.INGRESS)] == [small]
-        assert await redis_client.memory_usage(keys.INGRESS) < 64 * 1024
+        assert [entry_id for entry_id, _ in await redis_client.xrange(KEYS.ingress)] == [small]
+        assert await redis_client.memory_usage(KEYS.ingress) < 64 * 1024
         for n in range(3):
-            assert await redis_client.exists(keys.job(f"big-{n}")), "the request is kept there"
-        letters = (await list_dead(redis_client, limit=50)).items
+            assert await redis_client.exists(KEYS.job(f"big-{n}")), "the request is kept there"
+        letters = (await list_dead(redis_client, KEYS, limit=50)).items
         assert len(letters) == 9
         whole = json.dumps(huge, ensure_ascii=False).encode()
         for letter in letters:
@@ -268,7 +271,7 @@ async def test_large_entries_are_kept_neither_in_ingress_nor_whole_in_dead_lette
             assert letter.raw_sha256 == hashlib.sha256(whole).hexdigest()
             assert len(letter.raw) < EXCERPT_CHARS + 200
             assert f"[cut: {len(whole)} bytes in all, sha256 {letter.raw_sha256}]" in letter.raw
-        assert await redis_client.memory_usage(keys.DEAD_LETTER) < 9 * DEAD_LETTER_RAW_BYTES
+        assert await redis_client.memory_usage(KEYS.dead_letters("")) < 9 * DEAD_LETTER_RAW_BYTES
     finally:
         await pool.aclose()
 
@@ -279,18 +282,20 @@ async def test_a_dead_payload_over_the_bound_is_an_excerpt_that_redrive_refuses(
     message = {"type": "generation.completed", "job_id": "j", "text": "z" * 1_000_000}
     kept = {"type": "generation.completed", "job_id": "j", "text": "z" * 60_000}
     ids = [
-        await dead_letter(redis_client, source="worker:validator", error="e", payload=message)
+        await dead_letter(redis_client, KEYS, source="worker:validator", error="e", payload=message)
         for _ in range(5)
     ]
-    kept_id = await dead_letter(redis_client, source="worker:validator", error="e", payload=kept)
+    kept_id = await dead_letter(
+        redis_client, KEYS, source="worker:validator", error="e", payload=kept
+    )
     for entry_id in ids:
-        letter = await get_dead(redis_client, entry_id)
+        letter = await get_dead(redis_client, KEYS, entry_id)
         assert letter.raw_bytes == len(json.dumps(message)) and len(letter.raw) < 5_000
-    whole = await get_dead(redis_client, kept_id)
+    whole = await get_dead(redis_client, KEYS, kept_id)
     assert json.loads(whole.raw) == kept and whole.raw_sha256 == ""
     pool = await connect_arq(redis_url)
     try:
-        events = Runtime.create(pool, settings).events
+        events = Runtime.create(pool, KEYS, settings).events
         with pytest.raises(RedriveRefused, match="its payload was cut when dead-lettered"):
             await redrive(pool, events, ids[0], by="test")
     finally:

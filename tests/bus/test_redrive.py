@@ -16,12 +16,15 @@ from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.redrive import RedriveRefused, redrive, redrive_matching
 from postel.infra.runtime.settings import QueueSettings, Settings
-from postel.infra.store import keys
 from postel.infra.store.deadletter import DeadLetterNotFound, dead_letter, list_dead
+from postel.infra.store.keys import Keyspace
 from postel.messages import JobRequest, JobSubmitted
 
 sys.path.insert(0, str(Path(__file__).parent))
 from recording import Breakable
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 
 @pytest.fixture
@@ -45,7 +48,7 @@ async def dead_job(client: Client) -> tuple[str, str]:
     job_id = await client.submit("needs a second chance")
     record = await client.wait(job_id, timeout=30)
     assert record.failure == "out_of_tries"
-    page = await list_dead(client.pool)
+    page = await list_dead(client.pool, client.keyspace)
     [letter] = [d for d in page.items if d.job_id == job_id]
     return job_id, letter.id
 
@@ -55,7 +58,7 @@ async def test_a_dead_letter_is_redriven_to_completion(
 ) -> None:
     breakable, client = broken_system
     job_id, entry = await dead_job(client)
-    letter = (await list_dead(client.pool)).items[0]
+    letter = (await list_dead(client.pool, client.keyspace)).items[0]
     assert (letter.worker, letter.message_id, letter.attempt) == ("planner", f"{job_id}:intent", 2)
     assert "backend is down" in letter.error
     breakable.broken = False
@@ -71,7 +74,7 @@ async def test_a_dead_letter_is_redriven_to_completion(
     assert entry in redriven[0].rationale
     planner = [(e.status, e.attempt) for e in events if e.message_id == done.message_id]
     assert planner[:2] == [("redriven", 1), ("received", 1)], "its tries start again"
-    assert await redis_client.xlen(keys.DEAD_LETTER) == 0
+    assert await redis_client.xlen(KEYS.dead_letters("")) == 0
     with pytest.raises(DeadLetterNotFound):
         await redrive(client.pool, client.events, entry, by="test")
 
@@ -98,21 +101,22 @@ async def test_a_job_that_completed_or_was_cancelled_is_not_reopened(
         ("failed", "cancelled", "its job was cancelled"),
         ("running", "", "its job is running"),
     ]:
-        await redis_client.hset(keys.job(job_id), mapping={"status": status, "failure": failure})
+        await redis_client.hset(KEYS.job(job_id), mapping={"status": status, "failure": failure})
         with pytest.raises(RedriveRefused, match=reason):
             await redrive(client.pool, client.events, entry, by="test")
-    assert await redis_client.xlen(keys.DEAD_LETTER) == 1, "the dead letter stays"
-    assert await redis_client.zcard(keys.queue("planner")) == 0
+    assert await redis_client.xlen(KEYS.dead_letters("")) == 1, "the dead letter stays"
+    assert await redis_client.zcard(KEYS.queue("planner")) == 0
 
 
 async def test_a_poison_payload_stays_dead_with_the_reason(
     redis_url: str, redis_client: aioredis.Redis, settings: Settings
 ) -> None:
     entry = await dead_letter(
-        redis_client, source="worker:intent", error="undecodable", payload="plain text"
+        redis_client, KEYS, source="worker:intent", error="undecodable", payload="plain text"
     )
     wrong = await dead_letter(
         redis_client,
+        KEYS,
         source="worker:intent",
         error="invalid",
         payload={"type": "job.submitted", "job_id": "j", "message_id": "j:1"},
@@ -122,6 +126,7 @@ async def test_a_poison_payload_stays_dead_with_the_reason(
     )
     no_job = await dead_letter(
         redis_client,
+        KEYS,
         source="worker:gasl",
         error="misrouted",
         payload=orphan.model_dump(mode="json"),
@@ -135,44 +140,50 @@ async def test_a_poison_payload_stays_dead_with_the_reason(
             await redrive(client.pool, client.events, no_job, by="test")
         with pytest.raises(DeadLetterNotFound):
             await redrive(client.pool, client.events, "not-an-id", by="test")
-    assert await redis_client.xlen(keys.DEAD_LETTER) == 3
+    assert await redis_client.xlen(KEYS.dead_letters("")) == 3
 
 
 async def test_a_refused_ingress_entry_is_resubmitted_once_it_can_be(
     relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
 ) -> None:
     body = json.dumps({"prompt": "about a graph added later", "graph": "later"})
-    await redis_client.xadd(keys.INGRESS, {"job": body, "job_id": "late-graph"})
-    await redis_client.xadd(keys.INGRESS, {"job": json.dumps({"prompt": ""})})
+    await redis_client.xadd(KEYS.ingress, {"job": body, "job_id": "late-graph"})
+    await redis_client.xadd(KEYS.ingress, {"job": json.dumps({"prompt": ""})})
     async with Client(relay_system.url, settings) as client:
         async with asyncio.timeout(20):
-            while (await list_dead(client.pool)).total < 2:
+            while (await list_dead(client.pool, client.keyspace)).total < 2:
                 await asyncio.sleep(0.05)
         report = await redrive_matching(client.pool, client.events, by="test", worker="ingress")
         assert report.redriven == []
         reasons = sorted(report.refused.values())
         assert "no graph named 'later'" in reasons[0] and "still invalid" in reasons[1]
-        await redis_client.sadd(keys.GRAPHS, "later")  # the relay workers never load it
+        await redis_client.sadd(KEYS.graphs, "later")  # the relay workers never load it
         report = await redrive_matching(client.pool, client.events, by="test", error="graph")
         [done] = report.redriven
         assert done.job_id == "late-graph"
         assert await client.result("late-graph", timeout=20) == "about a graph added later"
-        assert (await list_dead(client.pool)).total == 1, "the invalid one stays"
+        assert (await list_dead(client.pool, client.keyspace)).total == 1, "the invalid one stays"
 
 
 async def test_the_filters_pick_by_worker_and_error(
     redis_url: str, redis_client: aioredis.Redis
 ) -> None:
     for n in range(5):
-        await dead_letter(redis_client, source="worker:gasl", error=f"Timeout {n}", payload={})
-        await dead_letter(redis_client, source="worker:planner", error=f"Boom {n}", payload={})
+        await dead_letter(
+            redis_client, KEYS, source="worker:gasl", error=f"Timeout {n}", payload={}
+        )
+        await dead_letter(
+            redis_client, KEYS, source="worker:planner", error=f"Boom {n}", payload={}
+        )
     async with Client(redis_url) as client:
-        page = await list_dead(client.pool, worker="gasl", limit=3)
+        page = await list_dead(client.pool, client.keyspace, worker="gasl", limit=3)
         assert [d.error for d in page.items] == ["Timeout 4", "Timeout 3", "Timeout 2"]
         assert page.total == 10 and page.next is not None
-        rest = await list_dead(client.pool, worker="gasl", limit=3, before=page.next)
+        rest = await list_dead(
+            client.pool, client.keyspace, worker="gasl", limit=3, before=page.next
+        )
         assert [d.error for d in rest.items] == ["Timeout 1", "Timeout 0"] and rest.next is None
-        booms = await list_dead(client.pool, error="boom 3")
+        booms = await list_dead(client.pool, client.keyspace, error="boom 3")
         assert [d.worker for d in booms.items] == ["planner"]
 
 
@@ -181,7 +192,11 @@ def test_postel_dead_commands(redis_url: str, in_process: Callable[..., Result])
     async def poison() -> str:
         async with Client(redis_url) as client:
             return await dead_letter(
-                client.pool, source="worker:intent", error="not a JSON object", payload="x"
+                client.pool,
+                client.keyspace,
+                source="worker:intent",
+                error="not a JSON object",
+                payload="x",
             )
 
     entry = asyncio.run(poison())

@@ -24,13 +24,16 @@ from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
 from postel.infra.runtime.ingress import IDLE_BLOCK_MS, IngressConsumer
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
-from postel.infra.store import keys
 from postel.infra.store.connect import RedisURLError, arq_settings, redis_client
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.redis_server import free_port
 from postel.infra.store.wire import connect_arq
 from postel.infra.web.app import create_app
 
 from postel.testing.relay import RELAY_WORKERS
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 MASTER = "postel-primary"
 
@@ -191,7 +194,7 @@ async def test_a_failover_loses_no_ingress_entry_no_event_and_answers_503(
         Client(url, settings) as client,
     ):
         web_pool = await connect_arq(url)
-        app, _state = create_app(web_pool, settings, loopback_only=False)
+        app, _state = create_app(web_pool, KEYS, settings, loopback_only=False)
         api = httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://127.0.0.1")
         followed = [await client.submit(f"slow {n}", job_id=f"slow-{n}") for n in range(3)]
         seen: dict[str, list[str]] = {job_id: [] for job_id in followed}
@@ -211,7 +214,7 @@ async def test_a_failover_loses_no_ingress_entry_no_event_and_answers_503(
         producer = redis_client(url)
         async with producer.pipeline(transaction=False) as pipe:
             for n in range(burst):
-                pipe.xadd(keys.INGRESS, {"job": json.dumps({"prompt": f"entry {n}"})})
+                pipe.xadd(KEYS.ingress, {"job": json.dumps({"prompt": f"entry {n}"})})
             entry_ids = [e.decode() for e in await pipe.execute()]
         await producer.execute_command("WAIT", 1, 2000)  # the burst is on the replica
         await producer.aclose()
@@ -228,7 +231,7 @@ async def test_a_failover_loses_no_ingress_entry_no_event_and_answers_503(
         ingress_ids = [f"ingress-{entry_id.replace('-', '_')}" for entry_id in entry_ids]
         async with asyncio.timeout(90):  # every entry becomes a job (wait_all needs them)
             while not all(
-                await asyncio.gather(*(client.pool.exists(keys.job(i)) for i in ingress_ids))
+                await asyncio.gather(*(client.pool.exists(KEYS.job(i)) for i in ingress_ids))
             ):
                 await asyncio.sleep(0.2)
         records = await client.wait_all([*followed, *ingress_ids], timeout=90)

@@ -19,9 +19,12 @@ from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
 from postel.infra.runtime.submit import JobConflict
-from postel.infra.store import keys
+from postel.infra.store.keys import Keyspace
 from postel.messages import TypeSpec
 from postel.services.validation import UnsupportedSchemaError
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 
 async def test_resubmitting_the_same_job_is_a_no_op_that_returns_it(
@@ -62,7 +65,7 @@ async def test_a_bad_desired_type_is_refused_by_submit_before_anything_is_writte
     async with Client(relay_system.url, settings) as client:
         with pytest.raises(UnsupportedSchemaError, match=r"unknown JSON Schema type"):
             await client.submit("x", type=bad, job_id="bad-type")
-    assert not await redis_client.exists(keys.job("bad-type"))
+    assert not await redis_client.exists(KEYS.job("bad-type"))
 
 
 async def test_an_ingress_entry_conflicting_with_a_job_is_dead_lettered(
@@ -72,19 +75,19 @@ async def test_an_ingress_entry_conflicting_with_a_job_is_dead_lettered(
         await client.submit("original", job_id="dup")
         assert await client.result("dup", timeout=20) == "original"
         await redis_client.xadd(
-            keys.INGRESS, {"job": json.dumps({"prompt": "impostor"}), "job_id": "dup"}
+            KEYS.ingress, {"job": json.dumps({"prompt": "impostor"}), "job_id": "dup"}
         )
         await redis_client.xadd(
-            keys.INGRESS, {"job": json.dumps({"prompt": "original"}), "job_id": "dup"}
+            KEYS.ingress, {"job": json.dumps({"prompt": "original"}), "job_id": "dup"}
         )
         await redis_client.xadd(
-            keys.INGRESS, {"job": json.dumps({"prompt": "next"}), "job_id": "next"}
+            KEYS.ingress, {"job": json.dumps({"prompt": "next"}), "job_id": "next"}
         )
         assert await client.result("next", timeout=20) == "next"
         assert (await client.status("dup")).result == "original"
     dead = [
         {k.decode(): v.decode() for k, v in f.items()}
-        for _id, f in await redis_client.xrange(keys.DEAD_LETTER)
+        for _id, f in await redis_client.xrange(KEYS.dead_letters(""))
     ]
     assert len(dead) == 1, "the identical resubmission is a no-op, not a dead letter"
     assert "conflicting ingress entry" in dead[0]["error"]

@@ -18,21 +18,24 @@ from postel.infra.client.client import Client
 from postel.infra.runtime.actor import Actor, Outcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
-from postel.infra.store import keys
 from postel.infra.store.commit import JOB_RECORD_MISSING
 from postel.infra.store.events import run_commands
 from postel.infra.store.jobs import JobStore, MalformedJobRecord
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.wire import connect_arq
 from postel.messages import JobOptions, JobRequest, JobSubmitted
 from postel.services.llm.errors import LLMError
 
 from postel.testing.relay import RELAY_WORKERS
 
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
+
 
 async def dead_letters(redis: aioredis.Redis) -> list[dict[str, str]]:
     return [
         {k.decode(): v.decode() for k, v in fields.items()}
-        for _id, fields in await redis.xrange(keys.DEAD_LETTER)
+        for _id, fields in await redis.xrange(KEYS.dead_letters(""))
     ]
 
 
@@ -80,16 +83,16 @@ async def test_a_record_lost_under_a_running_job_leaves_no_ghost_and_the_job_can
         Client(redis_url, settings) as client,
     ):
         job_id = await client.submit("lost", job_id="ghost", options=options)
-        await until(lambda: redis_client.exists(keys.job_events(job_id)))
+        await until(lambda: redis_client.exists(KEYS.job_events(job_id)))
         await asyncio.sleep(1.5)
-        await redis_client.delete(keys.job(job_id))  # the record is lost; intent still runs
+        await redis_client.delete(KEYS.job(job_id))  # the record is lost; intent still runs
 
         async def dead_lettered() -> bool:
             return any(JOB_RECORD_MISSING in d["error"] for d in await dead_letters(redis_client))
 
         await until(dead_lettered)  # the intent hop ran past the deadline and committed
-        assert not await redis_client.exists(keys.job(job_id)), "a ghost record was written"
-        assert await redis_client.zcard(keys.queue("planner")) == 0, "nothing goes downstream"
+        assert not await redis_client.exists(KEYS.job(job_id)), "a ghost record was written"
+        assert await redis_client.zcard(KEYS.queue("planner")) == 0, "nothing goes downstream"
         for key in await redis_client.keys(f"*{job_id}*"):
             # -1: no expiry; -2 (it expired since KEYS listed it) is as good as a TTL
             assert await redis_client.ttl(key) != -1, f"{key!r} would live forever"
@@ -115,9 +118,9 @@ async def test_a_message_without_a_job_record_is_dead_lettered_never_run(
             "handle",
             message.model_dump(mode="json"),
             _job_id=message.message_id,
-            _queue_name=keys.queue("intent"),
+            _queue_name=KEYS.queue("intent"),
         )
-        await until(lambda: redis_client.xlen(keys.DEAD_LETTER))
+        await until(lambda: redis_client.xlen(KEYS.dead_letters("")))
     finally:
         await pool.aclose()
     [dead] = await dead_letters(redis_client)
@@ -130,7 +133,7 @@ async def test_a_message_without_a_job_record_is_dead_lettered_never_run(
         return await redis_client.keys("*norecord*") == []
 
     await until(nothing_left)
-    assert await redis_client.zcard(keys.queue("planner")) == 0
+    assert await redis_client.zcard(KEYS.queue("planner")) == 0
 
 
 @pytest.mark.parametrize(
@@ -158,7 +161,7 @@ async def test_a_worker_resumed_after_another_committed_its_message_writes_nothi
     relay = RELAY_WORKERS[0]
     pool = await connect_arq(redis_url)
     try:
-        runtime = Runtime.create(pool, settings)
+        runtime = Runtime.create(pool, KEYS, settings)
         request = JobRequest(prompt="once")
         await run_commands(pool, runtime.jobs.created_commands("stale", request, "-"))
         payload = JobSubmitted(
@@ -177,7 +180,7 @@ async def test_a_worker_resumed_after_another_committed_its_message_writes_nothi
         record = await runtime.jobs.get("stale")
     finally:
         await pool.aclose()
-    assert await redis_client.xlen(keys.DEAD_LETTER) == 0
+    assert await redis_client.xlen(KEYS.dead_letters("")) == 0
     assert after == before, "the stale run and the late take wrote events"
     assert before.count("received") == 2
     assert not {"dead_lettered", "retried"} & set(after)
@@ -198,16 +201,16 @@ async def test_every_queue_poison_is_dead_lettered(
     relay_system: LocalSystem, settings: Settings, redis_client: aioredis.Redis
 ) -> None:
     request = JobRequest(prompt="x")
-    created = JobStore(redis_client, 3600).created_commands("tries", request, "-")
+    created = JobStore(redis_client, KEYS, 3600).created_commands("tries", request, "-")
     await run_commands(redis_client, created)
     valid = JobSubmitted(job_id="tries", message_id="tries:submitted", request=request)
     poison = dict(POISON)
     poison["try-10e30"] = json.dumps(
         {"t": 10**30, "f": "handle", "a": [valid.model_dump(mode="json")], "k": {}, "et": 1}
     ).encode()
-    queue = keys.queue("intent")
+    queue = KEYS.queue("intent")
     # what a stale run's late retry leaves: its message committed, its job key gone
-    await redis_client.set(keys.done("leftover"), "1")
+    await redis_client.set(KEYS.done("leftover"), "1")
     await redis_client.zadd(queue, {"leftover": 1})
     for name, payload in poison.items():
         if payload is not None:
@@ -217,7 +220,7 @@ async def test_every_queue_poison_is_dead_lettered(
         assert await client.result(await client.submit("alive"), timeout=20) == "alive"
 
     async def all_dead() -> bool:
-        dead = await redis_client.xlen(keys.DEAD_LETTER)
+        dead = await redis_client.xlen(KEYS.dead_letters(""))
         return dead >= len(poison) and await redis_client.zcard(queue) == 0
 
     await until(all_dead)
@@ -238,7 +241,7 @@ async def test_every_queue_poison_is_dead_lettered(
 async def test_a_malformed_record_is_a_clear_error_everywhere(
     redis_url: str, settings: Settings, redis_client: aioredis.Redis
 ) -> None:
-    await redis_client.hset(keys.job("odd"), mapping={"status": "running", "stage": "intent"})
+    await redis_client.hset(KEYS.job("odd"), mapping={"status": "running", "stage": "intent"})
     async with Client(redis_url, settings) as client:
         with pytest.raises(MalformedJobRecord, match="job 'odd' has a malformed record"):
             await client.status("odd")
@@ -255,7 +258,7 @@ async def test_a_finished_job_whose_record_was_lost_runs_whole_when_resubmitted(
     async with Client(relay_system.url, settings) as client:
         await client.submit("twice", job_id="again")
         assert await client.result("again", timeout=20) == "twice"
-        await redis_client.delete(keys.job("again"))
+        await redis_client.delete(KEYS.job("again"))
         assert await client.submit("twice", job_id="again") == "again"
         assert await client.result("again", timeout=20) == "twice"
         events = await client.events.read("again")
@@ -274,7 +277,7 @@ async def test_a_job_is_running_from_the_moment_its_first_hop_is_received(
     ):
         job_id = await client.submit("held", options=JobOptions(deadline_s=60))
         assert (await client.status(job_id)).status in ("queued", "running")
-        await until(lambda: redis_client.exists(keys.job_events(job_id)))
+        await until(lambda: redis_client.exists(KEYS.job_events(job_id)))
 
         async def received() -> bool:
             return any(e.status == "received" for e in await client.events.read(job_id))

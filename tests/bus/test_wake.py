@@ -23,11 +23,14 @@ from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import WORKER_NAMES, Settings
 from postel.infra.runtime.wake import _TAKE_JOBS, PushWorker
-from postel.infra.store import keys
+from postel.infra.store.keys import WAKE_TOKENS_MAX, Keyspace
 from postel.infra.store.redis_server import EmbeddedRedis, free_port
 from postel.infra.store.wire import connect_arq, dumps
 
 from postel.testing.relay import RELAY_WORKERS
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 JobFunction = Callable[..., Coroutine[Any, Any, Any]]
 
@@ -46,8 +49,9 @@ async def push_workers(
     workers = [
         PushWorker(
             functions=[func(function, name="f")],
-            queue_name=keys.queue("t"),
-            wake_key=keys.wake("t"),
+            queue_name=KEYS.queue("t"),
+            keyspace=KEYS,
+            wake_key=KEYS.wake("t"),
             fallback_poll_s=fallback_poll_s,
             lease_s=5,
             redis_settings=RedisSettings.from_dsn(url),
@@ -96,13 +100,13 @@ async def until_blocked(url: str, replicas: int) -> None:
 
 async def enqueue_unannounced(pool: ArqRedis, job_id: str) -> None:
     """Put a job on the queue the way arq alone would: no wake-up."""
-    await pool.enqueue_job("f", job_id, _job_id=job_id, _queue_name=keys.queue("t"))
+    await pool.enqueue_job("f", job_id, _job_id=job_id, _queue_name=KEYS.queue("t"))
 
 
 async def wake(redis: aioredis.Redis, worker: str) -> None:
     """What a commit does to wake a worker: one token on the queue's wake-up list."""
-    await redis.lpush(keys.wake(worker), "1")
-    await redis.ltrim(keys.wake(worker), 0, keys.WAKE_TOKENS_MAX - 1)
+    await redis.lpush(KEYS.wake(worker), "1")
+    await redis.ltrim(KEYS.wake(worker), 0, WAKE_TOKENS_MAX - 1)
 
 
 async def until(condition: Callable[[], bool], timeout: float) -> None:
@@ -141,7 +145,7 @@ async def test_a_deferred_retry_runs_with_no_other_traffic(
             await enqueue_unannounced(pool, "deferred")
             await wake(pool, "t")
             await until(lambda: len(runs) == 2, timeout=10)
-            wake_ups = await pool.llen(keys.wake("t"))
+            wake_ups = await pool.llen(KEYS.wake("t"))
     finally:
         await pool.aclose()
     assert runs[1] - runs[0] >= 1.9, "not before it was due, 2 s after the first run"
@@ -193,9 +197,9 @@ async def test_an_idle_worker_sleeps_until_woken(redis_url: str) -> None:
 async def test_the_wake_up_list_is_bounded(redis_url: str) -> None:
     pool = await connect_arq(redis_url)
     try:
-        for _ in range(keys.WAKE_TOKENS_MAX + 10):
+        for _ in range(WAKE_TOKENS_MAX + 10):
             await wake(pool, "t")
-        assert await pool.llen(keys.wake("t")) == keys.WAKE_TOKENS_MAX
+        assert await pool.llen(KEYS.wake("t")) == WAKE_TOKENS_MAX
     finally:
         await pool.aclose()
 
@@ -294,7 +298,7 @@ async def test_a_job_whose_payload_expired_is_removed_without_running(redis_url:
         async with push_workers(redis_url, record, fallback_poll_s=60):
             await until(lambda: started == ["kept"], timeout=5)
             async with asyncio.timeout(5):
-                while await pool.zcard(keys.queue("t")):
+                while await pool.zcard(KEYS.queue("t")):
                     await asyncio.sleep(0.01)
     finally:
         await pool.aclose()
@@ -320,7 +324,7 @@ async def test_a_hop_commits_and_leaves_its_queue_in_one_script() -> None:
         await client.result(await client.submit("counted"), timeout=20)
         assert await commands_run(client.pool, "exec") == before
         for worker in WORKER_NAMES:
-            assert await client.pool.zcard(keys.queue(worker)) == 0
+            assert await client.pool.zcard(KEYS.queue(worker)) == 0
         assert not await client.pool.keys("arq:job:*")
         assert not await client.pool.keys("arq:retry:*")
 
@@ -387,7 +391,7 @@ async def test_a_taken_job_starts_before_its_worker_waits_again() -> None:
 
 def take_args(free: int, limit: int, lane: str = "") -> list[str | int]:
     """The take script's arguments as a worker of `lane` sends them (lease 5 s)."""
-    prefixes = [lane, keys.done_prefix(lane), keys.job_prefix(lane)]
+    prefixes = [lane, KEYS.done_prefix(lane), KEYS.job_prefix(lane)]
     return [free, limit, "arq:in-progress:", 5000, "arq:job:", "arq:retry:", 60, *prefixes]
 
 
@@ -403,8 +407,8 @@ async def test_the_take_says_whether_each_taken_message_must_run() -> None:
             records = {"jq": "queued", "jr": "running", "jh": "running", "jc": "completed"}
             records |= {"jf": "failed"}
             for job_id, status in records.items():
-                await redis.hset(keys.job(job_id), mapping={"status": status})
-            await redis.set(keys.done("jh:step"), "1")
+                await redis.hset(KEYS.job(job_id), mapping={"status": status})
+            await redis.set(KEYS.done("jh:step"), "1")
             messages = ["jq:step", "jr:step", "jh:step", "jc:step", "jf:step", "jm:step"]
             await redis.zadd("q", {message: now_ms + n for n, message in enumerate(messages)})
             jobs, _left_behind, _next_due = await take(keys=["q", "w"], args=take_args(10, 100))
@@ -417,8 +421,8 @@ async def test_the_take_says_whether_each_taken_message_must_run() -> None:
                 "jf:step": "job_finished",
                 "jm:step": "missing",
             }
-            assert await redis.hget(keys.job("jq"), "status") == b"running"
-            assert not await redis.exists(keys.job("jm")), "a missing record stays missing"
+            assert await redis.hget(KEYS.job("jq"), "status") == b"running"
+            assert not await redis.exists(KEYS.job("jm")), "a missing record stays missing"
         finally:
             await redis.aclose()
 

@@ -96,17 +96,19 @@ async def one_job_with_calls(url: str, settings: Settings) -> str:
         LocalSystem(settings, redis_url=url, resources={RESOURCE: model}),
         Client(url, settings) as client,
     ):
-        await GraphRegistry(client.pool).add("mmwr", DEMO_GRAPH)
+        await GraphRegistry(client.pool, client.keyspace).add("mmwr", DEMO_GRAPH)
         job_id = await client.submit("get the total price", type="float")
         assert (await client.wait(job_id, timeout=60)).status == "completed"
-        await dead_letter(client.pool, source="ingress", error="for the listing", payload="x")
+        await dead_letter(
+            client.pool, client.keyspace, source="ingress", error="for the listing", payload="x"
+        )
         return job_id
 
 
 async def a_live_worker(url: str) -> None:
     """A presence for `postel workers` to list (it lives 15 s)."""
     async with Client(url) as client:
-        await announce(client.pool, announcement(["intent"], ingress=False))
+        await announce(client.pool, client.keyspace, announcement(["intent"], ingress=False))
 
 
 def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.job_stores import job_stores
+from postel.infra.store.keys import Keyspace
 from redis.asyncio import Redis
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -270,7 +271,7 @@ def test_postel_help_loads_no_heavy_module() -> None:
 
 def test_one_function_builds_the_job_stores_from_settings() -> None:
     limits = Settings(events_maxlen=500, job_events_maxlen=20, job_ttl_s=120)
-    events, jobs = job_stores(Redis(), limits)
+    events, jobs = job_stores(Redis(), Keyspace(), limits)
     assert (events.maxlen, events.job_maxlen, events.job_ttl_s, jobs.ttl_s) == (500, 20, 120, 120)
     built = [
         f"{path.relative_to(ROOT)}: {node.func.id}(...)"

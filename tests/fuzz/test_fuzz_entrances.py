@@ -22,11 +22,14 @@ from hypothesis import strategies as st
 from postel.infra.runtime.actor import Actor, Runtime
 from postel.infra.runtime.ingress import IngressConsumer
 from postel.infra.runtime.settings import Settings
-from postel.infra.store import keys
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.wire import connect_arq, dumps, loads
 from postel.messages import JobRequest, JobSubmitted
 
 from postel.testing.relay import RELAY_WORKERS
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 KILLERS: list[str] = [
     json.dumps({"prompt": "x", "options": {"deadline_s": 1e300}}),
@@ -100,23 +103,23 @@ def test_ingress_entries_always_end_handled(
         client = aioredis.Redis.from_url(embedded_redis_url)
         await client.flushdb()
         pool = await connect_arq(embedded_redis_url)
-        consumer = IngressConsumer(Runtime.create(pool, settings), block_ms=10)
+        consumer = IngressConsumer(Runtime.create(pool, KEYS, settings), block_ms=10)
         await consumer.ensure_group()
         return pool, client, consumer
 
     pool, client, consumer = loop.run_until_complete(setup())
 
     async def one(fields: dict[str, str]) -> None:
-        dead_before = await client.xlen(keys.DEAD_LETTER)
-        await client.xadd(keys.INGRESS, fields)
+        dead_before = await client.xlen(KEYS.dead_letters(""))
+        await client.xadd(KEYS.ingress, fields)
         try:
             handled = await consumer.run_once()
         except Exception as exc:  # an escape is a consumer that would have stopped
             counts["escaped"] += 1
             raise AssertionError(f"{type(exc).__name__}: {exc}") from exc
         assert handled == 1
-        assert (await client.xpending(keys.INGRESS, keys.INGRESS_GROUP))["pending"] == 0
-        if await client.xlen(keys.DEAD_LETTER) > dead_before:
+        assert (await client.xpending(KEYS.ingress, KEYS.ingress_group))["pending"] == 0
+        if await client.xlen(KEYS.dead_letters("")) > dead_before:
             counts["dead-lettered"] += 1
         else:
             counts["submitted"] += 1
@@ -184,19 +187,21 @@ def test_queue_payloads_never_escape_the_actor(
         client = aioredis.Redis.from_url(embedded_redis_url)
         await client.flushdb()
         pool = await connect_arq(embedded_redis_url)
-        return pool, client, Actor(RELAY_WORKERS[0], Runtime.create(pool, settings))
+        return pool, client, Actor(RELAY_WORKERS[0], Runtime.create(pool, KEYS, settings))
 
     pool, client, actor = loop.run_until_complete(setup())
 
     async def one(raw: bytes) -> None:
-        dead_before = await client.xlen(keys.DEAD_LETTER)
+        dead_before = await client.xlen(KEYS.dead_letters(""))
         job = loads(raw)
         try:
             await actor.run(job["a"][0], attempt=1)
         except Exception as exc:
             counts["escaped"] += 1
             raise AssertionError(f"{type(exc).__name__}: {exc}") from exc
-        counts["dead-lettered" if await client.xlen(keys.DEAD_LETTER) > dead_before else "ran"] += 1
+        counts[
+            "dead-lettered" if await client.xlen(KEYS.dead_letters("")) > dead_before else "ran"
+        ] += 1
 
     @hypothesis_settings(parent=fuzz_settings, suppress_health_check=list(HealthCheck))
     @given(payloads)

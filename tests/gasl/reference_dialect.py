@@ -1,6 +1,10 @@
 # ruff: noqa: E501  (a table of command pairs, one pair a line where it fits)
-"""199 commands written in the reference implementation's dialect, each with the canonical
-GASL it means, and the forms postel refuses with the hint that names the canonical way.
+"""232 commands written in the reference implementation's dialect, each with the canonical
+GASL it means, and the forms postel refuses with the hint that names the canonical way (199
+from the first sample, and the families outside samples found refused since: unquoted
+values holding initials, years and punctuation, ADD_FIELD of a plan's variable, COUNT ...
+where / group by, FIND paths filters without colons, ON EMPTY do of the command before,
+SET, AGGREGATE without OF, SUBGRAPH ... include).
 
 Every command runs after `SETUP` (canonical commands that make the variables and state keys
 the corpus names) on the MMWR demo graph; tests/gasl/test_gasl_reference_dialect.py checks
@@ -335,8 +339,82 @@ AGGREGATES = [
     Form("RANK people by id order desc", "RANK people BY id DESC AS people_ranked"),
 ]  # fmt: skip
 
+# A value written without quotes runs to the next pair's `and` or the closing words, whatever
+# it holds: initials, years, commas, parentheses, `%`, `/`, an inner AND or AS.
+NAMES_UNQUOTED = [
+    Form("FIND nodes with entity_type=PERSON and id=ROCHELLE P. WALENSKY AS director",
+         'FIND nodes WHERE entity_type = "PERSON" AND id = "ROCHELLE P. WALENSKY" AS director'),
+    Form("FIND nodes with id=JEFFREY D. AS jeffrey", 'FIND nodes WHERE id = "JEFFREY D." AS jeffrey'),
+    Form("FIND nodes with id=2018 AS year", 'FIND nodes WHERE id = "2018" AS year'),
+    Form("FIND nodes with id=U.S. DEPARTMENT OF HEALTH AND HUMAN SERVICES AS hhs",
+         'FIND nodes WHERE id = "U.S. DEPARTMENT OF HEALTH AND HUMAN SERVICES" AS hhs'),
+    Form("FIND nodes with id=CENTER FOR SURVEILLANCE, EPIDEMIOLOGY, AND LABORATORY SERVICES AS center",
+         'FIND nodes WHERE id = "CENTER FOR SURVEILLANCE, EPIDEMIOLOGY, AND LABORATORY SERVICES" AS center'),
+    Form("FIND nodes with id=97% OF THE U.S. POPULATION LIMIT 1 AS share",
+         'FIND nodes WHERE id = "97% OF THE U.S. POPULATION" LIMIT 1 AS share'),
+    Form("FIND nodes with id=ICD-10-CM CODE AS PRIMARY DIAGNOSIS AS code",
+         'FIND nodes WHERE id = "ICD-10-CM CODE AS PRIMARY DIAGNOSIS" AS code'),
+    Form("FIND nodes with id=ICD-10-CM/ICD-10-PCS CODES: T40.0X1, T40.1X1, T40.2X1, T40.3X1, T40... AS codes",
+         'FIND nodes WHERE id = "ICD-10-CM/ICD-10-PCS CODES: T40.0X1, T40.1X1, T40.2X1, T40.3X1, T40..." AS codes'),
+    Form("FIND edges with source=DANIEL B. JERNIGAN AS from_daniel",
+         'FIND edges WHERE source = "DANIEL B. JERNIGAN" AS from_daniel'),
+    Form("FIND nodes with id: ADULTS AGED 65 YEARS and entity_type=PERSON",
+         'FIND nodes WHERE id = "ADULTS AGED 65 YEARS" AND entity_type = "PERSON" AS found_nodes'),
+]  # fmt: skip
+
+# `field: n = v`, v a variable a command before made: that variable on every row.
+ADD_FIELD_VARIABLES = [
+    Form("SELECT orgs FIELDS id AS org_ids\nADD_FIELD people field: orgs = org_ids AS with_orgs",
+         "SELECT orgs FIELDS id AS org_ids\nADD_FIELD people FIELD orgs = ${org_ids} AS with_orgs"),
+    Form("COUNT orgs AS n_orgs\nADD_FIELD people field: total = n_orgs AS with_total",
+         "COUNT orgs AS n_orgs\nADD_FIELD people FIELD total = ${n_orgs} AS with_total"),
+    Form("COUNT strong AS n_strong; ADD_FIELD strong field: of = n_strong",
+         "COUNT strong AS n_strong; ADD_FIELD strong FIELD of = ${n_strong} AS strong_with_of"),
+    Form('FIND nodes WHERE id = "ROBIN LEE" AS lead\nADD_FIELD people field: lead = lead AS led',
+         'FIND nodes WHERE id = "ROBIN LEE" AS lead\nADD_FIELD people FIELD lead = ${lead} AS led'),
+    Form("DECLARE seen AS LIST\nADD_FIELD orgs field: seen = seen AS marked",
+         "DECLARE seen AS LIST\nADD_FIELD orgs FIELD seen = ${seen} AS marked"),
+    Form("AGGREGATE sample BY entity_type WITH COUNT AS kinds\nADD_FIELD orgs field: kinds = kinds",
+         "AGGREGATE sample BY entity_type WITH COUNT AS kinds\nADD_FIELD orgs FIELD kinds = ${kinds} AS orgs_with_kinds"),
+]  # fmt: skip
+
+# `COUNT x field f where C` counts the rows meeting C; with `group by f` (before or after the
+# condition) it counts them per value of f.
+COUNT_WHERE = [
+    Form("COUNT people field entity_type where entity_type=PERSON AS n_persons",
+         'COUNT people WHERE entity_type = "PERSON" AS n_persons'),
+    Form("COUNT strong field weight where weight >= 9.5 AS heavy_n", "COUNT strong WHERE weight >= 9.5 AS heavy_n"),
+    Form("COUNT sample field entity_type where entity_type=ORGANIZATION",
+         'COUNT sample WHERE entity_type = "ORGANIZATION" AS sample_count'),
+    Form("COUNT sample where entity_type != PERSON group by entity_type AS others",
+         'SELECT sample WHERE entity_type != "PERSON" AS sample_where; AGGREGATE sample_where BY entity_type WITH COUNT AS others'),
+    Form("COUNT strong group by source where weight >= 9.5 AS per_source",
+         "SELECT strong WHERE weight >= 9.5 AS strong_where; AGGREGATE strong_where BY source WITH COUNT AS per_source"),
+    Form('COUNT people where description contains "CDC" group by entity_type',
+         'SELECT people WHERE description CONTAINS "CDC" AS people_where; AGGREGATE people_where BY entity_type WITH COUNT AS people_count'),
+]  # fmt: skip
+
+PATHS_WITHOUT_COLONS = [
+    Form("FIND paths with source_filter id=ROBIN LEE target_filter entity_type=ORGANIZATION max_length 2 AS org_links",
+         'FIND paths FROM (id = "ROBIN LEE") TO (entity_type = "ORGANIZATION") MAX_LENGTH 2 AS org_links'),
+    Form("FIND paths with source_filter id=BRIANA MORELAND and target_filter id=ROBIN LEE AS pair",
+         'FIND paths FROM (id = "BRIANA MORELAND") TO (id = "ROBIN LEE") AS pair'),
+]  # fmt: skip
+
+GUARDS_OF_THE_COMMAND_BEFORE = [
+    Form('FIND nodes WHERE entity_type = "FUNDER" AS funders\nON EMPTY do: COUNT orgs AS n',
+         'FIND nodes WHERE entity_type = "FUNDER" AS funders\nON EMPTY funders THEN COUNT orgs AS n'),
+    Form("FIND nodes with entity_type=SPONSOR\non empty do FIND nodes with entity_type=ORGANIZATION LIMIT 3 AS found_nodes",
+         'FIND nodes WHERE entity_type = "SPONSOR" AS found_nodes\nON EMPTY found_nodes THEN FIND nodes WHERE entity_type = "ORGANIZATION" LIMIT 3 AS found_nodes'),
+]  # fmt: skip
+
 ACCEPTED: list[Form] = [
     *_find_pairs(),
+    *NAMES_UNQUOTED,
+    *ADD_FIELD_VARIABLES,
+    *COUNT_WHERE,
+    *PATHS_WITHOUT_COLONS,
+    *GUARDS_OF_THE_COMMAND_BEFORE,
     *FIND_WITHOUT_AS,
     *CANONICAL_LOWER_CASE,
     *INSTRUCTIONS,
@@ -363,4 +441,13 @@ REFUSED: list[Refused] = [
     Refused("SUBGRAPH around robin radius 1 include PERSON, ORGANIZATION", "SELECT near WHERE entity_type IN"),
     Refused("ADD_FIELD people field: ids = orgs AS y", "FIELD ids = ${orgs}"),
     Refused("CREATE_GROUPS from per_type with type: KIND_GROUP", "CREATE_GROUPS FROM <var> BY <field>"),
+    Refused("ADD_FIELD people field: total = n_total AS with_total", "FIELD total = ${n_total}"),
+    Refused("SET name = value", "SET adapter.caps.<key>=<integer>"),
+    Refused("SET robin_id = ROBIN LEE", "a variable is what a command makes with AS <name>"),
+    Refused("AGGREGATE strong by source with avg AS mean_weight",
+            "AGGREGATE strong BY source WITH AVG OF <field> AS mean_weight"),
+    Refused("AGGREGATE strong with sum", "AGGREGATE strong WITH SUM OF <field> AS strong_aggregate"),
+    Refused("SUBGRAPH FROM robin DEPTH 1 include PERSON,ORGANIZATION AS near",
+            'NEIGHBORS robin DEPTH 1 AS near, then SELECT near WHERE entity_type IN ["PERSON", "ORGANIZATION"]'),
+    Refused("ON EMPTY do COUNT people AS n", "write ON EMPTY <var> THEN <command>"),
 ]  # fmt: skip

@@ -10,10 +10,14 @@ import networkx as nx
 import pytest
 import redis.asyncio as aioredis
 from postel.infra.store.graphs import GraphRegistry
+from postel.infra.store.keys import Keyspace
 from postel.messages.gasl import GaslPlan
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.schema_summary import summarize_graph
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 
 def films_graphml(tmp_path: Path) -> Path:
@@ -58,5 +62,5 @@ async def test_every_parallel_relation_is_kept_and_queryable(tmp_path: Path) -> 
 async def test_adding_a_multigraph_reports_every_relation(
     tmp_path: Path, redis_client: aioredis.Redis
 ) -> None:
-    info = await GraphRegistry(redis_client).add("films", films_graphml(tmp_path))
+    info = await GraphRegistry(redis_client, KEYS).add("films", films_graphml(tmp_path))
     assert (info.nodes, info.edges) == (3, 4)

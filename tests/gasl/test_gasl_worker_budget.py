@@ -88,7 +88,9 @@ async def test_a_runaway_plan_ends_within_the_workers_budget(
         LocalSystem(settings, redis_url=redis_url, resources={RESOURCE: model}),
         Client(redis_url, settings) as client,
     ):
-        await GraphRegistry(client.pool).add("dense", dense_graphml(tmp_path / "dense.graphml"))
+        await GraphRegistry(client.pool, client.keyspace).add(
+            "dense", dense_graphml(tmp_path / "dense.graphml")
+        )
         job_id = await client.submit("How many things?", type="int", graph="dense")
         result = await client.result(job_id, timeout=60)
         events = await client.events.read(job_id)
@@ -111,7 +113,9 @@ async def test_the_budget_shrinks_to_fit_the_jobs_deadline(
         LocalSystem(settings, redis_url=redis_url, resources={RESOURCE: model}),
         Client(redis_url, settings) as client,
     ):
-        await GraphRegistry(client.pool).add("dense", dense_graphml(tmp_path / "dense.graphml"))
+        await GraphRegistry(client.pool, client.keyspace).add(
+            "dense", dense_graphml(tmp_path / "dense.graphml")
+        )
         job_id = await client.submit(
             "How many things?", type="int", graph="dense", options=JobOptions(deadline_s=8)
         )

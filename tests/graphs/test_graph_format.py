@@ -19,9 +19,10 @@ from click.testing import CliRunner
 from postel.infra.cli.main import main
 from postel.infra.runtime.actor import Actor, Runtime
 from postel.infra.runtime.settings import Settings
-from postel.infra.store import graph_format, graphs, keys
+from postel.infra.store import graph_format, graphs
 from postel.infra.store.graph_format import GraphFormatError, decode, encode
 from postel.infra.store.graphs import AdapterCache, GraphRegistry, GraphUnreadable
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.wire import connect_arq
 from postel.messages.errors import GraphNotFound
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
@@ -32,6 +33,9 @@ from postel.services.gasl.state import StateStore
 from postel_bench.data.scale_movies import write_scale_movie_graphml
 
 from postel.testing.relay import RELAY_WORKERS
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 
 def assert_same_graph(expected: nx.Graph, got: nx.Graph) -> None:
@@ -63,7 +67,7 @@ def movie_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def registry(redis_client: aioredis.Redis) -> GraphRegistry:
-    return GraphRegistry(redis_client, AdapterCache())
+    return GraphRegistry(redis_client, KEYS, AdapterCache())
 
 
 def test_the_scale_movie_graph_is_deterministic(tmp_path: Path) -> None:
@@ -235,8 +239,8 @@ async def test_a_worker_meeting_a_corrupt_graph_fails_the_job_and_loads_it_once_
     registry: GraphRegistry, redis_client: aioredis.Redis
 ) -> None:
     await registry.add("g", DEMO_GRAPH)
-    stored = await redis_client.hget(keys.graph("g"), "packed")
-    await redis_client.hset(keys.graph("g"), "packed", _corrupt_chunk(stored))
+    stored = await redis_client.hget(KEYS.graph("g"), "packed")
+    await redis_client.hset(KEYS.graph("g"), "packed", _corrupt_chunk(stored))
     with pytest.raises(GraphUnreadable, match=r"'g' \(version 1\) cannot be loaded: .*CRC-32"):
         await registry.adapter("g")
     # the actor fails such a job `invalid_request`, as for a missing graph
@@ -252,11 +256,11 @@ async def test_a_graph_stored_by_an_older_postel_still_loads(
 
     data = DEMO_GRAPH.read_bytes()
     await registry.add("old", DEMO_GRAPH)
-    await redis_client.hdel(keys.graph("old"), "packed")
-    await redis_client.hset(keys.graph("old"), "data", gzip.compress(data))
+    await redis_client.hdel(KEYS.graph("old"), "packed")
+    await redis_client.hset(KEYS.graph("old"), "data", gzip.compress(data))
     assert_same_graph(networkx_path(data), (await registry.adapter("old")).graph)
     await registry.add("old", DEMO_GRAPH)  # re-adding stores the packed form alone
-    assert await redis_client.hget(keys.graph("old"), "data") is None
+    assert await redis_client.hget(KEYS.graph("old"), "data") is None
 
 
 async def test_loading_runs_off_the_event_loop_and_leases_keep_renewing(
@@ -267,10 +271,11 @@ async def test_loading_runs_off_the_event_loop_and_leases_keep_renewing(
     the event loop would block the renewals it waits for, and the test would fail."""
     pool = await connect_arq(redis_url)
     try:
-        registry = GraphRegistry(pool, AdapterCache())
+        registry = GraphRegistry(pool, KEYS, AdapterCache())
         await registry.add("g", DEMO_GRAPH)
         actor = Actor(
-            RELAY_WORKERS[0], Runtime.create(pool, settings.model_copy(update={"lease_s": 1.0}))
+            RELAY_WORKERS[0],
+            Runtime.create(pool, KEYS, settings.model_copy(update={"lease_s": 1.0})),
         )
         renewals = 0
         renewed_enough = threading.Event()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
-from postel.infra.store import graphs, keys
+from postel.infra.store import graphs
 from postel.infra.store.graphs import (
     AdapterCache,
     GraphFileError,
@@ -16,7 +16,11 @@ from postel.infra.store.graphs import (
     GraphRegistry,
     InvalidGraphName,
 )
+from postel.infra.store.keys import Keyspace
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 NANO = """<?xml version='1.0' encoding='utf-8'?>
 <graphml xmlns="http://graphml.graphdrawing.org/xmlns">
@@ -62,7 +66,7 @@ def lightrag_file(tmp_path: Path) -> Path:
 @pytest.fixture
 def registry(redis_client: aioredis.Redis) -> GraphRegistry:
     # A private cache per test: the process-wide one would outlive the test's flushed Redis.
-    return GraphRegistry(redis_client, AdapterCache())
+    return GraphRegistry(redis_client, KEYS, AdapterCache())
 
 
 @pytest.fixture
@@ -121,7 +125,7 @@ async def test_bad_file_refused_and_nothing_stored(
     with pytest.raises(GraphFileError, match=problem) as caught:
         await registry.add("g", bad)
     assert "broken.graphml" in str(caught.value)
-    assert await redis_client.keys(f"{keys.GRAPHS}*") == []
+    assert await redis_client.keys(f"{KEYS.graphs}*") == []
 
 
 async def test_missing_file_and_bad_names_refused(
@@ -132,7 +136,7 @@ async def test_missing_file_and_bad_names_refused(
     for name in ("", "a b", "x/y", "a" * 101, "ünï"):
         with pytest.raises(InvalidGraphName):
             await registry.add(name, nano_file)
-    assert await redis_client.keys(f"{keys.GRAPHS}*") == []
+    assert await redis_client.keys(f"{KEYS.graphs}*") == []
 
 
 async def test_unknown_name_lists_known_ones(registry: GraphRegistry, nano_file: Path) -> None:
@@ -178,7 +182,7 @@ async def test_two_processes_both_see_an_update(
     """Two registries with their own clients and caches stand for two worker processes."""
     clients = [aioredis.Redis.from_url(redis_url) for _ in range(2)]
     try:
-        one, two = (GraphRegistry(client, AdapterCache()) for client in clients)
+        one, two = (GraphRegistry(client, KEYS, AdapterCache()) for client in clients)
         await one.add("shared", nano_file)
         before = [await one.adapter("shared"), await two.adapter("shared")]
         assert before[0] is not before[1]  # separate processes, separate copies
@@ -210,7 +214,7 @@ async def test_text_clients_are_refused(redis_url: str) -> None:
     client = aioredis.Redis.from_url(redis_url, decode_responses=True)
     try:
         with pytest.raises(ValueError, match="decode_responses=False"):
-            GraphRegistry(client)
+            GraphRegistry(client, KEYS)
     finally:
         await client.aclose()
 

@@ -13,12 +13,15 @@ import json
 import sys
 import time
 
-from postel.infra.store import keys
 from postel.infra.store.budgets import RedisCallGate
+from postel.infra.store.keys import Keyspace
 from postel.services.llm import ChatMessage, LLMRequest, OpenAIClient, OpenAIConfig
 from postel.services.llm.budget import call_budget
 from postel.services.llm.retry import RetryPolicy
 from redis.asyncio import Redis
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 ROUTE = "test-route"
 
@@ -26,14 +29,14 @@ ROUTE = "test-route"
 async def start_time(redis: Redis, start: str) -> float:
     if not start.startswith("paused+"):
         return float(start)
-    while not await redis.hget(keys.route_budget(ROUTE), "paused_until"):
+    while not await redis.hget(KEYS.route_budget(ROUTE), "paused_until"):
         await asyncio.sleep(0.005)
     return time.time() + float(start.removeprefix("paused+"))
 
 
 async def main(redis_url: str, base_url: str, start: str, calls: int, rpm: int) -> None:
     redis = Redis.from_url(redis_url)
-    gate = RedisCallGate(redis, ROUTE, rpm=rpm)
+    gate = RedisCallGate(redis, KEYS, ROUTE, rpm=rpm)
     config = OpenAIConfig(base_url=base_url, model="m", retry=RetryPolicy(max_attempts=5))
     client = OpenAIClient(config, gate)
     await asyncio.sleep(max(0.0, await start_time(redis, start) - time.time()))

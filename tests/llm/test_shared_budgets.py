@@ -156,7 +156,7 @@ async def test_ten_worker_processes_share_a_60_per_minute_route(
                 LocalSystem(routed, redis_url=redis_url, specs=others),
                 Client(redis_url, routed) as client,
             ):
-                await wait_for(client.pool, "intent", 10, timeout=60)
+                await wait_for(client.pool, client.keyspace, "intent", 10, timeout=60)
                 ids = [await client.submit("get the total", type="float") for _ in range(10)]
                 records = await client.wait_all(ids, timeout=90)
                 events = [e for job in ids for e in await client.events.read(job)]

@@ -24,8 +24,8 @@ from postel.infra.runtime.model import RESOURCE, Model
 from postel.infra.runtime.runner import load_worker
 from postel.infra.runtime.settings import Settings
 from postel.infra.runtime.submit import start_job
-from postel.infra.store import keys
 from postel.infra.store.events import run_commands
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.wire import connect_arq
 from postel.messages import (
     GenerationContinued,
@@ -44,6 +44,9 @@ from postel_bench.data.documents import repetitive_document, sample_document
 from postel_bench.loop_bus import run_loop_bus_bench
 
 from postel.testing.oracle import Oracle, serialise
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 DOCUMENT = sample_document(4)
 MAX_TOKENS = 300
@@ -202,7 +205,7 @@ async def test_an_iteration_run_twice_adds_nothing_twice(
     calls: list[str] = []
     pool = await connect_arq(redis_url)
     try:
-        runtime = Runtime.create(pool, settings)
+        runtime = Runtime.create(pool, KEYS, settings)
         runtime.resources[RESOURCE] = oracle_model(DOCUMENT, calls)
         actor = Actor(load_worker("generator"), runtime)
         first = generation_request("twice")
@@ -212,14 +215,14 @@ async def test_an_iteration_run_twice_adds_nothing_twice(
             job_id="twice", message_id="twice:gen:t0:0:2", task_id="t0", iteration=2
         )
         await actor.run(second.model_dump(mode="json"), attempt=1)
-        state_key = keys.loop_state("twice", "t0", 0)
+        state_key = KEYS.loop_state("twice", "t0", 0)
         after_first_run = await redis_client.get(state_key)
         # The worker died after saving the state but before committing: run it again.
-        await redis_client.delete(keys.done("twice:gen:t0:0:2"))
+        await redis_client.delete(KEYS.done("twice:gen:t0:0:2"))
         await actor.run(second.model_dump(mode="json"), attempt=2)
         assert await redis_client.get(state_key) == after_first_run
         assert len(calls) == 2, "the applied iteration did not call the model again"
-        assert await redis_client.zcard(keys.queue("generator")) == 2, "no forked iteration 3"
+        assert await redis_client.zcard(KEYS.queue("generator")) == 2, "no forked iteration 3"
     finally:
         await pool.aclose()
 
@@ -409,3 +412,30 @@ async def test_a_minimal_model_keeps_the_schema_and_its_whole_documents_merge_by
     assert result == document
     assert len(requests) >= 3, "the document needed continuations"
     assert all(request.json_schema is not None for request in requests)
+
+
+async def test_a_document_missing_a_required_field_goes_to_a_repair_then_an_answer(
+    redis_url: str, settings: Settings
+) -> None:
+    """A complete answer whose sections lack `content_type` cannot be read as a document:
+    it is the validator's to refuse, and the repair turn shows the model the error, once;
+    it is never retried as if the outside world had failed."""
+    broken = {"sections": [{"id": "s", "elements": [{"text": "no content type"}]}]}
+    prompts: list[str] = []
+
+    def respond(request: LLMRequest) -> str:
+        prompts.append(request.prompt_text())
+        return json.dumps(broken if len(prompts) == 1 else DOCUMENT)
+
+    model = Model(ScriptedClient(responder=respond), Capability.STANDARD)
+    async with loop_system(redis_url, settings, model), Client(redis_url, settings) as client:
+        first = generation_request("missing-field", max_tokens=4000)
+        await start_job(client.pool, client.events, client.jobs, first, source="test")
+        result = await client.result("missing-field", timeout=60)
+        events = await client.events.read("missing-field")
+    assert same_document(result, DOCUMENT)
+    assert len(prompts) == 2, "one call answered wrongly, one repair"
+    assert "content_type" in prompts[1] and "Field required" in prompts[1]
+    hops = [(e.worker, e.status, e.decision) for e in events if e.status != "received"]
+    assert ("validator", "completed", "repair") in hops
+    assert not [e for e in events if e.status in ("retried", "dead_lettered", "failed")]

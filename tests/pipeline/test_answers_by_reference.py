@@ -66,7 +66,7 @@ def graph_model(prompts: list[str]) -> Callable[[LLMRequest], str]:
 @pytest.fixture
 async def sample_graph(redis_url: str) -> AsyncIterator[str]:
     async with Client(redis_url) as client:
-        await GraphRegistry(client.pool).add("mmwr", DEMO_GRAPH)
+        await GraphRegistry(client.pool, client.keyspace).add("mmwr", DEMO_GRAPH)
     yield "mmwr"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,10 @@ async def test_a_small_run_through_postel_up_meets_both_planners_targets(
 ) -> None:
     config = QaConfig(triples=600, questions=9, seed=3, keep_dir=tmp_path)
     figures = await run_qa(config)
+    # the full run's hard names are here too: the realistic planner writes them unquoted
+    starts = [q["start"] for q in json.loads((tmp_path / "questions.json").read_text())]
+    assert any(re.search(r" \(\d{4}\)$", start) for start in starts), starts
+    assert any(re.search(r" [A-Z]\.$", start) for start in starts), starts
     right, realistic = figures["planners"]["right"], figures["planners"]["realistic"]
     assert right["questions"] == realistic["questions"] == 9
     assert right["correct"] == 9

@@ -32,7 +32,7 @@ from spy import Spy
 @pytest.fixture
 async def sample_graph(redis_url: str) -> AsyncIterator[str]:
     async with Client(redis_url) as client:
-        await GraphRegistry(client.pool).add("mmwr", DEMO_GRAPH)
+        await GraphRegistry(client.pool, client.keyspace).add("mmwr", DEMO_GRAPH)
     yield "mmwr"
 
 
@@ -142,7 +142,9 @@ async def test_events_show_each_round_decision_and_commands_and_the_record_sums_
     assert validator.decision == "accepted"
     async with Client(redis_url, settings) as client:
         record = await client.status(job_id)
-        rounds = await GaslStateStore(client.pool, settings.job_ttl_s).rounds(job_id)
+        rounds = await GaslStateStore(client.pool, client.keyspace, settings.job_ttl_s).rounds(
+            job_id
+        )
     handled = [e for e in events if e.status == "completed"]
     assert record.llm_calls == sum(e.llm_calls for e in handled) == len(spy.requests)
     assert record.prompt_tokens == sum(e.prompt_tokens for e in handled) > 0

@@ -64,11 +64,11 @@ async def test_two_planners_and_two_gasl_workers_serve_jobs_on_two_graphs(
     model = Model(ScriptedClient(responder=respond), Capability.STANDARD)
     try:
         async with Client(redis_url, settings) as client:
-            registry = GraphRegistry(client.pool)
+            registry = GraphRegistry(client.pool, client.keyspace)
             await registry.add("mmwr", DEMO_GRAPH)
             await registry.add("tiny", small)
-            await wait_for(client.pool, "planner", processes=2)
-            await wait_for(client.pool, "gasl", processes=2)
+            await wait_for(client.pool, client.keyspace, "planner", processes=2)
+            await wait_for(client.pool, client.keyspace, "gasl", processes=2)
             async with LocalSystem(
                 settings, redis_url=redis_url, specs=others, resources={RESOURCE: model}
             ):

@@ -12,9 +12,9 @@ from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.model import RESOURCE, Model
 from postel.infra.runtime.redrive import redrive_matching
 from postel.infra.runtime.settings import Settings
-from postel.infra.store import keys
 from postel.infra.store.deadletter import list_dead
 from postel.infra.store.graphs import GraphRegistry
+from postel.infra.store.keys import Keyspace
 from postel.messages import Envelope, GaslPlanExecuted, IntentAnalyzed, JobCompleted, ids
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import ScriptedClient
@@ -22,6 +22,9 @@ from postel.services.prompts import Capability
 from postel.workers import gasl
 
 from postel.testing.relay import RELAY_WORKERS
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 RELAY = {spec.name: spec for spec in RELAY_WORKERS}
 
@@ -41,7 +44,7 @@ async def test_a_graph_missing_at_the_gasl_worker_fails_the_job_and_can_be_redri
     planner = WorkerSpec("planner", (IntentAnalyzed, GaslPlanExecuted), _planner)
     specs = [{"gasl": gasl.WORKER, "planner": planner}.get(s.name, s) for s in RELAY_WORKERS]
     model = Model(ScriptedClient(responder=lambda request: "unused"), Capability.STANDARD)
-    await redis_client.sadd(keys.GRAPHS, "later")  # listed, so submission takes the name
+    await redis_client.sadd(KEYS.graphs, "later")  # listed, so submission takes the name
     async with (
         LocalSystem(settings, redis_url=redis_url, specs=specs, resources={RESOURCE: model}),
         Client(redis_url, settings) as client,
@@ -51,10 +54,10 @@ async def test_a_graph_missing_at_the_gasl_worker_fails_the_job_and_can_be_redri
             await client.result(job_id, timeout=20)
         assert failed.value.status == "invalid_request"
         assert "no graph named 'later'" in failed.value.error
-        [dead] = (await list_dead(client.pool, worker="gasl")).items
+        [dead] = (await list_dead(client.pool, client.keyspace, worker="gasl")).items
         assert dead.job_id == job_id and "GraphNotFound" in dead.error
 
-        await GraphRegistry(client.pool).add("later", DEMO_GRAPH)
+        await GraphRegistry(client.pool, client.keyspace).add("later", DEMO_GRAPH)
         report = await redrive_matching(client.pool, client.events, by="test", worker="gasl")
         assert [r.job_id for r in report.redriven] == [job_id], report.refused
         assert await client.result(job_id, timeout=20) == "about a graph added later"

@@ -23,9 +23,9 @@ from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.model import RESOURCE, Model
 from postel.infra.runtime.runner import load_worker
 from postel.infra.runtime.settings import Settings
-from postel.infra.store import keys
 from postel.infra.store.calls import read_calls
 from postel.infra.store.graphs import GraphRegistry
+from postel.infra.store.keys import Keyspace
 from postel.messages import JobOptions
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import LLMRequest, ScriptedClient
@@ -36,6 +36,9 @@ from pydantic import SecretStr
 from postel.testing.fake_model import FakeModel
 from postel.testing.oracle import Oracle
 from postel.testing.stage_model import StageModel, answering, one_task
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 CASSETTES = Path(__file__).parent.parent / "pipeline" / "cassettes"
 INVOICE = "ACME Tools — Invoice 2026-118\n2 x hammer $40.00\nTOTAL DUE: $165.50"
@@ -107,7 +110,7 @@ async def run_and_export(url: str, settings: Settings, job: str) -> JobExport:
         Client(url, settings) as client,
     ):
         if graph:
-            await GraphRegistry(client.pool).add(graph, DEMO_GRAPH)
+            await GraphRegistry(client.pool, client.keyspace).add(graph, DEMO_GRAPH)
         job_id = await client.submit(
             prompt, type=type_, graph=graph, options=JobOptions(**options), **arguments
         )
@@ -276,8 +279,8 @@ async def test_a_call_cut_by_sigkill_and_made_again_is_recorded_once(
                 fake.set_faults(mode="ok")
                 replacement = start_intent_worker(fresh_redis, fake.base_url)
                 assert await client.result(job_id, timeout=60) == 165.5
-                calls = await read_calls(client.pool, job_id)
-                raw = await client.pool.lrange(keys.job_calls(job_id), 0, -1)
+                calls = await read_calls(client.pool, client.keyspace, job_id)
+                raw = await client.pool.lrange(KEYS.job_calls(job_id), 0, -1)
         finally:
             for process in (doomed, replacement):
                 if process is not None and process.poll() is None:

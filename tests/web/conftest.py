@@ -45,7 +45,7 @@ async def api(web: WebServer) -> AsyncIterator[httpx.AsyncClient]:
 async def story_system(redis_url: str, settings: Settings) -> AsyncIterator[LocalSystem]:
     """All five real workers with the story model, and the bundled graph as `mmwr`."""
     async with Client(redis_url, settings) as client:
-        await GraphRegistry(client.pool).add("mmwr", DEMO_GRAPH)
+        await GraphRegistry(client.pool, client.keyspace).add("mmwr", DEMO_GRAPH)
 
     async def thoughtful(request: LLMRequest) -> str:
         await asyncio.sleep(MODEL_DELAY_S)  # long enough to watch the job live

@@ -19,10 +19,10 @@ import redis.asyncio as aioredis
 from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import QueueSettings, Settings
-from postel.infra.store import keys
 from postel.infra.store.calls import record_commands
 from postel.infra.store.deadletter import dead_letter, list_dead
 from postel.infra.store.events import run_commands
+from postel.infra.store.keys import Keyspace
 from postel.infra.web.job_story import CALLS_SHOWN
 from postel.infra.web.pages import TEXT_SHOWN
 from postel.infra.web.server import WebError, WebServer
@@ -35,6 +35,9 @@ from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "bus"))
 from recording import Breakable, Recorder
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 
 async def sse(
@@ -107,7 +110,7 @@ async def test_cancel_a_running_job_over_http(
         assert again.status_code == 409 and "already finished" in again.json()["detail"]
     # the gasl handler's outcome was refused: no later stage handled anything
     assert recorder.workers() == ["intent", "planner", "gasl"]
-    assert await redis_client.zcard(keys.queue("generator")) == 0
+    assert await redis_client.zcard(KEYS.queue("generator")) == 0
     assert (await api.post("/api/jobs/nowhere/cancel")).status_code == 404
 
 
@@ -144,13 +147,15 @@ async def test_redrive_a_dead_letter_to_completion_over_http(
 async def test_a_poison_dead_letter_stays_dead_with_409(
     api: httpx.AsyncClient, redis_client: aioredis.Redis
 ) -> None:
-    entry = await dead_letter(redis_client, source="worker:gasl", error="x", payload="not json")
+    entry = await dead_letter(
+        redis_client, KEYS, source="worker:gasl", error="x", payload="not json"
+    )
     refused = await api.post(f"/api/dead/{entry}/redrive")
     assert refused.status_code == 409
     assert "still cannot be decoded" in refused.json()["detail"]
     report = (await api.post("/api/dead/redrive", params={"worker": "gasl"})).json()
     assert report["redriven"] == [] and entry in report["refused"]
-    assert (await list_dead(redis_client)).total == 1
+    assert (await list_dead(redis_client, KEYS)).total == 1
 
 
 @pytest.mark.parametrize(
@@ -356,7 +361,7 @@ async def test_a_job_whose_record_expired_is_skipped_and_the_others_keep_their_f
 ) -> None:
     for name in ("old", "expired", "new"):
         await api.post("/api/jobs", params={"job_id": name}, json={"prompt": f"prompt of {name}"})
-    await redis_client.delete(keys.job("expired"))  # its TTL ran out; the index still has it
+    await redis_client.delete(KEYS.job("expired"))  # its TTL ran out; the index still has it
     for params in ({}, {"status": "queued"}, {"q": "prompt of"}):
         page = (await api.get("/api/jobs", params=params)).json()
         assert [(j["job_id"], j["title"]) for j in page["items"]] == [
@@ -391,7 +396,7 @@ async def test_a_jobs_model_calls_are_on_its_page_escaped_clipped_and_all_in_the
     ]
     async with Client(redis_url, settings) as client:
         await client.submit("x", job_id="talk")
-        await run_commands(client.pool, record_commands(calls, "talk", 3600))
+        await run_commands(client.pool, record_commands(KEYS, calls, "talk", 3600))
     listed = await api.get("/api/jobs/talk/calls")
     assert listed.status_code == 200 and len(listed.json()) == CALLS_SHOWN + 5
     assert listed.json()[0]["request"]["messages"][0]["content"] == long_prompt

@@ -19,7 +19,7 @@ async def test_a_job_walks_every_real_worker_kind_on_the_cluster(
     cluster_url: str, settings: Settings
 ) -> None:
     async with Client(cluster_url, settings) as client:
-        await GraphRegistry(client.pool).add("mmwr", DEMO_GRAPH)
+        await GraphRegistry(client.pool, client.keyspace).add("mmwr", DEMO_GRAPH)
     model = Model(ScriptedClient(responder=respond), Capability.STANDARD)
     async with (
         LocalSystem(settings, redis_url=cluster_url, resources={RESOURCE: model}),

@@ -19,8 +19,8 @@ from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.model import RESOURCE, Model
 from postel.infra.runtime.runner import load_worker
 from postel.infra.runtime.settings import Settings
-from postel.infra.store import keys
 from postel.infra.store.deadletter import dead_letter, list_dead
+from postel.infra.store.keys import Keyspace
 from postel.infra.web import charts as charts_module
 from postel.infra.web.charts import ChartWindow
 from postel.infra.web.system_view import QUEUE_PAGE
@@ -35,6 +35,9 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "bus"))
 sys.path.insert(0, str(Path(__file__).parent))
 from recording import Recorder
 from story_model import QUESTION, respond
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 
 @pytest.fixture
@@ -71,12 +74,15 @@ async def test_a_job_whose_every_model_call_failed_counts_them(
 async def test_dead_letters_offer_redrive_only_where_it_can_work_and_say_why_in_words(
     api: httpx.AsyncClient, redis_client: aioredis.Redis
 ) -> None:
-    poison = await dead_letter(redis_client, source="worker:gasl", error="x", payload="not json")
+    poison = await dead_letter(
+        redis_client, KEYS, source="worker:gasl", error="x", payload="not json"
+    )
     invalid = await dead_letter(
-        redis_client, source="worker:planner", error="y", payload={"type": "task.planned"}
+        redis_client, KEYS, source="worker:planner", error="y", payload={"type": "task.planned"}
     )
     retried = await dead_letter(
         redis_client,
+        KEYS,
         source="worker:intent",
         error="LLMServerError: http://m/v1 failed after 5 attempt(s): HTTP 500",
         payload=JobSubmitted(
@@ -114,14 +120,14 @@ async def test_discard_one_from_the_page_and_all_matching_in_the_api_and_cli_as_
     api: httpx.AsyncClient, redis_client: aioredis.Redis, redis_url: str, settings: Settings
 ) -> None:
     one = await dead_letter(
-        redis_client, source="worker:gasl", error="boom", payload="x", job_id="job-a"
+        redis_client, KEYS, source="worker:gasl", error="boom", payload="x", job_id="job-a"
     )
     gasl = [
-        await dead_letter(redis_client, source="worker:gasl", error="bad", payload="x")
+        await dead_letter(redis_client, KEYS, source="worker:gasl", error="bad", payload="x")
         for _ in range(2)
     ]
-    kept = await dead_letter(redis_client, source="worker:intent", error="bad", payload="x")
-    cli_one = await dead_letter(redis_client, source="ingress", error="nope", payload="x")
+    kept = await dead_letter(redis_client, KEYS, source="worker:intent", error="bad", payload="x")
+    cli_one = await dead_letter(redis_client, KEYS, source="ingress", error="nope", payload="x")
     page = (await api.get("/dead")).text
     assert f'action="/dead/{one}/discard"' in page and 'id="discard-all"' in page
     back = await api.post(f"/dead/{one}/discard", data={"back": "/dead"})
@@ -134,12 +140,12 @@ async def test_discard_one_from_the_page_and_all_matching_in_the_api_and_cli_as_
     assert result.exit_code == 0, result.output
     missing = await asyncio.to_thread(runner.invoke, main, ["dead", "discard", cli_one])
     assert missing.exit_code == 4
-    assert [d.id for d in (await list_dead(redis_client)).items] == [kept]
-    entries = await redis_client.xrange(keys.EVENTS)
+    assert [d.id for d in (await list_dead(redis_client, KEYS)).items] == [kept]
+    entries = await redis_client.xrange(KEYS.events(""))
     discarded = [f for _, f in entries if f[b"status"] == b"discarded"]
     assert len(discarded) == 4
     assert {f[b"worker"] for f in discarded} == {b"web", b"cli"}
-    job_events = await redis_client.xrange(keys.job_events("job-a"))
+    job_events = await redis_client.xrange(KEYS.job_events("job-a"))
     assert [f[b"status"] for _, f in job_events] == [b"discarded"]
 
 
@@ -290,7 +296,7 @@ async def test_a_queue_is_listed_in_pages_and_jobs_by_when_they_were_created(
     assert "show-queue" in first and 'id="queue-contents"' not in await _text(api, "/queues")
 
     two_hours_ago = (utc_now().timestamp() - 7200) * 1000
-    await redis_client.zadd(keys.JOBS, {ids[0]: two_hours_ago})
+    await redis_client.zadd(KEYS.jobs(""), {ids[0]: two_hours_ago})
     hour = (await api.get("/api/jobs", params={"within": "1h", "limit": 200})).json()
     assert ids[0] not in [j["job_id"] for j in hour["items"]] and hour["next"] is None
     assert len(hour["items"]) == len(ids) - 1
@@ -305,33 +311,33 @@ async def test_the_chart_window_adds_what_is_new_and_counts_only_the_last_hour(
 ) -> None:
     now = int(utc_now().timestamp() * 1000)
     await redis_client.xadd(
-        keys.RESULTS, {"job_id": "old", "status": "completed"}, id=f"{now - 7_200_000}-0"
+        KEYS.results(""), {"job_id": "old", "status": "completed"}, id=f"{now - 7_200_000}-0"
     )
     await redis_client.xadd(
-        keys.RESULTS, {"job_id": "a", "status": "completed"}, id=f"{now - 1_800_000}-0"
+        KEYS.results(""), {"job_id": "a", "status": "completed"}, id=f"{now - 1_800_000}-0"
     )
     window = ChartWindow()
-    outcomes = (await window.read(redis_client)).charts[0]
+    outcomes = (await window.read(redis_client, KEYS)).charts[0]
     assert outcomes.legend == [("completed", "completed 1")], "the entry of 2 h ago is left out"
     cancelled = JobFailed(job_id="b", message_id="b:cancelled", status="cancelled", error="x")
     await redis_client.xadd(
-        keys.RESULTS,
+        KEYS.results(""),
         {"job_id": "b", "status": "failed", "message": cancelled.model_dump_json()},
     )
     # a handled hop's event carries its wait; a `received` one is not counted twice
     for status, wait in (("completed", 10.0), ("continued", 30.0), ("received", 500.0)):
         await redis_client.xadd(
-            keys.EVENTS, {"worker": "planner", "status": status, "wait_ms": str(wait)}
+            KEYS.events(""), {"worker": "planner", "status": status, "wait_ms": str(wait)}
         )
-    later = await window.read(redis_client)
+    later = await window.read(redis_client, KEYS)
     assert later.charts[0].legend == [("completed", "completed 1"), ("cancelled", "cancelled 1")]
     assert later.charts[1].legend == [("planner", "planner 20 ms")]
     assert later.partial_from is None
     monkeypatch.setattr(charts_module, "CHART_EVENTS", 3)
     for _ in range(4):  # a burst of more than one read takes: the window starts over
         await redis_client.xadd(
-            keys.EVENTS, {"worker": "gasl", "status": "completed", "wait_ms": "5"}
+            KEYS.events(""), {"worker": "gasl", "status": "completed", "wait_ms": "5"}
         )
-    burst = await window.read(redis_client)
+    burst = await window.read(redis_client, KEYS)
     assert burst.partial_from is not None
     assert [kind for kind, _ in burst.charts[1].legend] == ["gasl"]

@@ -27,6 +27,7 @@ from postel.infra.runtime.runner import load_worker
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.deadletter import dead_letter
 from postel.infra.store.graphs import GraphRegistry
+from postel.infra.store.keys import Keyspace
 from postel.infra.web.server import WebServer
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import LLMRequest, ScriptedClient
@@ -37,6 +38,9 @@ from postel.testing.relay import RELAY_WORKERS
 
 sys.path.insert(0, str(Path(__file__).parent))
 from story_model import MAX_TOKENS, QUESTION, respond
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 WIDTHS = (1024, 1400)
 LONG_PROMPT = (
@@ -100,18 +104,20 @@ async def scenes(
             await _finished(api, job_id)
     await dead_letter(
         redis_client,
+        KEYS,
         source="worker:gasl",
         error="undecodable message: the payload is not a JSON object",
         payload="<html>502 Bad Gateway</html>",
     )
     await dead_letter(
         redis_client,
+        KEYS,
         source="worker:planner",
         error="invalid message: job_id: Field required",
         payload={"type": "task.planned", "message_id": "x:task:0"},
     )
     async with Client(redis_url, settings) as client:
-        await GraphRegistry(client.pool).add("mmwr", DEMO_GRAPH)
+        await GraphRegistry(client.pool, client.keyspace).add("mmwr", DEMO_GRAPH)
     hold, release = asyncio.Event(), asyncio.Event()
 
     async def model(request: LLMRequest) -> str:

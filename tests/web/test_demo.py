@@ -102,7 +102,7 @@ async def test_the_demo_says_plainly_that_an_empty_document_failed(
     redis_url: str, settings: Settings
 ) -> None:
     async with Client(redis_url, settings) as client:
-        await GraphRegistry(client.pool).add("mmwr", DEMO_GRAPH)
+        await GraphRegistry(client.pool, client.keyspace).add("mmwr", DEMO_GRAPH)
     model = Model(ScriptedClient(responder=hollow), Capability.STANDARD)
     here = settings.model_copy(update={"redis_url": redis_url, "web_port": free_port()})
     async with LocalSystem(settings, redis_url=redis_url, resources={RESOURCE: model}):
@@ -131,7 +131,7 @@ async def test_the_demo_says_when_it_fell_back_and_links_only_to_its_own_dashboa
     """Another system's dashboard on POSTEL_WEB_PORT (its own Redis) is not linked to: the
     demo serves its own on a free port and says why."""
     async with Client(redis_url, settings) as client:
-        await GraphRegistry(client.pool).add("mmwr", DEMO_GRAPH)
+        await GraphRegistry(client.pool, client.keyspace).add("mmwr", DEMO_GRAPH)
     other_redis = EmbeddedRedis(free_port(), tmp_path / "other")
     await other_redis.start()
     try:

@@ -14,10 +14,13 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 from postel.infra.runtime.settings import Settings
-from postel.infra.store import keys
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.redis_server import free_port
 from postel.infra.web.server import MetricsServer, WebError, WebServer
 from pydantic import SecretStr
+
+KEYS = Keyspace()
+"""The names of the keys on the tests' Redis, one server."""
 
 TOKEN = "t0ken"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -178,7 +181,7 @@ async def test_job_ids_are_checked_on_every_route(
     redis_url: str, settings: Settings, redis_client: aioredis.Redis
 ) -> None:
     other_key = "j1:gen:t1:anchor"
-    await redis_client.set(keys.job(other_key), "not a job record")
+    await redis_client.set(KEYS.job(other_key), "not a job record")
     async with serving(settings, redis_url) as base, httpx.AsyncClient(base_url=base) as api:
         for method, path in [
             ("GET", "/api/jobs/{}"),
@@ -202,7 +205,7 @@ async def test_job_ids_are_checked_on_every_route(
             "query",
             "status",
         ]
-    assert await redis_client.get(keys.job(other_key)) == b"not a job record"
+    assert await redis_client.get(KEYS.job(other_key)) == b"not a job record"
 
 
 async def test_a_bad_desired_type_is_refused_before_anything_is_written(

@@ -17,7 +17,7 @@ from arq.worker import func
 from postel.infra.runtime.actor import Actor, Runtime
 from postel.infra.runtime.runner import KEEP_RESULT_S
 from postel.infra.runtime.settings import Settings
-from postel.infra.store import keys
+from postel.infra.store.keys import Keyspace
 from postel.infra.store.wire import ARQ_FUNCTION, connect_arq, dumps, loads
 
 from postel.testing.relay import RELAY_WORKERS
@@ -28,7 +28,7 @@ POLL_S = 0.005
 async def polling_relay_worker(name: str, url: str, settings: Settings) -> Worker:
     """The relay stage `name` on arq's Worker, polling every `POLL_S`."""
     spec = next(s for s in RELAY_WORKERS if s.name == name)
-    runtime = Runtime.create(await connect_arq(url), settings)
+    runtime = Runtime.create(await connect_arq(url), Keyspace(), settings)
     queue = settings.queue(name)
     actor = Actor(spec, runtime)
     return Worker(
@@ -40,7 +40,7 @@ async def polling_relay_worker(name: str, url: str, settings: Settings) -> Worke
                 max_tries=actor.retries.arq_tries,
             )
         ],
-        queue_name=keys.queue(name),
+        queue_name=runtime.keyspace.queue(name),
         redis_settings=RedisSettings.from_dsn(url),
         poll_delay=POLL_S,
         job_timeout=queue.job_timeout,

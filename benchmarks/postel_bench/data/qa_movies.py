@@ -9,7 +9,10 @@ GraphML (a MultiDiGraph: a person who directed and wrote a film is two relations
 pair), the format `postel graph add` takes.
 Names collide the way real ones do, and those collisions are the hard cases a plan must
 quote exactly: a title drawn twice carries its year ("The Silent Harbor (1987)"), a person's
-name drawn twice an initial ("Ada Bergson K.").
+name drawn twice an initial ("Ada Bergson K."). One film in NAMESAKE_EVERY remakes an
+earlier title and one person in NAMESAKE_EVERY shares an earlier name, so a graph of any
+size holds such names; and one question in HARD_QUESTION_EVERY starts at one, so a small
+question set holds them too.
 
 Questions follow chains of relations from one named entity (1, 2 or 3 hops); the oracle
 answers them on the generated MultiDiGraph with networkx alone, independently of GASL: each
@@ -230,10 +233,11 @@ def qa_movie_graph(triples: int, seed: int = 7) -> nx.MultiDiGraph:
     ]:
         graph.add_node(name, entity_type=kind, description=f"a {kind.lower()}")
     titles: set[str] = set()
+    drawn_titles: list[str] = []
     relations = 0
     while relations < triples:
         year = rng.randrange(1930, 2024)
-        title = _title(rng, year, titles)
+        title = _title(rng, year, titles, drawn_titles)
         genre = rng.choice(_GENRES).replace("_", " ")
         graph.add_node(title, entity_type="FILM", description=f"a {year} {genre.lower()} film")
         if not graph.has_node(str(year)):
@@ -255,10 +259,26 @@ def qa_movie_graph(triples: int, seed: int = 7) -> nx.MultiDiGraph:
     return graph
 
 
+NAMESAKE_EVERY = 10
+"""One film in this many remakes an earlier title, one person shares an earlier name."""
+HARD_QUESTION_EVERY = 4
+"""One question in this many starts at a name holding a year or an initial, where the start's
+type has one."""
+
+
+def _hard(name: str) -> bool:
+    """Does the name hold what a collision adds: a year in brackets, or a closing initial?"""
+    return name.endswith(")") or (len(name) > 3 and name[-1] == "." and name[-3] == " ")
+
+
 def _people(rng: random.Random, count: int) -> list[str]:
     names: dict[str, None] = {}
+    drawn: list[str] = []
     while len(names) < count:
         name = f"{rng.choice(_FIRST)} {rng.choice(_SURNAME_HEADS)}{rng.choice(_SURNAME_TAILS)}"
+        if drawn and len(names) % NAMESAKE_EVERY == NAMESAKE_EVERY - 1:
+            name = rng.choice(drawn)  # a namesake
+        drawn.append(name)
         if name in names:
             name = f"{name} {chr(ord('A') + rng.randrange(26))}."
         names.setdefault(name, None)
@@ -272,7 +292,9 @@ def _tags(count: int) -> list[str]:
     return found[:count] if count <= len(found) else found
 
 
-def _title(rng: random.Random, year: int, taken: set[str]) -> str:
+def _title(rng: random.Random, year: int, taken: set[str], drawn: list[str]) -> str:
+    """A new title; `drawn` lists every title drawn before (one in NAMESAKE_EVERY is one of
+    them again: a remake)."""
     noun = rng.choice(_TITLE_NOUNS)
     shape = rng.randrange(3)
     if shape == 0:
@@ -281,6 +303,9 @@ def _title(rng: random.Random, year: int, taken: set[str]) -> str:
         title = f"{rng.choice(_TITLE_ADJECTIVES)} {noun}"
     else:
         title = f"{noun} of the {rng.choice(_TITLE_NOUNS)}"
+    if drawn and len(taken) % NAMESAKE_EVERY == NAMESAKE_EVERY - 1:
+        title = rng.choice(drawn)
+    drawn.append(title)
     if title in taken:
         title = f"{title} ({year})"
     number = 2
@@ -351,7 +376,11 @@ def questions(graph: nx.MultiDiGraph, count: int, seed: int = 7) -> list[Questio
     found: list[Question] = []
     seen: set[str] = set()
     for index, (hop_count, template) in enumerate(_schedule(per_hops, count)):
-        question = _draw(graph, template, by_type[template.start_type], rng, seen)
+        names = by_type[template.start_type]
+        hard = [name for name in names if _hard(name)]
+        if index % HARD_QUESTION_EVERY == 0 and hard:
+            names = hard
+        question = _draw(graph, template, names, rng, seen)
         if question is None:
             continue
         found.append(
@@ -405,6 +434,7 @@ def question_set_json(items: list[Question]) -> str:
             {
                 "id": q.id,
                 "question": q.text,
+                "start": q.start,
                 "hops": [f"{h.relation} {h.direction}" for h in q.hops],
                 "answer": sorted(q.answer),
             }

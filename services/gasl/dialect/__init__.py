@@ -67,8 +67,11 @@ def canonical(text: str, parses: Callable[[str], bool]) -> Rewrite:
         if made is not piece.tokens:
             edits.append((piece.start, piece.end, render(made)))
         _body, into = split_into(made)
-        if into is not None and not made[0].is_word("DECLARE"):
+        if made[0].is_word("DECLARE") and len(made) > 1:
+            context.bound.add(made[1].text)
+        elif into is not None:
             context.previous_target = into.text
+            context.bound.add(into.text)
     out = text
     for start, end, replacement in reversed(edits):
         out = out[:start] + replacement + out[end:]

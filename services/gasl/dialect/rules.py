@@ -9,6 +9,7 @@ rule (which reads its command through every rule) and then by the FIND rule.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -42,13 +43,16 @@ class Refused(GaslError):
 @dataclass
 class Context:
     """What the rules of one text share: the source (for the exact words of a value), whether
-    a text parses as canonical GASL, the rules applied, and the variable the command before
-    assigned (what `ON EMPTY do ...` without a variable guards)."""
+    a text parses as canonical GASL, the rules applied, the variable the command before
+    assigned (what `ON EMPTY do ...` without a variable guards) and every name the commands
+    before made (variables and declared keys: a plan's variables live for its round only,
+    so these are all a command can refer to by name)."""
 
     source: str
     parses: Callable[[str], bool]
     applied: list[str] = field(default_factory=list)
     previous_target: str | None = None
+    bound: set[str] = field(default_factory=set)
 
 
 Rule = Callable[[list[Token], Context], list[Token] | None]
@@ -107,16 +111,56 @@ def _exact_text(tokens: list[Token], context: Context) -> str:
     return " ".join(t.text for t in tokens)
 
 
-def _value(tokens: list[Token], context: Context) -> Token | None:
-    """A comparison's right side: a literal, a string or a binding stays; bare words (one
-    or more, `ROBIN LEE`) become one string; anything else is not a value."""
-    if len(tokens) == 1 and (
-        tokens[0].kind in ("string", "number", "binding") or tokens[0].is_word(*_LITERAL_WORDS)
-    ):
-        return tokens[0]
-    if tokens and all(t.kind in ("word", "number") for t in tokens):
-        return string(_exact_text(tokens, context))
-    return None
+# Fields that hold a node's name (its id, an edge's ends): a bare value compared with one is
+# a name, text even where it reads as a number (a YEAR node is named "2010").
+_NAME_FIELDS = ("ID", "SOURCE", "TARGET")
+
+
+def _value(tokens: list[Token], field_token: Token, context: Context) -> Token | None:
+    """A comparison's right side: one string, binding, true/false/null or number stays (a
+    number compared with a name field becomes its text); anything else written without
+    quotes (`Sunken Voice (2010)`, `Dalia Ullund E.`, `O'Brien, Pat`) is one string of
+    exactly what was written, whatever it holds. Nothing at all is not a value."""
+    if not tokens:
+        return None
+    if len(tokens) == 1:
+        only = tokens[0]
+        if only.kind in ("string", "binding") or only.is_word(*_LITERAL_WORDS):
+            return only
+        if only.kind == "number" and not field_token.is_word(*_NAME_FIELDS):
+            return only
+    return string(_exact_text(tokens, context))
+
+
+def _starts_pair(tokens: list[Token], at: int) -> bool:
+    """Does a `field op value` (or `field: value`) pair start at tokens[at]?"""
+    return (
+        at + 1 < len(tokens)
+        and tokens[at].kind == "word"
+        and tokens[at + 1].text in (":", *_COMPARE)
+    )
+
+
+def _starts_condition(tokens: list[Token], at: int) -> bool:
+    """Does a pair, or a bracketed condition opening with one, start at tokens[at]?"""
+    if at < len(tokens) and tokens[at].text == "(":
+        return _starts_pair(tokens, at + 1)
+    return _starts_pair(tokens, at)
+
+
+def _pair_parts(tokens: list[Token]) -> list[list[Token]]:
+    """`k=v and k2=v2` cut at each `and` that a new pair (or a bracketed condition) follows,
+    outside brackets: an `and` inside a value (`Tom and Jerry`) is the value's own word."""
+    parts: list[list[Token]] = [[]]
+    depth = 0
+    for at, token in enumerate(tokens):
+        depth += token.text in ("(", "[")
+        depth -= token.text in (")", "]")
+        if depth == 0 and token.is_word("AND") and _starts_condition(tokens, at + 1):
+            parts.append([])
+        else:
+            parts[-1].append(token)
+    return parts
 
 
 def _split_words(tokens: list[Token], *words: str) -> list[list[Token]]:
@@ -138,13 +182,13 @@ def _pairs(tokens: list[Token], context: Context) -> list[Token] | None:
     """`k=v and k2: v2` as a canonical condition; a part already in brackets (a rewritten
     `is not null`) is kept. None when a part is not `field op value`."""
     condition: list[Token] = []
-    for part in _split_words(tokens, "AND"):
+    for part in _pair_parts(tokens):
         if not part:
             return None
         if part[0].text == "(" and part[-1].text == ")":
             piece = part
-        elif len(part) >= 3 and part[0].kind == "word" and part[1].text in (":", *_COMPARE):
-            value = _value(part[2:], context)
+        elif _starts_pair(part, 0):
+            value = _value(part[2:], part[0], context)
             if value is None:
                 return None
             piece = [part[0], op("=" if part[1].text == ":" else part[1].text), value]
@@ -152,6 +196,18 @@ def _pairs(tokens: list[Token], context: Context) -> list[Token] | None:
             return None
         condition.extend([word("AND"), *piece] if condition else piece)
     return condition
+
+
+def _closing(tokens: list[Token], start: int) -> int:
+    """Where a command's closing `[LIMIT <n>] [AS <name>]` begins (at or after `start`); the
+    end when it has none. Only the last words close it: an earlier `as` or `limit` belongs
+    to a value (`id=Known As Kit AS k`)."""
+    end = len(tokens)
+    if end - 2 >= start and tokens[end - 2].is_word("AS") and tokens[end - 1].kind == "word":
+        end -= 2
+    if end - 2 >= start and tokens[end - 2].is_word("LIMIT") and tokens[end - 1].kind == "number":
+        end -= 2
+    return end
 
 
 def _index(tokens: list[Token], *words: str, start: int = 0) -> int | None:
@@ -190,6 +246,8 @@ def on_guard(tokens: list[Token], context: Context) -> list[Token] | None:
         ref, rest = tokens[2], tokens[4:]
     else:
         return None
+    if rest and rest[0].text == ":":  # `do: <command>`
+        rest = rest[1:]
     if not rest:
         return None
     then = rewrite_command(rest, context)
@@ -264,14 +322,13 @@ def count_find(tokens: list[Token], context: Context) -> list[Token] | None:
 
 
 def find_pairs(tokens: list[Token], context: Context) -> list[Token] | None:
-    """`FIND nodes|edges with k=v and k2=v2 [LIMIT n] [AS x]`: a WHERE of comparisons, bare
-    values quoted."""
+    """`FIND nodes|edges with k=v and k2=v2 [LIMIT n] [AS x]`: a WHERE of comparisons, each
+    value written without quotes running to the next pair's `and` or the closing words."""
     if len(tokens) < 4 or not tokens[0].is_word("FIND") or not tokens[1].is_word("NODES", "EDGES"):
         return None
     if not tokens[2].is_word("WITH"):
         return None
-    end = _index(tokens, "LIMIT", "AS", start=3)
-    end = len(tokens) if end is None else end
+    end = _closing(tokens, 3)
     condition = _pairs(tokens[3:end], context)
     if condition is None:
         return None
@@ -304,6 +361,53 @@ def find_path_filters(tokens: list[Token], context: Context) -> list[Token] | No
     return [tokens[0], tokens[1], word("FROM"), *start, word("TO"), *stop, *tokens[end:]]
 
 
+def _condition(tokens: list[Token], context: Context) -> list[Token]:
+    """A dialect form's condition: `k=v and ...` pairs read as FIND's `with` reads them (a
+    value without quotes is text), any other condition as written."""
+    return _pairs(tokens, context) or tokens
+
+
+def _group_by(tokens: list[Token]) -> int | None:
+    """Where `group by` starts in tokens, if anywhere."""
+    for at in range(len(tokens) - 1):
+        if tokens[at].is_word("GROUP") and tokens[at + 1].is_word("BY"):
+            return at
+    return None
+
+
+def count_where(tokens: list[Token], context: Context) -> list[Token] | None:
+    """`COUNT x field f where C`: how many rows meet C (the field names what C is about);
+    `COUNT x where C group by f` (either order): how many rows meeting C have each value of
+    f, as `SELECT x WHERE C` then `AGGREGATE ... BY f WITH COUNT`."""
+    if len(tokens) < 5 or not tokens[0].is_word("COUNT"):
+        return None
+    body, into = split_into(tokens)
+    source, rest = body[1], body[2:]
+    named_field = len(rest) >= 3 and rest[0].is_word("FIELD") and rest[2].is_word("WHERE")
+    if named_field:
+        rest = rest[2:]
+    if source.kind not in ("word", "binding") or len(rest) < 2:
+        return None
+    name = into or word(f"{_name(source)}_count")
+    group = _group_by(rest)
+    if group is None:
+        if not (named_field and rest[0].is_word("WHERE")):
+            return None  # `COUNT x where C` alone is canonical GASL
+        return [word("COUNT"), source, word("WHERE"), *_condition(rest[1:], context), _AS, name]
+    if group == 0 and len(rest) > 4 and rest[3].is_word("WHERE"):  # group by f where C
+        by, condition = rest[2:3], rest[4:]
+    elif group > 1 and rest[0].is_word("WHERE"):  # where C group by f
+        condition, by = rest[1:group], rest[group + 2 :]
+    else:
+        return None
+    if len(by) != 1 or by[0].kind != "word" or not condition:
+        return None
+    kept = word(f"{_name(source)}_where")
+    selected = [word("SELECT"), source, word("WHERE"), *_condition(condition, context), _AS, kept]
+    counted = [word("AGGREGATE"), kept, word("BY"), by[0], word("WITH"), word("COUNT"), _AS, name]
+    return [*selected, SEMICOLON, *counted]
+
+
 def count_by(tokens: list[Token], context: Context) -> list[Token] | None:
     """`COUNT x group by f` and `COUNT x field f`: how many rows have each value of f."""
     if len(tokens) < 4 or not tokens[0].is_word("COUNT"):
@@ -326,6 +430,8 @@ def aggregate_of(tokens: list[Token], context: Context) -> list[Token] | None:
     if not tokens[0].is_word("AGGREGATE"):
         return None
     at = _index(tokens, "WITH")
+    if at is not None and at + 2 == len(tokens):
+        tokens = [*tokens, _AS, word(derived_name(tokens) or "aggregate")]
     if at is None or at + 2 >= len(tokens):
         return None
     fn = tokens[at + 1]
@@ -334,6 +440,15 @@ def aggregate_of(tokens: list[Token], context: Context) -> list[Token] | None:
     ):
         return None
     rest = tokens[at + 2 :]
+    if rest[0].is_word("AS") and not fn.is_word("COUNT"):
+        head = [
+            word(t.upper) if t.is_word("AGGREGATE", "BY", "WITH") else t for t in tokens[: at + 1]
+        ]
+        named = [*head, word(fn.upper), word("OF"), word("<field>"), *rest]
+        raise Refused(
+            f"{fn.upper} needs a value field (OF <field>), which GASL never guesses: "
+            + render(named)
+        )
     if len(rest) >= 3 and rest[0].text == "(" and rest[2].text == ")" and rest[1].kind == "word":
         value, after = rest[1], rest[3:]
     elif rest[0].kind == "word" and not rest[0].is_word("AS"):
@@ -485,21 +600,42 @@ def graphwalk(tokens: list[Token], context: Context) -> list[Token] | None:
     return [*head, *follow, *tokens[end:]]
 
 
+def _subgraph_of_types(tokens: list[Token], included: int) -> str:
+    """The hint for `SUBGRAPH ... include T1, T2`, naming the start, depth and types given."""
+    body, _into = split_into(tokens)
+    types = [t for t in body[included + 1 :] if t.kind in ("word", "string")]
+    named = [json.dumps(string_value(t) if t.kind == "string" else t.text) for t in types]
+    listed = ", ".join(named or ['"T1"', '"T2"'])
+    start = next(
+        (
+            t.text
+            for t in body[1:included]
+            if t.kind in ("word", "binding") and not t.is_word("AROUND", "FROM")
+        ),
+        "<var>",
+    )
+    depth = next((t.text for t in body[1:included] if t.kind == "number"), "<n>")
+    return (
+        "SUBGRAPH keeps every node within DEPTH, of every type: for only some types, "
+        f"NEIGHBORS {start} DEPTH {depth} AS near, then SELECT near WHERE entity_type IN "
+        f"[{listed}] AS kept (the nodes, without their edges); for one "
+        f'relation, SUBGRAPH FROM {start} VIA "<relation>" DEPTH {depth} AS <name>'
+    )
+
+
 def subgraph_around(tokens: list[Token], context: Context) -> list[Token] | None:
-    """`SUBGRAPH around x radius n`: `SUBGRAPH FROM x DEPTH n`."""
-    if len(tokens) < 5 or not tokens[0].is_word("SUBGRAPH") or not tokens[1].is_word("AROUND"):
+    """`SUBGRAPH around x radius n`: `SUBGRAPH FROM x DEPTH n`. `include T1, T2` (only some
+    types), however the rest is spelled, is refused: SUBGRAPH keeps every type."""
+    if not tokens[0].is_word("SUBGRAPH"):
+        return None
+    included = _index(tokens, "INCLUDE")
+    if included is not None:
+        raise Refused(_subgraph_of_types(tokens, included))
+    if len(tokens) < 5 or not tokens[1].is_word("AROUND"):
         return None
     if not tokens[3].is_word("RADIUS", "DEPTH") or tokens[4].kind != "number":
         return None
-    rest = tokens[5:]
-    if rest and rest[0].is_word("INCLUDE"):
-        raise Refused(
-            "SUBGRAPH keeps every node within DEPTH, of every type: for only some types, "
-            "NEIGHBORS <var> DEPTH <n> AS near, then SELECT near WHERE entity_type IN "
-            '["T1", "T2"] AS kept (the nodes, without their edges); for one relation, '
-            'SUBGRAPH FROM <var> VIA "<relation>" DEPTH <n> AS <name>'
-        )
-    return [tokens[0], word("FROM"), tokens[2], word("DEPTH"), tokens[4], *rest]
+    return [tokens[0], word("FROM"), tokens[2], word("DEPTH"), tokens[4], *tokens[5:]]
 
 
 def bare_via(tokens: list[Token], context: Context) -> list[Token] | None:
@@ -528,10 +664,11 @@ def join_on_slash(tokens: list[Token], context: Context) -> list[Token] | None:
 
 
 def add_field(tokens: list[Token], context: Context) -> list[Token] | None:
-    """`ADD_FIELD x field: n = <value>`: `FIELD n = <value>`. In the reference dialect
-    `field: n = v` with v one bare name gave row i of x item i of the variable v; GASL pairs
-    rows by key, never by position, so that form is refused (`FIELD n = v` is the field v of
-    each row, `FIELD n = ${v}` the variable's whole value on every row)."""
+    """`ADD_FIELD x field: n = <value>`: `FIELD n = <value>`. `field: n = v` with v one bare
+    name that a command before made (a variable of the plan) is that variable, `${v}`: its
+    whole value on every row. With no such variable the form is refused: the reference
+    dialect paired row i of x with item i of v, and GASL pairs rows by key, never by
+    position (`FIELD n = v` is the field v of each row)."""
     if len(tokens) < 6 or not tokens[0].is_word("ADD_FIELD") or not tokens[2].is_word("FIELD"):
         return None
     if tokens[3].text != ":":
@@ -541,13 +678,31 @@ def add_field(tokens: list[Token], context: Context) -> list[Token] | None:
     bare = len(rest) == 3 and rest[1].text == "=" and rest[2].kind == "word"
     if bare and not rest[2].is_word(*_LITERAL_WORDS):
         v, n = rest[2].text, rest[0].text
-        raise Refused(
-            f"`field: {n} = {v}` pairs rows by position in the reference dialect, which "
-            f"GASL never does: write FIELD {n} = {v} for the field {v} of each row, "
-            f"FIELD {n} = ${{{v}}} for the variable {v}'s value on every row, or JOIN "
-            "the two variables on a key"
-        )
+        if v in context.bound:
+            rest = [rest[0], rest[1], Token("binding", f"${{{v}}}")]
+        else:
+            raise Refused(
+                f"`field: {n} = {v}` names no variable a command before made, and the "
+                "reference dialect's pairing of rows by position GASL never does: write "
+                f"FIELD {n} = {v} for the field {v} of each row, FIELD {n} = ${{{v}}} for a "
+                f"variable {v}'s value on every row, or JOIN the two variables on a key"
+            )
     return _with_into([body[0], body[1], word("FIELD"), *rest], into)
+
+
+def set_variable(tokens: list[Token], context: Context) -> list[Token] | None:
+    """`SET name = value`: GASL has no assignment; SET changes an adapter cap only. Refused,
+    naming the canonical ways."""
+    if len(tokens) < 2 or not tokens[0].is_word("SET"):
+        return None
+    if tokens[1].text.lower().startswith("adapter.caps."):
+        return None
+    raise Refused(
+        "SET changes an adapter cap only, SET adapter.caps.<key>=<integer>; GASL has no "
+        "assignment: a variable is what a command makes with AS <name> (SELECT <var> FIELDS "
+        "<field> AS <name> keeps part of one), and a value kept across rounds goes in the "
+        "state, DECLARE <key> AS LIST then UPDATE <key> WITH <var>"
+    )
 
 
 _CREATE_KEYS = {
@@ -661,6 +816,7 @@ RULES: list[tuple[str, Rule]] = [
     ("COUNT FIND ...", count_find),
     ("FIND ... with k=v", find_pairs),
     ("FIND paths with source_filter ... target_filter ...", find_path_filters),
+    ("COUNT ... field f where C | where C group by f", count_where),
     ("COUNT ... group by f | field f", count_by),
     ("AGGREGATE ... WITH AVG f", aggregate_of),
     ("RANK ... order asc|desc", rank_order),
@@ -672,6 +828,7 @@ RULES: list[tuple[str, Rule]] = [
     ("GRAPHCONNECT ... via <bare word>", bare_via),
     ("JOIN ... ON f/g", join_on_slash),
     ("ADD_FIELD x field: n = ...", add_field),
+    ("SET <name> = <value>", set_variable),
     ("CREATE_* from x with k: v", create_with),
     ("a command without AS", missing_as),
 ]

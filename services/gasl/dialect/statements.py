@@ -4,7 +4,9 @@ A command ends at a `;` or a newline outside quotes. Inside a TRY block, TRY, CA
 its ANY), FINALLY and END are pieces of their own, so `TRY COUNT a AS n CATCH COUNT b AS m`
 holds two commands. The instruction of PROCESS, ANALYZE or CLASSIFY written without quotes
 (`with instruction: first; names AS y`) is one `text` token up to its closing `AS <name>`:
-its `;`, `#` and quotes are the model's words, not separators or a comment.
+its `;`, `#` and quotes are the model's words, not separators or a comment. So is a `#` in
+the unquoted value of `FIND nodes with id=Echo (1999, #12) AS e`: before the command's
+closing `AS <name>`, it is part of a name.
 """
 
 from __future__ import annotations
@@ -107,6 +109,14 @@ def _free_instruction(
     return [*tokens[at:begin], text], stop
 
 
+def _open_find_with(current: list[Token]) -> bool:
+    """Is `current` a `FIND ... with <pairs>` command whose closing `AS <name>` has not come
+    yet (a `#` there belongs to a value)?"""
+    if len(current) < 4 or not current[0].is_word("FIND") or not current[2].is_word("WITH"):
+        return False
+    return not (current[-2].is_word("AS") and current[-1].kind == "word")
+
+
 def split(tokens: list[Token], source: str) -> list[Piece]:
     """The pieces of the text in order; separators and comments are left out."""
     pieces: list[Piece] = []
@@ -121,6 +131,9 @@ def split(tokens: list[Token], source: str) -> list[Piece]:
     index = 0
     while index < len(tokens):
         token = tokens[index]
+        if token.kind == "comment" and _open_find_with(current):
+            tokens[index : index + 1] = _reread(token)
+            continue
         if token.kind in ("sep", "comment"):
             flush()
             index += 1

@@ -1,8 +1,10 @@
 """The written command as tokens: what the dialect's rewrites read and write.
 
 A quoted string is one token whatever it holds (`;`, `#`, the other quote), so a statement
-ends at a `;` or a newline only outside quotes. A token keeps where it was in the source
-(`start`, `end`); a token a rewrite makes has none (-1) and is rendered from its text.
+ends at a `;` or a newline only outside quotes. An apostrophe inside a word (`O'Brien`,
+`Ba'al's`) opens no string: it is the name's own character. A token keeps where it was in
+the source (`start`, `end`); a token a rewrite makes has none (-1) and is rendered from its
+text.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ Kind = Literal[
 # word so `-1` is one number, and `other` last (an apostrophe with no closing one, `&`, `/`).
 _LEXEMES: list[tuple[Kind, str]] = [
     ("binding", r"\$\{[^}\n]*\}"),
-    ("string", r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'"),
+    ("string", r"\"(?:[^\"\\\n]|\\.)*\"|(?<!\w)'(?:[^'\\\n]|\\.)*'"),
     ("number", r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])"),
     # a word may hold dots (a dotted field or key) and inner hyphens (a relation `co-author`)
     ("word", r"[A-Za-z_]\w*(?:[.-][A-Za-z_0-9]\w*)*"),
@@ -84,12 +86,16 @@ SEMICOLON = Token("sep", ";")
 
 def unquote(text: str) -> str:
     """A quoted string's text without its quotes: both quote styles, escapes read by
-    Python's rules (the parser's strings and the dialect's are read alike)."""
+    Python's rules (the parser's strings and the dialect's are read alike), and a pair of
+    `\\u` escapes of surrogates, as JSON writes a character past U+FFFF (`"\\ud800\\udc00"`),
+    is that one character."""
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
         return text[1:-1]
-    return value if isinstance(value, str) else text[1:-1]
+    if not isinstance(value, str):
+        return text[1:-1]
+    return value.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
 
 
 def string_value(token: Token) -> str:
