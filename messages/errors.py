@@ -59,29 +59,31 @@ class Failed(PostelError):
     the desired shape); its status and message say why."""
 
 
-class Outcome(NamedTuple):
+class ErrorCodes(NamedTuple):
+    """What an error branch answers: the command line's exit code, the API's HTTP status."""
+
     exit_code: int
     http_status: int
 
 
 # The one mapping of branches to exit codes and HTTP statuses (README: "Exit codes").
-OUTCOMES: dict[type[PostelError], Outcome] = {
-    Failed: Outcome(1, 500),
-    InvalidInput: Outcome(2, 422),
-    Conflict: Outcome(2, 409),
-    Misconfigured: Outcome(2, 500),
-    Unavailable: Outcome(3, 503),
-    NotFound: Outcome(4, 404),
-    TimedOut: Outcome(5, 504),
-    Refused: Outcome(6, 409),
-    Denied: Outcome(7, 503),
+OUTCOMES: dict[type[PostelError], ErrorCodes] = {
+    Failed: ErrorCodes(1, 500),
+    InvalidInput: ErrorCodes(2, 422),
+    Conflict: ErrorCodes(2, 409),
+    Misconfigured: ErrorCodes(2, 500),
+    Unavailable: ErrorCodes(3, 503),
+    NotFound: ErrorCodes(4, 404),
+    TimedOut: ErrorCodes(5, 504),
+    Refused: ErrorCodes(6, 409),
+    Denied: ErrorCodes(7, 503),
 }
 BRANCHES: tuple[type[PostelError], ...] = tuple(OUTCOMES)
 # A PostelError under no branch (a caller's own subclass) is treated as bad input.
 UNBRANCHED = OUTCOMES[InvalidInput]
 
 
-def outcome_of(exc: BaseException) -> Outcome | None:
+def outcome_of(exc: BaseException) -> ErrorCodes | None:
     """The exit code and HTTP status of a PostelError (None for anything else)."""
     if not isinstance(exc, PostelError):
         return None

@@ -6,7 +6,7 @@ record naming the budget well before the run would be cut off."""
 
 from __future__ import annotations
 
-from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.actor import HopOutcome, Runtime, WorkerSpec
 from postel.infra.runtime.model import ensure_model, model_of
 from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.stores import GaslStateStore
@@ -16,7 +16,7 @@ from postel.services.gasl.budget import TimeBudget
 from postel.services.gasl.model import LLMGaslModel
 
 
-async def handle(message: Envelope, runtime: Runtime) -> Outcome:
+async def handle(message: Envelope, runtime: Runtime) -> HopOutcome:
     assert isinstance(message, GaslPlanRequested)
     # a missing graph (or a job naming none) fails the job: GraphNotFound
     adapter = await GraphRegistry(runtime.redis, runtime.keyspace).adapter(message.request.graph)
@@ -28,7 +28,7 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     )
     budget = TimeBudget.within(runtime.settings.queue("gasl").job_timeout, deadline_in_s)
     deps = stage.GaslDeps(adapter, rounds, LLMGaslModel(llm, model.capability), budget)
-    return Outcome.of(await stage.handle(message, deps), llm.meter)
+    return HopOutcome.of(await stage.handle(message, deps), llm.meter)
 
 
 WORKER = WorkerSpec("gasl", (GaslPlanRequested,), handle, setup=ensure_model("gasl"))

@@ -3,7 +3,7 @@ to the generator or the validator (services.planner)."""
 
 from __future__ import annotations
 
-from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.actor import HopOutcome, Runtime, WorkerSpec
 from postel.infra.runtime.model import ensure_model, model_of
 from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.stores import GaslStateStore
@@ -11,7 +11,7 @@ from postel.messages import Envelope, GaslPlanExecuted, IntentAnalyzed, TaskPlan
 from postel.services import planner
 
 
-async def handle(message: Envelope, runtime: Runtime) -> Outcome:
+async def handle(message: Envelope, runtime: Runtime) -> HopOutcome:
     assert isinstance(message, IntentAnalyzed | TaskPlanned | GaslPlanExecuted)
     graph = message.request.graph
     # adapters and summaries are cached per process; a missing graph fails the job
@@ -25,7 +25,7 @@ async def handle(message: Envelope, runtime: Runtime) -> Outcome:
     rounds = GaslStateStore(runtime.redis, runtime.keyspace, runtime.settings.job_ttl_s)
     deps = planner.PlannerDeps(llm, model.capability, summary, rounds.reader(message.job_id))
     step = await planner.handle(message, deps)
-    return Outcome.of(step, llm.meter)
+    return HopOutcome.of(step, llm.meter)
 
 
 WORKER = WorkerSpec("planner", tuple(planner.HANDLERS), handle, setup=ensure_model("planner"))

@@ -29,7 +29,7 @@ from typing import Any
 from arq import Worker
 from arq.connections import ArqRedis, RedisSettings
 from arq.worker import func
-from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.actor import HopOutcome, Runtime, WorkerSpec
 from postel.infra.runtime.logging import configure_logging
 from postel.infra.runtime.runner import run_workers
 from postel.infra.runtime.settings import Settings
@@ -86,7 +86,7 @@ def _calling_a_model(spec: WorkerSpec) -> WorkerSpec:
     """The relay stage, asking a scripted model one short question per hop first."""
     model = ScriptedClient(responder=lambda request: "relayed")
 
-    async def handle(message: Envelope, runtime: Runtime) -> Outcome:
+    async def handle(message: Envelope, runtime: Runtime) -> HopOutcome:
         llm = MeteredClient(model, "standard")
         question = ChatMessage(role="user", content=f"relay {message.message_id}")
         await llm.complete(LLMRequest(messages=[question], max_tokens=16))

@@ -103,7 +103,10 @@ _DROPPED_AT_COMMIT = "its job finished while the message was handled; the outcom
 
 
 @dataclass
-class Outcome:
+class HopOutcome:
+    """What a worker's handler gives back for one hop: the messages it sends on, its
+    figures, whether it continued the AI loop; the runtime commits it."""
+
     messages: list[Envelope] = field(default_factory=list)
     metrics: Metrics = field(default_factory=Metrics)
     continued: bool = False
@@ -111,7 +114,7 @@ class Outcome:
     """The hop's model calls, filled in by the runtime and recorded with the commit."""
 
     @classmethod
-    def of(cls, step: Step, meter: Meter | None = None) -> Outcome:
+    def of(cls, step: Step, meter: Meter | None = None) -> HopOutcome:
         """A service's Step as the hop's outcome, with its model calls' counts."""
         return cls(step.messages, Metrics.of(step.figures, meter), continued=step.continued)
 
@@ -139,7 +142,7 @@ class Runtime:
         return cls(pool=pool, keyspace=keyspace, settings=settings, events=events, jobs=jobs)
 
 
-Handler = Callable[[Envelope, Runtime], Awaitable[Outcome]]
+Handler = Callable[[Envelope, Runtime], Awaitable[HopOutcome]]
 
 
 @dataclass(frozen=True)
@@ -357,7 +360,7 @@ class Actor:
         arq_job = lease_key.removeprefix(in_progress_key_prefix) if lease_key else None
         return await self._commit(message, payload, outcome, started, arq_job)
 
-    async def _handle(self, message: Envelope, limit: HopLimit) -> Outcome:
+    async def _handle(self, message: Envelope, limit: HopLimit) -> HopOutcome:
         """The handler, within the hop's limit; its model calls within the model budget. A
         handler that fails has its failed model attempts counted now: it commits nothing."""
         with logging_calls(self.spec.name, message.message_id) as calls:
@@ -374,7 +377,7 @@ class Actor:
         metrics = outcome.metrics.model_copy(update={"failed_llm_calls": calls.failed})
         return replace(outcome, calls=calls.calls, metrics=metrics)
 
-    async def _handle_within(self, message: Envelope, limit: HopLimit) -> Outcome:
+    async def _handle_within(self, message: Envelope, limit: HopLimit) -> HopOutcome:
         try:
             async with asyncio.timeout(limit.seconds) as scope:
                 with call_budget(limit.model_seconds):
@@ -572,14 +575,14 @@ class Actor:
             else f"{self.spec.name}: {error}",
         )
         await self._commit(
-            message, payload, Outcome(messages=[failed]), time.perf_counter(), gave_up=gave_up
+            message, payload, HopOutcome(messages=[failed]), time.perf_counter(), gave_up=gave_up
         )
 
     async def _commit(
         self,
         message: Envelope,
         payload: Any,
-        outcome: Outcome,
+        outcome: HopOutcome,
         started: float,
         arq_job: str | None = None,
         *,
@@ -606,7 +609,7 @@ class Actor:
                 JobFailed, key=ids.FAILED, status="invalid_request", error=error[:2000]
             )
             result = await self._commit_outcome(
-                message, payload, Outcome([failed]), started, arq_job, extra
+                message, payload, HopOutcome([failed]), started, arq_job, extra
             )
         if result == "duplicate":
             log.info("another run committed this message first")
@@ -620,7 +623,7 @@ class Actor:
         self,
         message: Envelope,
         payload: Any,
-        outcome: Outcome,
+        outcome: HopOutcome,
         started: float,
         arq_job: str | None,
         extra: GaveUp,

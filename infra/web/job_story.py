@@ -36,7 +36,7 @@ def event_time(event: Event) -> datetime | None:
 
 
 @dataclass
-class Hop:
+class HopView:
     """One message's handling: every event of its message id, folded."""
 
     message_id: str
@@ -108,7 +108,7 @@ class JobStory:
 
     record: JobRecord
     events: list[Event]
-    hops: list[Hop]
+    hops: list[HopView]
     hop_count: int
     hops_hidden: int
     hops_hidden_at: int
@@ -121,18 +121,20 @@ class JobStory:
     result_json: str
     calls: list[RecordedCall]
     call_count: int
-    running: list[Hop]
+    running: list[HopView]
     """The hops in progress now."""
 
 
-def _fold(events: list[Event]) -> list[Hop]:
-    hops: dict[str, Hop] = {}
+def _fold(events: list[Event]) -> list[HopView]:
+    hops: dict[str, HopView] = {}
     for event in events:
         key = f"{event.message_id}|end" if event.stage == "done" else event.message_id
         hop = hops.get(key)
         when = event_time(event)
         if hop is None:
-            hop = hops[key] = Hop(event.message_id, event.type, event.worker, event.stage, at=when)
+            hop = hops[key] = HopView(
+                event.message_id, event.type, event.worker, event.stage, at=when
+            )
         given_up = hop.status == "dead_lettered" and event.status == "completed"
         if given_up:  # the commit that failed the job after the dead letter: it stays dead
             hop.ended = when
@@ -159,7 +161,7 @@ def _fold(events: list[Event]) -> list[Hop]:
     return list(hops.values())
 
 
-def _place(hops: list[Hop], start: datetime, end: datetime) -> float:
+def _place(hops: list[HopView], start: datetime, end: datetime) -> float:
     """Percent positions of each hop's wait and run on the job's time line; a hop in progress
     runs to `end` (now, for a running job)."""
     span_ms = max((end - start).total_seconds() * 1000, 1.0)
@@ -198,7 +200,7 @@ def _command_view(record: ExecutionRecord) -> CommandView:
     )
 
 
-def _rounds(hops: list[Hop], stored: list[GaslRound]) -> list[RoundView]:
+def _rounds(hops: list[HopView], stored: list[GaslRound]) -> list[RoundView]:
     views: dict[tuple[int, int], RoundView] = {}
     for hop in hops:
         where = ids.gasl_round_of(hop.message_id)

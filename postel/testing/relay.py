@@ -7,7 +7,7 @@ job crosses all five real queues: intent -> planner -> gasl -> generator -> vali
 
 from __future__ import annotations
 
-from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.actor import HopOutcome, Runtime, WorkerSpec
 from postel.messages import (
     Envelope,
     GaslPlan,
@@ -23,19 +23,19 @@ from postel.messages import (
 )
 
 
-async def _intent(message: Envelope, runtime: Runtime) -> Outcome:
+async def _intent(message: Envelope, runtime: Runtime) -> HopOutcome:
     assert isinstance(message, JobSubmitted)
     prompt = message.request.prompt
     intent = Intent(
         detected_language="en", normalized_request=prompt, intent=prompt, primary_goal=prompt
     )
     progress = JobProgress(intent=intent)
-    return Outcome(
+    return HopOutcome(
         [message.derive(IntentAnalyzed, ids.INTENT, request=message.request, progress=progress)]
     )
 
 
-async def _planner(message: Envelope, runtime: Runtime) -> Outcome:
+async def _planner(message: Envelope, runtime: Runtime) -> HopOutcome:
     assert isinstance(message, IntentAnalyzed)
     plan = GaslPlan(plan_id="relay", commands=["DECLARE relay AS COUNTER"])
     routed = message.derive(
@@ -46,10 +46,10 @@ async def _planner(message: Envelope, runtime: Runtime) -> Outcome:
         round=0,
         plan=plan,
     )
-    return Outcome([routed])
+    return HopOutcome([routed])
 
 
-async def _gasl(message: Envelope, runtime: Runtime) -> Outcome:
+async def _gasl(message: Envelope, runtime: Runtime) -> HopOutcome:
     assert isinstance(message, GaslPlanRequested)
     routed = message.derive(
         GenerationRequested,
@@ -59,10 +59,10 @@ async def _gasl(message: Envelope, runtime: Runtime) -> Outcome:
         task_id="relay",
         instructions=message.request.prompt,
     )
-    return Outcome([routed])
+    return HopOutcome([routed])
 
 
-async def _generator(message: Envelope, runtime: Runtime) -> Outcome:
+async def _generator(message: Envelope, runtime: Runtime) -> HopOutcome:
     assert isinstance(message, GenerationRequested)
     routed = message.derive(
         GenerationCompleted,
@@ -72,12 +72,12 @@ async def _generator(message: Envelope, runtime: Runtime) -> Outcome:
         task_id=message.task_id,
         output=message.request.prompt,
     )
-    return Outcome([routed])
+    return HopOutcome([routed])
 
 
-async def _validator(message: Envelope, runtime: Runtime) -> Outcome:
+async def _validator(message: Envelope, runtime: Runtime) -> HopOutcome:
     assert isinstance(message, GenerationCompleted)
-    return Outcome([message.derive(JobCompleted, ids.COMPLETED, result=message.output)])
+    return HopOutcome([message.derive(JobCompleted, ids.COMPLETED, result=message.output)])
 
 
 RELAY_WORKERS: list[WorkerSpec] = [

@@ -44,7 +44,7 @@ from postel.services.gasl.engines.caps import Caps
 from postel.services.gasl.engines.protocol import GraphAdapter
 from postel.services.gasl.errors import GaslError, GaslSyntaxError, PlanSyntaxError
 from postel.services.gasl.llm_steps import GaslModel, Limits
-from postel.services.gasl.outcome import Outcome
+from postel.services.gasl.outcome import CommandOutcome
 from postel.services.gasl.parser import parse
 from postel.services.gasl.scope import Scope
 from postel.services.gasl.state import StateStore
@@ -281,11 +281,11 @@ class GaslExecutor(Scope):
         try:
             outcome = await run_command(self, command)
         except BudgetSpent as spent:
-            outcome = Outcome(status="error", caps_hit=[spent.cap])
+            outcome = CommandOutcome(status="error", caps_hit=[spent.cap])
             error = f"stopped: {spent}; ask for less in one command, or split the work"
         except GaslError as exc:
             # bad input the handler named; any other exception is a bug and propagates
-            outcome, error = Outcome(status=exc.status), str(exc)
+            outcome, error = CommandOutcome(status=exc.status), str(exc)
         value = outcome.value
         count = outcome.count if outcome.count is not None else size_of(value)
         status = outcome.status or self._status(command, count, outcome.caps_hit)

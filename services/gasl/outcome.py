@@ -1,6 +1,6 @@
-"""What a command handler gives back (Outcome), and the rows of a row command taken one by
-one against the command's deadline (Taken). The executor turns an Outcome into the command's
-ExecutionRecord (services/gasl/executor.py)."""
+"""What a command handler gives back (CommandOutcome), and the rows of a row command taken
+one by one against the command's deadline (Taken). The executor turns a CommandOutcome into
+the command's ExecutionRecord (services/gasl/executor.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from postel.services.gasl.errors import BudgetSpent
 
 
 @dataclass
-class Outcome:
+class CommandOutcome:
     """A command's result: `value` is assigned to its variable; `status` overrides the one
     the executor derives (from `count`, the value's size by default, and `caps_hit`)."""
 
@@ -48,11 +48,11 @@ class Taken:
             combine.kept_out_of_collections(self.taken)
             yield row
 
-    def outcome(self, value: Any, **fields: Any) -> Outcome:
-        return cut_short(Outcome(value, **fields), [self])
+    def outcome(self, value: Any, **fields: Any) -> CommandOutcome:
+        return cut_short(CommandOutcome(value, **fields), [self])
 
 
-def cut_short(outcome: Outcome, taken: list[Taken]) -> Outcome:
+def cut_short(outcome: CommandOutcome, taken: list[Taken]) -> CommandOutcome:
     """The outcome of a row command, naming the budget that cut its rows short, if one did."""
     cut = [t for t in taken if t.cap is not None]
     if cut:

@@ -17,7 +17,7 @@ from postel.services.gasl.engines.caps import Caps
 from postel.services.gasl.engines.protocol import Found, GraphAdapter, OverlayView
 from postel.services.gasl.errors import GaslError
 from postel.services.gasl.llm_steps import GaslModel, Limits
-from postel.services.gasl.outcome import Outcome, Taken
+from postel.services.gasl.outcome import CommandOutcome, Taken
 from postel.services.gasl.overlay import Overlay
 from postel.services.gasl.state import StateStore
 
@@ -134,7 +134,7 @@ class Scope:
         """The arguments every walk of the graph takes from the scope."""
         return {"caps": self.caps, "deadline": self.deadline, "direction": direction}
 
-    def found(self, found: Found, where: ast.Condition | None = None) -> Outcome:
+    def found(self, found: Found, where: ast.Condition | None = None) -> CommandOutcome:
         """A search's outcome; when it found nothing, a hint naming fields no item has."""
         detail: dict[str, Any] = {"examined": found.examined, "used_index": found.used_index}
         if not found.items and where is not None:
@@ -142,9 +142,9 @@ class Scope:
             if unknown:
                 known = ", ".join(sorted(self.graph.attribute_names()))
                 detail["hint"] = f"no item has field(s) {', '.join(unknown)}; fields: {known}"
-        return Outcome(found.items, caps_hit=list(found.caps_hit), detail=detail)
+        return CommandOutcome(found.items, caps_hit=list(found.caps_hit), detail=detail)
 
-    def reached(self, found: Found, endpoint_caps: list[str]) -> Outcome:
+    def reached(self, found: Found, endpoint_caps: list[str]) -> CommandOutcome:
         """A walk's outcome, naming the caps hit finding its endpoints too."""
         outcome = self.found(found)
         outcome.caps_hit = sorted({*endpoint_caps, *outcome.caps_hit})

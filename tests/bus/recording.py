@@ -8,7 +8,7 @@ import asyncio
 import dataclasses
 from dataclasses import dataclass, field
 
-from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.actor import HopOutcome, Runtime, WorkerSpec
 from postel.messages import Envelope
 
 from postel.testing.relay import RELAY_WORKERS
@@ -31,7 +31,7 @@ class Recorder:
         return [worker for worker, _ in self.handled]
 
     def _recording(self, spec: WorkerSpec) -> WorkerSpec:
-        async def handle(message: Envelope, runtime: Runtime) -> Outcome:
+        async def handle(message: Envelope, runtime: Runtime) -> HopOutcome:
             self.handled.append((spec.name, message.message_id))
             if spec.name == self.held:
                 self.entered.set()
@@ -52,7 +52,7 @@ class Breakable:
         return [self._breakable(s) if s.name == self.stage else s for s in RELAY_WORKERS]
 
     def _breakable(self, spec: WorkerSpec) -> WorkerSpec:
-        async def handle(message: Envelope, runtime: Runtime) -> Outcome:
+        async def handle(message: Envelope, runtime: Runtime) -> HopOutcome:
             if self.broken:
                 raise ConnectionError(f"the {spec.name}'s backend is down")
             return await spec.handle(message, runtime)

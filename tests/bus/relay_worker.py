@@ -16,7 +16,7 @@ import asyncio
 import dataclasses
 import signal
 
-from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.actor import HopOutcome, Runtime, WorkerSpec
 from postel.infra.runtime.logging import configure_logging
 from postel.infra.runtime.runner import run_workers
 from postel.infra.runtime.settings import Settings
@@ -27,7 +27,7 @@ from postel.testing.relay import RELAY_WORKERS
 
 
 def slowed(spec: WorkerSpec, seconds: float) -> WorkerSpec:
-    async def handle(message: Envelope, runtime: Runtime) -> Outcome:
+    async def handle(message: Envelope, runtime: Runtime) -> HopOutcome:
         await asyncio.sleep(seconds)
         return await spec.handle(message, runtime)
 

@@ -15,7 +15,7 @@ import pytest
 import redis.asyncio as aioredis
 from postel.infra.client.client import Client
 from postel.infra.runtime import actor as actor_module
-from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.actor import HopOutcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.events import Event, EventLog
@@ -163,7 +163,7 @@ async def test_a_quick_hop_that_fails_writes_received_with_its_retry(
     failures = {"left": 1}
 
     def failing_once(spec: WorkerSpec) -> WorkerSpec:
-        async def handle(message: Envelope, runtime: Runtime) -> Outcome:
+        async def handle(message: Envelope, runtime: Runtime) -> HopOutcome:
             if failures["left"]:
                 failures["left"] -= 1
                 raise ConnectionError("once")

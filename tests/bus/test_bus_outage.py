@@ -280,7 +280,7 @@ async def test_a_handler_that_loses_redis_more_often_than_its_tries_still_comple
     """Each of the planner's first runs meets an error that means "Redis is not answering
     now", more runs than the message has tries (3): each is ridden out, gives back its try,
     and is never recorded as the message's failure."""
-    from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+    from postel.infra.runtime.actor import HopOutcome, Runtime, WorkerSpec
     from postel.infra.runtime.local_system import LocalSystem
     from postel.infra.store.connect import ServerBusyError
     from postel.messages import Envelope
@@ -297,7 +297,7 @@ async def test_a_handler_that_loses_redis_more_often_than_its_tries_still_comple
     ]
     assert len(outages) > settings.queue("planner").max_tries
 
-    async def losing_redis(message: Envelope, runtime: Runtime) -> Outcome:
+    async def losing_redis(message: Envelope, runtime: Runtime) -> HopOutcome:
         if outages:
             raise outages.pop(0)
         return await planner.handle(message, runtime)

@@ -20,7 +20,7 @@ import redis.asyncio as aioredis
 from postel.infra.client.client import Client, JobFailedError
 from postel.infra.runtime import actor as actor_module
 from postel.infra.runtime import presence as presence_module
-from postel.infra.runtime.actor import Actor, Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.actor import Actor, HopOutcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.presence import wait_for
 from postel.infra.runtime.settings import Settings
@@ -341,7 +341,7 @@ async def test_a_handler_run_twice_commits_once(
 def flaky_spec(failures: int) -> WorkerSpec:
     calls = {"n": 0}
 
-    async def handle(message: object, runtime: Runtime) -> Outcome:
+    async def handle(message: object, runtime: Runtime) -> HopOutcome:
         calls["n"] += 1
         if calls["n"] <= failures:
             raise ConnectionError(f"transient failure {calls['n']}")
@@ -427,7 +427,7 @@ async def test_a_rejected_model_request_fails_the_job_at_once(
 ) -> None:
     from postel.services.llm import LLMRequestRejected
 
-    async def rejected(message: object, runtime: Runtime) -> Outcome:
+    async def rejected(message: object, runtime: Runtime) -> HopOutcome:
         raise LLMRequestRejected("HTTP 400: context too long", status_code=400, server_message="")
 
     specs = [WorkerSpec("intent", RELAY_WORKERS[0].accepts, rejected), *RELAY_WORKERS[1:]]
@@ -536,13 +536,13 @@ async def test_a_hops_wait_runs_from_the_commit_that_sent_it(
     intent, planner = RELAY_WORKERS[:2]
     moments: dict[str, datetime] = {}
 
-    async def builds_then_works(message: JobSubmitted, runtime: Runtime) -> Outcome:
+    async def builds_then_works(message: JobSubmitted, runtime: Runtime) -> HopOutcome:
         outcome = await intent.handle(message, runtime)
         await asyncio.sleep(0.5)
         moments["sender's work ended"] = utc_now()
         return outcome
 
-    async def notes_its_start(message: Envelope, runtime: Runtime) -> Outcome:
+    async def notes_its_start(message: Envelope, runtime: Runtime) -> HopOutcome:
         moments["planner started"] = utc_now()
         return await planner.handle(message, runtime)
 

@@ -14,7 +14,7 @@ import pytest
 import redis
 from click.testing import Result
 from postel.infra.client.client import Client
-from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.actor import HopOutcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import QueueSettings, Settings
 from postel.infra.store import lanes
@@ -259,7 +259,7 @@ def slow_relay() -> list[WorkerSpec]:
     """The relay stages, the planner taking 0.3 s a hop: jobs are in flight at the kill."""
     intent, planner, *rest = RELAY_WORKERS
 
-    async def handle(message: Envelope, runtime: Runtime) -> Outcome:
+    async def handle(message: Envelope, runtime: Runtime) -> HopOutcome:
         await asyncio.sleep(0.3)
         return await planner.handle(message, runtime)
 

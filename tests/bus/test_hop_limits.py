@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 import redis.asyncio as aioredis
 from postel.infra.client.client import Client, JobFailedError
-from postel.infra.runtime.actor import HopLimit, Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.actor import HopLimit, HopOutcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.runner import load_worker
 from postel.infra.runtime.settings import QueueSettings, Settings
@@ -29,7 +29,7 @@ KEYS = Keyspace()
 
 
 def intent_doing(work: object) -> WorkerSpec:
-    async def handle(message: object, runtime: Runtime) -> Outcome:
+    async def handle(message: object, runtime: Runtime) -> HopOutcome:
         await work()  # type: ignore[operator]
         return await RELAY_WORKERS[0].handle(message, runtime)  # type: ignore[arg-type]
 

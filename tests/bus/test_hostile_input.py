@@ -11,7 +11,7 @@ import json
 import pytest
 import redis.asyncio as aioredis
 from postel.infra.client.client import Client, JobFailedError
-from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.actor import HopOutcome, Runtime, WorkerSpec
 from postel.infra.runtime.ingress import INGRESS_KEEP_ENTRY_BYTES, IngressConsumer
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.redrive import RedriveRefused, redrive
@@ -155,9 +155,9 @@ async def test_arq_shaped_poison_is_dead_lettered_and_no_worker_dies(
 
 
 def validator_answering(result: object) -> WorkerSpec:
-    async def handle(message: object, runtime: Runtime) -> Outcome:
+    async def handle(message: object, runtime: Runtime) -> HopOutcome:
         assert isinstance(message, GenerationCompleted)
-        return Outcome([message.derive(JobCompleted, "completed", result=result)])
+        return HopOutcome([message.derive(JobCompleted, "completed", result=result)])
 
     return WorkerSpec("validator", (GenerationCompleted,), handle)
 

@@ -11,7 +11,7 @@ import pytest
 import redis.asyncio as aioredis
 from arq.connections import ArqRedis
 from postel.infra.client.client import Client, JobFailedError
-from postel.infra.runtime.actor import Actor, Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.actor import Actor, HopOutcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.retries import HopRetries
 from postel.infra.runtime.runner import build_arq_worker
@@ -68,7 +68,7 @@ async def test_a_spec_with_one_try_dead_letters_after_its_first_failure(
     """The queue's settings allow 3 tries; the spec's own policy allows 1, and wins."""
     tries: list[int] = []
 
-    async def failing(message: Envelope, runtime: Runtime) -> Outcome:
+    async def failing(message: Envelope, runtime: Runtime) -> HopOutcome:
         tries.append(message.attempt)
         raise ConnectionError(f"failure on try {message.attempt}")
 
@@ -99,7 +99,7 @@ async def test_a_bug_in_a_handler_fails_the_job_at_once_naming_it(
     message waits in the dead letters for a redrive once the bug is fixed."""
     tries: list[int] = []
 
-    async def buggy(message: Envelope, runtime: Runtime) -> Outcome:
+    async def buggy(message: Envelope, runtime: Runtime) -> HopOutcome:
         tries.append(message.attempt)
         return {"no": "outcome"}["outcome"]  # type: ignore[return-value]
 

@@ -20,7 +20,7 @@ import pytest
 import redis
 from postel.infra.client.client import Client
 from postel.infra.runtime import runner
-from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.actor import HopOutcome, Runtime, WorkerSpec
 from postel.infra.runtime.ingress import IDLE_BLOCK_MS, IngressConsumer
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
@@ -159,7 +159,7 @@ def slow_intent() -> WorkerSpec:
     failover."""
     relay = RELAY_WORKERS[0]
 
-    async def handle(message: object, runtime: Runtime) -> Outcome:
+    async def handle(message: object, runtime: Runtime) -> HopOutcome:
         if message.job_id.startswith("slow-"):  # type: ignore[attr-defined]
             await asyncio.sleep(2)
         return await relay.handle(message, runtime)  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from postel.infra.client.client import Client
-from postel.infra.runtime.actor import Actor, Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.actor import Actor, HopOutcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.commit import JOB_RECORD_MISSING
@@ -51,7 +51,7 @@ def hanging_once() -> WorkerSpec:
     seen: set[str] = set()
     relay = RELAY_WORKERS[0]
 
-    async def handle(message: Any, runtime: Runtime) -> Outcome:
+    async def handle(message: Any, runtime: Runtime) -> HopOutcome:
         if message.job_id not in seen:
             seen.add(message.job_id)
             await asyncio.sleep(3600)
@@ -153,7 +153,7 @@ async def test_a_worker_resumed_after_another_committed_its_message_writes_nothi
     take of the message records nothing either."""
     started, resume = asyncio.Event(), asyncio.Event()
 
-    async def frozen(message: Any, runtime: Runtime) -> Outcome:
+    async def frozen(message: Any, runtime: Runtime) -> HopOutcome:
         started.set()
         await resume.wait()
         raise failure

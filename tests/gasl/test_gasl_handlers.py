@@ -10,7 +10,7 @@ from gasl_support import small_graph
 from postel.services.gasl import ast, commands
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
-from postel.services.gasl.outcome import Outcome
+from postel.services.gasl.outcome import CommandOutcome
 from postel.services.gasl.scope import Scope
 
 # They run other commands, so the executor's plan loop runs them, not a handler.
@@ -39,9 +39,9 @@ async def test_the_executor_runs_a_command_by_its_handler(
 ) -> None:
     seen: list[tuple[Scope, ast.Command]] = []
 
-    def counted(scope: Scope, command: ast.Command) -> Outcome:
+    def counted(scope: Scope, command: ast.Command) -> CommandOutcome:
         seen.append((scope, command))
-        return Outcome([1, 2, 3], detail={"by": "the table"})
+        return CommandOutcome([1, 2, 3], detail={"by": "the table"})
 
     monkeypatch.setitem(commands.HANDLERS, ast.Count, counted)
     executor = GaslExecutor(NetworkXAdapter.from_graph(small_graph()))
@@ -59,7 +59,7 @@ def plan(*commands: str) -> dict[str, object]:
 async def test_a_bug_in_a_handler_propagates_instead_of_becoming_a_record(
     monkeypatch: pytest.MonkeyPatch, bug: type[Exception]
 ) -> None:
-    def broken(scope: Scope, command: ast.Command) -> Outcome:
+    def broken(scope: Scope, command: ast.Command) -> CommandOutcome:
         raise bug("a bug in postel, not in the plan")
 
     monkeypatch.setitem(commands.HANDLERS, ast.Count, broken)

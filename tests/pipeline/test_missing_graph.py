@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import redis.asyncio as aioredis
 from postel.infra.client.client import Client, JobFailedError
-from postel.infra.runtime.actor import Outcome, Runtime, WorkerSpec
+from postel.infra.runtime.actor import HopOutcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.model import RESOURCE, Model
 from postel.infra.runtime.redrive import redrive_matching
@@ -29,12 +29,12 @@ KEYS = Keyspace()
 RELAY = {spec.name: spec for spec in RELAY_WORKERS}
 
 
-async def _planner(message: Envelope, runtime: Runtime) -> Outcome:
+async def _planner(message: Envelope, runtime: Runtime) -> HopOutcome:
     """The relay planner, which also ends the job once a GASL round has run."""
     if not isinstance(message, GaslPlanExecuted):
         return await RELAY["planner"].handle(message, runtime)
     # the round ran on the graph added later: the job ends here, with the prompt as result
-    return Outcome([message.derive(JobCompleted, ids.COMPLETED, result=message.request.prompt)])
+    return HopOutcome([message.derive(JobCompleted, ids.COMPLETED, result=message.request.prompt)])
 
 
 async def test_a_graph_missing_at_the_gasl_worker_fails_the_job_and_can_be_redriven(

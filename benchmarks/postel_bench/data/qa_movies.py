@@ -102,7 +102,9 @@ _TITLE_NOUNS = _words(
 
 
 @dataclass(frozen=True)
-class Hop:
+class RelationHop:
+    """One step of a question's path through the graph: along a relation, either way."""
+
     relation: str
     direction: Direction  # out: the way the relation points (film -> person), in: against it
 
@@ -114,18 +116,18 @@ class Template:
     name: str
     text: str
     start_type: str
-    hops: tuple[Hop, ...]
+    hops: tuple[RelationHop, ...]
     exclude_start: bool = False
 
 
-def _hops(*spec: str) -> tuple[Hop, ...]:
+def _hops(*spec: str) -> tuple[RelationHop, ...]:
     """`"directed_by>"` walks the relation as it points, `"<directed_by"` against it."""
     out = []
     for item in spec:
         if item.endswith(">"):
-            out.append(Hop(item[:-1], "out"))
+            out.append(RelationHop(item[:-1], "out"))
         else:
-            out.append(Hop(item[1:], "in"))
+            out.append(RelationHop(item[1:], "in"))
     return tuple(out)
 
 
@@ -206,7 +208,7 @@ class Question:
     template: str
     start: str
     start_type: str
-    hops: tuple[Hop, ...]
+    hops: tuple[RelationHop, ...]
     exclude_start: bool
     answer: frozenset[str]
 
@@ -334,7 +336,7 @@ def write_graphml(graph: nx.MultiDiGraph, path: Path) -> None:
 # --- the oracle -----------------------------------------------------------------------------
 
 
-def follow(graph: nx.MultiDiGraph, nodes: Iterable[str], hop: Hop) -> set[str]:
+def follow(graph: nx.MultiDiGraph, nodes: Iterable[str], hop: RelationHop) -> set[str]:
     """The nodes joined to `nodes` by a `hop.relation` relation walked `hop.direction`."""
     reached: set[str] = set()
     for node in nodes:
@@ -350,7 +352,7 @@ def follow(graph: nx.MultiDiGraph, nodes: Iterable[str], hop: Hop) -> set[str]:
 
 
 def oracle(
-    graph: nx.MultiDiGraph, start: str, hops: Iterable[Hop], exclude_start: bool
+    graph: nx.MultiDiGraph, start: str, hops: Iterable[RelationHop], exclude_start: bool
 ) -> list[set[str]]:
     """The set each hop reaches from `start`, in order (the last is the answer)."""
     sets: list[set[str]] = []

@@ -10,7 +10,7 @@ import inspect
 from postel.services.gasl import ast
 from postel.services.gasl.commands import control, create, graph, llm, rows, state
 from postel.services.gasl.commands.table import Handlers
-from postel.services.gasl.outcome import Outcome
+from postel.services.gasl.outcome import CommandOutcome
 from postel.services.gasl.scope import Scope
 
 FAMILIES = (graph, rows, llm, state, control, create)
@@ -21,7 +21,7 @@ FAMILIES = (graph, rows, llm, state, control, create)
 HANDLERS: Handlers = {kind: run for family in FAMILIES for kind, run in family.HANDLERS.items()}
 
 
-async def run_command(scope: Scope, command: ast.Command) -> Outcome:
+async def run_command(scope: Scope, command: ast.Command) -> CommandOutcome:
     """Run one command in `scope` by its handler."""
     result = HANDLERS[type(command)](scope, command)
     return await result if inspect.isawaitable(result) else result

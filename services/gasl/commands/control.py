@@ -9,18 +9,18 @@ from postel.services.gasl import ast
 from postel.services.gasl.commands.table import Handlers
 from postel.services.gasl.conditions import evaluate, fields_of
 from postel.services.gasl.errors import GaslError
-from postel.services.gasl.outcome import Outcome
+from postel.services.gasl.outcome import CommandOutcome
 from postel.services.gasl.scope import Scope
 
 CAP_PREFIX = "adapter.caps."
 
 
-def require_exists(scope: Scope, command: ast.RequireExists) -> Outcome:
+def require_exists(scope: Scope, command: ast.RequireExists) -> CommandOutcome:
     scope.value(command.ref)  # raises BindingError when it does not exist
-    return Outcome(count=1)
+    return CommandOutcome(count=1)
 
 
-def assert_(scope: Scope, command: ast.Assert) -> Outcome:
+def assert_(scope: Scope, command: ast.Assert) -> CommandOutcome:
     bare = sorted(fields_of(command.condition))
     if bare:
         raise GaslError(
@@ -28,10 +28,10 @@ def assert_(scope: Scope, command: ast.Assert) -> Outcome:
         )
     if not evaluate(scope.bind(command.condition), None):
         raise GaslError(f"assertion failed: {command.text}")
-    return Outcome(count=1)
+    return CommandOutcome(count=1)
 
 
-def set_cap(scope: Scope, command: ast.SetCap) -> Outcome:
+def set_cap(scope: Scope, command: ast.SetCap) -> CommandOutcome:
     if not command.key.lower().startswith(CAP_PREFIX):
         raise GaslError(f"SET only changes adapter caps: SET {CAP_PREFIX}<key>=<n>")
     name = command.key[len(CAP_PREFIX) :].lower()
@@ -39,9 +39,9 @@ def set_cap(scope: Scope, command: ast.SetCap) -> Outcome:
     applied = getattr(scope.caps, name)
     detail: dict[str, Any] = {"caps": scope.caps.as_dict()}
     if applied == command.value:
-        return Outcome({"cap": name, "value": applied}, count=1, detail=detail)
+        return CommandOutcome({"cap": name, "value": applied}, count=1, detail=detail)
     detail["hint"] = f"{name} can be raised to at most {applied}: it is now {applied}"
-    return Outcome(
+    return CommandOutcome(
         {"cap": name, "value": applied, "asked": command.value},
         count=1,
         caps_hit=[name],
@@ -49,10 +49,10 @@ def set_cap(scope: Scope, command: ast.SetCap) -> Outcome:
     )
 
 
-def cancel_plan(scope: Scope, command: ast.CancelPlan) -> Outcome:
+def cancel_plan(scope: Scope, command: ast.CancelPlan) -> CommandOutcome:
     scope.cancelled.add(command.plan_id)
     scope.cancel_current = command.plan_id == scope.plan_id
-    return Outcome(count=1, detail={"cancelled": command.plan_id})
+    return CommandOutcome(count=1, detail={"cancelled": command.plan_id})
 
 
 HANDLERS: Handlers = {

@@ -8,12 +8,12 @@ from typing import Any
 
 from postel.services.gasl import ast, combine
 from postel.services.gasl.commands.table import Handlers
-from postel.services.gasl.outcome import Outcome, cut_short
+from postel.services.gasl.outcome import CommandOutcome, cut_short
 from postel.services.gasl.overlay import GROUP_TYPE, MEMBER_OF, edge_of, node_of
 from postel.services.gasl.scope import Scope, node_ids
 
 
-def _add_nodes(scope: Scope, nodes: list[dict[str, Any]], rows: int) -> Outcome:
+def _add_nodes(scope: Scope, nodes: list[dict[str, Any]], rows: int) -> CommandOutcome:
     """Add the nodes whose ids are new; `rows` is how many rows were asked to give one."""
     created: dict[str, dict[str, Any]] = {}
     existing: list[str] = []
@@ -27,17 +27,17 @@ def _add_nodes(scope: Scope, nodes: list[dict[str, Any]], rows: int) -> Outcome:
     if existing:
         detail["existing"] = len(existing)
         detail["hint"] = f"ids already in the graph are not created again: {existing[:5]}"
-    return Outcome(list(created.values()), detail=detail)
+    return CommandOutcome(list(created.values()), detail=detail)
 
 
-def create_nodes(scope: Scope, command: ast.CreateNodes) -> Outcome:
+def create_nodes(scope: Scope, command: ast.CreateNodes) -> CommandOutcome:
     rows = scope.taken(command.source)
     nodes = [node_of(row, command.id_field.path, command.entity_type) for row in rows]
     made = _add_nodes(scope, [n for n in nodes if n is not None], len(nodes))
     return cut_short(made, [rows])
 
 
-def create_edges(scope: Scope, command: ast.CreateEdges) -> Outcome:
+def create_edges(scope: Scope, command: ast.CreateEdges) -> CommandOutcome:
     created: list[dict[str, Any]] = []
     missing: list[str] = []
     skipped = 0
@@ -67,7 +67,7 @@ def create_edges(scope: Scope, command: ast.CreateEdges) -> Outcome:
     return rows.outcome(created, detail=detail)
 
 
-def create_groups(scope: Scope, command: ast.CreateGroups) -> Outcome:
+def create_groups(scope: Scope, command: ast.CreateGroups) -> CommandOutcome:
     by = command.by
     members: dict[Any, dict[str, None]] = {}
     rows = scope.taken(command.source)

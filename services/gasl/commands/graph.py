@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from postel.services.gasl import ast
 from postel.services.gasl.commands.table import Handlers
-from postel.services.gasl.outcome import Outcome
+from postel.services.gasl.outcome import CommandOutcome
 from postel.services.gasl.scope import Scope
 
 
-def find_items(scope: Scope, command: ast.FindItems) -> Outcome:
+def find_items(scope: Scope, command: ast.FindItems) -> CommandOutcome:
     where = None if command.where is None else scope.bind(command.where)
     search = scope.graph.find_nodes if command.kind == "nodes" else scope.graph.find_edges
     found = search(where, command.limit, caps=scope.caps, deadline=scope.deadline)
     return scope.found(found, command.where)
 
 
-def find_paths(scope: Scope, command: ast.FindPaths) -> Outcome:
+def find_paths(scope: Scope, command: ast.FindPaths) -> CommandOutcome:
     starts, start_caps = scope.endpoint(command.start)
     ends, end_caps = scope.endpoint(command.end)
     where = None if command.where is None else scope.bind(command.where)
@@ -38,7 +38,7 @@ def find_paths(scope: Scope, command: ast.FindPaths) -> Outcome:
     return outcome
 
 
-def neighbors(scope: Scope, command: ast.Neighbors) -> Outcome:
+def neighbors(scope: Scope, command: ast.Neighbors) -> CommandOutcome:
     starts, caps_hit = scope.endpoint(command.start)
     found = scope.graph.neighbors(
         starts, command.via, command.depth, command.limit, **scope.walking(command.direction)
@@ -46,7 +46,7 @@ def neighbors(scope: Scope, command: ast.Neighbors) -> Outcome:
     return scope.reached(found, caps_hit)
 
 
-def graph_walk(scope: Scope, command: ast.GraphWalk) -> Outcome:
+def graph_walk(scope: Scope, command: ast.GraphWalk) -> CommandOutcome:
     starts, caps_hit = scope.endpoint(command.start)
     found = scope.graph.walk(
         starts, command.follow, command.depth, command.limit, **scope.walking(command.direction)
@@ -54,7 +54,7 @@ def graph_walk(scope: Scope, command: ast.GraphWalk) -> Outcome:
     return scope.reached(found, caps_hit)
 
 
-def subgraph(scope: Scope, command: ast.Subgraph) -> Outcome:
+def subgraph(scope: Scope, command: ast.Subgraph) -> CommandOutcome:
     starts, caps_hit = scope.endpoint(command.start)
     found = scope.graph.subgraph(
         starts, command.via, command.depth, command.limit, **scope.walking(command.direction)
@@ -64,7 +64,7 @@ def subgraph(scope: Scope, command: ast.Subgraph) -> Outcome:
     return outcome
 
 
-def graph_connect(scope: Scope, command: ast.GraphConnect) -> Outcome:
+def graph_connect(scope: Scope, command: ast.GraphConnect) -> CommandOutcome:
     lefts, left_caps = scope.endpoint(command.left)
     rights, right_caps = scope.endpoint(command.right)
     found = scope.graph.connect(

@@ -14,7 +14,7 @@ from postel.services.gasl.llm_steps import (
     run_classify,
     run_process,
 )
-from postel.services.gasl.outcome import Outcome
+from postel.services.gasl.outcome import CommandOutcome
 from postel.services.gasl.scope import Scope
 
 
@@ -26,15 +26,15 @@ def excerpt_cut(meta: dict[str, Any], limits: Limits) -> list[str]:
     return ["max_items"] if meta["input_items"] >= limits.max_items else ["max_chars"]
 
 
-def _asked(scope: Scope, items: list[dict[str, Any]], meta: dict[str, Any]) -> Outcome:
+def _asked(scope: Scope, items: list[dict[str, Any]], meta: dict[str, Any]) -> CommandOutcome:
     """A per-row model step's rows; `partial` when the model saw only some of them."""
     detail: dict[str, Any] = {"llm": meta}
     if meta["input_items"] < meta["input_total"]:
         detail["left_out"] = meta["input_total"] - meta["input_items"]
-    return Outcome(items, caps_hit=excerpt_cut(meta, scope.limits), detail=detail)
+    return CommandOutcome(items, caps_hit=excerpt_cut(meta, scope.limits), detail=detail)
 
 
-async def process(scope: Scope, command: ast.Process) -> Outcome:
+async def process(scope: Scope, command: ast.Process) -> CommandOutcome:
     model = scope.require_model("PROCESS")
     items, meta = await run_process(
         model,
@@ -43,10 +43,10 @@ async def process(scope: Scope, command: ast.Process) -> Outcome:
         scope.limits,
         scope.model_deadline(),
     )
-    return Outcome(items, caps_hit=excerpt_cut(meta, scope.limits), detail={"llm": meta})
+    return CommandOutcome(items, caps_hit=excerpt_cut(meta, scope.limits), detail={"llm": meta})
 
 
-async def analyze(scope: Scope, command: ast.Analyze) -> Outcome:
+async def analyze(scope: Scope, command: ast.Analyze) -> CommandOutcome:
     model = scope.require_model("ANALYZE")
     key = command.key
     data = scope.state.get(key) if scope.state.has(key) else scope.resolve(key, ())
@@ -54,10 +54,10 @@ async def analyze(scope: Scope, command: ast.Analyze) -> Outcome:
         model, key, data, command.instruction, scope.limits, scope.model_deadline()
     )
     cut = excerpt_cut(meta, scope.limits)
-    return Outcome(answer, count=1, caps_hit=cut, detail={"llm": meta})
+    return CommandOutcome(answer, count=1, caps_hit=cut, detail={"llm": meta})
 
 
-async def add_field_by_model(scope: Scope, command: ast.AddFieldByModel) -> Outcome:
+async def add_field_by_model(scope: Scope, command: ast.AddFieldByModel) -> CommandOutcome:
     model = scope.require_model("ADD_FIELD ... USING")
     items, meta = await run_add_field(
         model,
@@ -70,7 +70,7 @@ async def add_field_by_model(scope: Scope, command: ast.AddFieldByModel) -> Outc
     return _asked(scope, items, meta)
 
 
-async def classify(scope: Scope, command: ast.Classify) -> Outcome:
+async def classify(scope: Scope, command: ast.Classify) -> CommandOutcome:
     model = scope.require_model("CLASSIFY")
     items, meta = await run_classify(
         model,

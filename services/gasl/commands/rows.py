@@ -14,43 +14,43 @@ from postel.services.gasl.commands.table import Handlers
 from postel.services.gasl.conditions import MISSING, as_value, bind, lookup
 from postel.services.gasl.context import shorten, size_of
 from postel.services.gasl.errors import UnusableValue
-from postel.services.gasl.outcome import Outcome, cut_short
+from postel.services.gasl.outcome import CommandOutcome, cut_short
 from postel.services.gasl.scope import Scope
 
 SHOW_ROWS = 5  # what SHOW previews without LIMIT
 MAX_SHOW_ROWS = 50
 
 
-def select_fields(scope: Scope, command: ast.SelectFields) -> Outcome:
+def select_fields(scope: Scope, command: ast.SelectFields) -> CommandOutcome:
     rows = scope.taken(command.source)
     return rows.outcome([project(row, command.fields, command.names) for row in rows])
 
 
-def select_where(scope: Scope, command: ast.SelectWhere) -> Outcome:
+def select_where(scope: Scope, command: ast.SelectWhere) -> CommandOutcome:
     rows = scope.taken(command.source)
     return rows.outcome(scope.matching(rows, command.where))
 
 
-def count(scope: Scope, command: ast.Count) -> Outcome:
+def count(scope: Scope, command: ast.Count) -> CommandOutcome:
     if command.where is None:
         n = size_of(scope.value(command.source))
-        return Outcome(n, count=n)
+        return CommandOutcome(n, count=n)
     rows = scope.taken(command.source)
     n = len(scope.matching(rows, command.where))
     return rows.outcome(n, count=n)
 
 
-def aggregate_rows(scope: Scope, command: ast.Aggregate) -> Outcome:
+def aggregate_rows(scope: Scope, command: ast.Aggregate) -> CommandOutcome:
     rows = scope.taken(command.source)
     return rows.outcome(aggregate(rows, command.by, command.fn, command.of))
 
 
-def rank_rows(scope: Scope, command: ast.Rank) -> Outcome:
+def rank_rows(scope: Scope, command: ast.Rank) -> CommandOutcome:
     rows = scope.taken(command.source)
     return rows.outcome(rank(rows, command.by, command.descending, command.limit))
 
 
-def show(scope: Scope, command: ast.Show) -> Outcome:
+def show(scope: Scope, command: ast.Show) -> CommandOutcome:
     rows = scope.rows(command.source)
     shown = min(command.limit or SHOW_ROWS, MAX_SHOW_ROWS)
     preview = rows[:shown]
@@ -59,10 +59,10 @@ def show(scope: Scope, command: ast.Show) -> Outcome:
     detail: dict[str, Any] = {"shown": len(preview), "total": len(rows)}
     if command.limit is not None and command.limit > MAX_SHOW_ROWS:
         detail["hint"] = f"SHOW previews at most {MAX_SHOW_ROWS} rows"
-    return Outcome(preview, count=len(rows), detail=detail)
+    return CommandOutcome(preview, count=len(rows), detail=detail)
 
 
-def add_field(scope: Scope, command: ast.AddField) -> Outcome:
+def add_field(scope: Scope, command: ast.AddField) -> CommandOutcome:
     value = bind(command.value, scope.resolve)
     rows = scope.taken(command.source)
     return rows.outcome(
@@ -70,7 +70,7 @@ def add_field(scope: Scope, command: ast.AddField) -> Outcome:
     )
 
 
-def join(scope: Scope, command: ast.Join) -> Outcome:
+def join(scope: Scope, command: ast.Join) -> CommandOutcome:
     pairs, cut = combine.join(
         scope.rows(command.left),
         scope.rows(command.right),
@@ -80,19 +80,19 @@ def join(scope: Scope, command: ast.Join) -> Outcome:
         command.right.name,
         scope.deadline,
     )
-    return Outcome(pairs, caps_hit=[] if cut is None else [cut])
+    return CommandOutcome(pairs, caps_hit=[] if cut is None else [cut])
 
 
-def merge(scope: Scope, command: ast.Merge) -> Outcome:
+def merge(scope: Scope, command: ast.Merge) -> CommandOutcome:
     taken = [scope.taken(ref) for ref in command.sources]
     merged, folded = combine.merge(taken, command.on.path)
-    return cut_short(Outcome(merged, detail={"folded": folded}), taken)
+    return cut_short(CommandOutcome(merged, detail={"folded": folded}), taken)
 
 
-def compare_sets(scope: Scope, command: ast.CompareSets) -> Outcome:
+def compare_sets(scope: Scope, command: ast.CompareSets) -> CommandOutcome:
     taken = [scope.taken(command.left), scope.taken(command.right)]
     compared = combine.compare(*taken, command.on.path)
-    return cut_short(Outcome(compared, count=1), taken)
+    return cut_short(CommandOutcome(compared, count=1), taken)
 
 
 HANDLERS: Handlers = {

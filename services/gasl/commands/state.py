@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from postel.services.gasl import ast
 from postel.services.gasl.commands.table import Handlers
-from postel.services.gasl.outcome import Outcome
+from postel.services.gasl.outcome import CommandOutcome
 from postel.services.gasl.scope import Scope
 
 
-def declare(scope: Scope, command: ast.Declare) -> Outcome:
+def declare(scope: Scope, command: ast.Declare) -> CommandOutcome:
     changed = scope.state.declare(command.key, command.type, command.description)
-    return Outcome(count=1, detail={"changed": changed, "version": scope.state.version})
+    return CommandOutcome(count=1, detail={"changed": changed, "version": scope.state.version})
 
 
-def update(scope: Scope, command: ast.Update) -> Outcome:
+def update(scope: Scope, command: ast.Update) -> CommandOutcome:
     size = scope.state.update(command.key, scope.value(command.source), command.mode)
-    return Outcome(count=size, detail={"version": scope.state.version})
+    return CommandOutcome(count=size, detail={"version": scope.state.version})
 
 
 HANDLERS: Handlers = {ast.Declare: declare, ast.Update: update}
