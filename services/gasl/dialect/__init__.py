@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from postel.services.gasl.dialect.rules import (
     RULES,
     Context,
-    Refused,
+    DialectRefused,
     rewrite_command,
     split_into,
 )
@@ -61,7 +61,7 @@ def canonical(text: str, parses: Callable[[str], bool]) -> Rewrite:
             continue
         try:
             made = rewrite_command(piece.tokens, context)
-        except Refused as refused:
+        except DialectRefused as refused:
             refusals[text.count("\n", 0, piece.start) + 1] = refused.hint
             made = piece.tokens
         if made is not piece.tokens:

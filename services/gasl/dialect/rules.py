@@ -1,7 +1,7 @@
 """Each reference-dialect form as a function over one command's tokens.
 
 A rule returns the command's tokens with its form made canonical, or None when the form is
-not its own; it may raise Refused when the form is one it knows but whose meaning GASL
+not its own; it may raise DialectRefused when the form is one it knows but whose meaning GASL
 cannot give exactly. `RULES` applies them in a fixed order, each to what the one before
 left, so forms compose: `ON EMPTY p do FIND nodes with entity_type=PERSON` is read by the ON
 rule (which reads its command through every rule) and then by the FIND rule.
@@ -31,7 +31,7 @@ from postel.services.gasl.dialect.tokens import (
 from postel.services.gasl.errors import GaslError
 
 
-class Refused(GaslError):
+class DialectRefused(GaslError):
     """A dialect form whose meaning GASL cannot give exactly; `hint` says what to write. It
     never leaves the dialect: the parser reports it as the hint of the syntax error."""
 
@@ -237,7 +237,7 @@ def on_guard(tokens: list[Token], context: Context) -> list[Token] | None:
         return None
     if tokens[2].is_word("DO", "THEN"):
         if context.previous_target is None:
-            raise Refused(
+            raise DialectRefused(
                 "ON without a variable guards the command before it, and there is none "
                 "here: write ON EMPTY <var> THEN <command>"
             )
@@ -276,7 +276,7 @@ def unknown_verb(tokens: list[Token], context: Context) -> list[Token] | None:
     """The reference dialect's verbs postel lacks: refused, naming the canonical way."""
     hint = _VERB_HINTS.get(tokens[0].upper)
     if hint is not None:
-        raise Refused(f"{tokens[0].upper} is not GASL. {hint}")
+        raise DialectRefused(f"{tokens[0].upper} is not GASL. {hint}")
     return None
 
 
@@ -445,7 +445,7 @@ def aggregate_of(tokens: list[Token], context: Context) -> list[Token] | None:
             word(t.upper) if t.is_word("AGGREGATE", "BY", "WITH") else t for t in tokens[: at + 1]
         ]
         named = [*head, word(fn.upper), word("OF"), word("<field>"), *rest]
-        raise Refused(
+        raise DialectRefused(
             f"{fn.upper} needs a value field (OF <field>), which GASL never guesses: "
             + render(named)
         )
@@ -630,7 +630,7 @@ def subgraph_around(tokens: list[Token], context: Context) -> list[Token] | None
         return None
     included = _index(tokens, "INCLUDE")
     if included is not None:
-        raise Refused(_subgraph_of_types(tokens, included))
+        raise DialectRefused(_subgraph_of_types(tokens, included))
     if len(tokens) < 5 or not tokens[1].is_word("AROUND"):
         return None
     if not tokens[3].is_word("RADIUS", "DEPTH") or tokens[4].kind != "number":
@@ -681,7 +681,7 @@ def add_field(tokens: list[Token], context: Context) -> list[Token] | None:
         if v in context.bound:
             rest = [rest[0], rest[1], Token("binding", f"${{{v}}}")]
         else:
-            raise Refused(
+            raise DialectRefused(
                 f"`field: {n} = {v}` names no variable a command before made, and the "
                 "reference dialect's pairing of rows by position GASL never does: write "
                 f"FIELD {n} = {v} for the field {v} of each row, FIELD {n} = ${{{v}}} for a "
@@ -697,7 +697,7 @@ def set_variable(tokens: list[Token], context: Context) -> list[Token] | None:
         return None
     if tokens[1].text.lower().startswith("adapter.caps."):
         return None
-    raise Refused(
+    raise DialectRefused(
         "SET changes an adapter cap only, SET adapter.caps.<key>=<integer>; GASL has no "
         "assignment: a variable is what a command makes with AS <name> (SELECT <var> FIELDS "
         "<field> AS <name> keeps part of one), and a value kept across rounds goes in the "
@@ -742,7 +742,7 @@ def create_with(tokens: list[Token], context: Context) -> list[Token] | None:
             return None
         key = part[0].upper
         if verb == "CREATE_GROUPS" and key == "TYPE":
-            raise Refused(
+            raise DialectRefused(
                 "CREATE_GROUPS makes one GROUP node per value of a field: "
                 "CREATE_GROUPS FROM <var> BY <field> AS <name>"
             )
