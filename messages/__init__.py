@@ -1,4 +1,11 @@
-"""postel's contract: pydantic v2 models of every message. Imports nothing else of ours."""
+"""postel's contract: pydantic v2 models of every message, the envelope, job requests, ids
+(ids.py writes and reads every message id) and errors (errors.py: the branches of PostelError
+and what each answers).
+
+Layer rule (tests/contract/test_layers.py): imports nothing of postel; imported by services,
+workers, infra.store, infra.runtime, infra.client, infra.web, infra.cli, postel.testing, the
+benchmarks.
+"""
 
 from postel.messages.document import Section, SectionsDocument
 from postel.messages.envelope import (

@@ -6,7 +6,10 @@ under one branch that says what the caller can do (`NotFound`, `InvalidInput`, `
 `Refused`, `Unavailable`, ...).
 Everything else lives in the layers below: `postel.messages` (the contract),
 `postel.services` (pure logic), `postel.workers` (glue) and `postel.infra` (Redis, arq, CLI).
-Names are loaded on first use, so importing one layer does not start the others.
+Importing one layer does not start the others.
+
+Layer rule (tests/contract/test_layers.py): imports nothing of postel; imported by the
+benchmarks. It names its public surface by strings, each imported on first use.
 """
 
 from __future__ import annotations

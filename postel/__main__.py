@@ -1,4 +1,7 @@
-"""`python -m postel` is the `postel` command."""
+"""`python -m postel` is the `postel` command.
+
+Layer rule (tests/contract/test_layers.py): imports infra.cli; imported by the benchmarks.
+"""
 
 from postel.infra.cli.main import main
 

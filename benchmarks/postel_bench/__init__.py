@@ -10,6 +10,7 @@ the data they share with postel's tests. A distribution of its own, postel-bench
 - data/: the movie knowledge graphs and the loop documents, defined once for the benchmarks
   and the tests.
 
-It may import anything of postel; nothing of postel imports it (tests/contract/test_layers.py
-checks both).
+Layer rule (tests/contract/test_layers.py): imports any room of postel; imported by nothing of
+postel. infra's rooms import only down their order: store < runtime < client < web < cli < the
+benchmarks. Nothing of postel names them.
 """

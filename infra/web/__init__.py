@@ -9,4 +9,8 @@
   filtered), job_story.py (one job's timeline, rounds and calls), system_view.py (worker
   processes and queues); charts.py the jobs page's charts, metrics.py `/metrics`;
 - server.py: uvicorn in postel's loop.
+
+Layer rule (tests/contract/test_layers.py): imports messages, services, infra.store,
+infra.runtime, infra.client; imported by infra.cli, the benchmarks. infra's rooms import only
+down their order: store < runtime < client < web < cli.
 """

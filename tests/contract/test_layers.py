@@ -1,16 +1,23 @@
 """The dependency rule of docs/ARCHITECTURE.md, checked on every import statement of the
-package and of the benchmarks: messages import nothing of ours, services only messages, infra
-never a worker, and each infra room only the rooms below it (store < runtime < client < web <
-cli). The benchmarks (postel_bench, the postel-bench distribution) sit above everything: they
-may import anything of postel, and nothing of postel imports them, not even by name (the
-command line finds `postel bench` through an entry point)."""
+package and of the benchmarks. ROOMS below is the rule, one row per room: what it may import;
+who may import it follows. Each room's docstring states its row, word for word as `rule_of`
+renders it (test_every_room_states_its_rule): the table is the one source, and the docstrings
+cannot drift from it.
+
+messages import nothing of ours, services only messages, infra never a worker, and each infra
+room only the rooms below it (store < runtime < client < web < cli). The benchmarks
+(postel_bench, the postel-bench distribution) sit above everything: they may import anything
+of postel, and nothing of postel imports them, not even by name (the command line finds
+`postel bench` through an entry point)."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,20 +30,112 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("messages", "services", "workers", "infra", "postel", "benchmarks/postel_bench")
 INFRA_FLOORS = ("store", "runtime", "client", "web", "cli")
 BENCH = "postel_bench"
+INFRA_ORDER = "infra's rooms import only down their order: store < runtime < client < web < cli."
 
-ALLOWED: dict[str, set[str]] = {
-    "messages": set(),
-    "services": {"messages"},
-    "workers": {"messages", "services", *(f"infra.{room}" for room in INFRA_FLOORS[:2])},
-    "testing": {"messages", "services", "infra", "infra.store", "infra.runtime"},
-    "postel": set(),  # postel/__init__ names its public surface by strings, lazily
+
+@dataclass(frozen=True)
+class Room:
+    """A room of the rule: the name its docstring calls it, the file whose docstring states
+    its rule, the rooms it may import, and what else this test enforces for it, in words."""
+
+    name: str
+    docstring_of: str
+    imports: frozenset[str]
+    also: tuple[str, ...] = ()
+
+
+ROOMS: dict[str, Room] = {
+    "messages": Room("messages", "messages/__init__.py", frozenset()),
+    "services": Room(
+        "services",
+        "services/__init__.py",
+        frozenset({"messages"}),
+        ("Its packages import each other without a cycle.",),
+    ),
+    "workers": Room(
+        "workers",
+        "workers/__init__.py",
+        frozenset({"messages", "services", "infra.store", "infra.runtime"}),
+        ("infra loads a worker by its name, never by an import.",),
+    ),
+    "infra": Room("infra", "infra/__init__.py", frozenset(), (INFRA_ORDER,)),
+    "infra.store": Room(
+        "infra.store",
+        "infra/store/__init__.py",
+        frozenset({"messages", "services"}),
+        (INFRA_ORDER, "Only job_stores.py builds an EventLog."),
+    ),
+    "infra.runtime": Room(
+        "infra.runtime",
+        "infra/runtime/__init__.py",
+        frozenset({"messages", "services", "infra.store"}),
+        (INFRA_ORDER,),
+    ),
+    "infra.client": Room(
+        "infra.client",
+        "infra/client/__init__.py",
+        frozenset({"messages", "services", "infra.store", "infra.runtime"}),
+        (INFRA_ORDER,),
+    ),
+    "infra.web": Room(
+        "infra.web",
+        "infra/web/__init__.py",
+        frozenset({"messages", "services", "infra.store", "infra.runtime", "infra.client"}),
+        (INFRA_ORDER,),
+    ),
+    "infra.cli": Room(
+        "infra.cli",
+        "infra/cli/__init__.py",
+        frozenset(
+            {"messages", "services", "infra.store", "infra.runtime", "infra.client", "infra.web"}
+        ),
+        (
+            INFRA_ORDER,
+            "`postel --help` loads, of postel, only the command line's own modules (listed in "
+            "test_postel_help_loads_no_heavy_module) and infra/runtime/names.py, and of the "
+            "benchmarks only the module that defines `bench`: no pydantic, Redis, arq, "
+            "structlog, httpx, networkx, GASL, web app or bundled model.",
+        ),
+    ),
+    "testing": Room(
+        "postel.testing",
+        "postel/testing/__init__.py",
+        frozenset({"messages", "services", "infra.store", "infra.runtime"}),
+    ),
+    "postel": Room(
+        "postel",
+        "postel/__init__.py",
+        frozenset(),
+        ("It names its public surface by strings, each imported on first use.",),
+    ),
+    "__main__": Room("postel.__main__", "postel/__main__.py", frozenset({"infra.cli"})),
 }
-for floor, room in enumerate(INFRA_FLOORS):
-    below = {f"infra.{other}" for other in INFRA_FLOORS[:floor]}
-    ALLOWED[f"infra.{room}"] = {"messages", "services", "infra", *below}
-ALLOWED["infra"] = {"infra.store"}  # infra/__init__ packs commands with hiredis
-ALLOWED["__main__"] = {"infra.cli"}
-ALLOWED["bench"] = set(ALLOWED)  # every room of postel; none of them allows "bench"
+ROOMS["bench"] = Room(
+    "the benchmarks",
+    f"benchmarks/{BENCH}/__init__.py",
+    frozenset(ROOMS),
+    (INFRA_ORDER.replace("cli.", "cli < the benchmarks."), "Nothing of postel names them."),
+)
+ALLOWED: dict[str, frozenset[str]] = {room: row.imports for room, row in ROOMS.items()}
+
+
+def rule_of(room: str) -> str:
+    """`room`'s row of ROOMS in words, as its docstring states it."""
+    row = ROOMS[room]
+    imports = (
+        "any room of postel"
+        if row.imports == set(ROOMS) - {room}
+        else ", ".join(ROOMS[other].name for other in ROOMS if other in row.imports)
+        or "nothing of postel"
+    )
+    importers = [ROOMS[other].name for other in ROOMS if room in ROOMS[other].imports]
+    return " ".join(
+        [
+            f"Layer rule (tests/contract/test_layers.py): imports {imports}; imported by "
+            f"{', '.join(importers) or 'nothing of postel'}.",
+            *row.also,
+        ]
+    )
 
 
 def module_of(path: Path) -> str:
@@ -128,6 +227,35 @@ def test_the_check_sees_imports_and_rooms() -> None:
     assert ("services", "messages") in rooms
     # the benchmarks are read too, and reach the command line's support and the test doubles
     assert {("bench", "infra.cli"), ("bench", "testing"), ("bench", "services")} <= rooms
+
+
+def test_every_room_is_a_row_of_the_rule() -> None:
+    rooms = {room_of(module_of(path)) for top in SOURCES for path in (ROOT / top).rglob("*.py")}
+    assert rooms == set(ROOMS)
+
+
+def test_every_room_states_its_rule() -> None:
+    """Each room's docstring holds its row of ROOMS, as `rule_of` words it (line breaks
+    aside), and states no other: change the table, and the docstring with it."""
+    wrong = {}
+    for room, row in ROOMS.items():
+        tree = ast.parse((ROOT / row.docstring_of).read_text("utf-8"))
+        stated = " ".join((ast.get_docstring(tree) or "").split())
+        rule = " ".join(rule_of(room).split())
+        if rule not in stated or stated.count("Layer rule") != 1:
+            wrong[row.docstring_of] = rule
+    assert wrong == {}, "each docstring should hold its rule:\n" + "\n".join(
+        f"{path}:\n{rule}" for path, rule in wrong.items()
+    )
+
+
+def test_a_rule_reads_both_ways() -> None:
+    assert rule_of("infra.runtime").startswith(
+        "Layer rule (tests/contract/test_layers.py): imports messages, services, infra.store; "
+        "imported by workers, infra.client, infra.web, infra.cli, postel.testing, the benchmarks."
+    )
+    assert re.search(r"imports nothing of postel; imported by .*\.", rule_of("messages"))
+    assert "imports any room of postel; imported by nothing of postel." in rule_of("bench")
 
 
 @pytest.mark.parametrize(
