@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal, Self, TypeVar
 
 from postel.messages import ids
+from postel.messages.job import DEFAULT_PRIORITY, DEFAULT_TENANT, TENANT_PATTERN, Priority
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SCHEMA_VERSION = 1
@@ -30,6 +31,8 @@ def new_job_id() -> str:
 class Envelope(BaseModel):
     """Fields common to every message.
 
+    `priority` and `tenant` are the job's class and tenant, carried by every message of
+    the job (`derive`): each queue takes by them (infra/store/turns.py).
     `message_id` is the idempotency key: derived messages get `<job_id>:<key>` where the key
     names the step (`intent`, `gasl:0:2`, `gen:0:3`), so a handler that runs twice produces
     the same ids and the runtime drops the duplicate. `destination` is the worker whose queue
@@ -41,6 +44,8 @@ class Envelope(BaseModel):
 
     type: str
     job_id: str
+    priority: Priority = DEFAULT_PRIORITY
+    tenant: str = Field(default=DEFAULT_TENANT, pattern=TENANT_PATTERN)
     message_id: str = Field(min_length=1, max_length=300)
     causation_id: str | None = None
     hop: int = Field(default=0, ge=0)
@@ -72,6 +77,8 @@ class Envelope(BaseModel):
             causation_id=self.message_id,
             hop=self.hop + 1,
             deadline=self.deadline,
+            priority=self.priority,
+            tenant=self.tenant,
             **payload,
         )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any, Literal
 
 from postel.messages.limits import (
@@ -13,9 +14,24 @@ from postel.messages.limits import (
     check_json_text,
 )
 from postel.messages.types import TypeSpec
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 ProfileName = Literal["default", "production", "creative", "strict"]
+
+Priority = Literal["interactive", "normal", "batch"]
+"""A job's class: every stage takes higher classes first (interactive, then normal, then
+batch), and a waiting message gains on higher classes with time (docs/JOB_CONTROL.md)."""
+PRIORITIES: tuple[Priority, ...] = ("interactive", "normal", "batch")
+DEFAULT_PRIORITY: Priority = "normal"
+
+TENANT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+"""A tenant's name: a safe Redis key part (no `:`, no quote), at most 64 characters."""
+DEFAULT_TENANT = "default"
+"""The tenant of a job that names none and whose way in gives none (infra/runtime)."""
+MAX_DELAY_S = 30 * 24 * 3600
+"""The furthest ahead a job may be deferred: 30 days, well inside the job record's life
+only if POSTEL_JOB_TTL_S is raised to match (a deferred job's record lives its TTL from
+submission)."""
 
 
 class CodeSiteContext(BaseModel):
@@ -64,6 +80,41 @@ class JobOptions(BaseModel):
         description='an empty list, text or object is a valid answer ("none found"); '
         "otherwise it passes only when the evidence is empty too. A document needs text.",
     )
+    priority: Priority | None = Field(
+        default=None,
+        description="interactive, normal or batch; unset: the producer's default, else normal",
+    )
+    tenant: str | None = Field(
+        default=None,
+        pattern=TENANT_PATTERN,
+        description="whose job this is: stages serve tenants in turn within a class; unset: "
+        "the way in's default (the API's, the ingress producer's), else `default`",
+    )
+    not_before: datetime | None = Field(
+        default=None, description="accept the job now, start it at this time (with a zone)"
+    )
+    delay_s: float | None = Field(
+        default=None, gt=0, le=MAX_DELAY_S, allow_inf_nan=False, description="start it this late"
+    )
+    callback_url: str | None = Field(
+        default=None,
+        max_length=2000,
+        description="POST the job's result or failure here once it ends, signed (Standard "
+        "Webhooks); http(s) only, and a private address only if allow-listed",
+    )
+
+    @field_validator("not_before")
+    @classmethod
+    def _zoned(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("not_before needs a time zone (2030-01-01T09:00:00Z)")
+        return value
+
+    @model_validator(mode="after")
+    def _one_deferral(self) -> JobOptions:
+        if self.not_before is not None and self.delay_s is not None:
+            raise ValueError("give not_before or delay_s, not both")
+        return self
 
 
 class JobRequest(BaseModel):

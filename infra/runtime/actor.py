@@ -398,8 +398,8 @@ class Actor:
         return await receive_once(
             self.runtime.redis,
             self.runtime.keyspace,
-            self.runtime.keyspace.done(message.message_id),
-            message.job_id,
+            message,
+            self.spec.name,
             self.runtime.events.commands(received),
         )
 

@@ -252,9 +252,10 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
             reason = f"cannot build the new message: {summarise_validation(exc)}"
             raise RedriveRefused(letter.id, reason) from exc
         assert message.destination is not None  # _decoded refused terminal types
+        # a redriven message enters its queue at once, taking no turn of its tenant's
         job_key, result_key, queue, arq_id, score, ttl, payload, wake = QueuedJob(
             message, events.job_ttl_s, events.keyspace
-        ).fields()
+        ).fields()[:8]
         event = Event(
             job_id=message.job_id,
             message_id=message.message_id,

@@ -64,6 +64,7 @@ def build_arq_worker(
         ],
         queue_name=runtime.keyspace.queue(spec.name, lane),
         keyspace=runtime.keyspace,
+        kind=spec.name,
         wake_key=runtime.keyspace.wake(spec.name, lane),
         fallback_poll_s=settings.fallback_poll_s,
         lease_s=settings.lease_s,

@@ -10,7 +10,7 @@ point leaves either nothing (the retry submits) or the whole job (the retry is a
 from __future__ import annotations
 
 import hashlib
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from arq.connections import ArqRedis
 from postel.infra.runtime.tracing import submit_span, with_trace
@@ -27,6 +27,7 @@ from postel.messages import (
     utc_now,
 )
 from postel.messages.errors import Conflict, GraphNotFound, InvalidInput
+from postel.messages.job import DEFAULT_PRIORITY, DEFAULT_TENANT, Priority
 from postel.services.validation import check_desired_type
 
 INGRESS_ID_PREFIX = "ingress-"
@@ -74,11 +75,17 @@ async def submit_job(
     job_id: str | None = None,
     *,
     source: str = "client",
+    priority: Priority | None = None,
+    tenant: str | None = None,
 ) -> str:
     """Submit a job and return its id (see the module's note on idempotence). A job about a
     graph that is not registered is refused (GraphNotFound), and a desired type holding a
     malformed or unsupported JSON Schema (UnsupportedSchemaError), before anything is written
-    or any model is called."""
+    or any model is called.
+
+    `priority` and `tenant` are the way in's defaults (an ingress producer's, the API's):
+    the request's own options win, and `normal` and `default` are the last resort. A job
+    with `not_before` or `delay_s` is accepted now and falls due then."""
     check_desired_type(request.desired_type)
     if job_id is not None and job_id.startswith(INGRESS_ID_PREFIX) and source != "ingress":
         raise ReservedJobId(f"job ids starting with {INGRESS_ID_PREFIX!r} are reserved for ingress")
@@ -87,24 +94,41 @@ async def submit_job(
         known = sorted(name.decode() for name in await pool.smembers(graphs))
         raise GraphNotFound(request.graph, known)
     job_id = job_id or new_job_id()
-    deadline_s = request.options.deadline_s
+    options = request.options
+    now = utc_now()
+    starts = options.not_before or (
+        now + timedelta(seconds=options.delay_s) if options.delay_s else None
+    )
+    deadline_s = options.deadline_s
     with submit_span(job_id):
         message = JobSubmitted(
             job_id=job_id,
             message_id=ids.message_id(job_id, ids.SUBMITTED),
             request=request,
-            deadline=utc_now() + timedelta(seconds=deadline_s) if deadline_s else None,
+            priority=options.priority or priority or DEFAULT_PRIORITY,
+            tenant=options.tenant or tenant or DEFAULT_TENANT,
+            # a deferred job's deadline counts from when it starts
+            deadline=max(now, starts or now) + timedelta(seconds=deadline_s)
+            if deadline_s
+            else None,
         )
-        await start_job(pool, events, jobs, with_trace(message), source=source)
+        await start_job(pool, events, jobs, with_trace(message), source=source, not_before=starts)
     return job_id
 
 
 async def start_job(
-    pool: ArqRedis, events: EventLog, jobs: JobStore, first: Envelope, *, source: str
+    pool: ArqRedis,
+    events: EventLog,
+    jobs: JobStore,
+    first: Envelope,
+    *,
+    source: str,
+    not_before: datetime | None = None,
 ) -> bool:
     """Write the job record, enqueue the job's first message (usually job.submitted; a
-    benchmark may start a job at a later stage) and record `submitted`, atomically. True if
-    this call created the job, False if the same job was already there."""
+    benchmark may start a job at a later stage) and record `submitted`, atomically; the
+    message falls due at `not_before` if given. True if this call created the job, False if
+    the same job was already there."""
     submission = Submission(first)
     event = Event(
         job_id=first.job_id,
@@ -115,7 +139,14 @@ async def start_job(
         status="submitted",
     )
     commands = [
-        *jobs.created_commands(first.job_id, submission.request, submission.fingerprint),
+        *jobs.created_commands(
+            first.job_id,
+            submission.request,
+            submission.fingerprint,
+            priority=first.priority,
+            tenant=first.tenant,
+            not_before=not_before,
+        ),
         *events.commands(event),
     ]
     created = await commit_once(
@@ -128,6 +159,7 @@ async def start_job(
         job_id=first.job_id,
         message_ttl_s=jobs.ttl_s,
         record="create",
+        due_ms=int(not_before.timestamp() * 1000) if not_before is not None else None,
     )
     if created == "committed":
         return True

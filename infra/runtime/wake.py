@@ -75,6 +75,7 @@ from postel.infra.store.commit import VERDICT, Received
 from postel.infra.store.connect import REDIS_UNAVAILABLE, with_outage_errors
 from postel.infra.store.keys import Keyspace
 from postel.infra.store.outage import RideOut
+from postel.infra.store.turns import TAKE_TURNS
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError
 
@@ -108,10 +109,15 @@ Locate = Callable[[], Awaitable[RedisSettings]]
 after an outage (a failover moves it)."""
 
 
-# KEYS: queue, wake list. ARGV: free slots, how many queued jobs to look at, arq's
+# KEYS: queue, wake list, the queue's turns hash and held turns (infra/store/turns.py).
+# ARGV: free slots, how many queued jobs to look at, arq's
 # in-progress key prefix, in-progress expiry (ms), arq's job key prefix, arq's retry key
 # prefix, the retry key's expiry (s), the queue's lane tag, the lane's done marker prefix and
-# job record prefix (infra/store/keys.py).
+# job record prefix (infra/store/keys.py), the queue's held list prefix.
+# Each taken job gives its turn to its tenant's next held message (`pass_turn`), which
+# enters the queue now; if any did, the take reports jobs left behind, so that this worker
+# (or, with a token, the next) looks again at once. A take that finds nothing free to take
+# while messages are held mends the turns (`mend_turns`).
 # Returns {job id, score, payload ('' if the job key expired), try, verdict, ...} for the
 # jobs taken, 1
 # if free ready jobs were left behind, and the score of the earliest job not yet due ('' if
@@ -131,13 +137,13 @@ after an outage (a failover moves it)."""
 # name, in the queue's own slot.
 _TAKE_JOBS = (
     VERDICT
+    + TAKE_TURNS
     + """
 local function verdict_of(arq_id)
   local message_id = string.sub(arq_id, #ARGV[8] + 1)
   return verdict(ARGV[9] .. message_id, ARGV[10] .. string.match(message_id, '^[^:]*'))
 end
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000 + math.ceil(tonumber(clock[2]) / 1000)
+local now = redis_now()
 local free = tonumber(ARGV[1])
 local leased_until = now + tonumber(ARGV[4])
 local limit = tonumber(ARGV[2])
@@ -146,6 +152,8 @@ local left_behind = 0
 local next_due = ''
 local first, page = 0, 2 * free + 8
 local looking = true
+local promoted = 0
+local free_seen = false
 while looking and first < limit do
   local last = math.min(first + page, limit) - 1
   local queued = redis.call('ZRANGE', KEYS[1], first, last, 'WITHSCORES')
@@ -158,6 +166,7 @@ while looking and first < limit do
     end
     local in_progress = ARGV[3] .. queued[i]
     if redis.call('EXISTS', in_progress) == 0 then
+      free_seen = true
       if #taken >= 4 * free then
         left_behind = 1
         looking = false
@@ -167,7 +176,9 @@ while looking and first < limit do
       local tries = ARGV[6] .. queued[i]
       taken[#taken + 1] = queued[i]
       taken[#taken + 1] = leased_until
-      taken[#taken + 1] = redis.call('GET', ARGV[5] .. queued[i]) or ''
+      local payload = redis.call('GET', ARGV[5] .. queued[i]) or ''
+      taken[#taken + 1] = payload
+      promoted = promoted + pass_turn(KEYS[1], KEYS[3], ARGV[11], payload, now)
       taken[#taken + 1] = redis.call('INCR', tries)
       redis.call('EXPIRE', tries, ARGV[7])
       taken[#taken + 1] = verdict_of(queued[i])
@@ -182,6 +193,12 @@ if #taken > 0 then
     rescored[#rescored + 1] = taken[t]
   end
   redis.call('ZADD', KEYS[1], 'XX', unpack(rescored))
+end
+if not free_seen and free > 0 and redis.call('SCARD', KEYS[4]) > 0 then
+  promoted = mend_turns(KEYS[1], KEYS[3], KEYS[4], ARGV[11], now)
+end
+if promoted > 0 then
+  left_behind = 1
 end
 if left_behind == 1 and redis.call('LLEN', KEYS[2]) == 0 then
   redis.call('LPUSH', KEYS[2], '1')
@@ -198,6 +215,7 @@ class PushWorker(Worker):
         self,
         *,
         keyspace: Keyspace,
+        kind: str,
         wake_key: str,
         fallback_poll_s: float,
         lease_s: float,
@@ -209,6 +227,7 @@ class PushWorker(Worker):
     ) -> None:
         super().__init__(poll_delay=fallback_poll_s, **arq_options)
         self.keyspace = keyspace
+        self.worker_kind = kind  # whose turns and held lists (Keyspace.turns)
         self.lane = lane
         self.unrunnable = unrunnable
         self.locate = locate
@@ -274,7 +293,13 @@ class PushWorker(Worker):
         """Take ready jobs; with `wait`, first sleep until woken (or the fallback, or the
         earliest deferred job, is due). Waiting and taking go in one pipeline: Redis runs
         the take script the moment the BLPOP returns, with no round trip between."""
-        script_keys = [self.queue_name, self.wake_key]
+        worker = self.worker_kind
+        script_keys = [
+            self.queue_name,
+            self.wake_key,
+            self.keyspace.turns(worker, self.lane),
+            self.keyspace.held_turns(worker, self.lane),
+        ]
         args = [
             self.max_jobs - self.job_counter,
             self.queue_read_limit,
@@ -286,6 +311,7 @@ class PushWorker(Worker):
             self.lane,
             self.keyspace.done_prefix(self.lane),
             self.keyspace.job_prefix(self.lane),
+            self.keyspace.held_prefix(worker, self.lane),
         ]
         timeout = self.fallback_poll_s
         if self._next_due_ms is not None:

@@ -54,6 +54,7 @@ from arq.jobs import serialize_job
 from postel.infra.store.events import Command
 from postel.infra.store.keys import WAKE_TOKENS_MAX, Keyspace
 from postel.infra.store.scripts import LuaScript
+from postel.infra.store.turns import CLASS_ADVANCE_MS, ENQUEUE, GIVE_TURN, turn_of
 from postel.infra.store.wire import ARQ_FUNCTION, dumps
 from postel.messages import Envelope
 from postel.messages.envelope import utc_now
@@ -67,6 +68,10 @@ RareCommands = Callable[[], list[Command]]
 RecordMode = Literal["require", "create", "any"]
 JOB_RECORD_MISSING = "job record missing"
 """The error of a message dead-lettered because its job has no record."""
+
+QUEUED_FIELDS = 12
+"""What one queued message is to the commit script (`QueuedJob.fields`)."""
+
 
 # Commands travel flat, not as JSON: each is its number of words, then its words, so the
 # script runs them without decoding anything (cjson.decode was a third of the script's time).
@@ -89,7 +94,8 @@ end
 # done marker prefix, then how many ARGV entries each of four sections takes (commands,
 # queued jobs, dropped commands, missing commands), whether the last two were sent ('1') or
 # left out ('0'), then the sections in that order: the commands flat, each queued job as its
-# 8 fields (QueuedJob.fields). A job record is a hash with a status: one HGET says whether
+# QUEUED_FIELDS fields (QueuedJob.fields), entering its queue or its tenant's held list
+# (infra/store/turns.py). A job record is a hash with a status: one HGET says whether
 # it exists and whether the job has finished, and MARK_RUNNING on this job's record goes by
 # that status (a commit that marks its job running does not also finish it). Where the
 # record exists, SET NX both checks and writes the done marker.
@@ -98,6 +104,8 @@ end
 # needs them returns -3 having changed nothing, to be sent again with them.
 _SCRIPT = (
     RUN_FLAT
+    + ENQUEUE
+    + f"local QUEUED_FIELDS = {QUEUED_FIELDS}\n"
     + """
 local job_status = redis.call('HGET', KEYS[2], 'status')
 local commands_at = 10
@@ -149,14 +157,12 @@ else
     return -1
   end
 end
-for j = jobs_at, dropped_at - 1, 8 do
-  local job_key, result_key, queue, job_id, score, ttl, payload, wake = unpack(ARGV, j, j + 7)
+for j = jobs_at, dropped_at - 1, QUEUED_FIELDS do
+  local job_key, result_key, queue, job_id, score, ttl, payload, wake, turns, turn, held,
+    held_turns = unpack(ARGV, j, j + QUEUED_FIELDS - 1)
   if redis.call('EXISTS', job_key, result_key) == 0 then
     redis.call('PSETEX', job_key, ttl, payload)
-    redis.call('ZADD', queue, score, job_id)
-    if redis.call('LPUSH', wake, '1') > tonumber(ARGV[2]) then
-      redis.call('LTRIM', wake, 0, ARGV[2] - 1)
-    end
+    enqueue(queue, job_id, score, wake, turns, turn, held, held_turns, ARGV[2])
   end
 end
 local function mark_running(i)
@@ -190,13 +196,19 @@ def flat(commands: list[Command]) -> list[str | int]:
 
 @dataclass(frozen=True)
 class QueuedJob:
-    """A downstream message as arq stores it, under the keys `keyspace` names."""
+    """A downstream message as arq stores it, under the keys `keyspace` names. It enters its
+    queue scored by its class (infra/store/turns.py), or at `due_ms` if that is later than
+    now (a deferred job), taking no turn of its tenant's while it waits."""
 
     message: Envelope
     lives_s: int
     keyspace: Keyspace
+    due_ms: int | None = None
 
     def fields(self) -> list[str | int]:
+        """The message's arq job key, result key, queue, arq job id, score, lifetime (ms),
+        payload and wake-up list; then its queue's turns hash, its `<class>|<tenant>` ('' for
+        a deferred message), its held list and the queue's held turns."""
         assert self.message.destination is not None
         job_id = self.keyspace.arq_id(self.message.message_id)
         lane = self.keyspace.lane_of(self.message.job_id)
@@ -207,15 +219,22 @@ class QueuedJob:
         payload = serialize_job(
             ARQ_FUNCTION, (sent.model_dump(mode="json"),), {}, None, now, serializer=dumps
         )
+        worker = self.message.destination
+        deferred = self.due_ms is not None and self.due_ms > now
+        turn = "" if deferred else turn_of(self.message.priority, self.message.tenant)
         return [
             job_key_prefix + job_id,
             result_key_prefix + job_id,
-            self.keyspace.queue(self.message.destination, lane),
+            self.keyspace.queue(worker, lane),
             job_id,
-            now,
+            self.due_ms if deferred else now - CLASS_ADVANCE_MS[self.message.priority],
             self.lives_s * 1000,
             payload.decode(),
-            self.keyspace.wake(self.message.destination, lane),
+            self.keyspace.wake(worker, lane),
+            self.keyspace.turns(worker, lane),
+            turn,
+            self.keyspace.held(worker, lane, turn),
+            self.keyspace.held_turns(worker, lane),
         ]
 
 
@@ -235,18 +254,20 @@ async def commit_once(
     dropped: RareCommands | None = None,
     record: RecordMode = "any",
     missing: RareCommands | None = None,
+    due_ms: int | None = None,
 ) -> CommitResult:
     """`committed` by this call; `duplicate` if the message was already committed; `refused`
     if job `job_id` had finished (only the `dropped` commands ran); `missing` if `record` is
     "require" and the job has no record (only the `missing` commands ran). `dropped` and
     `missing` are called for their commands only when the commit needs them. Downstream
-    messages stay queued for up to `message_ttl_s`, their job record's lifetime."""
+    messages stay queued for up to `message_ttl_s`, their job record's lifetime, and fall
+    due at `due_ms` if given (a deferred submission)."""
     recorded = flat(commands)
     # last, as each downstream message is stamped sent as it is serialised
     jobs = [
         field
         for message in downstream or []
-        for field in QueuedJob(message, message_ttl_s, keyspace).fields()
+        for field in QueuedJob(message, message_ttl_s, keyspace, due_ms).fields()
     ]
     script_keys = [done_key, keyspace.job(job_id), keyspace.job_events(job_id)]
     # the stale markers a resubmission clears are its job's, so in its lane
@@ -288,15 +309,20 @@ end
 a queued job becomes running. The receive script and the take script (infra/runtime/wake.py)
 both ask it."""
 
-# KEYS: done marker, job record. ARGV: the `received` commands flat. The lease needs no
-# renewal here: the take script set it a moment ago (infra/runtime/wake.py).
+# KEYS: done marker, job record, and the message's queue, its turns hash and its held list.
+# ARGV: the message's `<class>|<tenant>` and class, then the `received` commands flat. The
+# lease needs no renewal here: the take script set it a moment ago (infra/runtime/wake.py).
+# The hop was taken by arq's own Worker (a PushWorker's take tells the verdict and passes the
+# turn itself), so it gives its tenant's turn here (infra/store/turns.py).
 _RECEIVE = (
     RUN_FLAT
     + VERDICT
+    + GIVE_TURN
     + """
+give_turn(KEYS[3], KEYS[4], KEYS[5], ARGV[1], ARGV[2], redis_now())
 local seen = verdict(KEYS[1], KEYS[2])
 if seen == 'new' then
-  run_flat(1, #ARGV)
+  run_flat(3, #ARGV)
 end
 return seen
 """
@@ -309,13 +335,23 @@ _RECEIVE_SCRIPT = LuaScript(_RECEIVE)
 async def receive_once(
     redis: Redis,
     keyspace: Keyspace,
-    done_key: str,
-    job_id: str,
+    message: Envelope,
+    worker: str,
     received: list[Command],
 ) -> Received:
-    """Learn whether the message must run: `handled` (an earlier run
-    committed it), `job_finished`, `missing` (no job record), or `new`, and only then
-    record `received`. A queued job becomes running here: its first hop runs from now,
-    not from when it commits."""
-    reply = await _RECEIVE_SCRIPT(redis, [done_key, keyspace.job(job_id)], flat(received))
+    """Learn whether `message`, taken from `worker`'s queue by arq's own Worker, must run:
+    `handled` (an earlier run committed it), `job_finished`, `missing` (no job record), or
+    `new`, and only then record `received`. A queued job becomes running here: its first hop
+    runs from now, not from when it commits. The message gives its tenant's turn in the
+    queue to the next held message (infra/store/turns.py)."""
+    lane = keyspace.lane_of(message.job_id)
+    turn = turn_of(message.priority, message.tenant)
+    keys = [
+        keyspace.done(message.message_id),
+        keyspace.job(message.job_id),
+        keyspace.queue(worker, lane),
+        keyspace.turns(worker, lane),
+        keyspace.held(worker, lane, turn),
+    ]
+    reply = await _RECEIVE_SCRIPT(redis, keys, [turn, message.priority, *flat(received)])
     return cast(Received, reply.decode() if isinstance(reply, bytes) else str(reply))

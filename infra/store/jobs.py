@@ -22,6 +22,7 @@ from postel.infra.store.events import Command
 from postel.infra.store.keys import Keyspace
 from postel.messages import Envelope, JobFailed, JobRequest, utc_now
 from postel.messages.errors import Misconfigured, NotFound
+from postel.messages.job import DEFAULT_PRIORITY, DEFAULT_TENANT, Priority
 from postel.messages.limits import MAX_INLINE_RESULT_BYTES
 from pydantic import BaseModel, ValidationError
 from redis.asyncio import Redis
@@ -60,6 +61,17 @@ class JobRecord(BaseModel):
     """The failed job this one runs again (infra/runtime/requeue.py)."""
     requeued_as: str | None = None
     """The newest job that runs this failed one again."""
+    priority: Priority = DEFAULT_PRIORITY
+    tenant: str = DEFAULT_TENANT
+    not_before: datetime | None = None
+    """When a deferred job starts; set only for one submitted to start later."""
+
+    @property
+    def scheduled(self) -> bool:
+        """Deferred and not started yet: queued with its start still ahead."""
+        return (
+            self.status == "queued" and self.not_before is not None and self.not_before > utc_now()
+        )
 
     @property
     def finished(self) -> bool:
@@ -87,9 +99,19 @@ class JobStore:
         self.keyspace = keyspace
         self.ttl_s = ttl_s
 
-    def created_commands(self, job_id: str, request: JobRequest, fingerprint: str) -> list[Command]:
+    def created_commands(
+        self,
+        job_id: str,
+        request: JobRequest,
+        fingerprint: str,
+        *,
+        priority: str = DEFAULT_PRIORITY,
+        tenant: str = DEFAULT_TENANT,
+        not_before: datetime | None = None,
+    ) -> list[Command]:
         """The commands that write a new record whole, with its expiry, and index it by
-        creation time (run inside the submission's commit, so a record is never half-written)."""
+        creation time (run inside the submission's commit, so a record is never half-written).
+        A deferred job's record says when it starts (`not_before`): it is scheduled."""
         now = utc_now()
         created_ms = int(now.timestamp() * 1000)
         key = self.keyspace.job(job_id)
@@ -103,7 +125,11 @@ class JobStore:
             "request": request.model_dump_json(),
             "request_sha256": fingerprint,
             "title": title_of(request),
+            "priority": priority,
+            "tenant": tenant,
         }
+        if not_before is not None and not_before > now:
+            fields["not_before"] = not_before.isoformat()
         return [
             ["HSET", key, *(item for pair in fields.items() for item in pair)],
             ["EXPIRE", key, str(self.ttl_s)],

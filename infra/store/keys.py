@@ -130,6 +130,25 @@ class Keyspace:
     def queue(self, worker: str, lane: str = "") -> str:
         return _in(lane, f"q:{worker}")
 
+    def turns(self, worker: str, lane: str = "") -> str:
+        """The worker kind's ready messages per `<class>|<tenant>` in its queue, each at
+        most the tenant window (infra/store/turns.py)."""
+        return _in(lane, f"turns:{worker}")
+
+    def held_turns(self, worker: str, lane: str = "") -> str:
+        """The `<class>|<tenant>`s whose messages wait in a held list (infra/store/turns.py)."""
+        return _in(lane, f"held:{worker}")
+
+    def held_prefix(self, worker: str, lane: str = "") -> str:
+        """What a held list's key is, less its `<class>|<tenant>` (the take script builds
+        it)."""
+        return _in(lane, f"held:{worker}:")
+
+    def held(self, worker: str, lane: str, turn: str) -> str:
+        """The messages of one `<class>|<tenant>` waiting, in order, for a turn in the
+        worker kind's queue (infra/store/turns.py)."""
+        return self.held_prefix(worker, lane) + turn
+
     def wake(self, worker: str, lane: str = "") -> str:
         """The worker kind's wake-up list: one token per queued message
         (infra/runtime/wake.py)."""

@@ -51,6 +51,7 @@ async def push_workers(
             functions=[func(function, name="f")],
             queue_name=KEYS.queue("t"),
             keyspace=KEYS,
+            kind="t",
             wake_key=KEYS.wake("t"),
             fallback_poll_s=fallback_poll_s,
             lease_s=5,
@@ -389,9 +390,13 @@ async def test_a_taken_job_starts_before_its_worker_waits_again() -> None:
         assert started_by_next_wait[0] == 1
 
 
+TAKE_KEYS = ["q", "w", "q:turns", "q:held"]
+"""The take script's keys for the queue `q`: its wake-up list, turns and held turns."""
+
+
 def take_args(free: int, limit: int, lane: str = "") -> list[str | int]:
     """The take script's arguments as a worker of `lane` sends them (lease 5 s)."""
-    prefixes = [lane, KEYS.done_prefix(lane), KEYS.job_prefix(lane)]
+    prefixes = [lane, KEYS.done_prefix(lane), KEYS.job_prefix(lane), "q:held:"]
     return [free, limit, "arq:in-progress:", 5000, "arq:job:", "arq:retry:", 60, *prefixes]
 
 
@@ -411,7 +416,7 @@ async def test_the_take_says_whether_each_taken_message_must_run() -> None:
             await redis.set(KEYS.done("jh:step"), "1")
             messages = ["jq:step", "jr:step", "jh:step", "jc:step", "jf:step", "jm:step"]
             await redis.zadd("q", {message: now_ms + n for n, message in enumerate(messages)})
-            jobs, _left_behind, _next_due = await take(keys=["q", "w"], args=take_args(10, 100))
+            jobs, _left_behind, _next_due = await take(keys=TAKE_KEYS, args=take_args(10, 100))
             verdicts = {jobs[i].decode(): jobs[i + 4].decode() for i in range(0, len(jobs), 5)}
             assert verdicts == {
                 "jq:step": "new",
@@ -436,7 +441,7 @@ async def test_a_take_reads_past_the_running_front_of_the_queue_page_by_page() -
         take = redis.register_script(_TAKE_JOBS)
 
         async def taken(free: int, limit: int) -> tuple[list[str], int, str]:
-            jobs, left_behind, next_due = await take(keys=["q", "w"], args=take_args(free, limit))
+            jobs, left_behind, next_due = await take(keys=TAKE_KEYS, args=take_args(free, limit))
             return [jobs[i].decode() for i in range(0, len(jobs), 5)], left_behind, next_due
 
         try:
@@ -466,7 +471,7 @@ async def test_a_taken_job_is_due_again_when_its_lease_ends_so_takes_pass_it_by(
         take = redis.register_script(_TAKE_JOBS)
 
         async def taken(free: int, limit: int) -> list[tuple[str, int]]:
-            jobs, _left_behind, _next_due = await take(keys=["q", "w"], args=take_args(free, limit))
+            jobs, _left_behind, _next_due = await take(keys=TAKE_KEYS, args=take_args(free, limit))
             return [(jobs[i].decode(), int(jobs[i + 1])) for i in range(0, len(jobs), 5)]
 
         try:
