@@ -82,6 +82,16 @@ profile_option = click.option(
 @click.option(
     "--timeout", type=float, default=300.0, show_default=True, help="Seconds --wait waits."
 )
+@click.option(
+    "--priority",
+    type=click.Choice(["interactive", "normal", "batch"]),
+    default=None,
+    help="The job's class: stages take higher classes first (default normal).",
+)
+@click.option("--tenant", default=None, help="Whose job: tenants are served in turn.")
+@click.option("--not-before", default=None, help="Start at this time (ISO 8601, with a zone).")
+@click.option("--delay-s", type=float, default=None, help="Start this many seconds from now.")
+@click.option("--callback-url", default=None, help="POST the signed outcome here when it ends.")
 def submit(
     prompt: str,
     type_: str,
@@ -91,9 +101,21 @@ def submit(
     job_id: str | None,
     wait: bool,
     timeout: float,
+    priority: str | None,
+    tenant: str | None,
+    not_before: str | None,
+    delay_s: float | None,
+    callback_url: str | None,
 ) -> None:
     """Submit PROMPT as a job and print its id (with --wait: follow it and print the result)."""
-    request = build_request(prompt, type_, graph, text_file, profile)
+    control = {
+        "priority": priority,
+        "tenant": tenant,
+        "not_before": not_before,
+        "delay_s": delay_s,
+        "callback_url": callback_url,
+    }
+    request = build_request(prompt, type_, graph, text_file, profile, control)
     submit_request(request, job_id, wait, timeout)
 
 
@@ -108,8 +130,14 @@ async def submit_request(
 
 
 def build_request(
-    prompt: str, type_: str, graph: str | None, text_file: Path | None, profile: str
+    prompt: str,
+    type_: str,
+    graph: str | None,
+    text_file: Path | None,
+    profile: str,
+    options: dict[str, Any] | None = None,
 ) -> JobRequest:
+    """The request the options describe; `options` are JobOptions' fields, unset ones None."""
     from postel.infra.cli.support import EXIT_INPUT, fail
     from postel.messages import JobRequest, TypeSpec
     from pydantic import ValidationError
@@ -119,13 +147,18 @@ def build_request(
     except (ValidationError, ValueError) as exc:
         fail(f"invalid --type {type_!r}: {exc}", EXIT_INPUT)
     arguments = {"text": text_file.read_text()} if text_file else {}
-    return JobRequest(
-        prompt=prompt,
-        desired_type=spec,
-        graph=graph,
-        arguments=arguments,
-        ambient={"profile": profile},
-    )
+    chosen = {name: value for name, value in (options or {}).items() if value is not None}
+    try:
+        return JobRequest(
+            prompt=prompt,
+            desired_type=spec,
+            graph=graph,
+            arguments=arguments,
+            ambient={"profile": profile},
+            options=chosen,
+        )
+    except ValidationError as exc:
+        fail(f"invalid option: {exc.errors()[0]['msg']}", EXIT_INPUT)
 
 
 def parse_type_option(value: str) -> Any:

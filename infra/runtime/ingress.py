@@ -1,5 +1,7 @@
 """Ingress for other systems: any language XADDs one field `job` (the JSON job request) to
-the stream `postel:ingress`; an optional field `job_id` chooses the id.
+the stream `postel:ingress`; an optional field `job_id` chooses the id, and an optional
+field `producer` names who sent it: the producer's jobs that name no class or tenant get the
+producer's (POSTEL_PRODUCERS; the tenant is the producer's name unless configured).
 
 A consumer group reads the stream. Valid entries are submitted, invalid ones are
 dead-lettered with the error (over a size or depth limit, not JSON, an invalid request, an
@@ -18,18 +20,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import uuid
 from typing import Any
 
 import structlog
 from postel.infra.runtime.actor import Runtime
+from postel.infra.runtime.settings import ProducerDefaults
 from postel.infra.runtime.submit import JobConflict, ingress_job_id, submit_job
 from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.deadletter import dead_letter, summarise_validation
 from postel.infra.store.graphs import GraphNotFound
 from postel.infra.store.outage import RideOut
 from postel.messages import JobRequest
+from postel.messages.job import TENANT_PATTERN
 from postel.messages.limits import check_json_text
 from pydantic import ValidationError
 from redis.exceptions import RedisError, ResponseError
@@ -160,6 +165,8 @@ class IngressConsumer:
         error: str | None = None
         try:
             request = self._parse(data)
+            producer = data.get("producer")
+            defaults = self.producer_defaults(producer)
             await submit_job(
                 self.runtime.pool,
                 self.runtime.events,
@@ -167,6 +174,8 @@ class IngressConsumer:
                 request,
                 job_id,
                 source="ingress",
+                priority=defaults.priority,
+                tenant=defaults.tenant,
             )
             log.info("ingress job submitted", job_id=job_id, entry=entry_id)
         except RedisError:
@@ -218,6 +227,17 @@ class IngressConsumer:
             return
         boundary = _text(oldest_pending) if oldest_pending else _after(_text(delivered))
         await self.redis.xtrim(self.keyspace.ingress, minid=boundary, approximate=False)
+
+    def producer_defaults(self, producer: str | None) -> ProducerDefaults:
+        """The class and tenant of a producer's jobs that name none: as configured
+        (POSTEL_PRODUCERS), the tenant otherwise its name (when that is a tenant's name)."""
+        if not producer:
+            return ProducerDefaults()
+        configured = self.runtime.settings.producers.get(producer, ProducerDefaults())
+        tenant = configured.tenant
+        if tenant is None and re.match(TENANT_PATTERN, producer):
+            tenant = producer
+        return ProducerDefaults(priority=configured.priority, tenant=tenant)
 
     @staticmethod
     def _parse(data: dict[str, str]) -> JobRequest:

@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 from postel.infra.runtime.names import WORKER_NAMES
 from postel.services.llm.structured import GrammarDialect, StructuredOutput
-from pydantic import BaseModel, Field, SecretStr, model_validator
+from postel.messages.job import TENANT_PATTERN, Priority
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_EMBEDDED_PORT = 6391
@@ -57,6 +58,15 @@ ROUTE_FIELDS: tuple[str, ...] = tuple(
     name for name in QueueSettings.model_fields if name.startswith("llm_")
 )
 """The model settings a worker kind may set for itself."""
+
+
+class ProducerDefaults(BaseModel):
+    """What an ingress producer's jobs get unless they say otherwise (POSTEL_PRODUCERS)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    priority: Priority | None = None
+    tenant: str | None = Field(default=None, pattern=TENANT_PATTERN)
 
 
 class Settings(BaseSettings):
@@ -109,6 +119,18 @@ class Settings(BaseSettings):
     llm_tpm: int = Field(default=0, ge=0, description="tokens/min per route; 0: unlimited")
     llm_max_concurrent: int = Field(default=0, ge=0, description="calls at once; 0: unlimited")
     record_calls: bool = True
+
+    web_tenant: str = Field(
+        default="web",
+        pattern=TENANT_PATTERN,
+        description="the tenant of a job submitted through the HTTP API that names none",
+    )
+    producers: dict[str, ProducerDefaults] = Field(
+        default_factory=dict,
+        description="per ingress producer (an entry's `producer` field), its jobs' default "
+        'class and tenant: {"nightly": {"priority": "batch"}}; a producer\'s tenant defaults '
+        "to its name",
+    )
 
     web_host: str = "127.0.0.1"
     web_port: int = Field(default=8040, ge=0, le=65535)

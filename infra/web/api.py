@@ -123,7 +123,13 @@ async def submit(
     """Submit a job: the body is the same JobRequest the ingress stream takes."""
     try:
         new_id = await submit_job(
-            state.pool, state.events, state.jobs, request, job_id, source="web"
+            state.pool,
+            state.events,
+            state.jobs,
+            request,
+            job_id,
+            source="web",
+            tenant=state.settings.web_tenant,
         )
     except GraphNotFound as exc:
         raise _field_error(["body", "graph"], str(exc), "unknown_graph") from exc

@@ -5,12 +5,16 @@ job's later hops keep its class and tenant; every key a queue's turns use is in 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 
 import pytest
+import redis
 import redis.asyncio as aioredis
-from postel.infra.runtime.settings import Settings
+from click.testing import Result
+from postel.infra.runtime.actor import Runtime
+from postel.infra.runtime.ingress import IngressConsumer
+from postel.infra.runtime.settings import ProducerDefaults, Settings
 from postel.infra.runtime.submit import start_job, submit_job
 from postel.infra.runtime.wake import _TAKE_JOBS
 from postel.infra.store import commit
@@ -223,3 +227,49 @@ def test_on_a_cluster_a_queues_turns_lie_in_its_lane() -> None:
             cluster.held_prefix("gasl", lane) + "normal|other",
         ]
         assert len({key_slot(key.encode()) for key in keys}) == 1
+
+
+async def test_an_ingress_producers_jobs_get_its_class_and_tenant(
+    redis_url: str, settings: Settings
+) -> None:
+    """POSTEL_PRODUCERS sets a producer's class; its tenant is its name unless configured;
+    a job's own options win; an entry naming no producer gets the last resorts."""
+    settings = settings.model_copy(
+        update={"producers": {"nightly": ProducerDefaults(priority="batch")}}
+    )
+    pool = await connect_arq(redis_url)
+    try:
+        consumer = IngressConsumer(Runtime.create(pool, KEYS, settings))
+        own = json.dumps({"prompt": "y", "options": {"priority": "interactive", "tenant": "x"}})
+        entries = {
+            "n": {"job": json.dumps({"prompt": "x"}), "job_id": "n", "producer": "nightly"},
+            "o": {"job": own, "job_id": "o", "producer": "nightly"},
+            "a": {"job": json.dumps({"prompt": "z"}), "job_id": "a"},
+        }
+        for n, fields in enumerate(entries.values()):
+            await consumer.handle(f"1-{n}", fields)
+        jobs = JobStore(pool, KEYS, 3600)
+        classes = {job_id: await jobs.get(job_id) for job_id in entries}
+        assert (classes["n"].priority, classes["n"].tenant) == ("batch", "nightly")
+        assert (classes["o"].priority, classes["o"].tenant) == ("interactive", "x")
+        assert (classes["a"].priority, classes["a"].tenant) == ("normal", "default")
+    finally:
+        await pool.aclose()
+
+
+def test_the_command_line_submits_with_class_tenant_and_deferral(
+    redis_url: str, in_process: Callable[..., Result]
+) -> None:
+    env = {"POSTEL_REDIS_URL": redis_url}
+    args = ["--priority", "batch", "--tenant", "acme", "--delay-s", "3600", "--job-id", "c1"]
+    submitted = in_process("submit", "later please", *args, env=env)
+    assert submitted.exit_code == 0, submitted.stderr
+    bad = in_process("submit", "x", "--not-before", "2030-01-01T09:00:00", env=env)
+    assert bad.exit_code == 2 and "time zone" in bad.stderr
+    client = redis.Redis.from_url(redis_url)
+    try:
+        record = client.hgetall(KEYS.job("c1"))
+    finally:
+        client.close()
+    assert (record[b"priority"], record[b"tenant"]) == (b"batch", b"acme")
+    assert b"not_before" in record
