@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from postel.infra.runtime.names import WORKER_NAMES
-from postel.services.llm.structured import GrammarDialect, StructuredOutput
 from postel.messages.job import TENANT_PATTERN, Priority
+from postel.services.llm.structured import GrammarDialect, StructuredOutput
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
