@@ -33,8 +33,10 @@ redriven. A result that cannot be stored (too large, not JSON) fails the job
 and are enqueued only by the commit that marks their cause done, so a handler that runs
 twice (its worker was killed) neither forks the job nor records its completion twice
 (infra/store/commit.py).
-A handler still running when its job finishes (cancelled, say) has its commit refused:
-nothing goes downstream and a `dropped` event says so.
+A handler still running when its job finishes (cancelled, say) is stopped where it waits
+(infra/runtime/stops.py: an in-flight model call is closed, a GASL plan interrupted) and the
+hop ends with a `dropped` event; one that commits first has its commit refused: nothing goes
+downstream and a `dropped` event says so.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_pref
 from postel.infra.runtime.arrival import Arrival
 from postel.infra.runtime.retries import HopRetries, RedisLost
 from postel.infra.runtime.settings import QueueSettings, Settings
+from postel.infra.runtime.stops import HopStops, Watch
 from postel.infra.runtime.tracing import hop_span, with_trace
 from postel.infra.store.calls import count_failed_calls, record_commands
 from postel.infra.store.commit import (
@@ -131,6 +134,11 @@ class Runtime:
     events: EventLog
     jobs: JobStore
     resources: dict[str, Any] = field(default_factory=dict)
+    stops: HopStops = field(init=False)
+    """This process's running hops, stopped when their job finishes (infra/runtime/stops.py)."""
+
+    def __post_init__(self) -> None:
+        self.stops = HopStops(self.pool, self.keyspace)
 
     @property
     def redis(self) -> Redis:
@@ -165,6 +173,11 @@ class WorkerSpec:
 
 class HopTimeout(TimedOut):
     """A handler ran past its hop's time limit."""
+
+
+class HopStopped(Exception):
+    """The hop's job finished (cancelled, say) while its handler ran: the handler was
+    stopped where it waited (infra/runtime/stops.py)."""
 
 
 COMMIT_RESERVE_S = 1.0
@@ -354,6 +367,10 @@ class Actor:
         limit = HopLimit.of(message, self.queue)
         try:
             outcome = await self._handle(message, limit)
+        except HopStopped as exc:
+            log.info("the job finished while the message was handled; the hop was stopped")
+            await self._record(message, "dropped", error=str(exc), started=started)
+            return False
         except Exception as exc:
             await self._after_error(message, payload, exc, attempt, started, limit)
             return False
@@ -378,13 +395,19 @@ class Actor:
         return replace(outcome, calls=calls.calls, metrics=metrics)
 
     async def _handle_within(self, message: Envelope, limit: HopLimit) -> HopOutcome:
+        watch: Watch | None = None
         try:
             async with asyncio.timeout(limit.seconds) as scope:
-                with call_budget(limit.model_seconds):
-                    return await self.spec.handle(message, self.runtime)
+                with self.runtime.stops.watching(message.job_id, scope) as watch:
+                    with call_budget(limit.model_seconds):
+                        return await self.spec.handle(message, self.runtime)
         except TimeoutError as exc:
             if not scope.expired():
                 raise
+            if watch is not None and watch.stopped:
+                raise HopStopped(
+                    f"job {message.job_id} finished while {self.spec.name} ran; the hop was stopped"
+                ) from exc
             cause = "the job's deadline" if limit.by_deadline else "its time limit"
             raise HopTimeout(
                 f"{self.spec.name} ran past {cause} ({limit.seconds:.1f}s; the worker's "

@@ -59,6 +59,7 @@ _PROBES: dict[str, tuple[str, ...]] = {
     "hvals": ("K",),
     "lpush": ("K", "v"),
     "rpush": ("K", "v"),
+    "lpop": ("K",),
     "llen": ("K",),
     "lrange": ("K", "0", "0"),
     "ltrim": ("K", "0", "0"),

@@ -13,6 +13,7 @@ function of the request, like the `scripted` provider's) unless a fault applies:
 | `garbage` | HTTP 200 with a body that is not JSON |
 | `wrong_shape` | HTTP 200 with JSON that has no `choices` |
 | `endless_cutoff` | HTTP 200, finish_reason `length` and the first half of the responder's text |
+| `slow_stream` | HTTP 200 and the `ok` answer's body a few bytes at a time over `stream_s`; a client that hangs up mid-answer is counted (`hung_up`, with when: `hung_up_at`) |
 
 Which fault a request meets, first match wins:
 1. a marker `[fault=NAME]` anywhere in the request's messages (when the plan's `markers` is
@@ -55,7 +56,9 @@ from postel.services.llm.tokens import count_tokens, truncate_to_tokens
 
 log = structlog.get_logger(__name__)
 
-Fault = Literal["ok", "hang", "429", "500", "garbage", "wrong_shape", "endless_cutoff"]
+Fault = Literal[
+    "ok", "hang", "429", "500", "garbage", "wrong_shape", "endless_cutoff", "slow_stream"
+]
 FAULTS: tuple[Fault, ...] = get_args(Fault)
 
 FakeResponder = Callable[[LLMRequest], str]
@@ -66,6 +69,7 @@ MARKER = re.compile(r"\[fault=([a-z0-9_]+)\]")
 COMPLETIONS_PATH = "/v1/chat/completions"
 
 _HANG_POLL_S = 0.05
+_STREAM_PIECE_S = 0.05
 
 
 def marker(fault: Fault) -> str:
@@ -88,6 +92,9 @@ class FaultPlan(BaseModel):
         default=None, gt=0, description="how long a hang holds the connection; None: until stop"
     )
     markers: bool = Field(default=True, description="honour [fault=NAME] in the request text")
+    stream_s: float = Field(
+        default=30.0, gt=0, description="how long a slow_stream answer takes to send whole"
+    )
 
     @model_validator(mode="after")
     def _mix_is_a_distribution(self) -> FaultPlan:
@@ -106,6 +113,11 @@ class FakeStats(BaseModel):
     truncated: int = Field(default=0, description="`ok` answers cut at max_tokens")
     responder_errors: int = Field(default=0, description="answered 500: the responder raised")
     control: int = Field(default=0, description="requests to the control API")
+    streamed: int = Field(default=0, description="slow_stream answers sent whole")
+    hung_up: int = Field(default=0, description="slow_stream answers the client hung up on")
+    hung_up_at: list[float] = Field(
+        default_factory=list, description="when (time.time()) each hang-up was seen"
+    )
 
 
 class FakeModelError(PostelError, ValueError):
@@ -274,6 +286,27 @@ class FakeModel:
         finally:
             self._adjust(in_flight=-1)
 
+    def stream(self, plan: FaultPlan, handler: BaseHTTPRequestHandler, body: bytes) -> None:
+        """Send `body` in small pieces over `plan.stream_s`, seeing a hang-up within a
+        piece's interval (counted, with its time)."""
+        pieces = max(1, min(len(body), int(plan.stream_s / _STREAM_PIECE_S)))
+        size = -(-len(body) // pieces)
+        self._adjust(in_flight=1)
+        try:
+            for start in range(0, len(body), size):
+                if self._stopping.wait(_STREAM_PIECE_S) or _peer_closed(handler.connection):
+                    raise ConnectionResetError("the client hung up")
+                handler.wfile.write(body[start : start + size])
+                handler.wfile.flush()
+            self._adjust(streamed=1)
+        except OSError:
+            with self._lock:
+                self._stats.hung_up += 1
+                self._stats.hung_up_at.append(time.time())
+            handler.close_connection = True
+        finally:
+            self._adjust(in_flight=-1)
+
 
 def _peer_closed(connection: socket.socket) -> bool:
     readable, _, _ = select.select([connection], [], [], 0)
@@ -402,6 +435,16 @@ def _handler(fake: FakeModel) -> type[BaseHTTPRequestHandler]:
                     fake._adjust(responder_errors=1)
                     self._reply(500, {"error": {"message": f"responder failed: {exc!r}"}})
                     return
-                self._reply(200, _completion(request, text, finish_reason))
+                completion = _completion(request, text, finish_reason)
+                if fault != "slow_stream":
+                    self._reply(200, completion)
+                    return
+                body = json.dumps(completion).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.flush()
+                fake.stream(plan, self, body)
 
     return Handler
