@@ -398,9 +398,11 @@ class Actor:
         watch: Watch | None = None
         try:
             async with asyncio.timeout(limit.seconds) as scope:
-                with self.runtime.stops.watching(message.job_id, scope) as watch:
-                    with call_budget(limit.model_seconds):
-                        return await self.spec.handle(message, self.runtime)
+                with (
+                    self.runtime.stops.watching(message.job_id, scope) as watch,
+                    call_budget(limit.model_seconds),
+                ):
+                    return await self.spec.handle(message, self.runtime)
         except TimeoutError as exc:
             if not scope.expired():
                 raise

@@ -13,7 +13,9 @@ function of the request, like the `scripted` provider's) unless a fault applies:
 | `garbage` | HTTP 200 with a body that is not JSON |
 | `wrong_shape` | HTTP 200 with JSON that has no `choices` |
 | `endless_cutoff` | HTTP 200, finish_reason `length` and the first half of the responder's text |
-| `slow_stream` | HTTP 200 and the `ok` answer's body a few bytes at a time over `stream_s`; a client that hangs up mid-answer is counted (`hung_up`, with when: `hung_up_at`) |
+| `slow_stream` | HTTP 200, the `ok` answer's body sent piece by piece over `stream_s` |
+
+A client that hangs up on a `slow_stream` answer is counted (`hung_up`, and when: `hung_up_at`).
 
 Which fault a request meets, first match wins:
 1. a marker `[fault=NAME]` anywhere in the request's messages (when the plan's `markers` is
