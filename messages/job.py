@@ -103,6 +103,17 @@ class JobOptions(BaseModel):
         "Webhooks); http(s) only, and a private address only if allow-listed",
     )
 
+    @field_validator("callback_url")
+    @classmethod
+    def _web_address(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        scheme, _, rest = value.partition("://")
+        host = rest.split("/", 1)[0].rsplit("@", 1)[-1]
+        if scheme.lower() not in ("http", "https") or not host:
+            raise ValueError("callback_url must be an http:// or https:// URL with a host")
+        return value
+
     @field_validator("not_before")
     @classmethod
     def _zoned(cls, value: datetime | None) -> datetime | None:

@@ -744,7 +744,8 @@ class Actor:
             error=error,
         )
         published = self.runtime.jobs.publish_command(final, self.runtime.settings.events_maxlen)
-        return [record, *self.runtime.events.commands(event), published]
+        callback = self.runtime.jobs.callback_command(final.job_id)
+        return [record, *self.runtime.events.commands(event), published, callback]
 
     def _event(
         self,

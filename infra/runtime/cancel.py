@@ -1,6 +1,7 @@
 """Cancelling a job: its record becomes `failed` with failure `cancelled`, in one Lua script
 that first checks the job has not finished, together with the terminal `job.failed` event
-and the results-stream entry (so followers and waiters see the end at once).
+and the results-stream entry (so followers and waiters see the end at once), and its
+completion callback made due if it asked for one (infra/runtime/callbacks.py).
 
 From then on no message of the job is handled: a message taken from a queue is dropped
 (`dropped` event), and a handler that was running has its commit refused
@@ -14,7 +15,7 @@ import json
 
 from postel.infra.store.events import Event, EventLog
 from postel.infra.store.jobs import JobNotFound, JobStore
-from postel.messages import JobFailed, ids
+from postel.messages import JobFailed, ids, utc_now
 from postel.messages.errors import Refused
 from redis.asyncio import Redis
 
@@ -28,6 +29,11 @@ if status == 'completed' or status == 'failed' then
 end
 for _, command in ipairs(cjson.decode(ARGV[1])) do
   redis.call(unpack(command))
+end
+if redis.call('HEXISTS', KEYS[1], 'callback_url') == 1 then
+  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+  redis.call('LPUSH', KEYS[3], '1')
+  redis.call('LTRIM', KEYS[3], 0, 0)
 end
 return {1, ''}
 """
@@ -71,7 +77,12 @@ async def cancel_job(
         jobs.publish_command(final, events.maxlen),
     ]
     script = redis.register_script(_SCRIPT)
-    outcome, detail = await script(keys=[events.keyspace.job(job_id)], args=[json.dumps(commands)])
+    keyspace = events.keyspace
+    lane = keyspace.lane_of(job_id)
+    outcome, detail = await script(
+        keys=[keyspace.job(job_id), keyspace.callbacks(lane), keyspace.callbacks_wake(lane)],
+        args=[json.dumps(commands), int(utc_now().timestamp() * 1000), job_id],
+    )
     if outcome == 0:
         raise JobNotFound(f"no such job {job_id!r}")
     if outcome == 2:

@@ -18,6 +18,9 @@ Enqueueing, reopening the job, the `redriven` event and deleting the dead letter
 one Lua script, so a crash leaves either the dead letter or the redriven message, never
 neither, never both.
 
+A completion callback given up on (source `callback`) is made due again, its attempts
+counted afresh (infra/runtime/callbacks.py).
+
 An ingress entry that was refused (source `ingress`) is submitted again as a job, with its
 own `job_id` or `redriven-<dead letter id>`; the dead letter is deleted after the
 submission, and a redrive that crashed in between finds the job submitted and only deletes
@@ -40,6 +43,7 @@ from arq.connections import ArqRedis
 from postel.infra.runtime.submit import JobConflict, submit_job
 from postel.infra.store.commit import RUN_FLAT, QueuedJob, flat
 from postel.infra.store.deadletter import (
+    CALLBACK_SOURCE,
     DeadLetter,
     DeadLetterNotFound,
     Unusable,
@@ -134,6 +138,8 @@ async def redrive(pool: ArqRedis, events: EventLog, entry_id: str, *, by: str) -
         return await _resubmit(pool, events, letter, by)
     if letter.source.startswith("worker:"):
         return await _requeue(pool, events, letter, by)
+    if letter.source == CALLBACK_SOURCE:
+        return await _call_back_again(pool, events, letter, by)
     raise RedriveRefused(letter.id, f"unknown source {letter.source!r}")
 
 
@@ -301,6 +307,57 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
         if code == 2:
             raise RedriveRefused(letter.id, reason)
     raise RedriveRefused(letter.id, f"no free message id after {_ID_ATTEMPTS} tries")
+
+
+# KEYS: the letter's stream, the job record, the lane's callbacks set and wake-up list.
+# ARGV: the letter's entry id, the job id, now (ms), then the `redriven` event's commands flat.
+_CALL_BACK_AGAIN = LuaScript(
+    RUN_FLAT
+    + """
+if redis.call('XDEL', KEYS[1], ARGV[1]) == 0 then
+  return 0
+end
+if redis.call('HEXISTS', KEYS[2], 'callback_url') == 0 then
+  return -1
+end
+redis.call('HDEL', KEYS[2], 'callback_status', 'callback_attempts', 'callback_first_ms')
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[2])
+redis.call('LPUSH', KEYS[4], '1')
+redis.call('LTRIM', KEYS[4], 0, 0)
+run_flat(4, #ARGV)
+return 1
+"""
+)
+
+
+async def _call_back_again(
+    pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
+) -> Redriven:
+    """A callback that was given up on is made due again, its attempts counted afresh; the
+    receiver sees the same webhook-id (infra/runtime/callbacks.py)."""
+    job_id = letter.job_id
+    keyspace = events.keyspace
+    lane = keyspace.lane_of(job_id)
+    event = Event(
+        job_id=job_id,
+        message_id=letter.message_id or "-",
+        type="callback",
+        worker=by,
+        stage="done",
+        status="redriven",
+        rationale=f"dead letter {letter.id}: {letter.error}",
+    )
+    stream, entry = letter_stream(keyspace, letter.id)
+    done = await _CALL_BACK_AGAIN(
+        pool,
+        [stream, keyspace.job(job_id), keyspace.callbacks(lane), keyspace.callbacks_wake(lane)],
+        [entry, job_id, int(utc_now().timestamp() * 1000), *flat(events.commands(event))],
+    )
+    if done == 0:
+        raise RedriveRefused(letter.id, "it was redriven meanwhile")
+    if done == -1:
+        raise RedriveRefused(letter.id, "its job record is gone or names no callback")
+    return Redriven(dead_letter=letter.id, job_id=job_id, message_id="-", worker=CALLBACK_SOURCE)
 
 
 async def _resubmit(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str) -> Redriven:

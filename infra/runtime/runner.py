@@ -18,6 +18,7 @@ import structlog
 from arq.connections import ArqRedis
 from arq.worker import func
 from postel.infra.runtime.actor import Actor, Runtime, WorkerSpec
+from postel.infra.runtime.callbacks import CallbackSender
 from postel.infra.runtime.ingress import run_ingress
 from postel.infra.runtime.presence import announce, announcement, keep_announcing, withdraw
 from postel.infra.runtime.settings import WORKER_NAMES, Settings
@@ -119,6 +120,9 @@ async def run_workers(
     tasks = [asyncio.create_task(worker.async_run()) for worker in workers]
     if ingress:
         tasks.append(asyncio.create_task(run_ingress(runtime)))
+        # the processes that take jobs in also send the callbacks of the jobs that end
+        for lane in runtime.keyspace.lanes():
+            tasks.append(asyncio.create_task(CallbackSender(runtime, lane).run()))
     presence = announcement([spec.name for spec in chosen], ingress)
     await announce(pool, runtime.keyspace, presence)
     tasks.append(

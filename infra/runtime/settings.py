@@ -132,6 +132,21 @@ class Settings(BaseSettings):
         "to its name",
     )
 
+    callback_secret: SecretStr | None = Field(
+        default=None,
+        description="the Standard Webhooks secret completion callbacks are signed with "
+        "(`whsec_` and base64); without it, jobs asking for a callback get none (dead letter)",
+    )
+    callback_allow: list[str] = Field(
+        default_factory=list,
+        description="hosts or networks (127.0.0.1, 10.0.0.0/8, hooks.internal) a callback may "
+        "reach although loopback, private or link-local",
+    )
+    callback_give_up_s: float = Field(
+        default=3600.0, gt=0, description="retry a failing callback this long, then dead-letter it"
+    )
+    callback_timeout_s: float = Field(default=10.0, gt=0, description="one attempt's limit")
+
     web_host: str = "127.0.0.1"
     web_port: int = Field(default=8040, ge=0, le=65535)
     web_token: SecretStr | None = None

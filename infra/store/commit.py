@@ -21,9 +21,10 @@ A queued message lives as long as its job's record (POSTEL_JOB_TTL_S, 7 days by 
 not arq's one day: a queue whose workers are all down over a weekend loses nothing, and a
 message outlives the record it would update by no more than the time it waited.
 
-One record command is postel's own: `MARK_RUNNING key stage at` sets the job record to
+Two record commands are postel's own: `MARK_RUNNING key stage at` sets the job record to
 running at `stage` unless the job already finished (a dead-lettered message may have failed
-it meanwhile).
+it meanwhile); `CALLBACK_IF_ASKED key callbacks wake job at` makes the job's completion
+callback due if its record names a callback URL (infra/runtime/callbacks.py).
 
 A hop commits only while its job record exists (`record="require"`): a message whose record
 is gone (expired, deleted, or lost in a Redis failover's replication window) commits
@@ -165,7 +166,18 @@ for j = jobs_at, dropped_at - 1, QUEUED_FIELDS do
     enqueue(queue, job_id, score, wake, turns, turn, held, held_turns, ARGV[2])
   end
 end
+local function callback_if_asked(i)
+  if redis.call('HEXISTS', ARGV[i + 2], 'callback_url') == 1 then
+    redis.call('ZADD', ARGV[i + 3], ARGV[i + 6], ARGV[i + 5])
+    redis.call('LPUSH', ARGV[i + 4], '1')
+    redis.call('LTRIM', ARGV[i + 4], 0, 0)
+  end
+  return true
+end
 local function mark_running(i)
+  if ARGV[i + 1] == 'CALLBACK_IF_ASKED' then
+    return callback_if_asked(i)
+  end
   if ARGV[i + 1] ~= 'MARK_RUNNING' then
     return false
   end

@@ -40,6 +40,10 @@ SCAN_LIMIT = 5_000
 _MODEL_ATTEMPTS = re.compile(r"failed after (\d+) attempt\(s\)")
 
 
+CALLBACK_SOURCE = "callback"
+"""The source of a completion callback given up on (infra/runtime/callbacks.py)."""
+
+
 class DeadLetter(BaseModel):
     id: str
     source: str
@@ -70,6 +74,9 @@ class DeadLetter(BaseModel):
                 request_of(self)
             elif self.source.startswith("worker:"):
                 message_of(self)
+            elif self.source == CALLBACK_SOURCE:
+                if not self.job_id:
+                    return "a callback's dead letter names no job"
             else:
                 return f"unknown source {self.source!r}"
         except Unusable as exc:

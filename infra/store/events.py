@@ -74,6 +74,9 @@ EventStatus = Literal[
     "dropped",
     "redriven",
     "discarded",
+    "callback_sent",
+    "callback_failed",
+    "callback_dead_lettered",
 ]
 HANDLED: frozenset[str] = frozenset({"completed", "continued"})
 

@@ -65,6 +65,10 @@ class JobRecord(BaseModel):
     tenant: str = DEFAULT_TENANT
     not_before: datetime | None = None
     """When a deferred job starts; set only for one submitted to start later."""
+    callback_url: str | None = None
+    callback_status: str | None = None
+    """`delivered` or `dead_lettered` once its completion callback is settled."""
+    callback_attempts: int = 0
 
     @property
     def scheduled(self) -> bool:
@@ -130,6 +134,9 @@ class JobStore:
         }
         if not_before is not None and not_before > now:
             fields["not_before"] = not_before.isoformat()
+        if request.options.callback_url is not None:
+            # read by the scripts that finish a job (CALLBACK_IF_ASKED, infra/store/commit.py)
+            fields["callback_url"] = request.options.callback_url
         return [
             ["HSET", key, *(item for pair in fields.items() for item in pair)],
             ["EXPIRE", key, str(self.ttl_s)],
@@ -144,6 +151,19 @@ class JobStore:
     def running_command(self, job_id: str, stage: str) -> list[str]:
         """For the commit script: running at `stage`, unless the job already finished."""
         return ["MARK_RUNNING", self.keyspace.job(job_id), stage, utc_now().isoformat()]
+
+    def callback_command(self, job_id: str) -> list[str]:
+        """For the commit script: make the job's completion callback due now if its request
+        asked for one (infra/runtime/callbacks.py)."""
+        lane = self.keyspace.lane_of(job_id)
+        return [
+            "CALLBACK_IF_ASKED",
+            self.keyspace.job(job_id),
+            self.keyspace.callbacks(lane),
+            self.keyspace.callbacks_wake(lane),
+            job_id,
+            str(int(utc_now().timestamp() * 1000)),
+        ]
 
     def finished_command(
         self,

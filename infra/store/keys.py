@@ -127,6 +127,15 @@ class Keyspace:
         """When each `<instance>/<worker>` last handled a message."""
         return _in(lane, "tally:last")
 
+    def callbacks(self, lane: str) -> str:
+        """A lane's finished jobs whose completion callback is due, scored by when its next
+        attempt is (infra/runtime/callbacks.py)."""
+        return _in(lane, "callbacks")
+
+    def callbacks_wake(self, lane: str) -> str:
+        """A token per callback made due, waking a sender (infra/runtime/callbacks.py)."""
+        return _in(lane, "wake:callbacks")
+
     def queue(self, worker: str, lane: str = "") -> str:
         return _in(lane, f"q:{worker}")
 
