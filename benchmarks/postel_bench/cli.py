@@ -155,6 +155,28 @@ def bench_bus(
     click.echo(json.dumps(figures, indent=2) if as_json else format_bus_bench(figures))
 
 
+@bench.command("fair")
+@click.option("--backlog", type=click.IntRange(10, 100_000), default=2000, show_default=True)
+@click.option("--urgent", type=click.IntRange(2, 1000), default=20, show_default=True)
+@click.option(
+    "--aging-s",
+    type=click.FloatRange(2, 600),
+    default=14.0,
+    show_default=True,
+    help="How long the aging scenario keeps interactive load on.",
+)
+@click.option("--json", "as_json", is_flag=True)
+def bench_fair(backlog: int, urgent: int, aging_s: float, as_json: bool) -> None:
+    """Priorities, tenants' turns, aging, cancel and callbacks, each beside the plain
+    arrival-order run measured in the same run (docs/JOB_CONTROL.md)."""
+    from postel.infra.cli.support import run_async, settings
+
+    from postel_bench.fair import format_fair, run_fair_bench
+
+    figures = run_async(run_fair_bench)(settings(), backlog, urgent, aging_s)
+    click.echo(json.dumps(figures, indent=2) if as_json else format_fair(figures))
+
+
 @bench.command("web")
 @click.option("--jobs", type=click.IntRange(10, 1_000_000), default=10_000, show_default=True)
 @click.option("--events", type=click.IntRange(100, 10_000_000), default=100_000, show_default=True)
