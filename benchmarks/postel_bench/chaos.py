@@ -69,7 +69,8 @@ from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.jobs import JobNotFound, JobRecord
 from postel.infra.store.keys import Keyspace
 from postel.infra.store.redis_server import EmbeddedRedis, free_port
-from postel.messages import TERMINAL_TYPES, FailureStatus, JobRequest, TypeSpec
+from postel.messages import TERMINAL_TYPES, FailureStatus, JobOptions, JobRequest, TypeSpec
+from postel.messages.job import PRIORITIES, Priority
 from postel.services.llm import LLMRequest
 from postel.services.prompts import TEMPLATES
 from pydantic import BaseModel, Field
@@ -159,9 +160,20 @@ class PlannedJob:
     prompt: str
     expected: int
     graph: str | None = None
+    priority: Priority = "normal"
+    tenant: str = "default"
 
     def request(self) -> JobRequest:
-        return JobRequest(prompt=self.prompt, desired_type=TypeSpec(kind="int"), graph=self.graph)
+        return JobRequest(
+            prompt=self.prompt,
+            desired_type=TypeSpec(kind="int"),
+            graph=self.graph,
+            options=JobOptions(priority=self.priority, tenant=self.tenant),
+        )
+
+
+CHAOS_TENANTS = 4
+"""The tenants a drill's jobs are spread over (with every class: `plan_jobs`)."""
 
 
 def plan_jobs(config: ChaosConfig, rng: random.Random) -> list[PlannedJob]:
@@ -178,12 +190,15 @@ def plan_jobs(config: ChaosConfig, rng: random.Random) -> list[PlannedJob]:
     for index, fault in enumerate(faults):
         tag = f"chaos job {index}" + (f" {marker(fault)}" if fault != "ok" else "")
         job_id = f"chaos-{index:05d}"
+        # every class and several tenants mixed in, so their turns are drilled too
+        mixed = {"priority": PRIORITIES[index % 3], "tenant": f"tenant-{index % CHAOS_TENANTS}"}
         if index % 2:
             prompt = f"{tag}: count the people in the graph"
-            jobs.append(PlannedJob(job_id, fault, prompt, PEOPLE, graph=GRAPH))
+            jobs.append(PlannedJob(job_id, fault, prompt, PEOPLE, graph=GRAPH, **mixed))
         else:
             a, b = rng.randint(-999, 999), rng.randint(0, 999)
-            jobs.append(PlannedJob(job_id, fault, f"{tag}: add {a} and {b} together", a + b))
+            added = f"{tag}: add {a} and {b} together"
+            jobs.append(PlannedJob(job_id, fault, added, a + b, **mixed))
     return jobs
 
 

@@ -96,6 +96,11 @@ def test_plan_gives_each_fault_its_share_and_every_job_its_value() -> None:
         else:
             assert (job.graph, job.expected) == (GRAPH, PEOPLE)
     assert [j.job_id for j in plan_jobs(config, random.Random(5))] == [j.job_id for j in jobs]
+    # every class and several tenants are drilled, each on jobs of both kinds
+    mixed = {(job.priority, job.tenant, job.graph is None) for job in jobs}
+    assert {priority for priority, _tenant, _kind in mixed} == {"interactive", "normal", "batch"}
+    assert len({tenant for _priority, tenant, _kind in mixed}) > 1
+    assert {job.request().options.priority for job in jobs} == {"interactive", "normal", "batch"}
 
 
 async def test_the_responder_answers_every_stage_of_both_job_kinds(
