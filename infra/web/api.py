@@ -46,6 +46,7 @@ from postel.infra.web.security import COOKIE
 from postel.infra.web.state import WebState, web_state
 from postel.infra.web.system_view import QueuesView, WorkerView, queues_view, workers_view
 from postel.messages import JOB_ID_PATTERN, TERMINAL_TYPES, FailureStatus, JobRequest
+from postel.messages.job import TENANT_PATTERN, Priority
 from postel.messages.limits import MAX_GRAPH_BYTES
 from postel.services.validation import UnsupportedSchemaError
 from pydantic import BaseModel, ValidationError
@@ -155,6 +156,14 @@ async def jobs(
         str | None,
         Query(description=f"Only jobs created within this long: {', '.join(TIME_RANGES)}."),
     ] = None,
+    priority: Annotated[Priority | None, Query(description="Only jobs of this class.")] = None,
+    tenant: Annotated[
+        str | None, Query(description="Only this tenant's jobs.", pattern=TENANT_PATTERN)
+    ] = None,
+    scheduled: Annotated[
+        bool | None,
+        Query(description="true: only deferred jobs not yet due; false: none of those."),
+    ] = None,
 ) -> JobsPage:
     """Jobs newest first, paged."""
     if within is not None and within not in TIME_RANGES:
@@ -171,6 +180,9 @@ async def jobs(
             limit=limit,
             failure=failure,
             within_s=TIME_RANGES[within] if within else None,
+            priority=priority,
+            tenant=tenant,
+            scheduled=scheduled,
         )
     except ValueError as exc:
         raise _field_error(["query", "before"], str(exc), "invalid_cursor") from exc

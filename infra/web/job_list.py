@@ -1,11 +1,13 @@
 """The jobs list the dashboard and the API page through: jobs newest first from the index
-`postel:jobs`, filtered by status, stage, failure kind, text and age. A page is one ZREVRANK,
+`postel:jobs`, filtered by status, stage, failure kind, class, tenant, scheduled (deferred
+and not yet due), text and age. A page is one ZREVRANK,
 one ZREVRANGE and one pipelined HMGET per batch whatever the number of jobs; a filter reads
 at most SCAN_LIMIT records per page (on a cluster, every lane's index, merged)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, get_args
 
@@ -14,6 +16,7 @@ from postel.infra.store.deadletter import summarise_validation
 from postel.infra.store.jobs import JobStatus, MalformedJobRecord
 from postel.infra.store.keys import Keyspace
 from postel.messages import JOB_ID_PATTERN, FailureStatus, utc_now
+from postel.messages.job import DEFAULT_PRIORITY, DEFAULT_TENANT, Priority
 from pydantic import BaseModel, ValidationError
 from redis.asyncio import Redis
 
@@ -22,9 +25,9 @@ FAILURES: tuple[str, ...] = get_args(FailureStatus)
 STAGES: tuple[str, ...] = ("submit", *WORKER_NAMES, "done")
 SCAN_LIMIT = 5_000
 PAGE_LIMIT = 200
-_FILTERED = 4
-"""A filter reads the first four summary fields of every record (status, stage, title,
-failure); the rest only of the matches."""
+_FILTERED = 7
+"""A filter reads the first seven summary fields of every record (status, stage, title,
+failure, priority, tenant, not_before); the rest only of the matches."""
 TIME_RANGES: dict[str, int] = {
     "15m": 15 * 60,
     "1h": 3600,
@@ -40,6 +43,9 @@ _SUMMARY_FIELDS = (
     "stage",
     "title",
     "failure",
+    "priority",
+    "tenant",
+    "not_before",
     "created_at",
     "updated_at",
     "finished_at",
@@ -61,10 +67,25 @@ class JobSummary(BaseModel):
     updated_at: datetime
     finished_at: datetime | None = None
     failure: str | None = None
+    priority: Priority = DEFAULT_PRIORITY
+    tenant: str = DEFAULT_TENANT
+    not_before: datetime | None = None
     llm_calls: int = 0
     failed_llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+
+    @property
+    def scheduled(self) -> bool:
+        return _scheduled(self.status, self.not_before)
+
+
+def _scheduled(status: str, not_before: datetime | str | None) -> bool:
+    """Deferred and not yet due: queued with its start still ahead."""
+    if status != "queued" or not not_before:
+        return False
+    when = datetime.fromisoformat(not_before) if isinstance(not_before, str) else not_before
+    return when > utc_now()
 
 
 class JobsPage(BaseModel):
@@ -170,23 +191,44 @@ async def _summaries(
     return [job for job in summaries if job is not None]
 
 
-def _matches(
-    job_id: str,
-    values: list[Any],
-    status: str | None,
-    stage: str | None,
-    q: str | None,
-    failure: str | None = None,
-) -> bool:
-    """The filter, on the raw fields (status, stage, title, failure first): a page that reads
-    many records to find a few builds a model of the few only."""
-    found_status, found_stage, title, found_failure = (_text(v) or "" for v in values[:_FILTERED])
-    if status and found_status != status:
+@dataclass(frozen=True)
+class JobFilter:
+    """What a page of jobs must match; None matches anything."""
+
+    status: str | None = None
+    stage: str | None = None
+    q: str | None = None
+    failure: str | None = None
+    priority: str | None = None
+    tenant: str | None = None
+    scheduled: bool | None = None
+
+    @property
+    def reads_records(self) -> bool:
+        """Whether a job's record must be read to tell (the age alone needs none)."""
+        return any(v is not None and v != "" for v in vars(self).values())
+
+
+def _matches(job_id: str, values: list[Any], wanted: JobFilter) -> bool:
+    """The filter, on the raw fields (status, stage, title, failure, priority, tenant,
+    not_before first): a page that reads many records to find a few builds a model of the few
+    only."""
+    status, stage, title, failure, priority, tenant, not_before = (
+        _text(v) or "" for v in values[:_FILTERED]
+    )
+    if wanted.status and status != wanted.status:
         return False
-    if stage and found_stage != stage:
+    if wanted.stage and stage != wanted.stage:
         return False
-    if failure and found_failure != failure:
+    if wanted.failure and failure != wanted.failure:
         return False
+    if wanted.priority and (priority or DEFAULT_PRIORITY) != wanted.priority:
+        return False
+    if wanted.tenant and (tenant or DEFAULT_TENANT) != wanted.tenant:
+        return False
+    if wanted.scheduled is not None and _scheduled(status, not_before) != wanted.scheduled:
+        return False
+    q = wanted.q
     return not q or q.lower() in job_id.lower() or q.lower() in title.lower()
 
 
@@ -201,10 +243,14 @@ async def list_jobs(
     limit: int = 50,
     failure: str | None = None,
     within_s: int | None = None,
+    priority: str | None = None,
+    tenant: str | None = None,
+    scheduled: bool | None = None,
 ) -> JobsPage:
-    """A page of jobs, newest first, filtered by status, stage, failure kind, text in the id
-    or title, and creation within the last `within_s` seconds. A `q` that is a job's exact
-    id finds it directly, however old."""
+    """A page of jobs, newest first, filtered by status, stage, failure kind, class, tenant,
+    whether scheduled, text in the id or title, and creation within the last `within_s`
+    seconds. A `q` that is a job's exact id finds it directly, however old."""
+    wanted = JobFilter(status, stage, q, failure, priority, tenant, scheduled)
     limit = max(1, min(limit, PAGE_LIMIT))
     total = await _index_size(redis, keyspace)
     # only a well-formed id is looked up: "x:gen:0" would name another job's key
@@ -212,11 +258,11 @@ async def list_jobs(
     if q and is_id and before is None and await redis.exists(keyspace.job(q)):
         values = await redis.hmget(keyspace.job(q), _SUMMARY_FIELDS)
         exact = _summary(keyspace, q, values)
-        if exact is not None and _matches(q, values, status, stage, None, failure):
+        if exact is not None and _matches(q, values, replace(wanted, q=None)):
             return JobsPage(items=[exact], next=None, scanned=1, total=total)
     cursor = _cursor(before)
     oldest_ms = (utc_now().timestamp() - within_s) * 1000 if within_s else None
-    batch = _BATCH if status or stage or q or failure else limit
+    batch = _BATCH if wanted.reads_records else limit
     found: list[JobSummary] = []
     scanned = 0
     exhausted = False
@@ -240,7 +286,7 @@ async def list_jobs(
         for (job_id, score), values in zip(entries, rows, strict=True):
             scanned += 1
             cursor = (score, job_id)
-            if values[0] is not None and _matches(job_id, values, status, stage, q, failure):
+            if values[0] is not None and _matches(job_id, values, wanted):
                 matching.append((job_id, values))
                 if len(found) + len(matching) == limit:
                     break

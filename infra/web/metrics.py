@@ -27,7 +27,7 @@ from postel.infra.runtime.settings import WORKER_NAMES
 from postel.infra.store.events import HANDLED, Event
 from postel.infra.store.keys import Keyspace
 from postel.infra.store.lanes import LaneCursor, read_after
-from postel.infra.web.system_view import queues_view
+from postel.infra.web.system_view import TurnView, queues_view
 from postel.messages import TERMINAL_TYPES
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -157,6 +157,21 @@ class SystemMetrics:
         for queue in queues.queues:
             depth.add_metric([queue.worker], queue.depth)
             oldest.add_metric([queue.worker], queue.oldest_wait_s or 0.0)
+        by_turn = _by_turn(queues.turns)
+        class_depth = GaugeMetricFamily(
+            "postel_queue_class_depth",
+            "Messages waiting per class and tenant (the busiest METRIC_TENANTS tenants; the "
+            'rest as "other")',
+            labels=["queue", "priority", "tenant"],
+        )
+        class_oldest = GaugeMetricFamily(
+            "postel_queue_class_oldest_age_seconds",
+            "Age of the oldest waiting message per class and tenant",
+            labels=["queue", "priority", "tenant"],
+        )
+        for labels, (waiting, age) in by_turn.items():
+            class_depth.add_metric(list(labels), waiting)
+            class_oldest.add_metric(list(labels), age)
         live = GaugeMetricFamily(
             "postel_workers_live", "Live worker processes serving each kind", labels=["kind"]
         )
@@ -175,6 +190,8 @@ class SystemMetrics:
         return [
             depth,
             oldest,
+            class_depth,
+            class_oldest,
             live,
             *(GaugeMetricFamily(name, text, value=value) for name, text, value in simple),
         ]
@@ -186,3 +203,25 @@ class SystemMetrics:
         """What `/metrics` answers: the metrics refreshed now, in Prometheus' text format."""
         await self.refresh()
         return Response(self.render(), media_type=CONTENT_TYPE)
+
+
+METRIC_TENANTS = 10
+"""The tenants /metrics names, the busiest by messages waiting; the rest are "other", so a
+deployment of many tenants keeps a bounded set of series."""
+OTHER_TENANT = "other"
+
+
+def _by_turn(turns: list[TurnView]) -> dict[tuple[str, str, str], tuple[int, float]]:
+    """(queue, class, tenant) -> (messages waiting, oldest age), tenants beyond the busiest
+    METRIC_TENANTS folded into "other"."""
+    waiting: dict[str, int] = {}
+    for turn in turns:
+        waiting[turn.tenant] = waiting.get(turn.tenant, 0) + turn.depth
+    named = set(sorted(waiting, key=lambda tenant: (-waiting[tenant], tenant))[:METRIC_TENANTS])
+    rows: dict[tuple[str, str, str], tuple[int, float]] = {}
+    for turn in turns:
+        tenant = turn.tenant if turn.tenant in named else OTHER_TENANT
+        key = (turn.worker, turn.priority, tenant)
+        count, age = rows.get(key, (0, 0.0))
+        rows[key] = (count + turn.depth, max(age, turn.oldest_wait_s or 0.0))
+    return rows

@@ -32,6 +32,7 @@ from postel.infra.web.security import safe_next
 from postel.infra.web.state import WebState, web_state
 from postel.infra.web.system_view import queue_page, queues_view, workers_view
 from postel.messages import ids, utc_now
+from postel.messages.job import PRIORITIES, TENANT_PATTERN
 
 HERE = Path(__file__).parent
 router = APIRouter(include_in_schema=False)
@@ -145,6 +146,7 @@ TEMPLATES.globals.update(
     kinds=WORKER_NAMES,
     failures=FAILURES,
     time_ranges=TIME_RANGES,
+    priorities=PRIORITIES,
 )
 
 
@@ -178,13 +180,25 @@ async def jobs_page(
     before: str | None = None,
     failure: str | None = None,
     within: str | None = None,
+    priority: str | None = None,
+    tenant: str | None = None,
+    scheduled: str | None = None,
     note: str | None = None,
 ) -> HTMLResponse:
     state = web_state(request)
     q = (q or "").strip() or None
     failure = failure if failure in FAILURES else None
     within = within if within in TIME_RANGES else None
-    chosen = {"failure": failure, "within_s": TIME_RANGES[within] if within else None}
+    priority = priority if priority in PRIORITIES else None
+    tenant = tenant if tenant and re.match(TENANT_PATTERN, tenant) else None
+    scheduled = scheduled if scheduled == "yes" else None
+    chosen = {
+        "failure": failure,
+        "within_s": TIME_RANGES[within] if within else None,
+        "priority": priority,
+        "tenant": tenant,
+        "scheduled": True if scheduled else None,
+    }
     try:
         page = await list_jobs(
             state.pool, state.keyspace, status=status, stage=stage, q=q, before=before, **chosen
@@ -193,7 +207,16 @@ async def jobs_page(
         page = await list_jobs(
             state.pool, state.keyspace, status=status, stage=stage, q=q, **chosen
         )
-    filters = {"status": status, "stage": stage, "q": q, "failure": failure, "within": within}
+    filters = {
+        "status": status,
+        "stage": stage,
+        "q": q,
+        "failure": failure,
+        "within": within,
+        "priority": priority,
+        "tenant": tenant,
+        "scheduled": scheduled,
+    }
     return render(
         request,
         "jobs",
