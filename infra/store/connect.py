@@ -423,7 +423,7 @@ def refusal(exc: BaseException, url: str | None = None) -> RedisRefused | None:
     if isinstance(exc, NoPermissionError):
         return RedisRefused(
             f"the Redis user lacks a permission postel needs{where}: {said}. Give it the ACL "
-            "the README's Security section lists"
+            "docs/SECURITY.md lists"
         )
     cause: BaseException | None = exc
     while cause is not None:

@@ -35,7 +35,7 @@ from pydantic import ValidationError
 from structlog.testing import capture_logs
 
 # A value must be read or refused within this much CPU time: inputs here are up to ~60,000
-# characters, and the worst measured case is far below it (the README's Limits bound it).
+# characters, and the worst measured case is far below it (docs/API.md's Limits bound it).
 CPU_LIMIT_S = 1.0
 # A whole message (MAX_PAYLOAD_BYTES) of the slowest shapes; measured worst about 0.5 s.
 LONG_CPU_LIMIT_S = 3.0

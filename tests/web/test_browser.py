@@ -122,7 +122,7 @@ async def test_a_job_appears_completes_live_and_its_page_tells_its_story(
     await page.screenshot(path=str(screenshots / "job.png"))
     await page.screenshot(path=str(screenshots / "job-full.png"), full_page=True)
     await page.set_viewport_size({"width": 1360, "height": 1640})
-    await page.screenshot(path=str(screenshots / "dashboard.png"))  # the README's picture
+    await page.screenshot(path=str(screenshots / "dashboard.png"))  # docs/OPERATIONS.md's picture
     for name in ("workers", "queues", "graphs"):
         await page.goto(web.url + name)
         await page.screenshot(path=str(screenshots / f"{name}.png"))
