@@ -21,8 +21,7 @@ from postel.services.gasl.errors import GaslSyntaxError
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.gasl.parser import parse, parse_one, parses_as_written
-from postel.services.planner.render import records_text
-from support.gasl import FakeModel
+from support.gasl import FakeModel, records_text
 
 PEOPLE = "FIND nodes with entity_type=PERSON AS person_nodes"
 

@@ -1,5 +1,6 @@
 """Shared by the GASL tests: a small graph in the shared attribute model, a small film
-knowledge base stored film -> person, and fake models.
+knowledge base stored film -> person, fake models, and the records' text a round prompt
+shows.
 Tests import it as `support.gasl` (tests/support, on pytest's pythonpath)."""
 
 from __future__ import annotations
@@ -7,10 +8,13 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import networkx as nx
+from postel.messages.gasl import ExecutionRecord
 from postel.services.gasl.loaders import normalise_graph
+from postel.services.planner.render import failure_line, record_texts, results_text
 
 
 def small_graph() -> nx.Graph:
@@ -105,3 +109,9 @@ def film_kb(seed: int = 7) -> nx.DiGraph:
             raw.add_edge(film, actor, keywords="starred_actors")
         raw.add_edge(film, rng.choice(directors), keywords="directed_by")
     return normalise_graph(raw)
+
+
+def records_text(records: Sequence[ExecutionRecord], error: str | None = None) -> str:
+    """LAST RESULTS as a round prompt shows them with nothing cut: each command's record,
+    every sample row, the failure once."""
+    return results_text(record_texts(records), failure_line(records, error))
