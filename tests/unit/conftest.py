@@ -5,6 +5,7 @@ why). `pytest -m unit` runs this tier alone."""
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,6 +17,16 @@ from postel.infra.runtime.actor import Runtime
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.keys import Keyspace
 from redis.asyncio import ConnectionPool
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Without lupa fakeredis cannot run a script: one clear line instead of a failure in
+    every test of the tier."""
+    if importlib.util.find_spec("lupa") is None:
+        raise pytest.UsageError(
+            "the unit tier runs Redis's Lua through lupa: pip install 'fakeredis[lua]' "
+            "(the dev extra asks for it; ./scripts/test installs it)"
+        )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
