@@ -83,7 +83,7 @@ from postel.messages import (
     ids,
     utc_now,
 )
-from postel.messages.errors import PostelError, TimedOut, Unavailable
+from postel.messages.errors import PostelError, Refused, TimedOut, Unavailable
 from postel.services.llm.budget import call_budget
 from postel.services.llm.call_log import LoggedCall, logging_calls
 from postel.services.llm.errors import LLMError
@@ -175,7 +175,7 @@ class HopTimeout(TimedOut):
     """A handler ran past its hop's time limit."""
 
 
-class HopStopped(Exception):
+class HopStopped(Refused):
     """The hop's job finished (cancelled, say) while its handler ran: the handler was
     stopped where it waited (infra/runtime/stops.py)."""
 

@@ -46,6 +46,7 @@ from postel.infra.store.jobs import JobNotFound, JobRecord
 from postel.infra.store.outage import RideOut
 from postel.infra.store.scripts import LuaScript
 from postel.messages import utc_now
+from postel.messages.errors import Refused
 
 log = structlog.get_logger(__name__)
 
@@ -76,8 +77,8 @@ def signature(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
     return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
 
 
-class Refusal(Exception):
-    """A destination postel will not call."""
+class Refusal(Refused):
+    """A destination postel will not call (or cannot sign for)."""
 
 
 def _allowed(

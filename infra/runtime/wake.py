@@ -115,8 +115,9 @@ after an outage (a failover moves it)."""
 # prefix, the retry key's expiry (s), the queue's lane tag, the lane's done marker prefix and
 # job record prefix (infra/store/keys.py), the queue's held list prefix.
 # Each taken job gives its turn to its tenant's next held message (`pass_turn`), which
-# enters the queue now; if any did, the take reports jobs left behind, so that this worker
-# (or, with a token, the next) looks again at once. A take that finds nothing free to take
+# enters the queue now; the take reads on to those it let in while it has free slots, and
+# if any did enter, it reports jobs left behind, so that this worker (or, with a token, the
+# next) looks again at once. A take that finds nothing free to take
 # while messages are held mends the turns (`mend_turns`).
 # Returns {job id, score, payload ('' if the job key expired), try, verdict, ...} for the
 # jobs taken, 1
@@ -158,10 +159,11 @@ while looking and first < limit do
   local last = math.min(first + page, limit) - 1
   local queued = redis.call('ZRANGE', KEYS[1], first, last, 'WITHSCORES')
   looking = #queued == 2 * (last - first + 1)
+  local moved_in, stopped = 0, false
   for i = 1, #queued, 2 do
     if tonumber(queued[i + 1]) > now then
       next_due = queued[i + 1]
-      looking = false
+      looking, stopped = false, true
       break
     end
     local in_progress = ARGV[3] .. queued[i]
@@ -169,7 +171,7 @@ while looking and first < limit do
       free_seen = true
       if #taken >= 5 * free then
         left_behind = 1
-        looking = false
+        looking, stopped = false, true
         break
       end
       redis.call('SET', in_progress, '1', 'PX', ARGV[4])
@@ -178,13 +180,18 @@ while looking and first < limit do
       taken[#taken + 1] = leased_until
       local payload = redis.call('GET', ARGV[5] .. queued[i]) or ''
       taken[#taken + 1] = payload
-      promoted = promoted + pass_turn(KEYS[1], KEYS[3], ARGV[11], payload, now)
+      moved_in = moved_in + pass_turn(KEYS[1], KEYS[3], ARGV[11], payload, now)
       taken[#taken + 1] = redis.call('INCR', tries)
       redis.call('EXPIRE', tries, ARGV[7])
       taken[#taken + 1] = verdict_of(queued[i])
     end
   end
-  first, page = last + 1, 2 * page
+  -- messages a take let in lie behind those read: read on from the last one read
+  promoted = promoted + moved_in
+  if moved_in > 0 and not stopped then
+    looking = true
+  end
+  first, page = first + #queued / 2, 2 * page
 end
 if #taken > 0 then
   local rescored = {}

@@ -185,7 +185,10 @@ async def test_receive_says_whether_a_message_must_run(runtime: Runtime) -> None
     done = keyspace.done(message.message_id)
 
     async def receive(job_id: str = "j1") -> str:
-        return await receive_once(pool, keyspace, done, job_id, [marker("received")])
+        received = message.model_copy(
+            update={"job_id": job_id, "message_id": ids.message_id(job_id, ids.SUBMITTED)}
+        )
+        return await receive_once(pool, keyspace, received, "intent", [marker("received")])
 
     assert await receive("nobody") == "missing"
     assert await pool.exists("received") == 0

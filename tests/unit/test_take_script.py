@@ -24,7 +24,12 @@ async def take(pool: ArqRedis, keyspace: Keyspace, free: int = 10) -> tuple[list
     script = pool.register_script(_TAKE_JOBS)
     lane = ""
     taken, left_behind, next_due = await script(
-        keys=[keyspace.queue("intent", lane), keyspace.wake("intent", lane)],
+        keys=[
+            keyspace.queue("intent", lane),
+            keyspace.wake("intent", lane),
+            keyspace.turns("intent", lane),
+            keyspace.held_turns("intent", lane),
+        ],
         args=[
             free,
             1000,
@@ -36,6 +41,7 @@ async def take(pool: ArqRedis, keyspace: Keyspace, free: int = 10) -> tuple[list
             lane,
             keyspace.done_prefix(lane),
             keyspace.job_prefix(lane),
+            keyspace.held_prefix("intent", lane),
         ],
     )
     jobs = [
