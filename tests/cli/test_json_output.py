@@ -78,6 +78,9 @@ def invocations(job_id: str, export: Path, document: Path) -> dict[str, list[str
             *("--faults", "ok=1", "--flaky", "", "--rate", "10", "--processes", "1"),
             *("--settle", "1", "--drain-timeout", "5", "--timeout", "60", "--json"),
         ],
+        "bench fair": [
+            *("bench", "fair", "--backlog", "10", "--urgent", "2", "--aging-s", "2", "--json"),
+        ],
         "bench graphs": ["bench", "graphs", "--triples", "300", "--json"],
         "bench qa": [
             *("bench", "qa", "--triples", "300", "--questions", "2", "--planners", "right"),
