@@ -179,6 +179,10 @@ class CallbackSender:
                 except REDIS_UNAVAILABLE as exc:
                     wait_s = 0.0
                     await reconnect.failed(exc)
+                except Exception:
+                    # whatever one round holds must not stop the process's workers with it
+                    log.exception("the callback sender's round failed; it goes on")
+                    wait_s = IDLE_WAIT_S
         finally:
             for task in self._tasks:
                 task.cancel()
@@ -211,6 +215,8 @@ class CallbackSender:
                 await self.send(job_id)
             except REDIS_UNAVAILABLE as exc:  # the claim lapses and another attempt follows
                 log.warning("lost redis while sending a callback", job_id=job_id, error=str(exc))
+            except Exception:  # its claim lapses too: the callback is tried again then
+                log.exception("a callback attempt failed", job_id=job_id)
 
     async def send(self, job_id: str) -> None:
         """One attempt at job `job_id`'s callback, and what follows from its answer."""
