@@ -71,6 +71,7 @@ from postel.infra.store.events import Command, Event, EventLog, EventStatus, Met
 from postel.infra.store.job_stores import job_stores
 from postel.infra.store.jobs import JobStore
 from postel.infra.store.keys import Keyspace, lane_of_arq, message_of
+from postel.infra.store.wire import UnreadableEntry
 from postel.messages import (
     Envelope,
     FailureStatus,
@@ -442,7 +443,7 @@ class Actor:
         try:
             message = decode_message(payload) if isinstance(payload, dict) else None
             if message is None:
-                error = "undecodable message: the payload is not a JSON object"
+                error = f"undecodable message: {_payload_fault(payload)}"
         except ValidationError as exc:
             error = f"invalid message: {summarise_validation(exc)}"
         except Exception as exc:  # whatever a payload holds, it must not stop the worker
@@ -834,6 +835,15 @@ def _failure_of(exc: Exception, limit: HopLimit) -> FailureStatus | None:
     if isinstance(exc, PostelError):
         return "invalid_request"
     return "internal_error"
+
+
+def _payload_fault(payload: Any) -> str:
+    """Why `payload` is no message: a queue entry that is not a postel job reaches the
+    handler as its text, with its fault (infra/store/wire.loads)."""
+    if isinstance(payload, UnreadableEntry):
+        return f"the queue entry is not a postel job: {payload.fault}"
+    kind = {str: "a string", list: "an array", type(None): "null"}.get(type(payload))
+    return f"the payload is {kind or 'a ' + type(payload).__name__}, not a JSON object"
 
 
 def _age_ms(created_at: datetime, now: datetime) -> float:
