@@ -13,10 +13,18 @@ import pytest
 import redis.asyncio as aioredis
 from click.testing import Result
 from postel.infra.client.client import Client
+from postel.infra.runtime.ingress import IngressConsumer
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.redrive import RedriveRefused, redrive, redrive_matching
 from postel.infra.runtime.settings import QueueSettings, Settings
-from postel.infra.store.deadletter import DeadLetterNotFound, dead_letter, list_dead
+from postel.infra.store.deadletter import (
+    DeadLetter,
+    DeadLetterNotFound,
+    Unusable,
+    dead_letter,
+    list_dead,
+    request_of,
+)
 from postel.infra.store.keys import Keyspace
 from postel.messages import JobRequest, JobSubmitted
 
@@ -216,3 +224,21 @@ def test_postel_dead_commands(redis_url: str, in_process: Callable[..., Result])
     assert postel("redrive").exit_code == 2
     every = postel("redrive", "--all", "--worker", "intent")
     assert every.exit_code == 6 and "redriven 0, refused 1" in every.stderr
+
+
+@pytest.mark.parametrize("job", ["{not json", '{"prompt": "p",}', "[1, 2"])
+def test_a_json_error_is_worded_one_way_in_the_letter_and_its_refusal(job: str) -> None:
+    """An ingress entry whose `job` is not JSON: the dead letter's error and a redrive's
+    refusal say the same thing in the same words (Python's JSON error, where it breaks),
+    never pydantic's second wording of it nor a doubled `message:`."""
+    with pytest.raises(ValueError) as refused:
+        IngressConsumer._parse({"job": job})
+    said = str(refused.value)
+    letter = DeadLetter(id="1-0", source="ingress", error=said, raw=json.dumps({"job": job}))
+    with pytest.raises(Unusable) as again:
+        request_of(letter)
+    assert said.startswith("field `job` is not JSON (") and said.endswith(")"), said
+    assert str(again.value) == f"the entry is still invalid: {said}"
+    assert letter.redrive_blocker in (None, str(again.value))
+    for text in (said, str(again.value)):
+        assert "Invalid JSON" not in text and "message:" not in text, text
