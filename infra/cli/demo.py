@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from postel.infra.cli.support import clip
 from postel.infra.client.client import Client
 from postel.infra.client.session import connected, run_job
 from postel.infra.runtime.model import provider_of
@@ -194,7 +195,7 @@ FOUND_ROWS = 2
 
 def _shown(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= _VALUE_CHARS else text[: _VALUE_CHARS - 1] + "…"
+    return clip(text, _VALUE_CHARS)
 
 
 def intent_lines(intent: Intent) -> list[str]:

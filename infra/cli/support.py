@@ -107,6 +107,12 @@ def run_async(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T
     return wrapper
 
 
+def clip(text: str, width: int) -> str:
+    """`text` in at most `width` characters: cut with an ellipsis when longer, so a reader
+    sees that it goes on."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def fail(message: str, code: int) -> Any:
     click.echo(f"postel: {message}", err=True)
     sys.exit(code)
