@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import click
 from postel.infra.cli.client_command import with_client
-from postel.infra.cli.support import clip
 
 if TYPE_CHECKING:
     from postel.infra.client.client import Client
@@ -44,6 +43,7 @@ async def dead_list(
     as_json: bool,
 ) -> None:
     """List dead letters, newest first."""
+    from postel.infra.cli.support import clip
     from postel.infra.store.deadletter import list_dead
 
     page = await list_dead(
