@@ -296,7 +296,12 @@ class Actor:
                     log.warning("could not renew the lease; retrying", key=key, error=str(exc))
                     continue
                 if not held:
-                    log.warning("the lease lapsed; another worker may run this too", key=key)
+                    # gone because another run took the message over and committed it: the
+                    # run says so once when it ends (LEASE_LOST)
+                    arq_job = key.removeprefix(in_progress_key_prefix)
+                    done = self.runtime.keyspace.done(message_of(arq_job))
+                    if not await self.runtime.redis.exists(done):
+                        log.warning("the lease lapsed; another worker may run this too", key=key)
                     return
 
     async def run(

@@ -192,6 +192,26 @@ async def test_a_worker_resumed_after_another_committed_its_message_writes_nothi
     assert [(e["log_level"], e["event"]) for e in logs] == [("info", LEASE_LOST)], logs
 
 
+async def test_a_lease_taken_over_and_committed_is_no_warning(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    """The lease renewal of a run held past its lease finds the lease gone: when another
+    run committed the message, that is no warning (the run's end says it, once); when
+    nothing did, it is."""
+    pool = await connect_arq(redis_url)
+    try:
+        actor = Actor(RELAY_WORKERS[0], Runtime.create(pool, KEYS, settings))
+        await redis_client.set(KEYS.done("taken"), "1")
+        with structlog.testing.capture_logs() as logs:
+            await actor._renew_lease("arq:in-progress:taken")
+            await actor._renew_lease("arq:in-progress:lapsed")
+    finally:
+        await pool.aclose()
+    assert [(e["log_level"], e.get("key")) for e in logs] == [
+        ("warning", "arq:in-progress:lapsed")
+    ], logs
+
+
 async def test_a_hop_that_fails_is_recorded_failed_with_its_real_duration(
     redis_url: str, settings: Settings
 ) -> None:
