@@ -638,7 +638,7 @@ class Actor:
                 message, payload, HopOutcome([failed]), started, arq_job, extra, failed=True
             )
         if result == "duplicate":
-            log.info("another run committed this message first")
+            log.info(LEASE_LOST, message_id=message.message_id)
         elif result == "refused":
             log.info("the job finished while this message was handled; its outcome is dropped")
         elif result == "missing":
