@@ -30,6 +30,7 @@ from postel.services.llm.errors import LLMRequestRejected
 from postel.services.llm.factory import LLMSettings
 from postel.services.llm.models import ChatMessage
 from postel.services.llm.openai import OpenAIClient, OpenAIConfig
+from postel.services.redact import MASK, Redactor
 from postel.services.urls import join_url, shown_url, url_secrets
 from pydantic import SecretStr, ValidationError
 
@@ -223,3 +224,19 @@ async def test_no_secret_of_the_endpoint_url_is_printed_or_stored(
     assert all(SECRET not in page for page in pages)
     assert any(shown in page for page in pages[:2])
     assert model_line(configured) == f"model: default at {failing_endpoint.base_url}", "the demo"
+
+
+@pytest.mark.parametrize("before", ["", "u", "us", "user:", "Bearer x "])
+def test_a_secret_is_scrubbed_base64_encoded_at_any_alignment(before: str) -> None:
+    key = "sk-Zq81-any-alignment"
+    redact = Redactor([key])
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        encoded = encode(f"{before}{key}!?".encode()).decode()
+        scrubbed = redact(f"token {encoded} end")
+        # of the key's encoding, at most a character at each end (shared with its
+        # neighbours' bits) is left
+        kept = scrubbed.removeprefix("token ").removesuffix(" end").split(MASK)
+        assert len(kept) == 2 and len("".join(kept)) <= len(encoded) - len(key) * 4 // 3 + 2
+    assert redact("Proxy-Authorization: Basic abc=") == f"Proxy-Authorization: {MASK}"
+    assert redact('{"Authorization":"Bearer t0k"}') == '{"Authorization":"' + MASK + '"}'
+    assert redact("no secret here") == "no secret here"
