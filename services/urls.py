@@ -24,7 +24,7 @@ MODEL_URL_USERINFO = (
     "a model URL carries no user info (user:password@): the endpoint's key goes in "
     "POSTEL_LLM_API_KEY (a stage's own in POSTEL_<STAGE>__LLM_API_KEY), sent as a Bearer token"
 )
-"""Why a model URL with user info is refused (docs/SECURITY.md, "Model endpoints")."""
+"""Why a model URL with user info is refused (docs/SECURITY.md, "Model endpoint URLs")."""
 
 
 class UrlParts(NamedTuple):

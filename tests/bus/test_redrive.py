@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
@@ -27,9 +25,7 @@ from postel.infra.store.deadletter import (
 )
 from postel.infra.store.keys import Keyspace
 from postel.messages import JobRequest, JobSubmitted
-
-sys.path.insert(0, str(Path(__file__).parent))
-from recording import Breakable
+from support.recording import Breakable
 
 KEYS = Keyspace()
 """The names of the keys on the tests' Redis, one server."""

@@ -71,7 +71,7 @@ def test_no_part_of_the_user_info_is_shown_however_it_is_written(url: str) -> No
 
 def test_a_model_url_with_user_info_is_refused_naming_where_the_key_goes() -> None:
     """httpx would send user info as Basic auth in place of the key; postel refuses it, and
-    the refusal shows nothing of the URL (docs/SECURITY.md, Model endpoints)."""
+    the refusal shows nothing of the URL (docs/SECURITY.md, Model endpoint URLs)."""
     for make in (
         lambda url: Settings(llm_base_url=url),
         lambda url: Settings(generator={"llm_base_url": url}),
