@@ -25,6 +25,7 @@ from postel.infra.store.events import run_commands
 from postel.infra.store.jobs import JobStore, MalformedJobRecord
 from postel.infra.store.keys import Keyspace
 from postel.infra.store.wire import connect_arq
+from postel.infra.web.job_story import _fold
 from postel.messages import JobOptions, JobRequest, JobSubmitted
 from postel.services.llm.errors import LLMError
 
@@ -239,6 +240,9 @@ async def test_a_hop_that_fails_is_recorded_failed_with_its_real_duration(
     ended = [e for e in events if e.stage == "intent" and e.status != "received"]
     assert [e.status for e in ended] == ["dead_lettered", "failed"], ended
     assert ended[-1].duration_ms >= 200, "the time the hop ran"
+    # the timeline: the hop stays dead-lettered (redrive is there), with the time it ran
+    [hop] = [h for h in _fold(events) if h.worker == "intent" and h.stage != "done"]
+    assert (hop.status, hop.duration_ms) == ("dead_lettered", ended[-1].duration_ms)
     shown = await asyncio.to_thread(postel_cli, redis_url, "events", job_id)
     line = next(line for line in shown.stdout.splitlines() if " failed" in line)
     assert "intent" in line and "took=0.0ms" not in line and "completed" not in line, line
