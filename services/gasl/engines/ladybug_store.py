@@ -221,7 +221,7 @@ def _spoolable_text(value: Any) -> bool:
 
 
 def _json(value: dict[str, Any]) -> str:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _list_cast(name: str) -> str:
