@@ -196,3 +196,24 @@ def test_graphs_go_to_ladybug_from_the_documented_size(mmwr: Path) -> None:
     assert isinstance(open_engine("networkx", DEMO_GRAPH), NetworkXAdapter)
     with pytest.raises(ValueError, match="engines are networkx, ladybug"):
         open_engine("neo4j", mmwr)  # type: ignore[arg-type]
+
+
+def test_gasl_run_takes_the_engine_and_gives_the_same_records(mmwr: Path) -> None:
+    from click.testing import CliRunner
+    from postel.infra.cli.gasl_run import run_commands
+    from postel.infra.cli.main import main
+
+    commands = ['FIND nodes WHERE entity_type = "PERSON" LIMIT 3 AS p', "NEIGHBORS p AS n"]
+    on_networkx = run_commands(DEMO_GRAPH, commands)
+    for graph in (DEMO_GRAPH, mmwr):  # a GraphML file (stored first) or a store folder
+        on_ladybug = run_commands(graph, commands, engine="ladybug")
+        assert [(r.status, r.count, r.rows) for r in on_ladybug] == [
+            (r.status, r.count, r.rows) for r in on_networkx
+        ]
+    ran = CliRunner().invoke(
+        main, ["gasl", "run", "--graph", str(mmwr), "--engine", "ladybug", "--json", *commands]
+    )
+    assert ran.exit_code == 0, ran.output
+    assert '"count": 3' in ran.output
+    refused = CliRunner().invoke(main, ["gasl", "run", "--graph", str(mmwr), *commands])
+    assert refused.exit_code == 2 and "not found" in refused.output
