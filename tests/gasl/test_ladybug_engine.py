@@ -187,6 +187,28 @@ def test_the_builder_keeps_what_its_columns_cannot_hold_in_extra(tmp_path: Path)
         build_ladybug_store(iter(nodes), iter(edges), True, tmp_path / "s")
 
 
+def test_the_builder_spools_any_text_its_columns_take(tmp_path: Path) -> None:
+    """Quotes, commas, backslashes reach the columns as they are; a line break goes to
+    `extra`; an id no column can hold is refused."""
+    texts = ['"Engine Island (1920, #0)"', "a, b", 'q"', "back\\", "\\", 'x\\"y', "é"]
+    nodes = [
+        {"id": f"n{i}", "entity_type": t, "description": [t, "z"]} for i, t in enumerate(texts)
+    ]
+    nodes += [{"id": t} for t in texts]
+    nodes.append({"id": "broken", "description": ["one\ntwo"], "entity_type": "x\ry"})
+    edges = [{"source": t, "target": "n0", "keywords": [t]} for t in texts]
+    info = build_ladybug_store(iter(nodes), iter(edges), False, tmp_path / "s")
+    assert info.spilled == ["node.description", "node.entity_type"]
+    adapter = LadybugAdapter.open(tmp_path / "s")
+    try:
+        assert [adapter.get_node(n["id"]) for n in nodes] == nodes
+        assert [e["keywords"] for e in adapter.find_edges(None, None).items] == [[t] for t in texts]
+    finally:
+        adapter.close()
+    with pytest.raises(ValueError, match="line breaks"):
+        build_ladybug_store(iter([{"id": "a\nb"}]), iter([]), False, tmp_path / "t")
+
+
 def test_graphs_go_to_ladybug_from_the_documented_size(mmwr: Path) -> None:
     assert default_engine(LADYBUG_FROM_RELATIONS - 1) == "networkx"
     assert default_engine(LADYBUG_FROM_RELATIONS) == "ladybug"
