@@ -239,3 +239,26 @@ def test_gasl_run_takes_the_engine_and_gives_the_same_records(mmwr: Path) -> Non
     assert '"count": 3' in ran.output
     refused = CliRunner().invoke(main, ["gasl", "run", "--graph", str(mmwr), *commands])
     assert refused.exit_code == 2 and "not found" in refused.output
+
+
+def test_the_planners_schema_summary_is_the_same_on_both_engines(
+    engines: Any, tmp_path: Path
+) -> None:
+    from postel.services.gasl.loaders import build_graph, normalise
+    from postel.services.gasl.schema_summary import summarize_graph
+    from postel_bench.data.qa_movies import qa_movie_graph, write_graphml
+
+    networkx, ladybug = engines
+    assert summarize_graph(ladybug) == summarize_graph(networkx)
+    movies = tmp_path / "movies.graphml"
+    write_graphml(qa_movie_graph(400), movies)  # directed, with keywords
+    build_from_graphml(movies, tmp_path / "store")
+    from postel.services.gasl.graphml import read_graphml_bytes
+
+    tables = normalise(read_graphml_bytes(movies.read_bytes()))
+    store = LadybugAdapter.open(tmp_path / "store")
+    try:
+        expected = summarize_graph(NetworkXAdapter(build_graph(tables)))
+        assert expected["relation_directions"] and summarize_graph(store) == expected
+    finally:
+        store.close()

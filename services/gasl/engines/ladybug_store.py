@@ -109,6 +109,9 @@ class StoreInfo:
     # the orders of attribute names items have, numbered by their `shape` column
     node_shapes: list[list[str]] = field(default_factory=list)
     edge_shapes: list[list[str]] = field(default_factory=list)
+    # attribute name -> the kind of its values (schema_summary's kinds), nodes and relations
+    node_attributes: dict[str, str] = field(default_factory=dict)
+    edge_attributes: dict[str, str] = field(default_factory=dict)
 
     def exact(self, kind: Literal["node", "edge"], name: str) -> bool:
         """Does the column of field `name` hold every value of it (none in `extra`)?"""
@@ -136,10 +139,16 @@ class _Shapes:
     def __init__(self) -> None:
         self.orders: list[list[str]] = []
         self._numbers: dict[tuple[str, ...], int] = {}
+        self.kinds: dict[str, str] = {}
 
     def of(self, item: dict[str, Any]) -> int | str:
-        """The number of the item's order ("" once MAX_SHAPES are numbered: not kept)."""
+        """The number of the item's order ("" once MAX_SHAPES are numbered: not kept); the
+        kinds of its attributes noted."""
         names = tuple(k for k in item if k != PARALLEL)
+        for name in names:
+            kind = value_kind(item[name])
+            if self.kinds.setdefault(name, kind) != kind:
+                self.kinds[name] = "mixed"
         number = self._numbers.get(names)
         if number is None:
             if len(self.orders) >= MAX_SHAPES:
@@ -215,6 +224,19 @@ class _Columns:
     def _note(self, name: str, text: str) -> None:
         if not text.isascii():
             self.chars[name].update(ch for ch in text if not ch.isascii())
+
+
+def value_kind(value: Any) -> str:
+    """The kind of an attribute's value a planner is told: text, number, bool, list, dict."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list | tuple):
+        return "list"
+    if isinstance(value, dict):
+        return "dict"
+    return "text"
 
 
 def _spoolable_text(value: Any) -> bool:
@@ -366,6 +388,8 @@ def build_ladybug_store(
         spilled=sorted(node_cols.spilled | edge_cols.spilled),
         node_shapes=node_shapes.orders,
         edge_shapes=edge_shapes.orders,
+        node_attributes=dict(sorted({"id": "text", **node_shapes.kinds}.items())),
+        edge_attributes=dict(sorted(edge_shapes.kinds.items())),
         unfolded=sorted(unfolded),
     )
     info.write(folder)
