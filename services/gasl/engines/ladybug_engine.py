@@ -79,11 +79,14 @@ EDGE_ORDER = {
 }
 # The hop query: the relations from a frontier, one pattern per way a walk takes them.
 HOP_PATTERN = {
-    "out": "(a:Node)-[r:Rel]->(b:Node)",
-    "in": "(a:Node)<-[r:Rel]-(b:Node)",
-    "undirected": "(a:Node)-[r:Rel]-(b:Node)",
+    "out": "(a)-[r:Rel]->(b:Node)",
+    "in": "(a)<-[r:Rel]-(b:Node)",
+    "undirected": "(a)-[r:Rel]-(b:Node)",
 }
-HOP_QUERY = "{taken}MATCH {pattern} WHERE a.id IN $ids RETURN a.id, b.id, r.pord, {matched}"
+# Nodes are found by their ids one lookup of the primary key each (`UNWIND ... {id: i}`): a
+# WHERE id IN a list would scan every node.
+BY_IDS = "UNWIND $ids AS i MATCH ({var}:Node {{id: i}})"
+HOP_QUERY = "{taken}{by_ids} OPTIONAL MATCH {pattern} RETURN a.id, b.id, r.pord, {matched}"
 
 
 class Records:
@@ -212,9 +215,7 @@ class _GraphIds(Mapping[str, int]):
         asked = [i for i in dict.fromkeys(ids) if i not in self.known and i not in self.absent]
         for start in range(0, len(asked), PAGE):
             chunk = asked[start : start + PAGE]
-            found = self.store.query(
-                "MATCH (n:Node) WHERE n.id IN $ids RETURN n.id, n.ord", {"ids": chunk}
-            )
+            found = self.store.query(BY_IDS.format(var="n") + " RETURN n.id, n.ord", {"ids": chunk})
             self.known.update((i, int(o)) for i, o in found)
             self.absent.update(set(chunk) - self.known.keys())
 
@@ -336,11 +337,11 @@ class LadybugAdapter:
             return set()
         ends = sorted({x for pair in pairs for x in pair if x in self._ids.known})
         rows = self.store.query(
-            "MATCH (a:Node)-[r:Rel]->(b:Node) WHERE a.id IN $ids AND b.id IN $ids "
-            "RETURN DISTINCT a.id, b.id",
+            BY_IDS.format(var="a") + " OPTIONAL MATCH (a)-[r:Rel]->(b:Node) "
+            "WHERE b.id IN $ids RETURN DISTINCT a.id, b.id",
             {"ids": ends},
         )
-        linked = {(a, b) for a, b in rows}
+        linked = {(a, b) for a, b in rows if b is not None}
         if not self.directed:
             linked |= {(b, a) for a, b in rows}
         return linked
@@ -364,7 +365,7 @@ class LadybugAdapter:
         out: dict[str, dict[str, Any]] = {}
         for start in range(0, len(wanted), PAGE):
             rows = self.store.query(
-                f"MATCH (n:Node) WHERE n.id IN $ids RETURN {NODE_RETURN}",
+                BY_IDS.format(var="n") + f" RETURN {NODE_RETURN}",
                 {"ids": wanted[start : start + PAGE]},
                 deadline,
             )
@@ -385,7 +386,7 @@ class LadybugAdapter:
         out: dict[str, int] = {}
         for start in range(0, len(wanted), PAGE):
             rows = self.store.query(
-                "MATCH (n:Node) WHERE n.id IN $ids RETURN n.id, n.ord",
+                BY_IDS.format(var="n") + " RETURN n.id, n.ord",
                 {"ids": wanted[start : start + PAGE]},
                 deadline,
             )
@@ -518,13 +519,18 @@ class LadybugAdapter:
             for start in range(0, len(base_nodes), PAGE):
                 rows = self.store.query(
                     HOP_QUERY.format(
-                        pattern=HOP_PATTERN[way], matched=matched, taken=taken(params)
+                        pattern=HOP_PATTERN[way],
+                        matched=matched,
+                        taken=taken(params),
+                        by_ids=BY_IDS.format(var="a"),
                     ),
                     {**params, "ids": base_nodes[start : start + PAGE]},
                     deadline,
                 )
                 for row in rows:
                     a, b, pord = row[0], row[1], row[2]
+                    if b is None:  # a node with no edge this way
+                        continue
                     if matched == REL_RETURN:  # tested here: see _follow_test
                         hit = self._matches([self._records.relation(row[3:])], follow)
                     else:
@@ -751,12 +757,14 @@ class LadybugAdapter:
         for start in range(0, len(ends), PAGE) if ends else ():
             chunk = ends[start : start + PAGE]
             rows = self.store.query(
-                f"MATCH (a:Node)-[r:Rel]->(b:Node) WHERE a.id IN $ids AND b.id IN $others "
-                f"RETURN {REL_RETURN}",
+                BY_IDS.format(var="a") + " OPTIONAL MATCH (a)-[r:Rel]->(b:Node) "
+                f"WHERE b.id IN $others RETURN {REL_RETURN}",
                 {"ids": chunk, "others": ends},
                 deadline,
             )
             for row in rows:
+                if row[1] is None:
+                    continue
                 relations.setdefault((row[0], row[1]), []).append(
                     (row[2], self._records.relation(row))
                 )
@@ -987,11 +995,11 @@ class LadybugAdapter:
     def _passing(self, ids: list[str], where: ast.Condition, deadline: Deadline) -> set[str]:
         """The nodes among `ids` meeting `where`: the exact part in the query."""
         cypher, params, rest = split(where, self._node_columns)
-        filtered = "n.id IN $ids" + (f" AND ({cypher})" if cypher else "")
+        filtered = f" WHERE {cypher}" if cypher else ""
         out: set[str] = set()
         for start in range(0, len(ids), PAGE):
             rows = self.store.query(
-                f"{taken(params)}MATCH (n:Node) WHERE {filtered} RETURN {NODE_RETURN}",
+                f"{taken(params)}{BY_IDS.format(var='n')}{filtered} RETURN {NODE_RETURN}",
                 {**params, "ids": ids[start : start + PAGE]},
                 deadline,
             )
