@@ -281,9 +281,17 @@ def fixed_examples() -> Iterator[tuple[GraphTables, list[str]]]:
 
 # Each change to a pushed-down template that the suite must notice.
 BROKEN = {
-    "the direction of a hop": (ladybug_engine.HOP_PATTERN, "out", "(a:Node)-[r:Rel]-(b:Node)"),
-    "the order of FIND edges": (ladybug_engine.EDGE_ORDER, True, "r.rord"),
-    "the order of FIND edges, undirected": (ladybug_engine.EDGE_ORDER, False, "a.ord, r.rord"),
+    "the direction of a hop": (ladybug_engine.HOP_PATTERN, "out", "(a)-[r:Rel]-(b:Node)"),
+    "the order of FIND edges": (
+        ladybug_engine.EDGE_PARTS,
+        True,
+        [("a.ord >= $lo AND a.ord < $hi", "b.ord")],
+    ),
+    "the parts of FIND edges, undirected": (
+        ladybug_engine.EDGE_PARTS,
+        False,
+        [("a.ord >= $lo AND a.ord < $hi", "a.ord"), ("b.ord >= $lo AND b.ord < $hi", "b.ord")],
+    ),
     "a comparison": (cypher_where._CYPHER_OP, ">=", ">"),
     "a text match": (cypher_where._TEXT_OP, "CONTAINS", "STARTS WITH"),
 }

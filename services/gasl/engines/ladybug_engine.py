@@ -70,13 +70,25 @@ _NODE_COLUMNS = ("id", "ord", "shape", *NODE_TEXTS, *NODE_LISTS, "extra")
 _REL_COLUMNS = ("rord", "pord", "shape", *EDGE_FLOATS, *EDGE_LISTS, "extra")
 NODE_RETURN = ", ".join(f"n.{c}" for c in _NODE_COLUMNS)
 REL_RETURN = "a.id, b.id, " + ", ".join(f"r.{c}" for c in _REL_COLUMNS)
-# The order FIND edges lists relations in: networkx's `edges()` (each pair at its endpoint
-# first in graph order, a node's pairs in the order they were added, a pair's relations
-# in input order).
-EDGE_ORDER = {
-    True: "a.ord, r.pord, r.rord",
-    False: "CASE WHEN a.ord <= b.ord THEN a.ord ELSE b.ord END, r.pord, r.rord",
+# FIND reads items in graph order, range by range of node places (`$lo` to `$hi`, each
+# range twice the last, up to LAST_RANGE places): a query sorts only its range's rows, so a
+# FIND holds a bounded buffer pool whatever the graph's size. Nodes are in place order;
+# relations in networkx's `edges()` order: each pair at its end first in graph order (the
+# key `k`), a node's pairs in the order they were added (`pord`), a pair's relations in
+# input order (`rord`). An undirected graph's relations are read in two parts, by the end
+# the relation was stored from and by the other.
+NODE_PARTS = [("n.ord >= $lo AND n.ord < $hi", "n.ord")]
+EDGE_PARTS = {
+    True: [("a.ord >= $lo AND a.ord < $hi", "a.ord")],
+    False: [
+        ("a.ord >= $lo AND a.ord < $hi AND a.ord <= b.ord", "a.ord"),
+        ("b.ord >= $lo AND b.ord < $hi AND b.ord < a.ord", "b.ord"),
+    ],
 }
+EDGE_ORDER = "r.pord, r.rord"
+FIRST_RANGE, LAST_RANGE = 1 << 14, 1 << 18
+# With part of a condition tested in Python every row of a range is read: smaller ranges.
+LAST_TESTED_RANGE = 1 << 14
 # The hop query: the relations from a frontier, one pattern per way a walk takes them.
 HOP_PATTERN = {
     "out": "(a)-[r:Rel]->(b:Node)",
@@ -165,6 +177,7 @@ class LadybugStore:
             max_db_size=_reserved(path),
         )
         self._local = threading.local()
+        self._end: int | None = None
         self._connect = lambda: ladybug.Connection(self.database)
 
     def query(
@@ -189,6 +202,13 @@ class LadybugStore:
         rows: list[list[Any]] = result.get_all()  # type: ignore[union-attr]
         return rows
 
+    def end(self) -> int:
+        """One past the last node's place in graph order (places may skip: see `ord`)."""
+        if self._end is None:
+            rows = self.query("MATCH (n:Node) RETURN max(n.ord)")
+            self._end = 0 if rows[0][0] is None else int(rows[0][0]) + 1
+        return self._end
+
     def close(self) -> None:
         self.database.close()
 
@@ -208,8 +228,7 @@ class _GraphIds(Mapping[str, int]):
         self.store = store
         self.known: dict[str, int] = {}
         self.absent: set[str] = set()
-        rows = store.query("MATCH (n:Node) RETURN max(n.ord)")
-        self._end = 0 if rows[0][0] is None else int(rows[0][0]) + 1
+        self._end = store.end()
 
     def learn(self, ids: Iterable[str]) -> None:
         asked = [i for i in dict.fromkeys(ids) if i not in self.known and i not in self.absent]
@@ -422,7 +441,7 @@ class LadybugAdapter:
         deadline: Deadline | None = None,
     ) -> Found:
         return self._find(
-            where, limit, caps, deadline, "MATCH (n:Node)", NODE_RETURN, "n.ord",
+            where, limit, caps, deadline, ("MATCH (n:Node)", NODE_PARTS, ""), NODE_RETURN,
             self._node_columns, self._records.node, self.rows.nodes if self.rows else None,
         )  # fmt: skip
 
@@ -434,9 +453,10 @@ class LadybugAdapter:
         caps: Caps = DEFAULT_CAPS,
         deadline: Deadline | None = None,
     ) -> Found:
+        match = "MATCH (a:Node)-[r:Rel]->(b:Node)"
         return self._find(
-            where, limit, caps, deadline, "MATCH (a:Node)-[r:Rel]->(b:Node)", REL_RETURN,
-            EDGE_ORDER[self.directed], self._edge_columns, self._records.relation,
+            where, limit, caps, deadline, (match, EDGE_PARTS[self.directed], EDGE_ORDER),
+            REL_RETURN, self._edge_columns, self._records.relation,
             self.rows.edges if self.rows else None,
         )  # fmt: skip
 
@@ -446,49 +466,51 @@ class LadybugAdapter:
         limit: int | None,
         caps: Caps,
         deadline: Deadline | None,
-        match: str,
+        reading: tuple[str, list[tuple[str, str]], str],
         returned: str,
-        order: str,
         columns: Mapping[str, Column],
         record: Callable[[list[Any]], dict[str, Any]],
         overlay_table: Any,
     ) -> Found:
         """Items of the store in graph order matching `where`, then the overlay's: at most
-        `limit` and the max_results cap of them."""
+        `limit` and the max_results cap of them. `reading` is the MATCH, its parts (a range
+        condition and the order key of each) and the order after the key."""
         deadline = deadline or Deadline.never()
         bound = Bound.of(limit, caps.max_results, "max_results")
         wanted = bound.count
         cypher, params, rest = split(where, columns)
-        filtered = taken(params) + match + (f" WHERE {cypher}" if cypher else "")
+        match, parts, then = reading
+        queries = [
+            f"{taken(params)}{match} WHERE {within}"
+            + (f" AND ({cypher})" if cypher else "")
+            + f" RETURN {returned}, {key} AS k ORDER BY k"
+            + (f", {then}" if then else "")
+            + (" LIMIT $n" if rest is None else "")
+            for within, key in parts
+        ]
+        # rows of several parts merge by (k, pord, rord), read where REL_RETURN puts them
+        merged = (lambda row: row[-1]) if not then else (lambda row: (row[-1], row[3], row[2]))
         items: list[dict[str, Any]] = []
         examined = 0
         try:
-            if rest is None:
-                rows = self.store.query(
-                    f"{filtered} RETURN {returned} ORDER BY {order} LIMIT $n",
-                    {**params, "n": wanted + 1},
-                    deadline,
-                )
-                examined = len(rows)
-                items = [record(row) for row in rows]
-            else:
-                skip = 0
-                while len(items) <= wanted:
-                    rows = self.store.query(
-                        f"{filtered} RETURN {returned} ORDER BY {order} SKIP $skip LIMIT $n",
-                        {**params, "skip": skip, "n": PAGE},
-                        deadline,
-                    )
-                    for row in rows:
-                        examined += 1
-                        made = record(row)
-                        if evaluate(rest, made):
-                            items.append(made)
-                            if len(items) > wanted:
-                                break
-                    if len(rows) < PAGE:
-                        break
-                    skip += PAGE
+            lo, size, end = 0, FIRST_RANGE, self.store.end()
+            last = LAST_RANGE if rest is None else LAST_TESTED_RANGE
+            while lo < end and len(items) <= wanted:
+                span = {"lo": lo, "hi": lo + size, "n": wanted + 1 - len(items)}
+                rows = [
+                    row
+                    for q in queries
+                    for row in self.store.query(q, {**params, **span}, deadline)
+                ]
+                rows.sort(key=merged)
+                for row in rows:
+                    examined += 1
+                    made = record(row[:-1])
+                    if rest is None or evaluate(rest, made):
+                        items.append(made)
+                        if len(items) > wanted:
+                            break
+                lo, size = lo + size, min(size * 2, last)
             if len(items) <= wanted and overlay_table is not None:
                 room = wanted - len(items)
                 chosen = overlay_table.select(where, None, room + 1, deadline)
