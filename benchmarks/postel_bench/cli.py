@@ -447,7 +447,15 @@ def bench_gasl(
     show_default=True,
     help="With --engine: relations of the generated movie graph.",
 )
-def bench_graphs(triples: int, as_json: bool, engine: str | None, edges: int) -> None:
+@click.option(
+    "--scratch",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="With --engine: keep the generated graph and its store here, reused by later runs.",
+)
+def bench_graphs(
+    triples: int, as_json: bool, engine: str | None, edges: int, scratch: Path | None
+) -> None:
     """`postel graph add` and a worker's cold load of a generated movie knowledge graph
     (time, and the loading process's memory) against the former GraphML-parsing path, in
     fresh processes on a scratch Redis; with --engine, the engines compared. Exit 1 if a
@@ -459,7 +467,7 @@ def bench_graphs(triples: int, as_json: bool, engine: str | None, edges: int) ->
     if engine is not None:
         from postel_bench.engines import chosen_engines, format_engine_graphs, run_engine_graphs
 
-        compared = run_engine_graphs(edges, chosen_engines(engine))
+        compared = run_engine_graphs(edges, chosen_engines(engine), scratch=scratch)
         click.echo(json.dumps(compared, indent=2) if as_json else format_engine_graphs(compared))
         met = all(t["met"] for t in compared["targets"].values())
         if not (met and compared["same_answers"]):
