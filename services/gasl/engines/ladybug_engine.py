@@ -86,9 +86,6 @@ EDGE_PARTS = {
     ],
 }
 EDGE_ORDER = "r.pord, r.rord"
-FIRST_RANGE, LAST_RANGE = 1 << 14, 1 << 18
-# With part of a condition tested in Python every row of a range is read: smaller ranges.
-LAST_TESTED_RANGE = 1 << 14
 # The hop query: the relations from a frontier, one pattern per way a walk takes them.
 HOP_PATTERN = {
     "out": "(a)-[r:Rel]->(b:Node)",
@@ -441,8 +438,8 @@ class LadybugAdapter:
         deadline: Deadline | None = None,
     ) -> Found:
         return self._find(
-            where, limit, caps, deadline, ("MATCH (n:Node)", NODE_PARTS, ""), NODE_RETURN,
-            self._node_columns, self._records.node, self.rows.nodes if self.rows else None,
+            where, limit, caps, deadline, NODE_READING, self._node_columns,
+            self._records.node, self.rows.nodes if self.rows else None,
         )  # fmt: skip
 
     def find_edges(
@@ -453,11 +450,9 @@ class LadybugAdapter:
         caps: Caps = DEFAULT_CAPS,
         deadline: Deadline | None = None,
     ) -> Found:
-        match = "MATCH (a:Node)-[r:Rel]->(b:Node)"
         return self._find(
-            where, limit, caps, deadline, (match, EDGE_PARTS[self.directed], EDGE_ORDER),
-            REL_RETURN, self._edge_columns, self._records.relation,
-            self.rows.edges if self.rows else None,
+            where, limit, caps, deadline, EDGE_READING[self.directed], self._edge_columns,
+            self._records.relation, self.rows.edges if self.rows else None,
         )  # fmt: skip
 
     def _find(
@@ -466,59 +461,91 @@ class LadybugAdapter:
         limit: int | None,
         caps: Caps,
         deadline: Deadline | None,
-        reading: tuple[str, list[tuple[str, str]], str],
-        returned: str,
+        reading: _Reading,
         columns: Mapping[str, Column],
         record: Callable[[list[Any]], dict[str, Any]],
         overlay_table: Any,
     ) -> Found:
         """Items of the store in graph order matching `where`, then the overlay's: at most
-        `limit` and the max_results cap of them. `reading` is the MATCH, its parts (a range
-        condition and the order key of each) and the order after the key."""
+        `limit` and the max_results cap of them.
+
+        Where the database answers the whole condition, each range's query returns only the
+        items' identities and order (`LIMIT` what is still wanted), and the records of those
+        chosen are read after by key; else each range's rows are read whole and the rest of
+        the condition tested on them (smaller ranges)."""
         deadline = deadline or Deadline.never()
         bound = Bound.of(limit, caps.max_results, "max_results")
         wanted = bound.count
         cypher, params, rest = split(where, columns)
-        match, parts, then = reading
+        exact = rest is None
+        returned = reading.ident if exact else reading.returned
         queries = [
-            f"{taken(params)}{match} WHERE {within}"
+            f"{taken(params)}{reading.match} WHERE {within}"
             + (f" AND ({cypher})" if cypher else "")
             + f" RETURN {returned}, {key} AS k ORDER BY k"
-            + (f", {then}" if then else "")
-            + (" LIMIT $n" if rest is None else "")
-            for within, key in parts
+            + (f", {reading.then}" if reading.then else "")
+            + (" LIMIT $n" if exact else "")
+            for within, key in reading.parts
         ]
-        # rows of several parts merge by (k, pord, rord), read where REL_RETURN puts them
-        merged = (lambda row: row[-1]) if not then else (lambda row: (row[-1], row[3], row[2]))
+        chosen: list[list[Any]] = []
         items: list[dict[str, Any]] = []
         examined = 0
         try:
-            lo, size, end = 0, FIRST_RANGE, self.store.end()
-            last = LAST_RANGE if rest is None else LAST_TESTED_RANGE
-            while lo < end and len(items) <= wanted:
-                span = {"lo": lo, "hi": lo + size, "n": wanted + 1 - len(items)}
+            lo, end = 0, self.store.end()
+            size, last = reading.ranges if exact else reading.tested_ranges
+            while lo < end and len(chosen) + len(items) <= wanted:
+                span = {"lo": lo, "hi": lo + size, "n": wanted + 1 - len(chosen)}
                 rows = [
                     row
                     for q in queries
                     for row in self.store.query(q, {**params, **span}, deadline)
                 ]
-                rows.sort(key=merged)
+                rows.sort(key=reading.order if exact else reading.tested_order or reading.order)
                 for row in rows:
                     examined += 1
-                    made = record(row[:-1])
-                    if rest is None or evaluate(rest, made):
-                        items.append(made)
-                        if len(items) > wanted:
-                            break
+                    if exact:
+                        chosen.append(row)
+                    else:
+                        made = record(row[:-1])
+                        if evaluate(rest, made):
+                            items.append(made)
+                    if len(chosen) + len(items) > wanted:
+                        break
                 lo, size = lo + size, min(size * 2, last)
+            if exact:
+                items = reading.read(self, chosen, deadline)
             if len(items) <= wanted and overlay_table is not None:
                 room = wanted - len(items)
-                chosen = overlay_table.select(where, None, room + 1, deadline)
-                items.extend(dict(overlay_table.record(i)) for i in chosen.ordinals)
+                picked = overlay_table.select(where, None, room + 1, deadline)
+                items.extend(dict(overlay_table.record(i)) for i in picked.ordinals)
         except BudgetSpent as spent:
             return Found(items[:wanted], [spent.cap], examined, cypher is not None)
         caps_hit = bound.cut() if len(items) > wanted else []
         return Found(items[:wanted], caps_hit, examined, cypher is not None)
+
+    def _nodes_in_order(
+        self, chosen: list[list[Any]], deadline: Deadline | None
+    ) -> list[dict[str, Any]]:
+        """The records of the nodes FIND chose (rows of their id and place), in order."""
+        found = self._nodes([row[0] for row in chosen], deadline)
+        return [found[row[0]] for row in chosen]
+
+    def _relations_in_order(
+        self, chosen: list[list[Any]], deadline: Deadline | None
+    ) -> list[dict[str, Any]]:
+        """The records of the relations FIND chose (rows of their source id, `rord`,
+        `pord` and key), in order: each read from its source by its `rord`."""
+        keys = [{"a": row[0], "rord": row[1]} for row in chosen]
+        found: dict[int, dict[str, Any]] = {}
+        for start in range(0, len(keys), PAGE):
+            rows = self.store.query(
+                "UNWIND $keys AS x MATCH (a:Node {id: x.a}) OPTIONAL MATCH (a)-[r:Rel]->(b:Node) "
+                f"WHERE r.rord = x.rord RETURN {REL_RETURN}",
+                {"keys": keys[start : start + PAGE]},
+                deadline,
+            )
+            found.update((row[2], self._records.relation(row)) for row in rows if row[1])
+        return [found[row[1]] for row in chosen]
 
     # --- walks
     def _hops(
@@ -1035,3 +1062,45 @@ class LadybugAdapter:
                 if self._has(i) and evaluate(where, self.rows.nodes.record(self._own(i)))
             )
         return out
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """How FIND reads one kind of item: the MATCH, its parts (a range condition and the
+    order key `k` of each), the order after the key, the identity columns returned when the
+    database answers the whole condition and the whole rows returned when it does not, the
+    order of merged identity rows (and of whole rows), the range sizes (first, largest) of
+    each way, and how the chosen identities' records are read."""
+
+    match: str
+    parts: list[tuple[str, str]]
+    then: str
+    ident: str
+    returned: str
+    order: Callable[[list[Any]], Any]
+    ranges: tuple[int, int]
+    tested_ranges: tuple[int, int]
+    read: Callable[[LadybugAdapter, list[list[Any]], Deadline | None], list[dict[str, Any]]]
+    # the order of merged whole rows (default: as the identity rows)
+    tested_order: Callable[[list[Any]], Any] | None = None
+
+
+NODE_READING = _Reading(
+    "MATCH (n:Node)", NODE_PARTS, "", "n.id", NODE_RETURN, lambda row: row[-1],
+    (1 << 15, 1 << 18), (1 << 12, 1 << 14), LadybugAdapter._nodes_in_order,
+)  # fmt: skip
+EDGE_READING = {
+    directed: _Reading(
+        "MATCH (a:Node)-[r:Rel]->(b:Node)",
+        EDGE_PARTS[directed],
+        EDGE_ORDER,
+        "a.id, r.rord, r.pord",
+        REL_RETURN,
+        lambda row: (row[-1], row[-2], row[-3]),
+        (1 << 10, 1 << 14),
+        (1 << 8, 1 << 11),
+        LadybugAdapter._relations_in_order,
+        lambda row: (row[-1], row[3], row[2]),
+    )
+    for directed in (True, False)
+}
