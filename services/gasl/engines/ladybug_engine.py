@@ -63,6 +63,8 @@ from postel.services.gasl.overlay import Overlay
 READ_BUFFER_POOL = 64 * 1024 * 1024
 # How many nodes, first in graph order, `attribute_names` reads (networkx's adapter's).
 NAMES_FROM = 1000
+# Frontier nodes the first hop query of a walk reads (each next one twice as many).
+FIRST_HOP_BATCH = 4
 # Rows one page of a scan reads when part of a condition is tested in Python.
 PAGE = 4096
 
@@ -645,6 +647,7 @@ class LadybugAdapter:
             walk.reached.update({s: (0, s, None, "") for s in seeds})
             queue = deque((s, 0) for s in seeds)
             steps: dict[str, list[_Pair]] = {}
+            batch = FIRST_HOP_BATCH
             full = False
             while queue and not full:
                 node, level = queue.popleft()
@@ -654,10 +657,13 @@ class LadybugAdapter:
                     caps_hit.append("max_expansions")
                     break
                 if node not in steps:
-                    # the hop of this node and the rest of its level the walk may expand
-                    room = caps.max_expansions - walk.expansions
+                    # the hop of this node and the next of its level the walk may expand,
+                    # twice as many as the last hop query read: a walk that fills its
+                    # results early reads no further (a hub's relations are many)
+                    room = min(caps.max_expansions - walk.expansions, batch)
                     level_nodes = [node, *(n for n, d in queue if d == level)][:room]
                     steps = self._hops(level_nodes, direction, follow, deadline)
+                    batch = min(batch * 2, PAGE)
                 walk.expansions += 1
                 origin = walk.reached[node][1]
                 for pair in steps[node]:
