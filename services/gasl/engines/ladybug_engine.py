@@ -15,7 +15,8 @@ Every command goes to the engine as whole Cypher queries, never one node at a ti
 
 Deadlines: each query runs under the engine's query timeout, set to what is left of the
 command's deadline; a query that runs out ends the search as networkx's does when its clock
-runs out (the rows so far, the budget's name in `caps_hit`).
+runs out (the rows so far, the budget's name in `caps_hit`). A plan stopped by its caller
+interrupts its running query at once (`_Watch`).
 
 A job's overlay (`overlaid`) is read with the store: the overlay's nodes and relations
 (OverlayRows, engine-free) are merged into each query's rows in Python; the store is opened
@@ -63,6 +64,8 @@ from postel.services.gasl.overlay import Overlay
 READ_BUFFER_POOL = 64 * 1024 * 1024
 # How many nodes, first in graph order, `attribute_names` reads (networkx's adapter's).
 NAMES_FROM = 1000
+# How often the watch looks for queries whose deadline passed (a cancelled plan's).
+WATCH_EVERY_S = 0.05
 # Frontier nodes the first hop query of a walk reads (each next one twice as many).
 FIRST_HOP_BATCH = 4
 # Rows one page of a scan reads when part of a condition is tested in Python.
@@ -178,6 +181,7 @@ class LadybugStore:
         self._local = threading.local()
         self._end: int | None = None
         self._connect = lambda: ladybug.Connection(self.database)
+        self._watch = _Watch()
 
     def query(
         self, cypher: str, params: dict[str, Any] | None = None, deadline: Deadline | None = None
@@ -192,13 +196,17 @@ class LadybugStore:
             deadline.check()
             timeout_ms = max(1, int(deadline.remaining() * 1000))
         conn.set_query_timeout(timeout_ms)
+        watched = timeout_ms > 0 and self._watch.add(conn, deadline)  # type: ignore[arg-type]
         try:
             result = conn.execute(cypher, params or {})
+            rows: list[list[Any]] = result.get_all()  # type: ignore[union-attr]
         except RuntimeError as error:
             if deadline is not None and "interrupt" in str(error).lower():
                 raise BudgetSpent(deadline.cap, deadline.seconds) from error
             raise
-        rows: list[list[Any]] = result.get_all()  # type: ignore[union-attr]
+        finally:
+            if watched:
+                self._watch.remove(conn)
         return rows
 
     def end(self) -> int:
@@ -209,7 +217,44 @@ class LadybugStore:
         return self._end
 
     def close(self) -> None:
+        self._watch.stop()
         self.database.close()
+
+
+class _Watch:
+    """Interrupts a running query whose deadline passed before the engine's timeout fires:
+    a plan stopped by its caller (a cancelled job) reads every deadline as passed at once.
+    One thread per store, started by the first query with a deadline, looks every
+    WATCH_EVERY_S at the queries running."""
+
+    def __init__(self) -> None:
+        self._running: dict[int, tuple[Any, Deadline]] = {}
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, conn: Any, deadline: Deadline) -> bool:
+        with self._lock:
+            self._running[id(conn)] = (conn, deadline)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True, name="lbug-watch")
+                self._thread.start()
+        return True
+
+    def remove(self, conn: Any) -> None:
+        with self._lock:
+            self._running.pop(id(conn), None)
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(WATCH_EVERY_S):
+            with self._lock:
+                running = list(self._running.values())
+            for conn, deadline in running:
+                if deadline.remaining() <= 0:
+                    conn.interrupt()
 
 
 def _reserved(path: Path) -> int:
