@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gasl_support import SchemaModel
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from postel.messages.gasl import GaslPlan, PlanConfig
@@ -33,6 +32,7 @@ from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.loaders import PARALLEL, GraphTables, build_graph
 from postel.services.gasl.state import MemoryStateBackend, StateStore
+from support.gasl import SchemaModel
 
 TYPES = ["PERSON", "ORG", "LAB"]
 TEXTS = ["writes about Falls", "a Lab", "Straße works", "ÉMILE cites", "member of"]

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gasl_support import SchemaModel
 from postel.messages.gasl import GaslPlan, PlanConfig
 from postel.services.gasl.budget import COMMAND_BUDGET, Deadline
 from postel.services.gasl.engines.ladybug_engine import LadybugAdapter
@@ -31,7 +30,8 @@ from postel.services.gasl.errors import BudgetSpent
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.gasl.parser import parse
-from reference_dialect import ACCEPTED, SETUP
+from support.gasl import SchemaModel
+from support.reference_dialect import ACCEPTED, SETUP
 
 
 @pytest.fixture(scope="module")
