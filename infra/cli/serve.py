@@ -54,7 +54,7 @@ def up(port: int | None, state_dir: Path | None, no_web: bool, web_port: int | N
     Ctrl-C stops it cleanly; queued jobs survive a restart (AOF under the state dir)."""
     from postel.infra.cli.support import EXIT_INPUT, fail, run_async, settings
     from postel.infra.runtime.local_system import LocalSystem
-    from postel.infra.web.server import WebError, WebServer
+    from postel.infra.web.server import WebError, WebServer, check_exposure
 
     current = settings()
     if current.redis_url:
@@ -62,6 +62,11 @@ def up(port: int | None, state_dir: Path | None, no_web: bool, web_port: int | N
             "`postel up` runs its own Redis; unset POSTEL_REDIS_URL, or run `postel worker`",
             EXIT_INPUT,
         )
+    if not no_web:
+        try:  # before anything starts
+            check_exposure(current, current.web_host, "the web server")
+        except WebError as exc:
+            fail(f"{exc} (or --no-web)", EXIT_INPUT)
 
     async def serve() -> None:
         system = LocalSystem(current, port=port, state_dir=state_dir)
@@ -135,7 +140,7 @@ def web(host: str | None, port: int | None) -> None:
             await server.start()
         except WebError as exc:
             fail(str(exc), EXIT_INPUT)
-        guarded = " (token required)" if current.web_token else ""
+        guarded = " (token required)" if server.token else ""
         click.echo(f"postel web: {server.url}{guarded}   API: {server.url}api/docs")
         click.echo("  Ctrl-C stops")
         stop = stop_on_signals()

@@ -12,7 +12,7 @@ from postel.infra.runtime.settings import Settings
 from postel.infra.store.keys import Keyspace
 from postel.infra.web import api, dead_letters, errors, operations, outage, pages
 from postel.infra.web.metrics import SystemMetrics
-from postel.infra.web.security import Guard
+from postel.infra.web.security import Guard, web_token
 from postel.infra.web.state import WebState
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -59,7 +59,7 @@ def create_app(
     """The ASGI application and its shared state, over `pool` whose keys `keyspace` names.
     With POSTEL_WEB_TOKEN set, every request needs the token; `loopback_only` also refuses
     requests addressed to any other host."""
-    token = settings.web_token.get_secret_value() if settings.web_token else None
+    token = web_token(settings)
     state = WebState.create(pool, keyspace, settings, token_required=token is not None)
     app = FastAPI(
         title="postel",

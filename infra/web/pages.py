@@ -308,8 +308,13 @@ async def login(request: Request) -> Response:
     state = web_state(request)
     form = await _form(request)
     target = safe_next(form.get("next"))
+    if not state.token_required:
+        return RedirectResponse(target, 303)
     guard = request.app.state.guard
-    if not state.token_required or not guard.accepts(form.get("token")):
+    checked = guard.login(request.scope, form.get("token"))
+    if isinstance(checked, Response):
+        return checked
+    if not checked:
         return RedirectResponse(_url("/login", next=target, wrong="1"), 303)
     response = RedirectResponse(target, 303)
     guard.set_cookie(response)
