@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from arq.connections import ArqRedis
-from fastapi import FastAPI, Response
+from fastapi import APIRouter, FastAPI, Response
 from fastapi.staticfiles import StaticFiles
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.keys import Keyspace
@@ -28,6 +28,17 @@ SECURITY_HEADERS = [
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"same-origin"),
 ]
+
+
+ROUTERS: tuple[APIRouter, ...] = (
+    api.router,
+    dead_letters.api,
+    operations.api,
+    pages.router,
+    dead_letters.pages,
+    operations.pages,
+)
+"""Every route but /metrics and /static: the API's, then the pages'."""
 
 
 class _Headers:
@@ -80,12 +91,8 @@ def create_app(
         """The whole system's metrics for Prometheus (infra/web/metrics.py)."""
         return await metrics.scrape()
 
-    app.include_router(api.router)
-    app.include_router(dead_letters.api)
-    app.include_router(operations.api)
-    app.include_router(pages.router)
-    app.include_router(dead_letters.pages)
-    app.include_router(operations.pages)
+    for router in ROUTERS:
+        app.include_router(router)
     app.mount("/static", StaticFiles(directory=pages.HERE / "static"), name="static")
     guard = Guard(app, token=token, loopback_only=loopback_only and token is None)
     app.state.guard = guard
