@@ -17,6 +17,7 @@ server logged. A hostile request must get a 4xx (a value that happens to be vali
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 import zlib
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote_from_bytes
 
+import click
 import httpx
 from fastapi.routing import APIRoute
 from postel.infra.runtime.settings import Settings
@@ -191,7 +193,9 @@ def hostile_requests(target: Target, count: int, seed: int = 0) -> Iterator[Host
     families = list(FAMILIES)
     for n in range(count):
         family = families[n % len(families)]
-        path_values = {name: quote_from_bytes(VALID_PATH[name].encode()) for name in target.path_params}
+        path_values = {
+            name: quote_from_bytes(VALID_PATH[name].encode()) for name in target.path_params
+        }
         query: list[tuple[str, bytes]] = []
         headers: dict[str, bytes] = {}
         body: bytes | None = None
@@ -252,7 +256,9 @@ class RouteCounts:
             self.examples.append(f"{what}: {hostile.family} {hostile.url[:160]} {body!r}")
 
 
-async def _send(client: httpx.AsyncClient, target: Target, hostile: Hostile, counts: RouteCounts) -> None:
+async def _send(
+    client: httpx.AsyncClient, target: Target, hostile: Hostile, counts: RouteCounts
+) -> None:
     counts.sent += 1
     try:
         async with client.stream(
@@ -274,7 +280,9 @@ async def _send(client: httpx.AsyncClient, target: Target, hostile: Hostile, cou
         counts.failed(str(answer.status_code), hostile)
 
 
-async def fuzz_server(base_url: str, bodies: int, seed: int = 0, connections: int = 8) -> dict[str, Any]:
+async def fuzz_server(
+    base_url: str, bodies: int, seed: int = 0, connections: int = 8
+) -> dict[str, Any]:
     """Send `bodies` hostile requests to every route of the web server at `base_url`; the
     counts per route and in all."""
     tracebacks = _Tracebacks()
@@ -284,7 +292,9 @@ async def fuzz_server(base_url: str, bodies: int, seed: int = 0, connections: in
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     gate = asyncio.Semaphore(connections)
     try:
-        async with httpx.AsyncClient(base_url=base_url, timeout=_TIMEOUT_S, limits=limits) as client:
+        async with httpx.AsyncClient(
+            base_url=base_url, timeout=_TIMEOUT_S, limits=limits
+        ) as client:
 
             async def one(target: Target, hostile: Hostile, counts: RouteCounts) -> None:
                 async with gate:
@@ -327,7 +337,9 @@ async def run_fuzz_bench(settings: Settings, bodies: int, seed: int) -> dict[str
 
 
 def format_fuzz_bench(figures: dict[str, Any]) -> str:
-    lines = [f"{'route':<44} {'sent':>7} {'2xx':>6} {'3xx':>6} {'4xx':>6} {'500s':>5} {'resets':>6}"]
+    lines = [
+        f"{'route':<44} {'sent':>7} {'2xx':>6} {'3xx':>6} {'4xx':>6} {'500s':>5} {'resets':>6}"
+    ]
     for name, counts in figures["routes"].items():
         lines.append(
             f"{name:<44} {counts['sent']:>7} {counts.get('2xx', 0):>6} {counts.get('3xx', 0):>6}"
@@ -342,3 +354,27 @@ def format_fuzz_bench(figures: dict[str, Any]) -> str:
     if figures["first_traceback"]:
         lines.append(f"first traceback: {figures['first_traceback']}")
     return "\n".join(lines)
+
+
+@click.command("fuzz")
+@click.option(
+    "--bodies",
+    type=click.IntRange(1, 1_000_000),
+    default=10_000,
+    show_default=True,
+    help="Hostile requests per route.",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="The same seed, the same requests."
+)
+@click.option("--json", "as_json", is_flag=True)
+def bench_fuzz(bodies: int, seed: int, as_json: bool) -> None:
+    """Hostile bytes at every route of the web server (on a scratch Redis): the answers
+    per route, and the counts that must be 0: 500s, resets, timeouts and tracebacks. Exit 1 if any
+    is not."""
+    from postel.infra.cli.support import run_async, settings
+
+    figures = run_async(run_fuzz_bench)(settings(), bodies, seed)
+    click.echo(json.dumps(figures, indent=2) if as_json else format_fuzz_bench(figures))
+    if figures["500s"] or figures["resets"] or figures["timeouts"] or figures["tracebacks"]:
+        raise SystemExit(1)

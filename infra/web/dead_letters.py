@@ -26,7 +26,7 @@ from postel.infra.store.deadletter import (
     get_dead,
     list_dead,
 )
-from postel.infra.web.api import NOT_FOUND, EntryId, api_router
+from postel.infra.web.api import NOT_FOUND, DeadCursor, EntryId, api_router
 from postel.infra.web.pages import _form as form_fields
 from postel.infra.web.pages import _url as url
 from postel.infra.web.pages import global_stream, render
@@ -43,7 +43,7 @@ async def dead(
     state: State,
     worker: str | None = None,
     error: Annotated[str | None, Query(description="Text the error contains.")] = None,
-    before: str | None = None,
+    before: DeadCursor = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> DeadPage:
     """Dead letters newest first, paged."""
@@ -102,7 +102,7 @@ async def dead_page(
     request: Request,
     worker: str | None = None,
     error: str | None = None,
-    before: str | None = None,
+    before: DeadCursor = None,
     note: str | None = None,
 ) -> HTMLResponse:
     state = web_state(request)

@@ -9,6 +9,7 @@ from typing import Annotated
 from urllib.parse import parse_qsl
 
 from fastapi import APIRouter, Depends, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse
 from postel.infra.runtime.cancel import JobAlreadyFinished, cancel_job
 from postel.infra.runtime.requeue import Requeued, RequeueRefused, requeue_job
@@ -21,7 +22,7 @@ from postel.infra.web.pages import _url as url
 from postel.infra.web.security import safe_next
 from postel.infra.web.state import WebState, web_state
 from postel.messages import JOB_ID_PATTERN
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 api = api_router()
 pages = APIRouter(include_in_schema=False)
@@ -83,7 +84,13 @@ async def cancel_many_from_page(request: Request) -> RedirectResponse:
     back = safe_next(dict(parse_qsl(body)).get("back"))
     if not picked:
         return RedirectResponse(url(back.split("?")[0], note="no job was picked"), 303)
-    report = await cancel_many(state, picked[:CANCEL_AT_ONCE])
+    try:
+        chosen = CancelMany(job_ids=picked[:CANCEL_AT_ONCE])
+    except ValidationError as exc:  # the form's field is `job`, one per job
+        raise RequestValidationError(
+            [{**error, "loc": ("body", "job", *error["loc"][1:])} for error in exc.errors()]
+        ) from None
+    report = await cancel_many(state, chosen.job_ids)
     note = f"cancelled {len(report.cancelled)}"
     if report.refused:
         note += f", not cancelled {len(report.refused)}: " + "; ".join(

@@ -24,7 +24,7 @@ from postel.infra.runtime.settings import WORKER_NAMES
 from postel.infra.store import lanes
 from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.jobs import JobNotFound
-from postel.infra.web.api import JobId
+from postel.infra.web.api import JobId, JobsCursor
 from postel.infra.web.charts import chart_window
 from postel.infra.web.job_list import FAILURES, JOB_STATUSES, STAGES, TIME_RANGES, list_jobs
 from postel.infra.web.job_story import job_story
@@ -175,7 +175,7 @@ async def jobs_page(
     status: str | None = None,
     stage: str | None = None,
     q: str | None = None,
-    before: str | None = None,
+    before: JobsCursor = None,
     failure: str | None = None,
     within: str | None = None,
     note: str | None = None,
@@ -185,14 +185,9 @@ async def jobs_page(
     failure = failure if failure in FAILURES else None
     within = within if within in TIME_RANGES else None
     chosen = {"failure": failure, "within_s": TIME_RANGES[within] if within else None}
-    try:
-        page = await list_jobs(
-            state.pool, state.keyspace, status=status, stage=stage, q=q, before=before, **chosen
-        )
-    except ValueError:
-        page = await list_jobs(
-            state.pool, state.keyspace, status=status, stage=stage, q=q, **chosen
-        )
+    page = await list_jobs(
+        state.pool, state.keyspace, status=status, stage=stage, q=q, before=before, **chosen
+    )
     filters = {"status": status, "stage": stage, "q": q, "failure": failure, "within": within}
     return render(
         request,

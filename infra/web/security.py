@@ -13,6 +13,9 @@
   refused (403), so no page elsewhere can cancel a job through a visitor's browser;
 - **bounded bodies**: a request body over MAX_PAYLOAD_BYTES is refused (413) before it is
   read whole, and a JSON body nested deeper than MAX_JSON_DEPTH (422) before it is parsed;
+- **strict JSON**: a JSON body that is not UTF-8, or holds NaN, Infinity, a number beyond a
+  float's range or a lone surrogate, is refused (422, `strict_json`) before a route sees it:
+  such a value would validate and then fail wherever it is written (a job record, an answer);
 - **no guessing**: the token is read once (`web_token`): set, it has MIN_TOKEN_CHARS
   characters at least, or nothing starts (an empty one never turns the check off); a client
   address that offers LOGIN_TRIES wrong tokens within LOGIN_WINDOW_S (the login form,
@@ -23,7 +26,9 @@
 from __future__ import annotations
 
 import hmac
+import json
 import math
+import re
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -245,15 +250,73 @@ class Guard:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        if "json" in headers.get("content-type", ""):
+        kind = headers.get("content-type")
+        if body and (kind is None or "json" in kind):
             try:
                 check_json_text(body, what="request body")
             except LimitExceeded as exc:
-                return JSONResponse(
-                    {"detail": [{"loc": ["body"], "msg": str(exc), "type": "limit_exceeded"}]},
-                    422,
-                )
+                return _refused_body(str(exc), "limit_exceeded")
+            refusal = strict_json_refusal(body, declared=kind is not None)
+            if refusal is not None:
+                return _refused_body(refusal, "strict_json")
         return body
+
+
+class _NotStrict(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> None:
+    raise _NotStrict(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise _NotStrict(f"{text[:40]} is beyond a float's range")
+    return number
+
+
+_ESCAPE = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
+
+
+def _lone_surrogate(body: bytes) -> str | None:
+    """The first `\\uXXXX` escape of a surrogate that is not half of a pair (escapes are
+    read in order, so an escaped backslash is never taken for one)."""
+    high: re.Match[bytes] | None = None
+    for escape in _ESCAPE.finditer(body):
+        unit = escape.group(1)
+        code = int(unit, 16) if unit else None
+        if high is not None:
+            if code is not None and 0xDC00 <= code <= 0xDFFF and escape.start() == high.end():
+                high = None
+                continue
+            break
+        if code is not None and 0xD800 <= code <= 0xDBFF:
+            high = escape
+        elif code is not None and 0xDC00 <= code <= 0xDFFF:
+            return escape.group().decode()
+    return high.group().decode() if high is not None else None
+
+
+def strict_json_refusal(body: bytes, *, declared: bool) -> str | None:
+    """Why `body` is not JSON a route may take (see the module's note); None when it is.
+    A body not declared JSON is judged only if it parses as JSON: the route reads it
+    otherwise (a graph, gzip data)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"the body is not UTF-8 (byte {exc.start})" if declared else None
+    try:
+        json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except _NotStrict as exc:
+        return str(exc)
+    except (ValueError, RecursionError):
+        return None  # not JSON: the route's own answer
+    lone = _lone_surrogate(body)
+    if lone is not None:
+        return f"{lone} is a lone surrogate: no character (a pair of escapes makes one)"
+    return None
 
 
 def _too_large(size: int) -> Response:
@@ -261,6 +324,10 @@ def _too_large(size: int) -> Response:
         {"detail": f"request body size limit is {MAX_PAYLOAD_BYTES} bytes; got {size} or more"},
         413,
     )
+
+
+def _refused_body(message: str, kind: str) -> Response:
+    return JSONResponse({"detail": [{"loc": ["body"], "msg": message, "type": kind}]}, 422)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
