@@ -4,7 +4,7 @@
 (`job_of`, `key_of`, `gasl_round_of`, `redrive_of`) read what they write, and nothing else
 splits an id.
 
-What comes from outside is read by one parser each, which raises InvalidId (a ValueError)
+What comes from outside is read by one parser each, which raises InvalidId (InvalidInput)
 naming what it expected: a job id (`parse_job_id`, JOB_ID_PATTERN), a dead letter's id
 (`parse_dead_letter_id`: a stream entry id, after its lane's tag on a cluster), a position
 in a stream (`parse_stream_id`) and the jobs list's cursor (`parse_jobs_cursor`, written by
@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 
+from postel.messages.errors import InvalidInput
+
 JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 """Every job id: a safe Redis key part (no `:`, so no job's id names another key)."""
 _JOB_ID = re.compile(JOB_ID_PATTERN)
@@ -34,7 +36,7 @@ _DEAD_LETTER_ID = re.compile(DEAD_LETTER_ID_PATTERN)
 _JOBS_CURSOR = re.compile(r"^(?P<score>\d{1,17}):(?P<job>[^:]*)$")
 
 
-class InvalidId(ValueError):
+class InvalidId(InvalidInput):
     """An id, cursor or stream position from outside that is not of its shape."""
 
 
@@ -64,7 +66,7 @@ def parse_dead_letter_id(value: str) -> str:
 
 def parse_stream_id(value: str) -> str:
     if not _STREAM_ID.match(value):
-        raise InvalidId(f"a stream position is `<ms>-<seq>`; got {_shown(value)}")
+        raise InvalidId(f"not a stream id (`<ms>-<seq>`): got {_shown(value)}")
     return value
 
 
