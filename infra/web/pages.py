@@ -35,6 +35,7 @@ from postel.infra.web.security import safe_next
 from postel.infra.web.state import WebState, web_state
 from postel.infra.web.system_view import queue_page, queues_view, workers_view
 from postel.messages import ids, utc_now
+from postel.services.generation.markdown import said
 
 HERE = Path(__file__).parent
 router = APIRouter(include_in_schema=False)
@@ -139,6 +140,7 @@ TEMPLATES.filters.update(
     until_ms=_until_ms,
     clock_hm=_clock_hm,
     job_of=ids.job_of,
+    said=said,
     message_key=ids.key_of,
 )
 TEMPLATES.globals.update(

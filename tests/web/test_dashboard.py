@@ -5,6 +5,7 @@ waits now, charts over the last hour, filters, requeue and cancelling many jobs.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -399,3 +400,34 @@ async def test_a_page_note_is_the_servers_words_never_the_links(api: httpx.Async
     assert "back on the its queue" in queue and "evil.example" not in queue
     named = (await api.get("/dead", params={"note": "redriven", "queue": "gasl"})).text
     assert "redriven: the message is back on the gasl queue" in named
+
+
+async def test_a_document_answer_shows_the_words_of_every_block(
+    api: httpx.AsyncClient, redis_client: aioredis.Redis
+) -> None:
+    """The page reads an element's words as the terminal does (services.generation.markdown's
+    `said`): a code block the model wrote under `text` is shown, not an empty box."""
+    job_id = (await api.post("/api/jobs", json={"prompt": "d", "desired_type": "document"})).json()[
+        "job_id"
+    ]
+    sections = [
+        ("code_block", {"language": "sql", "text": "SELECT 1"}),
+        ("paragraph", {"code": "said under code"}),
+        ("heading", {"level": 2, "code": "a heading under code"}),
+        ("code_block", {"language": "sql", "source": "kept under another name"}),
+        ("code_block", {"language": "sql"}),
+    ]
+    document = {
+        "sections": [
+            {"id": f"s{n}", "content_type": kind, "elements": [element]}
+            for n, (kind, element) in enumerate(sections)
+        ]
+    }
+    await redis_client.hset(
+        KEYS.job(job_id), mapping={"status": "completed", "result": json.dumps(document)}
+    )
+    page = (await api.get(f"/jobs/{job_id}")).text
+    assert "<pre><code>SELECT 1</code></pre>" in page
+    assert "<p>said under code</p>" in page and "<h2>a heading under code</h2>" in page
+    assert "kept under another name" in page
+    assert "<pre><code></code></pre>" not in page
