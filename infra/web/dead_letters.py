@@ -18,6 +18,7 @@ from postel.infra.runtime.redrive import (
     discard_matching,
     redrive,
     redrive_matching,
+    stays_dead,
 )
 from postel.infra.store.deadletter import (
     DeadLetter,
@@ -112,6 +113,7 @@ async def dead_page(
         request,
         "dead",
         page=page,
+        stays_dead={d.id: await stays_dead(state.pool, state.keyspace, d) for d in page.items},
         filters=filters,
         live_src=url("/dead", **filters, before=before, fragment="1"),
         next_url=url("/dead", **filters, before=page.next) if page.next else None,

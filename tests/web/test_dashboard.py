@@ -431,3 +431,51 @@ async def test_a_document_answer_shows_the_words_of_every_block(
     assert "<p>said under code</p>" in page and "<h2>a heading under code</h2>" in page
     assert "kept under another name" in page
     assert "<pre><code></code></pre>" not in page
+
+
+async def test_redrive_is_offered_only_where_the_redrive_would_work(
+    api: httpx.AsyncClient, redis_client: aioredis.Redis
+) -> None:
+    """The page asks what the redrive checks first (infra/runtime/redrive.py's stays_dead):
+    a graph that is not registered, a job that is not a failed one."""
+    lost = await dead_letter(
+        redis_client,
+        KEYS,
+        source="ingress",
+        error="unknown graph",
+        payload={"job": json.dumps({"prompt": "about films", "graph": "films"})},
+    )
+    fine = await dead_letter(
+        redis_client,
+        KEYS,
+        source="ingress",
+        error="a hiccup",
+        payload={"job": json.dumps({"prompt": "about nothing"})},
+    )
+    running = (await api.post("/api/jobs", json={"prompt": "running"})).json()["job_id"]
+    message = JobSubmitted(
+        job_id=running, message_id=f"{running}:submitted", request=JobRequest(prompt="running")
+    )
+    held = await dead_letter(
+        redis_client,
+        KEYS,
+        source="worker:intent",
+        error="lost its lease",
+        payload=message.model_dump(mode="json"),
+        job_id=running,
+    )
+    page = (await api.get("/dead")).text
+    rows = {d: page.split(f'data-dead="{d}"')[1].split("</tr>")[0] for d in (lost, fine, held)}
+    assert "Redrive cannot work: no graph named &#39;films&#39;" in rows[lost]
+    assert 'class="secondary redrive"' not in rows[lost]
+    assert "its job is queued; only a failed job is reopened" in rows[held]
+    assert 'class="secondary redrive"' not in rows[held]
+    assert 'class="secondary redrive"' in rows[fine]
+    for letter in (lost, held):
+        refused = await api.post(f"/api/dead/{letter}/redrive")
+        assert refused.status_code == 409
+        said = (
+            rows[letter].split('class="small cannot">Redrive cannot work: ')[1].split("</div>")[0]
+        )
+        assert said.replace("&#39;", "'") in refused.json()["detail"]
+    assert (await api.post(f"/api/dead/{fine}/redrive")).status_code == 200
