@@ -84,8 +84,22 @@ def _clock_hm(value: datetime) -> str:
     return value.astimezone().strftime("%H:%M")
 
 
+def _clock_hms(value: datetime) -> str:
+    return value.astimezone().strftime("%H:%M:%S")
+
+
 TEXT_SHOWN = 8_000
 """Characters of one prompt or answer a job's page shows; the API has the whole text."""
+
+
+ID_SHOWN = 14
+"""Characters of a job id a list shows: a longer one as its head and tail."""
+
+
+def _short_id(value: str) -> str:
+    """A long id as its head and tail (`6d6f71b…c3e1f0`): what tells two ids apart is often
+    their end (`ingress-<ms>-<seq>`); the list's cell has the whole id as its tooltip."""
+    return value if len(value) <= ID_SHOWN else f"{value[:7]}…{value[-(ID_SHOWN - 8) :]}"
 
 
 def _clip(text: str) -> str:
@@ -136,14 +150,17 @@ TEMPLATES.filters.update(
     ago=_ago,
     clock=_clock,
     clip=_clip,
+    short_id=_short_id,
     age_ms=_age_ms,
     until_ms=_until_ms,
     clock_hm=_clock_hm,
+    clock_hms=_clock_hms,
     job_of=ids.job_of,
     said=said,
     message_key=ids.key_of,
 )
 TEMPLATES.globals.update(
+    now=utc_now,
     took=_took,
     statuses=JOB_STATUSES,
     stages=STAGES,

@@ -479,3 +479,15 @@ async def test_redrive_is_offered_only_where_the_redrive_would_work(
         )
         assert said.replace("&#39;", "'") in refused.json()["detail"]
     assert (await api.post(f"/api/dead/{fine}/redrive")).status_code == 200
+
+
+async def test_the_badge_says_live_only_of_a_page_that_updates(api: httpx.AsyncClient) -> None:
+    for path in ("/graphs", "/api/docs", "/jobs?static=1"):
+        page = (await api.get(path)).text
+        assert 'id="live-indicator" data-state="snapshot"' in page, path
+        assert "does not update by itself" in page and '<span class="label">as of ' in page
+    for path in ("/jobs", "/dead", "/workers", "/queues"):
+        page = (await api.get(path)).text
+        assert 'id="live-indicator" data-state="connecting"' in page, path
+    style = (await api.get("/static/style.css")).text
+    assert 'content: "static"' not in style
