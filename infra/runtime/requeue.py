@@ -31,11 +31,12 @@ REQUEUE_KEY = "requeue_key"
 IDEMPOTENCY_KEY_CHARS = 200
 
 # KEYS: the failed job's record. ARGV: the requeue it names now ('' for none), the one it
-# is to name ('' to name none), the idempotency key of that one ('' for none).
+# is to name ('' to name none), the idempotency key of that one ('' for none). Returns 1, or
+# the requeue it names and that one's key when it was not the one expected.
 _CLAIM = """
 local current = redis.call('HGET', KEYS[1], 'requeued_as') or ''
 if current ~= ARGV[1] then
-  return 0
+  return {current, redis.call('HGET', KEYS[1], 'requeue_key') or ''}
 end
 if ARGV[2] == '' then
   redis.call('HDEL', KEYS[1], 'requeued_as', 'requeue_key')
@@ -106,8 +107,14 @@ async def requeue_job(
     earlier = record.requeued_as
     new_id = new_job_id()
     claim = pool.register_script(_CLAIM)
-    if not await claim(keys=[key], args=[earlier or "", new_id, idempotency_key or ""]):
-        raise RequeueRefused(f"job {job_id} was requeued meanwhile")
+    claimed = await claim(keys=[key], args=[earlier or "", new_id, idempotency_key or ""])
+    if claimed != 1:  # another requeue claimed it meanwhile: this one's, or a live one
+        other, other_key = (value.decode() for value in claimed)
+        if idempotency_key and other_key == idempotency_key:
+            return _requeued(other, job_id)
+        if not other:
+            raise RequeueRefused(f"job {job_id} changed meanwhile; try again")
+        raise RequeueLive(job_id, other)
     try:
         await submit_job(pool, events, jobs, record.request, new_id, source=by)
     except BaseException:
