@@ -66,7 +66,7 @@ class ErrorCodes(NamedTuple):
     http_status: int
 
 
-# The one mapping of branches to exit codes and HTTP statuses (README: "Exit codes").
+# The one mapping of branches to exit codes and HTTP statuses (docs/API.md, "The command line").
 OUTCOMES: dict[type[PostelError], ErrorCodes] = {
     Failed: ErrorCodes(1, 500),
     InvalidInput: ErrorCodes(2, 422),

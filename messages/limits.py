@@ -2,7 +2,7 @@
 
 Every entrance (ingress, queue payloads, the HTTP API, the client) checks these before it
 parses, so that no input can exhaust memory, the stack or the CPU; an input over a limit is
-refused with a LimitExceeded that names the limit. The README's "Limits" table lists them.
+refused with a LimitExceeded that names the limit. docs/API.md's "Limits" table lists them.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from click.testing import CliRunner, Result
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.redis_server import EmbeddedRedis, free_port
-from xdist_databases import worker_database_url
+from support.xdist_databases import worker_database_url
 
 from postel.testing.cluster import LoopbackCluster
 from postel.testing.relay import RELAY_WORKERS

@@ -34,6 +34,7 @@ from postel.infra.runtime.logging import configure_logging
 from postel.infra.runtime.runner import run_workers
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.events import Metrics
+from postel.infra.store.redis_packing import pack_with_hiredis
 from postel.infra.store.wire import connect_arq, dumps
 from postel.messages import Envelope
 from postel.services.llm import ChatMessage, LLMRequest, MeteredClient, ScriptedClient
@@ -139,6 +140,7 @@ def main() -> None:
     parser.add_argument("--ready-key", required=True)
     parser.add_argument("--run", required=True)
     args = parser.parse_args()
+    pack_with_hiredis()  # as `postel worker` does: every side's commands packed alike
     asyncio.run(serve(args.side, args.stage, args.url, args.ready_key, args.run))
 
 

@@ -1,7 +1,11 @@
 """The long-running processes and the view of them: `up` (the whole system in one process),
 `web` (the API and dashboard), `worker` (one worker kind), `model serve` (the bundled model
 over HTTP), and `workers` (the live worker processes, under `with_client`,
-infra/cli/client_command.py). Each serving command stops cleanly on Ctrl-C or SIGTERM."""
+infra/cli/client_command.py). Each serving command stops cleanly on Ctrl-C or SIGTERM.
+
+`up` and `worker` are the processes that carry hops, so they, and nothing that merely
+imports postel, make the process's Redis connections pack commands with hiredis
+(infra/store/redis_packing.py)."""
 
 from __future__ import annotations
 
@@ -54,6 +58,7 @@ def up(port: int | None, state_dir: Path | None, no_web: bool, web_port: int | N
     Ctrl-C stops it cleanly; queued jobs survive a restart (AOF under the state dir)."""
     from postel.infra.cli.support import EXIT_INPUT, fail, run_async, settings
     from postel.infra.runtime.local_system import LocalSystem
+    from postel.infra.store.redis_packing import pack_with_hiredis
     from postel.infra.web.server import WebError, WebServer, check_exposure
 
     current = settings()
@@ -67,6 +72,7 @@ def up(port: int | None, state_dir: Path | None, no_web: bool, web_port: int | N
             check_exposure(current, current.web_host, "the web server")
         except WebError as exc:
             fail(f"{exc} (or --no-web)", EXIT_INPUT)
+    pack_with_hiredis()
 
     async def serve() -> None:
         system = LocalSystem(current, port=port, state_dir=state_dir)
@@ -175,9 +181,11 @@ def worker(name: str, concurrency: int | None, metrics_port: int | None, metrics
     also consumes the ingress stream."""
     from postel.infra.cli.support import run_async, settings
     from postel.infra.runtime.runner import run_workers
+    from postel.infra.store.redis_packing import pack_with_hiredis
     from postel.infra.web.server import MetricsServer
 
     current = settings()
+    pack_with_hiredis()
 
     async def serve() -> None:
         stop = stop_on_signals()

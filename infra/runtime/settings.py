@@ -1,4 +1,4 @@
-"""Settings from the environment, prefix `POSTEL_` (the README lists every one).
+"""Settings from the environment, prefix `POSTEL_` (docs/API.md lists every one).
 
 Per-worker queue settings are `POSTEL_<WORKER>__JOB_TIMEOUT` and `..._MAX_TRIES` (two
 underscores before the field, e.g. `POSTEL_GENERATOR__JOB_TIMEOUT`). A running job holds a

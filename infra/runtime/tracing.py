@@ -12,7 +12,8 @@ Off unless OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) i
 each process exports over OTLP/HTTP, named by OTEL_SERVICE_NAME (default `postel`). Off, it
 costs nothing: no tracer exists, every hook returns at its first line and messages carry no
 trace context. An application embedding postel may pass its own TracerProvider to
-`enable_tracing`.
+`enable_tracing`, and stop with `disable_tracing` (which first flushes the spans of a provider
+built from the environment).
 """
 
 from __future__ import annotations

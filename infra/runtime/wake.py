@@ -141,7 +141,7 @@ local now = tonumber(clock[1]) * 1000 + math.ceil(tonumber(clock[2]) / 1000)
 local free = tonumber(ARGV[1])
 local leased_until = now + tonumber(ARGV[4])
 local limit = tonumber(ARGV[2])
-local taken = {}
+local taken = {}  -- five entries per job: id, score, payload, try, verdict
 local left_behind = 0
 local next_due = ''
 local first, page = 0, 2 * free + 8
@@ -158,7 +158,7 @@ while looking and first < limit do
     end
     local in_progress = ARGV[3] .. queued[i]
     if redis.call('EXISTS', in_progress) == 0 then
-      if #taken >= 4 * free then
+      if #taken >= 5 * free then
         left_behind = 1
         looking = false
         break

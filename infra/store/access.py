@@ -1,6 +1,6 @@
 """What a Redis user needs to run postel, and the check each process makes at start.
 
-`ACL_RULE` is the minimal ACL (the README's Security section quotes it): the commands postel
+`ACL_RULE` is the minimal ACL (docs/SECURITY.md quotes it): the commands postel
 sends (its own and arq's, scripts' calls included), on the keys `postel:*` and `arq:*`, no
 Pub/Sub channels. `check_access` runs each of those commands once when a process connects,
 on a probe key that holds a string, with arguments the server refuses after its permission
@@ -199,5 +199,5 @@ def _refuse(missing: list[str], rule: str) -> None:
     if missing:
         raise RedisRefused(
             f"the Redis user lacks permissions postel needs: {' '.join(dict.fromkeys(missing))}"
-            f" (NOPERM). Give it the ACL the README's Security section lists: {rule}"
+            f" (NOPERM). Give it the ACL docs/SECURITY.md lists: {rule}"
         )

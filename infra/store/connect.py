@@ -34,7 +34,6 @@ from urllib.parse import parse_qs, unquote, urlparse, urlsplit
 
 from arq.connections import RedisSettings
 from postel.infra.store.keys import CLUSTER_LANES, Keyspace
-from postel.infra.store.redis_packing import pack_with_hiredis
 from postel.messages.errors import Denied, Misconfigured, Unavailable
 from postel.services.urls import shown_url
 from redis.asyncio import Redis
@@ -54,10 +53,6 @@ from redis.exceptions import (
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-
-# Every process reaches Redis through here: its asyncio connections pack commands with
-# hiredis from the first one (infra/store/redis_packing.py).
-pack_with_hiredis()
 
 
 class ServerBusyError(Unavailable, ResponseError):
@@ -423,7 +418,7 @@ def refusal(exc: BaseException, url: str | None = None) -> RedisRefused | None:
     if isinstance(exc, NoPermissionError):
         return RedisRefused(
             f"the Redis user lacks a permission postel needs{where}: {said}. Give it the ACL "
-            "the README's Security section lists"
+            "docs/SECURITY.md lists"
         )
     cause: BaseException | None = exc
     while cause is not None:

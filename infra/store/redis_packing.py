@@ -6,6 +6,11 @@ hop. redis-py's synchronous connections already pack with hiredis when it is ins
 asyncio ones do not (redis-py 6 does, but arq pins redis-py below 6), so postel gives them the
 same packer. An argument hiredis does not take (a memoryview, or a bool or None, which redis-py
 refuses with DataError) goes through redis-py's own packer, so errors stay redis-py's.
+
+Installing it changes redis-py for the whole process, so no import does: the process entry
+points that carry hops call `pack_with_hiredis()` when they start (`postel worker`, `postel
+up`, infra/cli/serve.py; the worker processes of `postel bench bus`). An
+application that embeds postel keeps redis-py as it found it unless it calls it itself.
 """
 
 from __future__ import annotations

@@ -157,7 +157,7 @@ class LoopbackCluster:
     def kill_synced(self, port: int) -> None:
         """SIGKILL primary `port` once its replicas hold every write it acknowledged: writes
         are paused, the replicas catch up, then the kill. A test of failover, not of the
-        asynchronous replication window (README: Scaling past one Redis)."""
+        asynchronous replication window (docs/SCALING.md)."""
         self._pause_synced(port)
         self.kill(port)
 

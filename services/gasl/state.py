@@ -328,10 +328,6 @@ class StateStore:
     def record_plan(self, plan: dict[str, Any], caps: dict[str, int]) -> None:
         self.replay["plans"].append({**plan, "caps": dict(caps)})
 
-    def replay_info(self) -> dict[str, Any]:
-        """{seed, plans: [{plan_id, why, commands, config, caps}]} — enough to re-run."""
-        return _jsonable(self.replay)
-
     def summary(self, keys: list[str] | None = None, max_items: int = 3) -> StateSummary:
         """Compact enough for a prompt: each key's type, size and a few sample items."""
         rows: list[StateKeySummary] = []

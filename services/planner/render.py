@@ -172,12 +172,6 @@ def results_text(
     return "\n".join(lines) or "(no plan has run yet)"
 
 
-def records_text(records: Sequence[ExecutionRecord], error: str | None = None) -> str:
-    """What each command of the last plan did, every sample row shown; failures carry their
-    full error text, once."""
-    return results_text(record_texts(records), failure_line(records, error))
-
-
 def _record_text(number: int, record: ExecutionRecord) -> RecordText:
     head = f"{number}. [{record.status}] {record.command} -> {record.count}"
     if record.variable:

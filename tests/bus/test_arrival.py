@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import sys
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,11 +20,9 @@ from postel.infra.store.events import Event, EventLog
 from postel.infra.store.keys import Keyspace
 from postel.infra.web.job_story import _fold, _place
 from postel.messages import Envelope
+from support.recording import Recorder
 
 from postel.testing.relay import RELAY_WORKERS
-
-sys.path.insert(0, str(Path(__file__).parent))
-from recording import Recorder
 
 KEYS = Keyspace()
 """The names of the keys on the tests' Redis, one server."""

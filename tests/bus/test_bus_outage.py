@@ -21,6 +21,7 @@ from postel.infra.runtime.presence import BEAT_S, live_workers, wait_for
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.keys import Keyspace
 from postel.infra.store.redis_server import free_port, port_is_open, redis_server_binary
+from support import script, with_support
 
 KEYS = Keyspace()
 """The names of the keys on the tests' Redis, one server."""
@@ -67,8 +68,8 @@ def start_relay_process(url: str, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "POSTEL_REDIS_URL": url, "POSTEL_LOG_LEVEL": "INFO"}
     with log.open("wb") as sink:
         return subprocess.Popen(
-            [sys.executable, "tests/bus/relay_worker.py", *STAGES, "--ingress", "--slow", "0.2"],
-            env=env,
+            script("relay_worker", *STAGES, "--ingress", "--slow", "0.2"),
+            env=with_support(env),
             stderr=sink,
         )
 

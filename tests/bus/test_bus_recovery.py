@@ -7,7 +7,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from postel.infra.store.keys import Keyspace
 from postel.infra.store.redis_server import EmbeddedRedis, free_port
 from postel.infra.store.wire import connect_arq
 from postel.messages import JobRequest
+from support import script, with_support
 
 from postel.testing.relay import RELAY_WORKERS
 
@@ -32,8 +32,7 @@ KEYS = Keyspace()
 def start_planner(url: str, slow: float, *options: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "POSTEL_REDIS_URL": url, "POSTEL_LOG_LEVEL": "WARNING"}
     return subprocess.Popen(
-        [sys.executable, "tests/bus/relay_worker.py", "planner", "--slow", str(slow), *options],
-        env=env,
+        script("relay_worker", "planner", "--slow", str(slow), *options), env=with_support(env)
     )
 
 

@@ -35,6 +35,7 @@ from postel.messages import (
     decode_message,
     utc_now,
 )
+from support import script, with_support
 
 from postel.testing.relay import RELAY_WORKERS
 
@@ -394,9 +395,7 @@ async def test_two_processes_of_one_kind_share_its_queue(
         "POSTEL_CONCURRENCY": "2",
     }
     procs = [
-        subprocess.Popen(
-            [sys.executable, "tests/bus/relay_worker.py", "gasl", "--slow", "0.05"], env=env
-        )
+        subprocess.Popen(script("relay_worker", "gasl", "--slow", "0.05"), env=with_support(env))
         for _ in range(2)
     ]
     others = [s for s in RELAY_WORKERS if s.name != "gasl"]

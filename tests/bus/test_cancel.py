@@ -5,9 +5,7 @@ cannot be cancelled."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
@@ -18,9 +16,7 @@ from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.jobs import JobNotFound
 from postel.infra.store.keys import Keyspace
-
-sys.path.insert(0, str(Path(__file__).parent))
-from recording import Recorder
+from support.recording import Recorder
 
 KEYS = Keyspace()
 """The names of the keys on the tests' Redis, one server."""

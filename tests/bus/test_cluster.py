@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -32,12 +31,10 @@ from postel.infra.store.wire import connect_arq
 from postel.infra.web.app import create_app
 from postel.messages import Envelope, JobRequest
 from redis.crc import key_slot
+from support.recording import Breakable
 
 from postel.testing.cluster import LoopbackCluster
 from postel.testing.relay import RELAY_WORKERS
-
-sys.path.insert(0, str(Path(__file__).parent))
-from recording import Breakable
 
 JOBS = 40
 STOPPED_JOBS = 150

@@ -2,7 +2,7 @@
 against real redis-servers the tests start on free ports: a percent-encoded password; a
 wrong password, a missing ACL permission and a TLS failure fatal at start (exit code 7, a
 clear message, never retried as an outage); `rediss://` checking the certificate's host name,
-with a CA file and a client certificate; the README's minimal ACL running a whole job."""
+with a CA file and a client certificate; docs/SECURITY.md's minimal ACL running a whole job."""
 
 from __future__ import annotations
 
@@ -127,10 +127,10 @@ def test_a_redis_url_with_an_unknown_or_misplaced_option_is_refused(tmp_path: Pa
         redis_client(f"rediss://127.0.0.1:1/0?ssl_ca_certs={tmp_path / 'none.pem'}")
 
 
-def readme_acl_rule() -> str:
-    text = " ".join((ROOT / "README.md").read_text().split())
+def documented_acl_rule() -> str:
+    text = " ".join((ROOT / "docs" / "SECURITY.md").read_text().split())
     found = re.search(r"ACL SETUSER postel on >PASSWORD (.*?) ?`", text)
-    assert found, "the README's Security section quotes the ACL"
+    assert found, "docs/SECURITY.md quotes the ACL"
     return found.group(1)
 
 
@@ -154,10 +154,10 @@ def servers() -> list[str]:
 
 
 @pytest.mark.parametrize("executable", servers())
-async def test_the_readme_acl_runs_a_whole_job_and_nothing_is_denied(
+async def test_the_documented_acl_runs_a_whole_job_and_nothing_is_denied(
     start_redis: object, settings: Settings, executable: str
 ) -> None:
-    assert readme_acl_rule() == ACL_RULE
+    assert documented_acl_rule() == ACL_RULE
     port = start_redis([], executable)  # type: ignore[operator]
     url = acl_user(port, "postel", ACL_RULE)
     model = Model(ScriptedClient.from_cassette(CASSETTE), Capability.STANDARD)

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
@@ -19,9 +17,7 @@ from postel.infra.runtime.settings import QueueSettings, Settings
 from postel.infra.store.deadletter import DeadLetterNotFound, dead_letter, list_dead
 from postel.infra.store.keys import Keyspace
 from postel.messages import JobRequest, JobSubmitted
-
-sys.path.insert(0, str(Path(__file__).parent))
-from recording import Breakable
+from support.recording import Breakable
 
 KEYS = Keyspace()
 """The names of the keys on the tests' Redis, one server."""

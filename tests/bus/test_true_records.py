@@ -99,7 +99,7 @@ async def test_a_record_lost_under_a_running_job_leaves_no_ghost_and_the_job_can
         status = await asyncio.to_thread(postel_cli, redis_url, "status", job_id)
         assert status.returncode == 4, status.stderr
         assert "no such job 'ghost'" in status.stderr and "Traceback" not in status.stderr
-        # the README's remedy: submit again under the same id, with the same request
+        # docs/SCALING.md's remedy: submit again under the same id, with the same request
         assert await client.submit("lost", job_id="ghost", options=options) == "ghost"
         assert await client.result(job_id, timeout=30) == "lost"
         statuses = [e.status for e in await client.events.read(job_id)]

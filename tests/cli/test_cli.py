@@ -1,4 +1,4 @@
-"""The `postel` command line: the flows of the README and exit codes a script can rely on."""
+"""The `postel` command line: the flows of docs/API.md and exit codes a script can rely on."""
 
 from __future__ import annotations
 
@@ -185,12 +185,12 @@ def test_help_is_available(tmp_path: Path, command: list[str]) -> None:
     assert postel(*command, env=base_env(tmp_path)).returncode == 0
 
 
-def test_every_command_is_in_the_readmes_command_reference() -> None:
+def test_every_command_is_in_the_api_pages_command_reference() -> None:
     import click
     from postel.infra.cli.main import main
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    reference = readme[readme.index("### Command reference") : readme.index("Exit codes:")]
+    page = (Path(__file__).parents[2] / "docs" / "API.md").read_text()
+    reference = page[page.index("## The command line") : page.index("Exit codes:")]
     missing = []
     # listed as `postel --help` lists them: those installed distributions add included
     context = click.Context(main)
@@ -202,7 +202,7 @@ def test_every_command_is_in_the_readmes_command_reference() -> None:
             shorthand = f"/ `{name} {sub}" if sub else spelled  # "`graph add …` / `graph list`"
             if f"`{spelled}" not in reference and shorthand not in reference:
                 missing.append(spelled)
-    assert not missing, f"commands missing from the README's reference: {missing}"
+    assert not missing, f"commands missing from docs/API.md's reference: {missing}"
 
 
 def test_up_on_another_port_prints_a_hint_that_works_in_a_plain_shell(tmp_path: Path) -> None:

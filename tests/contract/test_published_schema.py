@@ -1,6 +1,6 @@
 """The JSON Schemas `postel schema DIR` publishes describe what postel accepts: checked with a
 JSON Schema validator from PyPI (`jsonschema`) in the dialect each document declares, against
-the README's own producer example and every spelling of a desired type, and compared with
+docs/API.md's own producer example and every spelling of a desired type, and compared with
 what postel's models accept."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from postel.infra.cli.schema import DIALECT, write_schemas
 from postel.messages import JobRequest
 from pydantic import ValidationError
 
-README = Path(__file__).parents[2] / "README.md"
+API_PAGE = Path(__file__).parents[2] / "docs" / "API.md"
 
 ACCEPTED_TYPES: list[Any] = [
     "float",
@@ -65,9 +65,9 @@ def test_every_published_document_declares_its_dialect_and_is_a_valid_schema(
         jsonschema.Draft202012Validator.check_schema(schema)
 
 
-def test_the_readme_producer_examples_validate(job_request_schema: dict[str, Any]) -> None:
-    examples = re.findall(r"XADD postel:ingress '\*' job '(\{.*?\})'", README.read_text())
-    assert examples, "the README's producer example was not found"
+def test_the_api_pages_producer_examples_validate(job_request_schema: dict[str, Any]) -> None:
+    examples = re.findall(r"XADD postel:ingress '\*' job '(\{.*?\})'", API_PAGE.read_text())
+    assert examples, "docs/API.md's producer example was not found"
     for example in examples:
         validator(job_request_schema).validate(json.loads(example))
         JobRequest.model_validate_json(example)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from xdist_databases import worker_database_url
+from support.xdist_databases import worker_database_url
 
 
 def test_without_xdist_the_url_is_used_as_given() -> None:

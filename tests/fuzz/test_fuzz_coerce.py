@@ -25,7 +25,6 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from fuzz_support import FUZZ_EXAMPLES, fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
 from postel.messages.limits import MAX_JSON_REPAIR_CHARS, MAX_NUMERAL_DIGITS, MAX_PAYLOAD_BYTES
@@ -33,9 +32,10 @@ from postel.messages.types import TypeSpec
 from postel.services.validation import CoercionError, UnsupportedSchemaError, coerce
 from pydantic import ValidationError
 from structlog.testing import capture_logs
+from support.fuzz import FUZZ_EXAMPLES, fuzz_settings
 
 # A value must be read or refused within this much CPU time: inputs here are up to ~60,000
-# characters, and the worst measured case is far below it (the README's Limits bound it).
+# characters, and the worst measured case is far below it (docs/API.md's Limits bound it).
 CPU_LIMIT_S = 1.0
 # A whole message (MAX_PAYLOAD_BYTES) of the slowest shapes; measured worst about 0.5 s.
 LONG_CPU_LIMIT_S = 3.0

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from fuzz_support import FUZZ_EXAMPLES, fuzz_settings
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -25,6 +24,7 @@ from postel.infra.runtime.settings import Settings
 from postel.infra.store.keys import Keyspace
 from postel.infra.store.wire import connect_arq, dumps, loads
 from postel.messages import JobRequest, JobSubmitted
+from support.fuzz import FUZZ_EXAMPLES, fuzz_settings
 
 from postel.testing.relay import RELAY_WORKERS
 

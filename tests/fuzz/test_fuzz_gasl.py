@@ -23,7 +23,6 @@ from functools import cache
 from typing import Any
 
 import pytest
-from fuzz_support import FUZZ_EXAMPLES, fuzz_settings
 from hypothesis import example, given
 from hypothesis import strategies as st
 from postel.messages.gasl import STATUSES
@@ -33,6 +32,7 @@ from postel.services.gasl.errors import GaslSyntaxError
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.gasl.parser import USAGE, parse
+from support.fuzz import FUZZ_EXAMPLES, fuzz_settings
 
 BUDGET = TimeBudget(plan_s=0.25, command_s=0.05)
 # A run must stop computing within its budget: its thread's CPU time may pass the budget

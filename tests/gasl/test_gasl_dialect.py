@@ -11,7 +11,6 @@ from typing import Any
 
 import networkx as nx
 import pytest
-from gasl_support import FakeModel
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from postel.messages.gasl import ExecutionRecord, GaslPlan, PlanConfig
@@ -22,7 +21,7 @@ from postel.services.gasl.errors import GaslSyntaxError
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.gasl.parser import parse, parse_one, parses_as_written
-from postel.services.planner.render import records_text
+from support.gasl import FakeModel, records_text
 
 PEOPLE = "FIND nodes with entity_type=PERSON AS person_nodes"
 

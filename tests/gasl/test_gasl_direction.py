@@ -6,34 +6,15 @@ every actor; records say which way each edge was walked."""
 from __future__ import annotations
 
 import asyncio
-import random
 
 import networkx as nx
 import pytest
 from postel.messages.gasl import GaslPlan
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
-from postel.services.gasl.loaders import normalise_graph
 from postel.services.gasl.schema_summary import summarize_graph
 from postel.services.planner.render import graph_text
-
-
-def film_kb(seed: int = 7) -> nx.DiGraph:
-    rng = random.Random(seed)
-    raw = nx.DiGraph()
-    actors = [f"ACTOR {n}" for n in range(40)]
-    directors = [f"DIRECTOR {n}" for n in range(8)]
-    for name in actors:
-        raw.add_node(name, entity_type="PERSON")
-    for name in directors:
-        raw.add_node(name, entity_type="PERSON")
-    for n in range(30):
-        film = f"FILM {n}"
-        raw.add_node(film, entity_type="FILM")
-        for actor in rng.sample(actors, rng.randint(2, 4)):
-            raw.add_edge(film, actor, keywords="starred_actors")
-        raw.add_edge(film, rng.choice(directors), keywords="directed_by")
-    return normalise_graph(raw)
+from support.gasl import film_kb
 
 
 def related(graph: nx.DiGraph, node: str, relation: str, *, inbound: bool) -> set[str]:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from gasl_support import FakeModel, small_graph
 from postel.messages.gasl import ExecutionRecord
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
+from support.gasl import FakeModel, small_graph
 
 
 def executor(model: FakeModel | None = None) -> GaslExecutor:

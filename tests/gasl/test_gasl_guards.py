@@ -10,7 +10,6 @@ from typing import Any
 
 import networkx as nx
 import pytest
-from gasl_support import FakeModel, small_graph
 from postel.messages import GaslPlanRequested, JobProgress, JobRequest
 from postel.messages.gasl import GaslPlan
 from postel.messages.intent import Intent
@@ -26,6 +25,7 @@ from postel.services.gasl.engines.caps import HARD_MAXIMA, Caps
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.stage import execute_round
+from support.gasl import FakeModel, small_graph
 
 # Every cap raised as far as a plan may, then all paths between all nodes: minutes of work
 # on a dense graph without a time budget.

@@ -6,12 +6,12 @@ from __future__ import annotations
 import inspect
 
 import pytest
-from gasl_support import small_graph
 from postel.services.gasl import ast, commands
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.outcome import CommandOutcome
 from postel.services.gasl.scope import Scope
+from support.gasl import small_graph
 
 # They run other commands, so the executor's plan loop runs them, not a handler.
 RUN_BY_THE_PLAN_LOOP = {ast.Try, ast.On}

@@ -1,4 +1,4 @@
-"""The reference dialect's corpus (tests/gasl/reference_dialect.py): every command but the
+"""The reference dialect's corpus (tests/support/reference_dialect.py): every command but the
 refused forms parses, each to the command its canonical form parses to, and gives the same
 records on the MMWR demo graph; the ones refused are listed and each gets the hint naming
 the canonical way."""
@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from gasl_support import SchemaModel
 from postel.messages.gasl import GaslPlan, PlanConfig
 from postel.services.gasl import dialect
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
@@ -16,7 +15,8 @@ from postel.services.gasl.errors import GaslSyntaxError
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.gasl.parser import parse, parses_as_written
-from reference_dialect import ACCEPTED, REFUSED, SETUP, Form
+from support.gasl import SchemaModel
+from support.reference_dialect import ACCEPTED, REFUSED, SETUP, Form
 
 
 @pytest.fixture(scope="module")

@@ -116,7 +116,8 @@ async def test_coauthorship_analysis_matches_networkx(tmp_path: Path) -> None:
     ]
 
     state.persist()
-    replayed = await replay(StateStore(state.backend).replay_info(), adapter)
+    artifact = state.backend.load()["replay"]  # {seed, plans: [{..., caps}]}, as persisted
+    replayed = await replay(artifact, adapter)
     assert replayed.variables == state.variables
     assert replayed.current.hash == state.current.hash
     assert [h["command"] for h in state.history][:1] == ["DECLARE co_authorship_analysis AS DICT"]

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from gasl_support import small_graph
 from postel.services.gasl import ast
 from postel.services.gasl.conditions import bind, fields_of
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.errors import BindingError
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.parser import parse
+from support.gasl import small_graph
 
 
 def condition(text: str) -> ast.Condition:

@@ -10,7 +10,6 @@ from typing import Any
 
 import networkx as nx
 import pytest
-from gasl_support import FakeModel
 from postel.messages.gasl import ExecutionRecord, GaslPlan
 from postel.services.gasl.engines.caps import Caps
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
@@ -18,7 +17,7 @@ from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.llm_steps import Limits
 from postel.services.gasl.loaders import DEMO_GRAPH, load_graphml, relations_of
 from postel.services.gasl.state import JsonFileStateBackend, StateStore
-from test_gasl_direction import film_kb
+from support.gasl import FakeModel, film_kb
 
 
 def lightrag_films(tmp_path: Path) -> Path:

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
@@ -22,10 +21,10 @@ from postel.infra.runtime.presence import wait_for
 from postel.infra.runtime.runner import load_worker
 from postel.infra.runtime.settings import Settings
 from postel.services.llm import LLMRequest
+from support import script, with_support
 
 from postel.testing.fake_model import FakeModel
 
-CALLER = Path(__file__).parent / "budget_caller.py"
 START_DELAY_S = 4.0  # the processes' imports, before they all call at once
 
 
@@ -48,8 +47,8 @@ def callers(
     env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
     processes = [
         subprocess.Popen(
-            [sys.executable, str(CALLER), redis_url, base_url, str(start), "1", str(rpm)],
-            env=env,
+            script("budget_caller", redis_url, base_url, str(start), "1", str(rpm)),
+            env=with_support(env),
             stdout=subprocess.PIPE,
             text=True,
         )

@@ -11,7 +11,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from postel.services.llm.tokens import count_tokens
 from postel.services.prompts import Capability
 from postel_bench.data.documents import repetitive_document, sample_document
 from postel_bench.loop_bus import run_loop_bus_bench
+from support import script, with_support
 
 from postel.testing.oracle import Oracle, serialise
 
@@ -299,14 +299,8 @@ async def test_loop_across_two_generator_processes_survives_sigkill(
     document_file = tmp_path / "document.json"
     document_file.write_text(json.dumps(DOCUMENT))
     env = {**os.environ, "POSTEL_REDIS_URL": redis_url, "POSTEL_LOG_LEVEL": "WARNING"}
-    command = [
-        sys.executable,
-        "tests/loop/oracle_generator.py",
-        str(document_file),
-        str(MAX_TOKENS),
-        "--delay",
-        "1.0",
-    ]
+    command = script("oracle_generator", str(document_file), str(MAX_TOKENS), "--delay", "1.0")
+    env = with_support(env)
     processes = {p.pid: p for p in (subprocess.Popen(command, env=env) for _ in range(2))}
     killed: int | None = None
     try:

@@ -6,9 +6,7 @@ end proves the prompt carried it (a parse error, an empty result, the round cap)
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,9 +22,7 @@ from postel.messages import JobOptions
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.prompts import Capability
 from postel.services.step import parse_command_lines
-
-sys.path.insert(0, str(Path(__file__).parent))
-from spy import Spy
+from support.spy import Spy
 
 
 @pytest.fixture

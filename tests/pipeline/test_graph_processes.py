@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from postel.infra.client.client import Client
@@ -18,9 +17,8 @@ from postel.infra.store.graphs import GraphRegistry
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import ScriptedClient
 from postel.services.prompts import Capability
-
-sys.path.insert(0, str(Path(__file__).parent))
-from rule_model import respond
+from support import script, with_support
+from support.rule_model import respond
 
 LIGHTRAG = """<?xml version="1.0" encoding="UTF-8"?>
 <graphml xmlns="http://graphml.graphdrawing.org/xmlns">
@@ -55,9 +53,7 @@ async def test_two_planners_and_two_gasl_workers_serve_jobs_on_two_graphs(
         "POSTEL_CONCURRENCY": "2",
     }
     procs = [
-        subprocess.Popen(
-            [sys.executable, "tests/pipeline/rules_worker.py", "planner", "gasl"], env=env
-        )
+        subprocess.Popen(script("rules_worker", "planner", "gasl"), env=with_support(env))
         for _ in range(2)
     ]
     others = [load_worker(name) for name in ("intent", "generator", "validator")]

@@ -3,7 +3,6 @@ five real workers and a scripted model replaying cassettes."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from postel.infra.runtime.model import RESOURCE, Model
 from postel.infra.runtime.settings import Settings
 from postel.services.llm import ScriptedClient
 from postel.services.prompts import Capability
+from support.spy import Spy
 
 CASSETTES = Path(__file__).parent / "cassettes"
 
@@ -26,10 +26,6 @@ TOTAL DUE: $165.50"""
 
 def scripted(name: str) -> Model:
     return Model(ScriptedClient.from_cassette(CASSETTES / name), Capability.STANDARD)
-
-
-sys.path.insert(0, str(Path(__file__).parent))
-from spy import Spy  # noqa: E402
 
 
 async def test_reason_reads_the_annotation_and_returns_a_validated_float(

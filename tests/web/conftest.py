@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -22,9 +21,7 @@ from postel.infra.web.server import WebServer
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability
-
-sys.path.insert(0, str(Path(__file__).parent))
-from story_model import respond
+from support.story_model import respond
 
 MODEL_DELAY_S = 0.25
 

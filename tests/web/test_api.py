@@ -8,9 +8,7 @@ import asyncio
 import gzip
 import json
 import re
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -32,9 +30,7 @@ from postel.services.llm import ChatMessage, LLMRequest, LLMResponse
 from postel.services.llm.call_log import LoggedCall
 from postel.services.llm.models import Usage
 from pydantic import SecretStr
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "bus"))
-from recording import Breakable, Recorder
+from support.recording import Breakable, Recorder
 
 KEYS = Keyspace()
 """The names of the keys on the tests' Redis, one server."""

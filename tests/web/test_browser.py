@@ -8,7 +8,6 @@ worker's: `popen-gwN/screenshots/`)."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,11 +17,8 @@ from playwright.async_api import Browser, Page, expect
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import QueueSettings, Settings
 from postel.infra.web.server import WebServer
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "bus"))
-sys.path.insert(0, str(Path(__file__).parent))
-from recording import Breakable, Recorder
-from story_model import MAX_TOKENS, QUESTION
+from support.recording import Breakable, Recorder
+from support.story_model import MAX_TOKENS, QUESTION
 
 LIVE_S = 60_000  # ms Playwright waits for a live update
 
@@ -122,7 +118,7 @@ async def test_a_job_appears_completes_live_and_its_page_tells_its_story(
     await page.screenshot(path=str(screenshots / "job.png"))
     await page.screenshot(path=str(screenshots / "job-full.png"), full_page=True)
     await page.set_viewport_size({"width": 1360, "height": 1640})
-    await page.screenshot(path=str(screenshots / "dashboard.png"))  # the README's picture
+    await page.screenshot(path=str(screenshots / "dashboard.png"))  # docs/OPERATIONS.md's picture
     for name in ("workers", "queues", "graphs"):
         await page.goto(web.url + name)
         await page.screenshot(path=str(screenshots / f"{name}.png"))

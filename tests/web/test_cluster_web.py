@@ -12,7 +12,7 @@ from postel.infra.store.graphs import GraphRegistry
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import ScriptedClient
 from postel.services.prompts import Capability
-from story_model import QUESTION, respond
+from support.story_model import QUESTION, respond
 
 
 async def test_a_job_walks_every_real_worker_kind_on_the_cluster(

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -28,14 +26,11 @@ from postel.infra.web.system_view import QUEUE_PAGE
 from postel.messages import JobFailed, JobRequest, JobSubmitted, utc_now
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability
+from support.recording import Recorder
+from support.story_model import QUESTION, respond
 
 from postel.testing.fake_model import FakeModel
 from postel.testing.relay import RELAY_WORKERS
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "bus"))
-sys.path.insert(0, str(Path(__file__).parent))
-from recording import Recorder
-from story_model import QUESTION, respond
 
 KEYS = Keyspace()
 """The names of the keys on the tests' Redis, one server."""

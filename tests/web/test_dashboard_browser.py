@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,12 +32,10 @@ from postel.infra.web.server import WebServer
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability
+from support.story_model import MAX_TOKENS, QUESTION, respond
 
 from postel.testing.fake_model import FakeModel
 from postel.testing.relay import RELAY_WORKERS
-
-sys.path.insert(0, str(Path(__file__).parent))
-from story_model import MAX_TOKENS, QUESTION, respond
 
 KEYS = Keyspace()
 """The names of the keys on the tests' Redis, one server."""

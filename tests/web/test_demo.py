@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import json
 import re
-import sys
 from pathlib import Path
 from typing import get_args
 
@@ -39,9 +38,7 @@ from postel.messages.pipeline import FailureStatus
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability
-
-sys.path.insert(0, str(Path(__file__).parent))
-from story_model import respond
+from support.story_model import respond
 
 
 async def test_the_demo_shows_its_page_its_rounds_and_the_evidence(

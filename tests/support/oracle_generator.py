@@ -1,7 +1,7 @@
 """A generator worker process whose model is the oracle of a document, for the AI loop's
 multi-process tests.
 
-    python tests/loop/oracle_generator.py DOCUMENT.json MAX_TOKENS [--delay SECONDS]
+    python -m support.oracle_generator DOCUMENT.json MAX_TOKENS [--delay SECONDS]
 
 `--delay` makes every model call take that long, so a test can kill the process in the
 middle of an iteration.

@@ -1,6 +1,6 @@
 """Worker processes of the given kinds with the rule-based model, for multi-process tests.
 
-python tests/pipeline/rules_worker.py KIND [KIND ...]
+python -m support.rules_worker KIND [KIND ...]
 """
 
 from __future__ import annotations
@@ -8,9 +8,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 from postel.infra.runtime.logging import configure_logging
 from postel.infra.runtime.model import RESOURCE, Model
@@ -18,7 +15,8 @@ from postel.infra.runtime.runner import run_workers
 from postel.infra.runtime.settings import Settings
 from postel.services.llm import ScriptedClient
 from postel.services.prompts import Capability
-from rule_model import respond
+
+from support.rule_model import respond
 
 
 async def main() -> None:

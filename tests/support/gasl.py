@@ -1,14 +1,20 @@
-"""Shared by the GASL tests: a small graph in the shared attribute model and a fake model.
-pytest puts this folder on sys.path, so tests import it as `gasl_support`."""
+"""Shared by the GASL tests: a small graph in the shared attribute model, a small film
+knowledge base stored film -> person, fake models, and the records' text a round prompt
+shows.
+Tests import it as `support.gasl` (tests/support, on pytest's pythonpath)."""
 
 from __future__ import annotations
 
 import hashlib
+import random
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import networkx as nx
+from postel.messages.gasl import ExecutionRecord
 from postel.services.gasl.loaders import normalise_graph
+from postel.services.planner.render import failure_line, record_texts, results_text
 
 
 def small_graph() -> nx.Graph:
@@ -83,3 +89,29 @@ class SchemaModel:
         else:
             answer = {"items": [{"id": said, "instruction": parts["INSTRUCTION"]}]}
         return answer, {"model": "schema", "tokens": 7}
+
+
+def film_kb(seed: int = 7) -> nx.DiGraph:
+    """Films with their actors (`starred_actors`) and a director (`directed_by`), every edge
+    stored film -> person."""
+    rng = random.Random(seed)
+    raw = nx.DiGraph()
+    actors = [f"ACTOR {n}" for n in range(40)]
+    directors = [f"DIRECTOR {n}" for n in range(8)]
+    for name in actors:
+        raw.add_node(name, entity_type="PERSON")
+    for name in directors:
+        raw.add_node(name, entity_type="PERSON")
+    for n in range(30):
+        film = f"FILM {n}"
+        raw.add_node(film, entity_type="FILM")
+        for actor in rng.sample(actors, rng.randint(2, 4)):
+            raw.add_edge(film, actor, keywords="starred_actors")
+        raw.add_edge(film, rng.choice(directors), keywords="directed_by")
+    return normalise_graph(raw)
+
+
+def records_text(records: Sequence[ExecutionRecord], error: str | None = None) -> str:
+    """LAST RESULTS as a round prompt shows them with nothing cut: each command's record,
+    every sample row, the failure once."""
+    return results_text(record_texts(records), failure_line(records, error))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from postel.services.llm import LLMRequest, LLMResponse, ScriptedClient
 
-CASSETTES = Path(__file__).parent / "cassettes"
+CASSETTES = Path(__file__).parents[1] / "pipeline" / "cassettes"
 
 
 class Spy:

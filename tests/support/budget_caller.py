@@ -3,7 +3,7 @@ after the route was first paused, however long this process took to start) it ma
 calls through an OpenAI client guarded by the route's Redis gate, and prints each call's
 budget wait in ms as JSON.
 
-    python budget_caller.py REDIS_URL BASE_URL START CALLS RPM
+    python -m support.budget_caller REDIS_URL BASE_URL START CALLS RPM
 """
 
 from __future__ import annotations

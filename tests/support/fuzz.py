@@ -4,7 +4,7 @@
     POSTEL_FUZZ_EXAMPLES=10000 python3 -m pytest tests/fuzz -q -s --timeout 0   # the full size
 
 Each fuzzer (tests/fuzz/test_fuzz_*.py) decorates its test with `fuzz_settings` (`from
-fuzz_support import fuzz_settings`: pytest puts this folder on sys.path) and prints a line of
+support.fuzz import fuzz_settings`: tests/support, on pytest's pythonpath) and prints a line of
 counts."""
 
 from __future__ import annotations

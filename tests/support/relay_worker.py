@@ -1,7 +1,7 @@
 """A worker process running relay stages, for the runtime's multi-process tests.
 
-    python tests/bus/relay_worker.py NAME [NAME ...] [--slow SECONDS] [--ingress]
-                                    [--stall-after-take SECONDS]
+    python -m support.relay_worker NAME [NAME ...] [--slow SECONDS] [--ingress]
+                                   [--stall-after-take SECONDS]
 
 `--slow` makes each handler sleep first, so a test can kill the process mid-job.
 `--ingress` also runs the ingress consumer. `--stall-after-take` makes the worker sleep
