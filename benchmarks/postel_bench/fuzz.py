@@ -6,7 +6,8 @@ Infinity, a number out of range (1e999) or of 5,000 digits, invalid UTF-8 inside
 nesting far past the limit, a huge string, a value of the wrong type, control characters,
 cut-off JSON, or an id of the wrong shape. The value goes into the JSON body (a field, a
 nested field or the whole body), a form field, a query parameter, a path parameter or a
-header, in turn; the families take turns too, so even a small run meets each of them.
+header, in turn (invalid UTF-8 in a path or query also unencoded, on the socket itself); the
+families take turns too, so even a small run meets each of them.
 
 Counted per route: the answers by status class, answers of 500 or more, resets (the
 connection closed without an answer) and timeouts; and over the run, the tracebacks the
@@ -25,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote_from_bytes
+from urllib.parse import quote_from_bytes, unquote_to_bytes, urlsplit
 
 import click
 import httpx
@@ -142,12 +143,15 @@ def targets() -> list[Target]:
 
 @dataclass
 class Hostile:
-    """One request: method, path with its query, headers and body."""
+    """One request: method, path with its query, headers and body. A `raw` one is written to
+    the socket as it is, its path's bytes not percent-encoded (invalid UTF-8 in the request
+    line itself)."""
 
     family: str
     url: str
     headers: dict[str, bytes] = field(default_factory=dict)
     body: bytes | None = None
+    raw: bytes | None = None
 
 
 def _huge(rng: random.Random) -> bytes:
@@ -202,6 +206,7 @@ def hostile_requests(target: Target, count: int, seed: int = 0) -> Iterator[Host
         places = ["query"] * bool(target.query) + ["path"] * bool(target.path_params)
         places += ["header"] * bool(target.headers) + ["body"] * 2 * (target.body != "none")
         place = rng.choice(places or ["query"])
+        raw = family == "bad_utf8" and place in ("path", "query") and n % 2 == 1
         if place == "path":
             name = rng.choice(target.path_params)
             path_values[name] = quote_from_bytes(rng.choice(PARAMETER_VALUES[family]), safe=b"")
@@ -222,7 +227,10 @@ def hostile_requests(target: Target, count: int, seed: int = 0) -> Iterator[Host
         path = target.path.format(**{k: v or "%20" for k, v in path_values.items()})
         if query:
             path += "?" + "&".join(f"{k}={quote_from_bytes(v, safe=b'')}" for k, v in query)
-        yield Hostile(family, path, headers, body)
+        hostile = Hostile(family, path, headers, body)
+        if raw:  # the same request with the path's percent-escapes written as their bytes
+            hostile.raw = unquote_to_bytes(path)
+        yield hostile
 
 
 class _Tracebacks(logging.Handler):
@@ -256,10 +264,44 @@ class RouteCounts:
             self.examples.append(f"{what}: {hostile.family} {hostile.url[:160]} {body!r}")
 
 
+async def _answer_raw(base_url: str, target: Target, hostile: Hostile) -> int:
+    """The status of `hostile` written to the socket as it is (TransportError: no answer)."""
+    where = urlsplit(base_url)
+    reader, writer = await asyncio.open_connection(where.hostname, where.port)
+    try:
+        body = hostile.body or b""
+        head = [f"{target.method} ".encode() + (hostile.raw or b"/") + b" HTTP/1.1"]
+        head += [f"Host: {where.netloc}".encode(), b"Connection: close"]
+        head += [name.encode() + b": " + value for name, value in hostile.headers.items()]
+        head += [f"Content-Length: {len(body)}".encode()]
+        writer.write(b"\r\n".join(head) + b"\r\n\r\n" + body)
+        await writer.drain()
+        line = await asyncio.wait_for(reader.readline(), _TIMEOUT_S)
+    except (ConnectionError, OSError) as exc:
+        raise httpx.ReadError(str(exc)) from exc
+    finally:
+        writer.close()
+    if not line.startswith(b"HTTP/1.1 "):
+        raise httpx.RemoteProtocolError(f"no answer: {line[:60]!r}")
+    return int(line.split()[1])
+
+
 async def _send(
     client: httpx.AsyncClient, target: Target, hostile: Hostile, counts: RouteCounts
 ) -> None:
     counts.sent += 1
+    if hostile.raw is not None:
+        try:
+            status = await _answer_raw(str(client.base_url), target, hostile)
+        except (httpx.TransportError, TimeoutError) as exc:
+            counts.resets += 1
+            counts.failed(f"reset ({type(exc).__name__})", hostile)
+            return
+        counts.statuses[f"{status // 100}xx"] += 1
+        if status >= 500:
+            counts.server_errors += 1
+            counts.failed(str(status), hostile)
+        return
     try:
         async with client.stream(
             target.method, hostile.url, headers=hostile.headers, content=hostile.body
