@@ -1,4 +1,5 @@
-"""Every HTTP surface is safe to expose: the token on each (the worker's /metrics too), 401
+"""Every HTTP surface is safe to expose: the token on each (the worker's /metrics too), an
+empty or short one refused at start on each, wrong tokens throttled per address, 401
 for machine clients, the scheme in the OpenAPI document, slow clients disconnected, a cap on
 connections and on live streams, job ids checked on every route, a desired type checked at
 submission, and bidi controls shown, not obeyed, in pages. Real uvicorn on loopback, real
