@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from postel.infra.cli.support import clip
 from postel.messages.gasl import ExecutionRecord, GaslPlan, GaslRunResult
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.errors import GaslSyntaxError
@@ -65,8 +66,7 @@ def check_commands(commands: list[str]) -> list[str | GaslSyntaxError]:
 
 
 def _cell(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return clip(" ".join(text.split()), width)
 
 
 def format_records_table(records: list[ExecutionRecord]) -> str:
