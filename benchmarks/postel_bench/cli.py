@@ -26,7 +26,8 @@ class _BenchGroup(click.Group):
     listed, so the other bench commands do not pay for loading that benchmark."""
 
     defined_elsewhere: ClassVar[dict[str, tuple[str, str]]] = {
-        "chaos": ("postel_bench.chaos", "bench_chaos")
+        "chaos": ("postel_bench.chaos", "bench_chaos"),
+        "fuzz": ("postel_bench.fuzz", "bench_fuzz"),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -36,6 +36,7 @@ from postel.infra.store.graphs import GraphInfo, GraphNotFound, GraphRegistry
 from postel.infra.store.jobs import JobRecord
 from postel.infra.store.redis_server import port_is_open
 from postel.infra.store.stores import GaslRound, GaslStateStore
+from postel.infra.web.security import web_token
 from postel.infra.web.server import WebError, WebServer
 from postel.messages import JobOptions, JobRequest, TypeSpec
 from postel.messages.gasl import FAILED_STATUSES
@@ -284,7 +285,7 @@ class Story:
 
 async def _serves_job(settings: Settings, port: int, job_id: str) -> bool:
     """Whether the web server on `port` reads the Redis this job is on (it knows the job)."""
-    token = settings.web_token.get_secret_value() if settings.web_token else None
+    token = web_token(settings)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
         async with httpx.AsyncClient(timeout=5) as http:
