@@ -8,14 +8,9 @@ benchmarks.
 """
 
 from postel.messages.document import Section, SectionsDocument
-from postel.messages.envelope import (
-    JOB_ID_PATTERN,
-    SCHEMA_VERSION,
-    Envelope,
-    new_job_id,
-    utc_now,
-)
+from postel.messages.envelope import SCHEMA_VERSION, Envelope, new_job_id, utc_now
 from postel.messages.gasl import ExecutionRecord, GaslPlan, PlanConfig
+from postel.messages.ids import JOB_ID_PATTERN
 from postel.messages.intent import Intent, QualityRequirements, TaskIntentOverride
 from postel.messages.job import AmbientContext, CodeSiteContext, JobOptions, JobRequest
 from postel.messages.pipeline import (

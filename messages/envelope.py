@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal, Self, TypeVar
@@ -14,10 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 SCHEMA_VERSION = 1
 
 M = TypeVar("M", bound="Envelope")
-
-JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
-"""Every job id: a safe Redis key part (no `:`, so no job's id names another key)."""
-_JOB_ID = re.compile(JOB_ID_PATTERN)
 
 
 def utc_now() -> datetime:
@@ -62,12 +57,7 @@ class Envelope(BaseModel):
     @field_validator("job_id")
     @classmethod
     def _job_id_is_a_safe_key(cls, value: str) -> str:
-        if not _JOB_ID.match(value):
-            raise ValueError(
-                "job_id must be 1-100 characters of letters, digits, '.', '_' or '-', "
-                "starting with a letter or digit"
-            )
-        return value
+        return ids.parse_job_id(value)
 
     def derive(self, cls: type[M], key: str, **payload: Any) -> M:
         """The next message of this job, caused by this one."""

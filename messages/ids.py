@@ -1,8 +1,15 @@
-"""Message ids, written and read here only: every message of a job is `<job_id>:<key>`
+"""Ids, written and read here only: every message of a job is `<job_id>:<key>`
 (`message_id`), with the key named here by what the message is; a redriven dead letter is
 `<id>:redrive<n>` (`redrive`). The parsers beside the writers
 (`job_of`, `key_of`, `gasl_round_of`, `redrive_of`) read what they write, and nothing else
 splits an id.
+
+What comes from outside is read by one parser each, which raises InvalidId (InvalidInput)
+naming what it expected: a job id (`parse_job_id`, JOB_ID_PATTERN), a dead letter's id
+(`parse_dead_letter_id`: a stream entry id, after its lane's tag on a cluster), a position
+in a stream (`parse_stream_id`) and the jobs list's cursor (`parse_jobs_cursor`, written by
+`jobs_cursor`). The HTTP API and the dashboard take each through these, so a bad one is a
+422 everywhere.
 
 A hop that runs twice derives the same ids, so its second run is recognised and dropped:
 a key must be a function of the job's position only (task, round, repair, iteration),
@@ -13,6 +20,69 @@ plan's own names for its tasks.
 from __future__ import annotations
 
 import re
+
+from postel.messages.errors import InvalidInput
+
+JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+"""Every job id: a safe Redis key part (no `:`, so no job's id names another key)."""
+_JOB_ID = re.compile(JOB_ID_PATTERN)
+STREAM_ID_PATTERN = r"^\d{1,20}(-\d{1,20})?$"
+"""A position in a Redis stream: `<ms>-<seq>`, or `<ms>` for its first entry."""
+_STREAM_ID = re.compile(STREAM_ID_PATTERN)
+DEAD_LETTER_ID_PATTERN = r"^(\{p\d{1,5}\})?\d{1,20}-\d{1,20}$"
+"""A dead letter's id: its stream entry id, after its lane's tag on a cluster (`{p3}`,
+infra/store/keys.py)."""
+_DEAD_LETTER_ID = re.compile(DEAD_LETTER_ID_PATTERN)
+_JOBS_CURSOR = re.compile(r"^(?P<score>\d{1,17}):(?P<job>[^:]*)$")
+
+
+class InvalidId(InvalidInput):
+    """An id, cursor or stream position from outside that is not of its shape."""
+
+
+def _shown(value: str) -> str:
+    return repr(value[:40] + ("…" if len(value) > 40 else ""))
+
+
+def is_job_id(value: str) -> bool:
+    return _JOB_ID.match(value) is not None
+
+
+def parse_job_id(value: str) -> str:
+    if not is_job_id(value):
+        raise InvalidId(
+            "a job id is 1-100 characters of letters, digits, '.', '_' or '-', starting with "
+            f"a letter or digit; got {_shown(value)}"
+        )
+    return value
+
+
+def parse_dead_letter_id(value: str) -> str:
+    if not _DEAD_LETTER_ID.match(value):
+        shown = _shown(value)
+        raise InvalidId(f"a dead letter's id is a stream entry id (`<ms>-<seq>`); got {shown}")
+    return value
+
+
+def parse_stream_id(value: str) -> str:
+    if not _STREAM_ID.match(value):
+        raise InvalidId(f"not a stream id (`<ms>-<seq>`): got {_shown(value)}")
+    return value
+
+
+def jobs_cursor(score: float, job_id: str) -> str:
+    """The jobs list's cursor: after the job `job_id`, whose index score is `score`."""
+    return f"{score:.0f}:{job_id}"
+
+
+def parse_jobs_cursor(value: str) -> tuple[float, str]:
+    """(score, job id) of a cursor `jobs_cursor` wrote."""
+    found = _JOBS_CURSOR.match(value)
+    if found is None or not is_job_id(found["job"]):
+        shown = _shown(value)
+        raise InvalidId(f"a jobs cursor is `<score>:<job id>`, as a page's `next`; got {shown}")
+    return float(found["score"]), found["job"]
+
 
 SUBMITTED = "submitted"
 """A job's first message, written by its submission."""

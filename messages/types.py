@@ -8,6 +8,7 @@ structured results, as a JSON Schema.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from postel.messages.errors import LimitExceeded
@@ -117,32 +118,43 @@ class TypeSpec(BaseModel):
         return self.kind
 
 
-def _parse_spelling(spelling: str, depth: int = 1) -> dict[str, Any]:
-    if depth > MAX_TYPE_DEPTH:
-        raise LimitExceeded("type nesting limit", MAX_TYPE_DEPTH, f"in {spelling[:60]!r}...")
-    text = spelling.strip()
-    text = _ALIASES.get(text.lower(), text)
-    lowered = text.lower()
-    if lowered in _SCALARS:
-        return {"kind": lowered}
-    for prefix in ("list[", "list ["):
-        if lowered.startswith(prefix) and lowered.endswith("]"):
-            inner = text[len(prefix) : -1]
-            return {"kind": "list", "items": _parse_spelling(inner, depth + 1)}
-    known = ", ".join([*_SCALARS, "list[T]"])
-    raise ValueError(f"unknown type {spelling!r}: expected one of {known}, or a JSON Schema")
+def _anycase(word: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+# The grammar of a spelling, once: a word (a scalar or an alias, any case) inside up to
+# MAX_TYPE_DEPTH - 1 `list[...]`, the brackets balanced. Written as a regex both Python and
+# JSON Schema (ECMA-262) read, so the parser and the published schema accept the same texts.
+_WORDS = "|".join(_anycase(w) for w in sorted({*_SCALARS, *_ALIASES}, key=len, reverse=True))
+_OPEN = rf"{_anycase('list')} ?\[\s*"
+_CLOSE = r"\s*\]"
+_SPELLING = re.compile(
+    r"^\s*(?:"
+    + "|".join(rf"(?:{_OPEN}){{{n}}}(?:{_WORDS})(?:{_CLOSE}){{{n}}}" for n in range(MAX_TYPE_DEPTH))
+    + r")\s*$"
+)
+_OPENS = re.compile(rf"\s*((?:{_OPEN})*)")
 
 
 def spelling_pattern() -> str:
-    """An ECMA-262 regex (as JSON Schema `pattern` takes) for the spellings `parse` reads:
-    case-insensitive words, any `list[...]` around them. Brackets are not counted; `parse`
-    refuses what does not balance."""
+    """The regex (ECMA-262, as JSON Schema `pattern` takes) of every spelling `parse` reads;
+    `parse` reads a text by this same pattern."""
+    return _SPELLING.pattern
 
-    def anycase(word: str) -> str:
-        return "".join(f"[{c.lower()}{c.upper()}]" for c in word)
 
-    words = "|".join(anycase(w) for w in sorted({*_SCALARS, *_ALIASES}, key=len, reverse=True))
-    return rf"^\s*(?:{anycase('list')} ?\[\s*)*(?:{words})(?:\s*\])*\s*$"
+def _parse_spelling(spelling: str) -> dict[str, Any]:
+    lists = _OPENS.match(spelling)
+    opened = len(re.findall(_OPEN, lists.group(1))) if lists else 0
+    if opened >= MAX_TYPE_DEPTH:
+        raise LimitExceeded("type nesting limit", MAX_TYPE_DEPTH, f"in {spelling[:60]!r}...")
+    if not _SPELLING.fullmatch(spelling):
+        known = ", ".join([*_SCALARS, "list[T]"])
+        raise ValueError(f"unknown type {spelling!r}: expected one of {known}, or a JSON Schema")
+    word = re.sub(rf"^\s*(?:{_OPEN})*|(?:{_CLOSE})*\s*$", "", spelling).lower()
+    parsed: dict[str, Any] = {"kind": word} if word in _SCALARS else _parse_spelling(_ALIASES[word])
+    for _ in range(opened):
+        parsed = {"kind": "list", "items": parsed}
+    return parsed
 
 
 TypeSpec.model_rebuild()

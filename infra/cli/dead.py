@@ -18,6 +18,9 @@ def dead() -> None:
     """Dead letters: messages postel could not handle, kept with the error and the payload."""
 
 
+JOB_CHARS = 24
+ERROR_CHARS = 100  # a list line's error; `postel dead show` prints it whole
+
 worker_filter = click.option(
     "--worker", default=None, help="Only those of this worker kind (or `ingress`)."
 )
@@ -40,6 +43,7 @@ async def dead_list(
     as_json: bool,
 ) -> None:
     """List dead letters, newest first."""
+    from postel.infra.cli.support import clip
     from postel.infra.store.deadletter import list_dead
 
     page = await list_dead(
@@ -50,8 +54,9 @@ async def dead_list(
             click.echo(letter.model_dump_json())
             continue
         when = f"{letter.at:%Y-%m-%d %H:%M:%S}" if letter.at else "?"
-        job = letter.job_id or "-"
-        click.echo(f"{letter.id:<17} {when}  {letter.worker:<10} {job:<24} {letter.error[:100]}")
+        job = clip(letter.job_id or "-", JOB_CHARS)
+        error = clip(" ".join(letter.error.split()), ERROR_CHARS)
+        click.echo(f"{letter.id:<17} {when}  {letter.worker:<10} {job:<{JOB_CHARS}} {error}")
     if not as_json:
         more = f"; more: --before {page.next}" if page.next else ""
         click.echo(f"({len(page.items)} shown of {page.total}{more})", err=True)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from postel.infra.cli.support import clip
 from postel.infra.client.client import Client
 from postel.infra.client.session import connected, run_job
 from postel.infra.runtime.model import provider_of
@@ -35,6 +36,7 @@ from postel.infra.store.graphs import GraphInfo, GraphNotFound, GraphRegistry
 from postel.infra.store.jobs import JobRecord
 from postel.infra.store.redis_server import port_is_open
 from postel.infra.store.stores import GaslRound, GaslStateStore
+from postel.infra.web.security import web_token
 from postel.infra.web.server import WebError, WebServer
 from postel.messages import JobOptions, JobRequest, TypeSpec
 from postel.messages.gasl import FAILED_STATUSES
@@ -194,7 +196,7 @@ FOUND_ROWS = 2
 
 def _shown(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= _VALUE_CHARS else text[: _VALUE_CHARS - 1] + "…"
+    return clip(text, _VALUE_CHARS)
 
 
 def intent_lines(intent: Intent) -> list[str]:
@@ -283,7 +285,7 @@ class Story:
 
 async def _serves_job(settings: Settings, port: int, job_id: str) -> bool:
     """Whether the web server on `port` reads the Redis this job is on (it knows the job)."""
-    token = settings.web_token.get_secret_value() if settings.web_token else None
+    token = web_token(settings)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
         async with httpx.AsyncClient(timeout=5) as http:
@@ -293,13 +295,19 @@ async def _serves_job(settings: Settings, port: int, job_id: str) -> bool:
     return answer.status_code == 200
 
 
+OWN_DASHBOARD = (
+    "this demo serves its own dashboard, which ends when the demo does "
+    "(`postel up` serves one that stays)"
+)
+
+
 async def dashboard(
     settings: Settings, redis_url: str, job_id: str, stack: contextlib.AsyncExitStack
 ) -> tuple[str | None, str]:
     """Where to watch the job, and a note: the web server on POSTEL_WEB_PORT when it serves
     this job's Redis (that of `postel up`), else one started here on loopback for as long
-    as the demo runs (on a free port when POSTEL_WEB_PORT is taken by another system's);
-    None when none can be started."""
+    as the demo runs (on a free port when POSTEL_WEB_PORT is taken by another system's),
+    which the note says ends with the demo (OWN_DASHBOARD); None when none can be started."""
     port = settings.web_port
     if port_is_open(port):
         if await _serves_job(settings, port, job_id):
@@ -316,7 +324,7 @@ async def dashboard(
         return await dashboard(
             settings.model_copy(update={"web_port": 0}), redis_url, job_id, stack
         )
-    return server.url, f"{note}this demo serves its own" if note else ""
+    return server.url, f"{note}{OWN_DASHBOARD}"
 
 
 async def run_demo(

@@ -59,7 +59,7 @@ def up(port: int | None, state_dir: Path | None, no_web: bool, web_port: int | N
     from postel.infra.cli.support import EXIT_INPUT, fail, run_async, settings
     from postel.infra.runtime.local_system import LocalSystem
     from postel.infra.store.redis_packing import pack_with_hiredis
-    from postel.infra.web.server import WebError, WebServer
+    from postel.infra.web.server import WebError, WebServer, check_exposure
 
     current = settings()
     if current.redis_url:
@@ -67,6 +67,11 @@ def up(port: int | None, state_dir: Path | None, no_web: bool, web_port: int | N
             "`postel up` runs its own Redis; unset POSTEL_REDIS_URL, or run `postel worker`",
             EXIT_INPUT,
         )
+    if not no_web:
+        try:  # before anything starts
+            check_exposure(current, current.web_host, "the web server")
+        except WebError as exc:
+            fail(f"{exc} (or --no-web)", EXIT_INPUT)
     pack_with_hiredis()
 
     async def serve() -> None:
@@ -141,7 +146,7 @@ def web(host: str | None, port: int | None) -> None:
             await server.start()
         except WebError as exc:
             fail(str(exc), EXIT_INPUT)
-        guarded = " (token required)" if current.web_token else ""
+        guarded = " (token required)" if server.token else ""
         click.echo(f"postel web: {server.url}{guarded}   API: {server.url}api/docs")
         click.echo("  Ctrl-C stops")
         stop = stop_on_signals()

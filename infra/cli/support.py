@@ -107,21 +107,36 @@ def run_async(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T
     return wrapper
 
 
+def clip(text: str, width: int) -> str:
+    """`text` in at most `width` characters: cut with an ellipsis when longer, so a reader
+    sees that it goes on."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def fail(message: str, code: int) -> Any:
     click.echo(f"postel: {message}", err=True)
     sys.exit(code)
 
 
-def settings() -> Settings:
+def _read_settings() -> Settings:
     current = Settings()
     configure_logging(current.log_level, current.log_format)
     return current
+
+
+def settings() -> Settings:
+    """The settings from the environment, logging configured by them; settings that do not
+    validate end the command with exit 2, naming each setting (never echoing its value)."""
+    try:
+        return _read_settings()
+    except ValidationError as exc:
+        return fail(f"invalid settings: {exc}", EXIT_INPUT)
 
 
 def logs_to_stderr() -> None:
     """Configure logging (to stderr) before a command runs; settings that do not validate
     are reported by the command that reads them, so logging falls back to its defaults."""
     try:
-        settings()
+        _read_settings()
     except ValidationError:
         configure_logging()

@@ -74,6 +74,7 @@ from postel.infra.store.events import Command, Event, EventLog, EventStatus, Met
 from postel.infra.store.job_stores import job_stores
 from postel.infra.store.jobs import JobStore
 from postel.infra.store.keys import Keyspace, lane_of_arq, message_of
+from postel.infra.store.wire import UnreadableEntry
 from postel.messages import (
     Envelope,
     FailureStatus,
@@ -249,7 +250,7 @@ class Actor:
         lease_key = in_progress_key_prefix + str(ctx.get("job_id", ""))
         renewing = asyncio.create_task(self._renew_lease(lease_key))
         attempt = int(ctx.get("job_try", 1))
-        began = time.monotonic()
+        began = time.perf_counter()
         try:
             return await self.run(
                 payload, attempt=attempt, lease_key=lease_key, seen=ctx.get("received")
@@ -261,17 +262,33 @@ class Actor:
             # arq cancels a run at job_timeout (then drops the message) and at shutdown (then
             # runs it again). The hop limit ends runs earlier, so a cut at job_timeout means
             # the event loop was blocked past it: record the failure rather than lose the job.
-            if time.monotonic() - began >= self.queue.job_timeout:
-                await asyncio.shield(self._fail_cut_off(payload, attempt))
+            # A run whose lease another worker took over while it was held (a SIGSTOP past
+            # the lease) has nothing to record: the other run committed the message.
+            cut_off = time.perf_counter() - began >= self.queue.job_timeout
+            if cut_off and await asyncio.shield(self._fail_cut_off(payload, attempt, began)):
+                return False
             raise
         finally:
             renewing.cancel()
 
-    async def _fail_cut_off(self, payload: Any, attempt: int) -> None:
+    async def _fail_cut_off(self, payload: Any, attempt: int, started: float) -> bool:
+        """Fail the job of a run cut off at job_timeout; True (and nothing recorded) if
+        another run committed its message meanwhile."""
         message = decode_message(payload).with_attempt(attempt)
+        if await self._lease_lost(message):
+            return True
         error = f"arq cut the run off at job_timeout ({self.queue.job_timeout:g}s)"
         log.error("run cut off; the job fails", job_id=message.job_id, error=error)
-        await self._give_up(message, payload, error, status="hop_timeout")
+        await self._give_up(message, payload, error, status="hop_timeout", started=started)
+        return False
+
+    async def _lease_lost(self, message: Envelope) -> bool:
+        """Did another run commit `message` while this one was held past its lease (its
+        worker frozen, say)? Then this run's failure is no fault: one INFO line says so."""
+        if not await self.runtime.redis.exists(self.runtime.keyspace.done(message.message_id)):
+            return False
+        log.info(LEASE_LOST, message_id=message.message_id)
+        return True
 
     @property
     def lease_ms(self) -> int:
@@ -292,7 +309,12 @@ class Actor:
                     log.warning("could not renew the lease; retrying", key=key, error=str(exc))
                     continue
                 if not held:
-                    log.warning("the lease lapsed; another worker may run this too", key=key)
+                    # gone because another run took the message over and committed it: the
+                    # run says so once when it ends (LEASE_LOST)
+                    arq_job = key.removeprefix(in_progress_key_prefix)
+                    done = self.runtime.keyspace.done(message_of(arq_job))
+                    if not await self.runtime.redis.exists(done):
+                        log.warning("the lease lapsed; another worker may run this too", key=key)
                     return
 
     async def run(
@@ -358,11 +380,14 @@ class Actor:
             await self.runtime.redis.execute_command(*self._record_missing(message, payload))
             return False
         if self.retries.exhausted(attempt):
-            await self._give_up(message, payload, "out of tries (its worker died each time)")
+            error = "out of tries (its worker died each time)"
+            await self._give_up(message, payload, error, started=started)
             return False
         if message.deadline is not None and utc_now() > message.deadline:
             error = f"deadline {message.deadline.isoformat()} passed before {self.spec.name}"
-            await self._give_up(message, payload, error, status="deadline_exceeded", keep=False)
+            await self._give_up(
+                message, payload, error, status="deadline_exceeded", keep=False, started=started
+            )
             return False
         limit = HopLimit.of(message, self.queue)
         try:
@@ -448,7 +473,7 @@ class Actor:
         try:
             message = decode_message(payload) if isinstance(payload, dict) else None
             if message is None:
-                error = "undecodable message: the payload is not a JSON object"
+                error = f"undecodable message: {_payload_fault(payload)}"
         except ValidationError as exc:
             error = f"invalid message: {summarise_validation(exc)}"
         except Exception as exc:  # whatever a payload holds, it must not stop the worker
@@ -544,26 +569,24 @@ class Actor:
     ) -> None:
         if isinstance(exc, REDIS_UNAVAILABLE):
             raise exc  # the handler lost Redis: an outage, ridden out (handle_job)
+        if await self._lease_lost(message):
+            # a stale run (its worker froze past the lease): another run committed the
+            # message, so there is nothing to fail, retry or record
+            return
         error = f"{type(exc).__name__}: {exc}"
         status = _failure_of(exc, limit)
         if status is not None:
             log.error("handler failed; the job fails", error=error, failure=status)
-            await self._give_up(
-                message, payload, error, status=status, keep=status != "deadline_exceeded"
-            )
+            keep = status != "deadline_exceeded"
+            await self._give_up(message, payload, error, status=status, keep=keep, started=started)
             return
         if self.retries.retries(attempt):
-            if await self.runtime.redis.exists(self.runtime.keyspace.done(message.message_id)):
-                # a stale run (its worker froze past the lease): another run committed the
-                # message, so there is nothing to retry and nothing to record
-                log.info("handler failed after another run committed; nothing to retry")
-                return
             delay = self.retries.delay(exc, attempt)
             log.warning("handler failed; arq will retry", error=error, attempt=attempt)
             await self._record(message, "retried", error=error, started=started)
             raise Retry(defer=delay) from exc
         log.error("handler failed on its last try", error=error, attempt=attempt)
-        await self._give_up(message, payload, error)
+        await self._give_up(message, payload, error, started=started)
 
     async def _give_up(
         self,
@@ -573,10 +596,12 @@ class Actor:
         status: FailureStatus = "out_of_tries",
         *,
         keep: bool = True,
+        started: float,
     ) -> None:
         """Fail the job; with `keep`, the message goes to the dead letters to be redriven. The
         dead letter is committed with the failure, so a run that gives up on a message another
-        run already committed (its worker was frozen past the lease) writes nothing."""
+        run already committed (its worker was frozen past the lease) writes nothing. The hop's
+        event is `failed`, with the time since `started` (perf_counter) as its duration."""
         gave_up = GaveUp()
         if keep:
             gave_up.dead_letter.append(
@@ -599,9 +624,8 @@ class Actor:
             if status == "out_of_tries"
             else f"{self.spec.name}: {error}",
         )
-        await self._commit(
-            message, payload, HopOutcome(messages=[failed]), time.perf_counter(), gave_up=gave_up
-        )
+        outcome = HopOutcome(messages=[failed])
+        await self._commit(message, payload, outcome, started, gave_up=gave_up)
 
     async def _commit(
         self,
@@ -619,10 +643,12 @@ class Actor:
         included) propagates, and arq runs the message again. With `arq_job`, the commit also
         removes that job from this worker's queue (what arq's finish would do in a round trip
         of its own); True if it did. `gave_up` (a dead letter and its event) is committed with the
-        outcome."""
+        outcome, and the hop's event is then `failed`."""
         extra = gave_up or GaveUp()
         try:
-            result = await self._commit_outcome(message, payload, outcome, started, arq_job, extra)
+            result = await self._commit_outcome(
+                message, payload, outcome, started, arq_job, extra, failed=gave_up is not None
+            )
         except REDIS_UNAVAILABLE:
             raise  # Redis not answering now says nothing of the outcome: it runs again
         except (ValueError, TypeError, RecursionError, ResponseError) as exc:
@@ -634,10 +660,10 @@ class Actor:
                 JobFailed, key=ids.FAILED, status="invalid_request", error=error[:2000]
             )
             result = await self._commit_outcome(
-                message, payload, HopOutcome([failed]), started, arq_job, extra
+                message, payload, HopOutcome([failed]), started, arq_job, extra, failed=True
             )
         if result == "duplicate":
-            log.info("another run committed this message first")
+            log.info(LEASE_LOST, message_id=message.message_id)
         elif result == "refused":
             log.info("the job finished while this message was handled; its outcome is dropped")
         elif result == "missing":
@@ -652,10 +678,14 @@ class Actor:
         started: float,
         arq_job: str | None,
         extra: GaveUp,
+        *,
+        failed: bool = False,
     ) -> CommitResult:
         downstream = [with_trace(m) for m in outcome.messages if m.destination is not None]
         duration_ms = (time.perf_counter() - started) * 1000
-        status: EventStatus = "continued" if outcome.continued else "completed"
+        status: EventStatus = (
+            "failed" if failed else "continued" if outcome.continued else "completed"
+        )
         hop = _hop.get()
         event = self._event(
             message,
@@ -792,6 +822,10 @@ class RunningHop:
     arrival: Arrival | None  # None when `received` was written before the handler ran
 
 
+LEASE_LOST = "lease lost: another worker committed this message while this run was held"
+"""The one line (INFO) a run held past its lease logs, whatever its own ending."""
+
+
 @dataclass
 class GaveUp:
     """What a give-up commits besides the failure: the message's dead letter and its event."""
@@ -832,6 +866,15 @@ def _failure_of(exc: Exception, limit: HopLimit) -> FailureStatus | None:
     if isinstance(exc, PostelError):
         return "invalid_request"
     return "internal_error"
+
+
+def _payload_fault(payload: Any) -> str:
+    """Why `payload` is no message: a queue entry that is not a postel job reaches the
+    handler as its text, with its fault (infra/store/wire.loads)."""
+    if isinstance(payload, UnreadableEntry):
+        return f"the queue entry is not a postel job: {payload.fault}"
+    kind = {str: "a string", list: "an array", type(None): "null"}.get(type(payload))
+    return f"the payload is {kind or 'a ' + type(payload).__name__}, not a JSON object"
 
 
 def _age_ms(created_at: datetime, now: datetime) -> float:

@@ -30,7 +30,7 @@ from postel.infra.runtime.actor import Runtime
 from postel.infra.runtime.settings import ProducerDefaults
 from postel.infra.runtime.submit import JobConflict, ingress_job_id, submit_job
 from postel.infra.store.connect import REDIS_UNAVAILABLE
-from postel.infra.store.deadletter import dead_letter, summarise_validation
+from postel.infra.store.deadletter import dead_letter, not_json, summarise_validation
 from postel.infra.store.graphs import GraphNotFound
 from postel.infra.store.outage import RideOut
 from postel.messages import JobRequest
@@ -247,7 +247,7 @@ class IngressConsumer:
         try:
             body = json.loads(data["job"])
         except json.JSONDecodeError as exc:
-            raise ValueError(f"field `job` is not JSON: {exc}") from exc
+            raise ValueError(f"field `job` is {not_json(exc)}") from exc
         return JobRequest.model_validate(body)
 
 

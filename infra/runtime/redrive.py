@@ -25,9 +25,11 @@ An ingress entry that was refused (source `ingress`) is submitted again as a job
 own `job_id` or `redriven-<dead letter id>`; the dead letter is deleted after the
 submission, and a redrive that crashed in between finds the job submitted and only deletes
 it. A payload that still cannot be decoded (or a request still invalid) stays dead and the
-redrive raises RedriveRefused with the reason, in words; a dead letter's `redrive_blocker`
-(infra/store/deadletter.py) says so before anyone tries, so the dashboard offers redrive only
-where it can work.
+redrive raises RedriveRefused with the reason, in words. `stays_dead` is the check a redrive
+makes before it acts: the letter's own `redrive_blocker` (infra/store/deadletter.py: the
+payload does not decode), then its job (a worker's message reopens only a failed job, not a
+cancelled one) and its graph (registered); the dashboard asks the same, and offers Redrive
+only where it says None.
 
 Discard drops a dead letter for good (`postel dead discard`, the API, the dashboard), one or
 all a filter matches, each recorded as a `discarded` event in the global stream (and the
@@ -57,7 +59,7 @@ from postel.infra.store.deadletter import (
 from postel.infra.store.events import Event, EventLog
 from postel.infra.store.graphs import GraphNotFound
 from postel.infra.store.jobs import JobStore
-from postel.infra.store.keys import WAKE_TOKENS_MAX, split_lane
+from postel.infra.store.keys import WAKE_TOKENS_MAX, Keyspace, split_lane
 from postel.infra.store.scripts import LuaScript
 from postel.messages import Envelope, JobRequest, decode_message, ids, utc_now
 from postel.messages.errors import Refused
@@ -82,14 +84,9 @@ if #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) == 0 then
   return {0, 'gone'}
 end
 local status = redis.call('HGET', KEYS[2], 'status')
-if not status then
-  return {2, 'its job record is gone (expired, or never created)'}
-end
-if status ~= 'failed' then
-  return {2, 'its job is ' .. status .. '; only a failed job is reopened'}
-end
-if redis.call('HGET', KEYS[2], 'failure') == 'cancelled' then
-  return {2, 'its job was cancelled'}
+local failure = redis.call('HGET', KEYS[2], 'failure')
+if status ~= 'failed' or failure == 'cancelled' then
+  return {2, status or '', failure or ''}
 end
 if redis.call('EXISTS', KEYS[3], KEYS[4], KEYS[5]) > 0 then
   return {3, 'taken'}
@@ -131,9 +128,56 @@ class RedriveReport(BaseModel):
     refused: dict[str, str]
 
 
+def _job_refusal(status: str | None, failure: str | None) -> str | None:
+    """Why a worker's dead letter cannot reopen its job, in words; None when it can."""
+    if status is None:
+        return "its job record is gone (expired, or never created)"
+    if status != "failed":
+        return f"its job is {status}; only a failed job is reopened"
+    if failure == "cancelled":
+        return "its job was cancelled"
+    return None
+
+
+def _text(value: bytes | str | None) -> str | None:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+async def _graph_refusal(pool: ArqRedis, keyspace: Keyspace, graph: str | None) -> str | None:
+    if graph is None or await pool.sismember(keyspace.graphs, graph):
+        return None
+    known = sorted(name.decode() for name in await pool.smembers(keyspace.graphs))
+    return str(GraphNotFound(graph, known))
+
+
+async def stays_dead(pool: ArqRedis, keyspace: Keyspace, letter: DeadLetter) -> str | None:
+    """Why a redrive of `letter` cannot work now, in words; None when it may. `redrive`
+    checks this first, and the dashboard offers Redrive only where it is None."""
+    if letter.redrive_blocker is not None:
+        return letter.redrive_blocker
+    if letter.source == "ingress":
+        _fields, request = request_of(letter)
+        return await _graph_refusal(pool, keyspace, request.graph)
+    message = message_of(letter)
+    status, failure, request = await pool.hmget(
+        keyspace.job(message.job_id), ["status", "failure", "request"]
+    )
+    refusal = _job_refusal(_text(status), _text(failure))
+    if refusal is not None or request is None:
+        return refusal
+    try:
+        graph = JobRequest.model_validate_json(request).graph
+    except ValidationError:
+        return None  # the redrive's own reading of the job decides
+    return await _graph_refusal(pool, keyspace, graph)
+
+
 async def redrive(pool: ArqRedis, events: EventLog, entry_id: str, *, by: str) -> Redriven:
     """Redrive one dead letter (DeadLetterNotFound, RedriveRefused)."""
     letter = await get_dead(pool, events.keyspace, entry_id)
+    refusal = await stays_dead(pool, events.keyspace, letter)
+    if refusal is not None:
+        raise RedriveRefused(letter.id, refusal)
     if letter.source == "ingress":
         return await _resubmit(pool, events, letter, by)
     if letter.source.startswith("worker:"):
@@ -272,7 +316,7 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
             rationale=f"dead letter {letter.id}: {letter.error}",
         )
         stream, entry = letter_stream(events.keyspace, letter.id)
-        code, detail = await script(
+        code, *detail = await script(
             keys=[
                 stream,
                 events.keyspace.job(message.job_id),
@@ -294,7 +338,6 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
                 WAKE_TOKENS_MAX,
             ],
         )
-        reason = detail.decode() if isinstance(detail, bytes) else str(detail)
         if code == 1:
             return Redriven(
                 dead_letter=letter.id,
@@ -305,6 +348,8 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
         if code == 0:
             raise RedriveRefused(letter.id, "it was redriven meanwhile")
         if code == 2:
+            status, failure = (_text(value) or None for value in detail)
+            reason = _job_refusal(status, failure) or "its job cannot be reopened"
             raise RedriveRefused(letter.id, reason)
     raise RedriveRefused(letter.id, f"no free message id after {_ID_ATTEMPTS} tries")
 

@@ -18,7 +18,8 @@ from typing import Any, Literal
 from postel.infra.runtime.names import WORKER_NAMES
 from postel.messages.job import TENANT_PATTERN, Priority
 from postel.services.llm.structured import GrammarDialect, StructuredOutput
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from postel.services.urls import check_model_url
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_EMBEDDED_PORT = 6391
@@ -41,6 +42,9 @@ class QueueSettings(BaseModel):
     The `llm_*` fields route the kind's model calls elsewhere than the global POSTEL_LLM_*
     (POSTEL_INTENT__LLM_MODEL=small-model): each one left unset falls back to its global."""
 
+    # an error names the setting, never echoes its value (a URL may hold a password)
+    model_config = ConfigDict(hide_input_in_errors=True)
+
     job_timeout: float = Field(gt=0)
     max_tries: int = Field(default=3, ge=1, le=20)
     llm_provider: Literal["openai", "scripted", "local"] | None = None
@@ -52,6 +56,8 @@ class QueueSettings(BaseModel):
     llm_rpm: int | None = Field(default=None, ge=0)
     llm_tpm: int | None = Field(default=None, ge=0)
     llm_max_concurrent: int | None = Field(default=None, ge=0)
+
+    _model_url = field_validator("llm_base_url")(check_model_url)
 
 
 ROUTE_FIELDS: tuple[str, ...] = tuple(
@@ -71,7 +77,10 @@ class ProducerDefaults(BaseModel):
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="POSTEL_", env_nested_delimiter="__", extra="ignore"
+        env_prefix="POSTEL_",
+        env_nested_delimiter="__",
+        extra="ignore",
+        hide_input_in_errors=True,  # an error names the setting, never echoes its value
     )
 
     redis_url: str | None = None
@@ -167,6 +176,8 @@ class Settings(BaseSettings):
     log_format: Literal["auto", "json", "console"] = Field(
         default="auto", description="auto: structlog's console renderer on a terminal, else JSON"
     )
+
+    _model_url = field_validator("llm_base_url")(check_model_url)
 
     @model_validator(mode="before")
     @classmethod

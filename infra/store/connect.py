@@ -35,7 +35,7 @@ from urllib.parse import parse_qs, unquote, urlparse, urlsplit
 from arq.connections import RedisSettings
 from postel.infra.store.keys import CLUSTER_LANES, Keyspace
 from postel.messages.errors import Denied, Misconfigured, Unavailable
-from postel.services.urls import shown_url
+from postel.services.urls import shown_url, userinfo_spills
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, ClusterParser, NodesManager, RedisCluster
 from redis.asyncio.sentinel import Sentinel
@@ -167,8 +167,19 @@ class Server:
         return client
 
 
+def _readable(url: str) -> None:
+    """RedisURLError when a character of the user info would be read as the host's or the
+    path's (services/urls.py): the password would be wrong, and shown wherever the host is."""
+    if userinfo_spills(url):
+        raise RedisURLError(
+            f"the user name or password of {shown_url(url)} holds / ? # or @ unencoded: "
+            "percent-encode each (urllib.parse.quote(password, safe=''))"
+        )
+
+
 def server_of(url: str) -> Server:
     """The server `url` names; RedisURLError naming what is wrong otherwise."""
+    _readable(url)
     parts = urlsplit(url)
     if parts.scheme not in SERVER_SCHEMES:
         raise RedisURLError(
@@ -211,6 +222,7 @@ def server_of(url: str) -> Server:
 
 def _sentinel_parts(url: str) -> tuple[list[tuple[str, int]], str, int, str | None, str | None]:
     """(sentinel addresses, master name, db, username, password) of a redis+sentinel URL."""
+    _readable(url)
     rest = url.split("://", 1)[1]
     credentials, _, location = rest.rpartition("@")
     username = password = None
@@ -306,6 +318,7 @@ class Cluster:
 
 def cluster_of(url: str) -> Cluster:
     """The cluster a redis+cluster:// URL names; RedisURLError naming what is wrong otherwise."""
+    _readable(url)
     parts = urlsplit(url)
     node_scheme = CLUSTER_SCHEMES.get(parts.scheme)
     if node_scheme is None:

@@ -102,11 +102,16 @@ class Unusable(Refused, ValueError):
     """A dead letter's payload cannot be sent back; the message says why, in words."""
 
 
+def not_json(exc: json.JSONDecodeError) -> str:
+    """A JSON syntax error, worded the one way every dead letter and refusal words it."""
+    return f"not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+
+
 def _readable(exc: Exception) -> str:
     """Why a payload cannot be used, in words: where JSON breaks, or which fields a message
     lacks (pydantic's own text carries a link and the whole input)."""
     if isinstance(exc, json.JSONDecodeError):
-        return f"it is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+        return f"it is {not_json(exc)}"
     if isinstance(exc, ValidationError):
         return f"it is not a valid message: {summarise_validation(exc)}"
     return str(exc)
@@ -147,7 +152,9 @@ def request_of(letter: DeadLetter) -> tuple[dict[str, Any], JobRequest]:
         if not isinstance(fields, dict) or not isinstance(fields.get("job"), str):
             raise ValueError("the entry has no field `job` holding the job request")
         check_json_text(fields["job"], what="field `job`")
-        request = JobRequest.model_validate_json(fields["job"])
+        request = JobRequest.model_validate(json.loads(fields["job"]))
+    except json.JSONDecodeError as exc:
+        raise Unusable(f"the entry is still invalid: field `job` is {not_json(exc)}") from exc
     except (ValueError, ValidationError) as exc:
         raise Unusable(f"the entry is still invalid: {_readable(exc)}") from exc
     return fields, request
@@ -250,8 +257,10 @@ def summarise_validation(exc: ValidationError) -> str:
     """The first few errors of a validation, each with the field it names."""
     parts = []
     for error in exc.errors()[:5]:
-        where = ".".join(str(p) for p in error["loc"]) or "message"
-        parts.append(f"{where}: {error['msg']}")
+        where = ".".join(str(p) for p in error["loc"])
+        said = f"not JSON ({error['ctx']['error']})" if error["type"] == "json_invalid" else None
+        said = said or error["msg"]
+        parts.append(f"{where}: {said}" if where else said)
     more = f" (+{exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
     return "; ".join(parts) + more
 

@@ -32,41 +32,65 @@ def dumps(value: dict[str, Any]) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+class UnreadableEntry(str):
+    """A queue entry that is not a postel job, as its text, with what is wrong with it."""
+
+    fault: str
+
+    def __new__(cls, text: str, fault: str) -> UnreadableEntry:
+        made = super().__new__(cls, text)
+        made.fault = fault
+        return made
+
+
 def loads(raw: bytes) -> dict[str, Any]:
     """Decode an arq job. Anything that is not exactly postel's job shape (over the size or
     depth limit, not JSON, a wrong field type, another function, keyword arguments, which the
-    handler takes none of) still reaches the handler, as its raw text, so the handler
-    dead-letters it: arq itself would drop such a job with a log line, or fail on it outside
-    any handler and stop the worker."""
-    try:
-        check_json_text(raw, what="queued message", max_bytes=MAX_MESSAGE_BYTES)
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
-        value = None
-    if _is_postel_job(value):
-        return value
+    handler takes none of) still reaches the handler, as an UnreadableEntry naming its fault,
+    so the handler dead-letters it: arq itself would drop such a job with a log line, or fail
+    on it outside any handler and stop the worker."""
+    value, fault = _read_entry(raw)
+    if fault is None:
+        return cast(dict[str, Any], value)
     return {
         "t": 1,
         "f": ARQ_FUNCTION,
-        "a": [raw.decode(errors="replace")],
+        "a": [UnreadableEntry(raw.decode(errors="replace"), fault)],
         "k": {},
         "et": int(time.time() * 1000),
     }
 
 
-def _is_postel_job(value: Any) -> bool:
+def _read_entry(raw: bytes) -> tuple[Any, str | None]:
+    """The entry's JSON value and, when it is not a postel job, what is wrong with it."""
+    try:
+        check_json_text(raw, what="queued message", max_bytes=MAX_MESSAGE_BYTES)
+        value = json.loads(raw)
+    except RecursionError:
+        return None, "JSON nested too deep to read"
+    except ValueError as exc:  # the limits' LimitExceeded, JSON's JSONDecodeError
+        return None, f"not readable JSON: {exc}"
+    return value, _job_fault(value)
+
+
+def _job_fault(value: Any) -> str | None:
     def whole(number: Any) -> bool:
         return isinstance(number, int) and not isinstance(number, bool)
 
-    return (
-        isinstance(value, dict)
-        and value.get("f") == ARQ_FUNCTION
-        and isinstance(value.get("a"), list)
-        and len(value["a"]) == 1
-        and value.get("k") == {}
-        and whole(value.get("et"))
-        and (value.get("t") is None or whole(value["t"]))
-    )
+    if not isinstance(value, dict):
+        return f"JSON {type(value).__name__}, not an arq job object"
+    arguments, keywords = value.get("a"), value.get("k")
+    if value.get("f") != ARQ_FUNCTION:
+        return f"it calls function {value.get('f')!r}; postel's jobs call {ARQ_FUNCTION!r}"
+    if keywords != {}:
+        named = ", ".join(map(str, keywords)) if isinstance(keywords, dict) else repr(keywords)
+        return f"it passes keyword arguments ({named}); the handler takes one message, no keywords"
+    if not isinstance(arguments, list) or len(arguments) != 1:
+        count = len(arguments) if isinstance(arguments, list) else repr(arguments)
+        return f"it passes {count} arguments; the handler takes one message"
+    if not whole(value.get("et")) or not (value.get("t") is None or whole(value["t"])):
+        return "its enqueue time (et) or try (t) is not a whole number"
+    return None
 
 
 async def connect_arq(url: str) -> ArqRedis:

@@ -1,7 +1,8 @@
 """`postel web`: the HTTP API (OpenAPI at /api/docs) and the live dashboard.
 
-- app.py: the application behind its guard (security.py: loopback or token, bounded
-  bodies, no cross-site writes);
+- app.py: the application behind its guard (security.py: loopback or a token of 16
+  characters at least, wrong tokens throttled, bounded and strict JSON bodies, no
+  cross-site writes); errors.py: errors and invalid requests as answers that can be written;
 - api.py: the API under /api; pages.py and templates/: the dashboard; static/app.js keeps
   the pages live over Server-Sent Events; dead_letters.py: every dead-letter action, in the
   API and on the pages; operations.py: requeue and cancel many, in both;

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import re
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated
@@ -45,11 +44,11 @@ from postel.infra.web.outage import UNREACHABLE
 from postel.infra.web.security import COOKIE
 from postel.infra.web.state import WebState, web_state
 from postel.infra.web.system_view import QueuesView, WorkerView, queues_view, workers_view
-from postel.messages import JOB_ID_PATTERN, TERMINAL_TYPES, FailureStatus, JobRequest
+from postel.messages import TERMINAL_TYPES, FailureStatus, JobRequest, ids
 from postel.messages.job import TENANT_PATTERN, Priority
 from postel.messages.limits import MAX_GRAPH_BYTES
 from postel.services.validation import UnsupportedSchemaError
-from pydantic import BaseModel, ValidationError
+from pydantic import AfterValidator, BaseModel, ValidationError
 from starlette.types import Receive, Scope, Send
 
 # The guard (security.py) checks the token; these only declare it in the OpenAPI document.
@@ -75,19 +74,46 @@ def api_router() -> APIRouter:
 router = api_router()
 
 State = Annotated[WebState, Depends(web_state)]
+
+
+def _parsed(parse: Callable[[str], object]) -> AfterValidator:
+    """A parameter checked by its parser in messages/ids.py (None passes: not given)."""
+
+    def check(value: str | None) -> str | None:
+        if value is not None:
+            parse(value)
+        return value
+
+    return AfterValidator(check)
+
+
+# Every id, cursor and stream position a route takes, each read by its one parser
+# (messages/ids.py): a bad one is a 422 on every route, the API's and the pages'.
 JobId = Annotated[
     str,
     Path(
-        pattern=JOB_ID_PATTERN,
+        pattern=ids.JOB_ID_PATTERN,
         description="1-100 letters, digits, '.', '_' or '-'; anything else is 422",
     ),
+    _parsed(ids.parse_job_id),
 ]
-ENTRY_ID_PATTERN = r"^(\{p\d{1,5}\})?\d{1,20}-\d{1,20}$"
-"""A dead letter's stream entry id, after its lane's tag on a cluster (infra/store/keys.py)."""
-EntryId = Annotated[str, Path(pattern=ENTRY_ID_PATTERN, description="a stream entry id")]
+EntryId = Annotated[
+    str,
+    Path(pattern=ids.DEAD_LETTER_ID_PATTERN, description="a dead letter's id"),
+    _parsed(ids.parse_dead_letter_id),
+]
+JobsCursor = Annotated[
+    str | None,
+    Query(description="The `next` cursor of a page."),
+    _parsed(ids.parse_jobs_cursor),
+]
+DeadCursor = Annotated[
+    str | None,
+    Query(description="The `next` cursor of a page: a dead letter's id."),
+    _parsed(ids.parse_dead_letter_id),
+]
 KEEPALIVE_S = 15.0
 STREAM_RETRY_AFTER_S = 5
-_STREAM_ID = re.compile(r"\d{1,20}(-\d{1,20})?")
 NOT_FOUND = {"description": "no such job or dead letter"}
 TOO_LARGE = {"description": "the body is over MAX_PAYLOAD_BYTES"}
 TOO_MANY_STREAMS = {"description": "POSTEL_WEB_MAX_STREAMS live streams are open already"}
@@ -149,7 +175,7 @@ async def jobs(
     status: JobStatus | None = None,
     stage: str | None = None,
     q: Annotated[str | None, Query(description="Text in the job id or title.")] = None,
-    before: Annotated[str | None, Query(description="The `next` cursor of a page.")] = None,
+    before: JobsCursor = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     failure: Annotated[FailureStatus | None, Query(description="A failed job's kind.")] = None,
     within: Annotated[
@@ -169,23 +195,20 @@ async def jobs(
     if within is not None and within not in TIME_RANGES:
         expected = ", ".join(TIME_RANGES)
         raise _field_error(["query", "within"], f"expected one of {expected}", "invalid_range")
-    try:
-        return await list_jobs(
-            state.pool,
-            state.keyspace,
-            status=status,
-            stage=stage,
-            q=q,
-            before=before,
-            limit=limit,
-            failure=failure,
-            within_s=TIME_RANGES[within] if within else None,
-            priority=priority,
-            tenant=tenant,
-            scheduled=scheduled,
-        )
-    except ValueError as exc:
-        raise _field_error(["query", "before"], str(exc), "invalid_cursor") from exc
+    return await list_jobs(
+        state.pool,
+        state.keyspace,
+        status=status,
+        stage=stage,
+        q=q,
+        before=before,
+        limit=limit,
+        failure=failure,
+        within_s=TIME_RANGES[within] if within else None,
+        priority=priority,
+        tenant=tenant,
+        scheduled=scheduled,
+    )
 
 
 @router.get("/jobs/{job_id}", response_model=JobRecord, tags=["jobs"], responses={404: NOT_FOUND})
@@ -386,9 +409,12 @@ def _stream_reader(state: WebState, stream: str, last: str) -> Callable[[], Awai
 
 def _stream_id(value: str) -> str:
     """A stream entry id (`<ms>-<seq>`), or `$` for from now on."""
-    if value != "$" and not _STREAM_ID.fullmatch(value):
-        raise _field_error(["query", "since"], f"not a stream id: {value!r}", "invalid_id")
-    return value
+    if value == "$":
+        return value
+    try:
+        return ids.parse_stream_id(value)
+    except ids.InvalidId as exc:
+        raise _field_error(["query", "since"], str(exc), "invalid_id") from None
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import time
 
 from arq.connections import ArqRedis
-from fastapi import FastAPI, Response
+from fastapi import APIRouter, FastAPI, Response
 from fastapi.staticfiles import StaticFiles
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.keys import Keyspace
 from postel.infra.web import api, dead_letters, errors, operations, outage, pages
 from postel.infra.web.metrics import SystemMetrics
-from postel.infra.web.security import Guard
+from postel.infra.web.security import Guard, web_token
 from postel.infra.web.state import WebState
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -28,6 +28,17 @@ SECURITY_HEADERS = [
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"same-origin"),
 ]
+
+
+ROUTERS: tuple[APIRouter, ...] = (
+    api.router,
+    dead_letters.api,
+    operations.api,
+    pages.router,
+    dead_letters.pages,
+    operations.pages,
+)
+"""Every route but /metrics and /static: the API's, then the pages'."""
 
 
 class _Headers:
@@ -59,7 +70,7 @@ def create_app(
     """The ASGI application and its shared state, over `pool` whose keys `keyspace` names.
     With POSTEL_WEB_TOKEN set, every request needs the token; `loopback_only` also refuses
     requests addressed to any other host."""
-    token = settings.web_token.get_secret_value() if settings.web_token else None
+    token = web_token(settings)
     state = WebState.create(pool, keyspace, settings, token_required=token is not None)
     app = FastAPI(
         title="postel",
@@ -80,12 +91,8 @@ def create_app(
         """The whole system's metrics for Prometheus (infra/web/metrics.py)."""
         return await metrics.scrape()
 
-    app.include_router(api.router)
-    app.include_router(dead_letters.api)
-    app.include_router(operations.api)
-    app.include_router(pages.router)
-    app.include_router(dead_letters.pages)
-    app.include_router(operations.pages)
+    for router in ROUTERS:
+        app.include_router(router)
     app.mount("/static", StaticFiles(directory=pages.HERE / "static"), name="static")
     guard = Guard(app, token=token, loopback_only=loopback_only and token is None)
     app.state.guard = guard

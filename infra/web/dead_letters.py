@@ -18,6 +18,7 @@ from postel.infra.runtime.redrive import (
     discard_matching,
     redrive,
     redrive_matching,
+    stays_dead,
 )
 from postel.infra.store.deadletter import (
     DeadLetter,
@@ -26,10 +27,10 @@ from postel.infra.store.deadletter import (
     get_dead,
     list_dead,
 )
-from postel.infra.web.api import NOT_FOUND, EntryId, api_router
+from postel.infra.web.api import NOT_FOUND, DeadCursor, EntryId, api_router
 from postel.infra.web.pages import _form as form_fields
 from postel.infra.web.pages import _url as url
-from postel.infra.web.pages import global_stream, render
+from postel.infra.web.pages import global_stream, noted, render
 from postel.infra.web.security import safe_next
 from postel.infra.web.state import WebState, web_state
 
@@ -43,7 +44,7 @@ async def dead(
     state: State,
     worker: str | None = None,
     error: Annotated[str | None, Query(description="Text the error contains.")] = None,
-    before: str | None = None,
+    before: DeadCursor = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> DeadPage:
     """Dead letters newest first, paged."""
@@ -102,8 +103,7 @@ async def dead_page(
     request: Request,
     worker: str | None = None,
     error: str | None = None,
-    before: str | None = None,
-    note: str | None = None,
+    before: DeadCursor = None,
 ) -> HTMLResponse:
     state = web_state(request)
     error = (error or "").strip() or None
@@ -113,8 +113,8 @@ async def dead_page(
         request,
         "dead",
         page=page,
+        stays_dead={d.id: await stays_dead(state.pool, state.keyspace, d) for d in page.items},
         filters=filters,
-        note=note,
         live_src=url("/dead", **filters, before=before, fragment="1"),
         next_url=url("/dead", **filters, before=page.next) if page.next else None,
         first_url=url("/dead", **filters) if before else None,
@@ -129,10 +129,11 @@ async def redrive_from_page(request: Request, entry_id: EntryId) -> RedirectResp
     back = safe_next((await form_fields(request)).get("back")).split("?")[0]
     try:
         done = await redrive(state.pool, state.events, entry_id, by="web")
-        note = f"redriven: {done.message_id} is back on the {done.worker} queue"
-    except (DeadLetterNotFound, RedriveRefused) as exc:
-        note = str(exc)
-    return RedirectResponse(url(back, note=note), 303)
+    except DeadLetterNotFound:
+        return RedirectResponse(noted(back, "no-such-letter"), 303)
+    except RedriveRefused:
+        return RedirectResponse(noted(back, "stays-dead"), 303)
+    return RedirectResponse(noted(back, "redriven", queue=done.worker), 303)
 
 
 @pages.post("/dead/redrive")
@@ -141,10 +142,9 @@ async def redrive_all_from_page(request: Request) -> RedirectResponse:
     form = await form_fields(request)
     worker, error = form.get("worker") or None, form.get("error") or None
     report = await redrive_matching(state.pool, state.events, by="web", worker=worker, error=error)
-    note = f"redriven {len(report.redriven)}, stayed dead {len(report.refused)}"
-    if report.refused:
-        note += ": " + "; ".join(f"{k}: {v}" for k, v in list(report.refused.items())[:3])
-    return RedirectResponse(url("/dead", worker=worker, error=error, note=note), 303)
+    counts = {"done": len(report.redriven), "refused": len(report.refused)}
+    back = url("/dead", worker=worker, error=error)
+    return RedirectResponse(noted(back, "redriven-many", **counts), 303)
 
 
 @pages.post("/dead/{entry_id}/discard")
@@ -153,10 +153,9 @@ async def discard_from_page(request: Request, entry_id: EntryId) -> RedirectResp
     back = safe_next((await form_fields(request)).get("back")).split("?")[0]
     try:
         await discard(state.pool, state.events, entry_id, by="web")
-        note = f"discarded dead letter {entry_id}"
-    except DeadLetterNotFound as exc:
-        note = str(exc)
-    return RedirectResponse(url(back, note=note), 303)
+    except DeadLetterNotFound:
+        return RedirectResponse(noted(back, "no-such-letter"), 303)
+    return RedirectResponse(noted(back, "discarded"), 303)
 
 
 @pages.post("/dead/discard")
@@ -165,5 +164,5 @@ async def discard_all_from_page(request: Request) -> RedirectResponse:
     form = await form_fields(request)
     worker, error = form.get("worker") or None, form.get("error") or None
     done = await discard_matching(state.pool, state.events, by="web", worker=worker, error=error)
-    note = f"discarded {len(done.discarded)} dead letter{'' if len(done.discarded) == 1 else 's'}"
-    return RedirectResponse(url("/dead", worker=worker, error=error, note=note), 303)
+    back = url("/dead", worker=worker, error=error)
+    return RedirectResponse(noted(back, "discarded-many", done=len(done.discarded)), 303)

@@ -6,7 +6,6 @@ at most SCAN_LIMIT records per page (on a cluster, every lane's index, merged)."
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, get_args
@@ -15,7 +14,7 @@ from postel.infra.runtime.settings import WORKER_NAMES
 from postel.infra.store.deadletter import summarise_validation
 from postel.infra.store.jobs import JobStatus, MalformedJobRecord
 from postel.infra.store.keys import Keyspace
-from postel.messages import JOB_ID_PATTERN, FailureStatus, utc_now
+from postel.messages import FailureStatus, ids, utc_now
 from postel.messages.job import DEFAULT_PRIORITY, DEFAULT_TENANT, Priority
 from pydantic import BaseModel, ValidationError
 from redis.asyncio import Redis
@@ -37,7 +36,6 @@ TIME_RANGES: dict[str, int] = {
 }
 """The jobs list's time ranges: jobs created within the last so many seconds."""
 _BATCH = 200
-_JOB_ID = re.compile(JOB_ID_PATTERN)
 _SUMMARY_FIELDS = (
     "status",
     "stage",
@@ -102,16 +100,6 @@ def _text(value: bytes | str | None) -> str | None:
     if value is None:
         return None
     return value.decode(errors="replace") if isinstance(value, bytes) else value
-
-
-def _cursor(value: str | None) -> tuple[float, str] | None:
-    if not value:
-        return None
-    score, _, member = value.partition(":")
-    try:
-        return float(score), member
-    except ValueError:
-        raise ValueError(f"invalid cursor {value!r}: expected <score>:<job id>") from None
 
 
 async def _index_after(
@@ -254,13 +242,13 @@ async def list_jobs(
     limit = max(1, min(limit, PAGE_LIMIT))
     total = await _index_size(redis, keyspace)
     # only a well-formed id is looked up: "x:gen:0" would name another job's key
-    is_id = q is not None and _JOB_ID.match(q) is not None
+    is_id = q is not None and ids.is_job_id(q)
     if q and is_id and before is None and await redis.exists(keyspace.job(q)):
         values = await redis.hmget(keyspace.job(q), _SUMMARY_FIELDS)
         exact = _summary(keyspace, q, values)
         if exact is not None and _matches(q, values, replace(wanted, q=None)):
             return JobsPage(items=[exact], next=None, scanned=1, total=total)
-    cursor = _cursor(before)
+    cursor = ids.parse_jobs_cursor(before) if before else None
     oldest_ms = (utc_now().timestamp() - within_s) * 1000 if within_s else None
     batch = _BATCH if wanted.reads_records else limit
     found: list[JobSummary] = []
@@ -296,5 +284,5 @@ async def list_jobs(
         if len(found) < limit and (out_of_range or len(entries) < batch):
             exhausted = True
             break
-    following = None if exhausted or cursor is None else f"{cursor[0]:.0f}:{cursor[1]}"
+    following = None if exhausted or cursor is None else ids.jobs_cursor(*cursor)
     return JobsPage(items=found, next=following, scanned=scanned, total=total)

@@ -135,9 +135,12 @@ def _fold(events: list[Event]) -> list[HopView]:
             hop = hops[key] = HopView(
                 event.message_id, event.type, event.worker, event.stage, at=when
             )
-        given_up = hop.status == "dead_lettered" and event.status == "completed"
-        if given_up:  # the commit that failed the job after the dead letter: it stays dead
+        # the commit that failed the job after the dead letter (`failed`; `completed` in
+        # streams written before) ends the hop: it stays dead, and ran for the time it says
+        given_up = hop.status == "dead_lettered" and event.status in ("completed", "failed")
+        if given_up:
             hop.ended = when
+            hop.duration_ms = max(hop.duration_ms, event.duration_ms)
             continue
         hop.status = event.status
         hop.instance = event.instance if event.status == "received" else hop.instance

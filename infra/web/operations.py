@@ -8,26 +8,40 @@ from __future__ import annotations
 from typing import Annotated
 from urllib.parse import parse_qsl
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Header, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse
 from postel.infra.runtime.cancel import JobAlreadyFinished, cancel_job
-from postel.infra.runtime.requeue import Requeued, RequeueRefused, requeue_job
+from postel.infra.runtime.requeue import (
+    IDEMPOTENCY_KEY_CHARS,
+    Requeued,
+    RequeueLive,
+    RequeueRefused,
+    requeue_job,
+)
 from postel.infra.store.graphs import GraphNotFound
 from postel.infra.store.jobs import JobNotFound
 from postel.infra.web.api import JobId, api_router
 from postel.infra.web.charts import chart_window
-from postel.infra.web.pages import TEMPLATES
-from postel.infra.web.pages import _url as url
+from postel.infra.web.pages import TEMPLATES, noted
+from postel.infra.web.pages import _form as form_fields
 from postel.infra.web.security import safe_next
 from postel.infra.web.state import WebState, web_state
 from postel.messages import JOB_ID_PATTERN
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 api = api_router()
 pages = APIRouter(include_in_schema=False)
 State = Annotated[WebState, Depends(web_state)]
 CANCEL_AT_ONCE = 200
 """Jobs one cancel request may name."""
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        max_length=IDEMPOTENCY_KEY_CHARS,
+        description="The same key again answers the same requeue (a retry submits nothing).",
+    ),
+]
 
 
 class CancelMany(BaseModel):
@@ -67,12 +81,16 @@ async def cancel_jobs(body: CancelMany, state: State) -> CancelReport:
     tags=["jobs"],
     responses={
         404: {"description": "no such job, or its graph is gone"},
-        409: {"description": "not a failed job; `detail` says why"},
+        409: {"description": "not a failed job, or one with a live requeue; `detail` says why"},
     },
 )
-async def requeue(job_id: JobId, state: State) -> Requeued:
-    """Run a failed job's request again under a new id; the records link to each other."""
-    return await requeue_job(state.pool, state.events, state.jobs, job_id, by="web")
+async def requeue(job_id: JobId, state: State, idempotency_key: IdempotencyKey = None) -> Requeued:
+    """Run a failed job's request again under a new id; the records link to each other.
+    While that requeue is queued or running, another is refused (409); the same
+    Idempotency-Key again answers the same requeue."""
+    return await requeue_job(
+        state.pool, state.events, state.jobs, job_id, by="web", idempotency_key=idempotency_key
+    )
 
 
 @pages.post("/jobs/cancel")
@@ -82,24 +100,42 @@ async def cancel_many_from_page(request: Request) -> RedirectResponse:
     picked = [value for name, value in parse_qsl(body) if name == "job" and value]
     back = safe_next(dict(parse_qsl(body)).get("back"))
     if not picked:
-        return RedirectResponse(url(back.split("?")[0], note="no job was picked"), 303)
-    report = await cancel_many(state, picked[:CANCEL_AT_ONCE])
-    note = f"cancelled {len(report.cancelled)}"
-    if report.refused:
-        note += f", not cancelled {len(report.refused)}: " + "; ".join(
-            list(report.refused.values())[:3]
-        )
-    return RedirectResponse(url(back.split("?")[0], note=note), 303)
+        return RedirectResponse(noted(back.split("?")[0], "none-picked"), 303)
+    try:
+        chosen = CancelMany(job_ids=picked[:CANCEL_AT_ONCE])
+    except ValidationError as exc:  # the form's field is `job`, one per job
+        raise RequestValidationError(
+            [{**error, "loc": ("body", "job", *error["loc"][1:])} for error in exc.errors()]
+        ) from None
+    report = await cancel_many(state, chosen.job_ids)
+    done, refused = len(report.cancelled), len(report.refused)
+    return RedirectResponse(
+        noted(back.split("?")[0], "cancelled-many", done=done, refused=refused), 303
+    )
 
 
 @pages.post("/jobs/{job_id}/requeue")
 async def requeue_from_page(request: Request, job_id: JobId) -> RedirectResponse:
     state = web_state(request)
+    key = (await form_fields(request)).get("idempotency_key") or None
+    if key is not None and len(key) > IDEMPOTENCY_KEY_CHARS:
+        too_long = f"String should have at most {IDEMPOTENCY_KEY_CHARS} characters"
+        raise RequestValidationError(
+            [{"loc": ("body", "idempotency_key"), "msg": too_long, "type": "string_too_long"}]
+        )
     try:
-        done = await requeue_job(state.pool, state.events, state.jobs, job_id, by="web")
-    except (JobNotFound, RequeueRefused, GraphNotFound) as exc:
-        return RedirectResponse(url(f"/jobs/{job_id}", note=str(exc)), 303)
-    return RedirectResponse(url(done.url, note=f"requeue of job {job_id}"), 303)
+        done = await requeue_job(
+            state.pool, state.events, state.jobs, job_id, by="web", idempotency_key=key
+        )
+    except JobNotFound:
+        return RedirectResponse(noted(f"/jobs/{job_id}", "no-such-job"), 303)
+    except GraphNotFound:
+        return RedirectResponse(noted(f"/jobs/{job_id}", "graph-gone"), 303)
+    except RequeueLive:
+        return RedirectResponse(noted(f"/jobs/{job_id}", "requeue-live"), 303)
+    except RequeueRefused:
+        return RedirectResponse(noted(f"/jobs/{job_id}", "requeue-refused"), 303)
+    return RedirectResponse(noted(done.url, "requeued"), 303)
 
 
 @pages.get("/charts", response_class=HTMLResponse)

@@ -4,12 +4,14 @@ as a fragment (`?fragment=1`); the script re-fetches it when the page's Server-S
 stream reports an event, so the page updates without reloading and works, unrefreshed,
 without JavaScript. Forms post to the same operations as the API (cancel here; requeue and
 cancel many in operations.py; the dead letters' in dead_letters.py) and redirect back (303)
-with a note.
+with a note: `?note=<key>` of NOTES, the server's own words, never text from the link.
 """
 
 from __future__ import annotations
 
 import re
+import uuid
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -20,11 +22,12 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 from postel.infra.runtime.cancel import JobAlreadyFinished, cancel_job
+from postel.infra.runtime.requeue import live_requeue
 from postel.infra.runtime.settings import WORKER_NAMES
 from postel.infra.store import lanes
 from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.jobs import JobNotFound
-from postel.infra.web.api import JobId
+from postel.infra.web.api import JobId, JobsCursor
 from postel.infra.web.charts import chart_window
 from postel.infra.web.job_list import FAILURES, JOB_STATUSES, STAGES, TIME_RANGES, list_jobs
 from postel.infra.web.job_story import job_story
@@ -33,6 +36,7 @@ from postel.infra.web.state import WebState, web_state
 from postel.infra.web.system_view import queue_page, queues_view, workers_view
 from postel.messages import ids, utc_now
 from postel.messages.job import PRIORITIES, TENANT_PATTERN
+from postel.services.generation.markdown import said
 
 HERE = Path(__file__).parent
 router = APIRouter(include_in_schema=False)
@@ -81,8 +85,22 @@ def _clock_hm(value: datetime) -> str:
     return value.astimezone().strftime("%H:%M")
 
 
+def _clock_hms(value: datetime) -> str:
+    return value.astimezone().strftime("%H:%M:%S")
+
+
 TEXT_SHOWN = 8_000
 """Characters of one prompt or answer a job's page shows; the API has the whole text."""
+
+
+ID_SHOWN = 14
+"""Characters of a job id a list shows: a longer one as its head and tail."""
+
+
+def _short_id(value: str) -> str:
+    """A long id as its head and tail (`6d6f71b…c3e1f0`): what tells two ids apart is often
+    their end (`ingress-<ms>-<seq>`); the list's cell has the whole id as its tooltip."""
+    return value if len(value) <= ID_SHOWN else f"{value[:7]}…{value[-(ID_SHOWN - 8) :]}"
 
 
 def _clip(text: str) -> str:
@@ -133,13 +151,17 @@ TEMPLATES.filters.update(
     ago=_ago,
     clock=_clock,
     clip=_clip,
+    short_id=_short_id,
     age_ms=_age_ms,
     until_ms=_until_ms,
     clock_hm=_clock_hm,
+    clock_hms=_clock_hms,
     job_of=ids.job_of,
+    said=said,
     message_key=ids.key_of,
 )
 TEMPLATES.globals.update(
+    now=utc_now,
     took=_took,
     statuses=JOB_STATUSES,
     stages=STAGES,
@@ -150,13 +172,59 @@ TEMPLATES.globals.update(
 )
 
 
+NOTES: dict[str, str] = {
+    "cancelled": "cancelled",
+    "no-such-job": "no such job (it expired, or was never submitted)",
+    "finished": "the job had finished already: nothing to cancel",
+    "none-picked": "no job was picked",
+    "cancelled-many": "cancelled {done}, not cancelled {refused} (finished, or unknown)",
+    "requeued": "requeue of the failed job named below: its request runs again as this job",
+    "requeue-refused": "not requeued: only a failed job that kept its request is requeued",
+    "requeue-live": "not requeued: this job has a live requeue already (named below)",
+    "graph-gone": "not requeued: the job's graph is gone (add it again first)",
+    "redriven": "redriven: the message is back on the {queue} queue",
+    "no-such-letter": "no such dead letter (redriven or discarded meanwhile)",
+    "stays-dead": "the dead letter stays dead: its row says why",
+    "redriven-many": "redriven {done}, stayed dead {refused} (their rows say why)",
+    "discarded": "discarded dead letter",
+    "discarded-many": "discarded {done} dead letter(s)",
+}
+"""What a form's redirect may say on the page it lands on (`?note=<key>`): a count in one is a
+number from the link (`done`, `refused`), a queue one of the worker names."""
+_NOTE_COUNTS = ("done", "refused")
+
+
+def note_of(query: Mapping[str, str]) -> str | None:
+    """The note a page's link names, in the server's words; None for none or an unknown one."""
+    words = NOTES.get(query.get("note", ""))
+    if words is None:
+        return None
+    counts = {name: query.get(name, "") for name in _NOTE_COUNTS}
+    queue = query.get("queue", "")
+    return words.format(
+        **{name: int(v) if v.isdigit() and len(v) < 10 else 0 for name, v in counts.items()},
+        queue=queue if queue in (*WORKER_NAMES, "ingress") else "its",
+    )
+
+
+def noted(path: str, note: str, **values: str | int) -> str:
+    """`path` with one of NOTES and its values."""
+    assert note in NOTES, note
+    query = urlencode({"note": note, **{name: str(value) for name, value in values.items()}})
+    return f"{path}{'&' if '?' in path else '?'}{query}"
+
+
 def render(request: Request, name: str, **context: Any) -> HTMLResponse:
     """The page, or only its live part (`?fragment=1`) for the script to swap in."""
     state: WebState = web_state(request)
     fragment = request.query_params.get("fragment") == "1"
     template = TEMPLATES.get_template(f"_{name}.html" if fragment else f"{name}.html")
     html = template.render(
-        request=request, section=name, token_required=state.token_required, **context
+        request=request,
+        section=name,
+        token_required=state.token_required,
+        note=note_of(request.query_params),
+        **context,
     )
     return HTMLResponse(html)
 
@@ -177,13 +245,12 @@ async def jobs_page(
     status: str | None = None,
     stage: str | None = None,
     q: str | None = None,
-    before: str | None = None,
+    before: JobsCursor = None,
     failure: str | None = None,
     within: str | None = None,
     priority: str | None = None,
     tenant: str | None = None,
     scheduled: str | None = None,
-    note: str | None = None,
 ) -> HTMLResponse:
     state = web_state(request)
     q = (q or "").strip() or None
@@ -199,14 +266,9 @@ async def jobs_page(
         "tenant": tenant,
         "scheduled": True if scheduled else None,
     }
-    try:
-        page = await list_jobs(
-            state.pool, state.keyspace, status=status, stage=stage, q=q, before=before, **chosen
-        )
-    except ValueError:
-        page = await list_jobs(
-            state.pool, state.keyspace, status=status, stage=stage, q=q, **chosen
-        )
+    page = await list_jobs(
+        state.pool, state.keyspace, status=status, stage=stage, q=q, before=before, **chosen
+    )
     filters = {
         "status": status,
         "stage": stage,
@@ -222,7 +284,6 @@ async def jobs_page(
         "jobs",
         page=page,
         filters=filters,
-        note=note,
         here=_url("/jobs", **filters, before=before),
         charts=await chart_window(request.app.state).read(state.pool, state.keyspace),
         live_src=_url("/jobs", **filters, before=before, fragment="1"),
@@ -233,7 +294,7 @@ async def jobs_page(
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
-async def job_page(request: Request, job_id: JobId, note: str | None = None) -> Response:
+async def job_page(request: Request, job_id: JobId) -> Response:
     state = web_state(request)
     try:
         story = await job_story(state.pool, state.jobs, state.events, job_id)
@@ -246,7 +307,8 @@ async def job_page(request: Request, job_id: JobId, note: str | None = None) -> 
         "job",
         story=story,
         job=story.record,
-        note=note,
+        requeue_key=uuid.uuid4().hex,
+        live_requeue=await live_requeue(state.jobs, story.record),
         events_shown=EVENTS_SHOWN,
         live_src=_url(f"/jobs/{job_id}", fragment="1"),
         stream=f"/api/jobs/{job_id}/events/stream",
@@ -259,9 +321,11 @@ async def cancel_from_page(request: Request, job_id: JobId) -> RedirectResponse:
     try:
         await cancel_job(state.pool, state.events, job_id, by="web")
         note = "cancelled"
-    except (JobNotFound, JobAlreadyFinished) as exc:
-        note = str(exc)
-    return RedirectResponse(_url(f"/jobs/{job_id}", note=note), 303)
+    except JobNotFound:
+        note = "no-such-job"
+    except JobAlreadyFinished:
+        note = "finished"
+    return RedirectResponse(noted(f"/jobs/{job_id}", note), 303)
 
 
 @router.get("/workers", response_class=HTMLResponse)
@@ -331,8 +395,13 @@ async def login(request: Request) -> Response:
     state = web_state(request)
     form = await _form(request)
     target = safe_next(form.get("next"))
+    if not state.token_required:
+        return RedirectResponse(target, 303)
     guard = request.app.state.guard
-    if not state.token_required or not guard.accepts(form.get("token")):
+    checked = guard.login(request.scope, form.get("token"))
+    if isinstance(checked, Response):
+        return checked
+    if not checked:
         return RedirectResponse(_url("/login", next=target, wrong="1"), 303)
     response = RedirectResponse(target, 303)
     guard.set_cookie(response)

@@ -28,9 +28,8 @@ from postel.infra.store.connect import keyspace_of, redis_client
 from postel.infra.store.wire import connect_arq
 from postel.infra.web.app import create_app
 from postel.infra.web.metrics import SystemMetrics
-from postel.infra.web.security import Guard
+from postel.infra.web.security import TOKEN_SETTING, Guard, WebError, web_token
 from postel.infra.web.state import WebState
-from postel.messages.errors import Misconfigured
 from redis.asyncio import Redis
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -44,10 +43,6 @@ _SHUTDOWN_GRACE_S = 2
 KEEP_ALIVE_S = 5
 """An idle keep-alive connection is closed after this long."""
 _RECEIVING = (h11.IDLE, h11.SEND_BODY)
-
-
-class WebError(Misconfigured, RuntimeError):
-    """The web server cannot start (a port in use, an open address without a token)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -121,12 +116,15 @@ def bounded_config(app: object, settings: Settings, **options: object) -> uvicor
     )
 
 
-def check_exposure(settings: Settings, host: str, what: str) -> None:
-    """Serving beyond loopback needs the token."""
-    if not is_loopback(host) and settings.web_token is None:
+def check_exposure(settings: Settings, host: str, what: str) -> str | None:
+    """The token (`web_token`: a set one too short is WebError); serving beyond loopback
+    needs one."""
+    token = web_token(settings)
+    if not is_loopback(host) and token is None:
         raise WebError(
-            f"serving {what} on {host} needs a token: set POSTEL_WEB_TOKEN (or bind 127.0.0.1)"
+            f"serving {what} on {host} needs a token: set {TOKEN_SETTING} (or bind 127.0.0.1)"
         )
+    return token
 
 
 class QuietServer(uvicorn.Server):
@@ -161,7 +159,7 @@ class WebServer:
     `await stop()` ends open event streams and stops."""
 
     def __init__(self, settings: Settings, redis_url: str, host: str, port: int) -> None:
-        check_exposure(settings, host, "the web server")
+        self.token = check_exposure(settings, host, "the web server")
         self.settings = settings
         self.redis_url = redis_url
         self.host = host
@@ -224,7 +222,7 @@ class MetricsServer:
     and bounds."""
 
     def __init__(self, settings: Settings, redis_url: str, host: str, port: int) -> None:
-        check_exposure(settings, host, "metrics")
+        self.token = check_exposure(settings, host, "metrics")
         self.settings = settings
         self.redis_url = redis_url
         self.host = host
@@ -240,11 +238,10 @@ class MetricsServer:
         async def scrape(request: Request) -> Response:
             return await metrics.scrape()
 
-        token = self.settings.web_token
         app = Guard(
             Starlette(routes=[Route("/metrics", scrape)]),
-            token=token.get_secret_value() if token else None,
-            loopback_only=token is None,
+            token=self.token,
+            loopback_only=self.token is None,
         )
         config = bounded_config(app, self.settings, host=self.host, port=self.port)
         self._server = QuietServer(config)

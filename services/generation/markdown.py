@@ -1,4 +1,5 @@
-"""A sections document as Markdown, for people reading a result in a terminal."""
+"""A sections document as Markdown, for people reading a result in a terminal; `said` reads
+an element's words for the dashboard too (infra/web/templates/_macros.html)."""
 
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ def _element(content_type: str, element: dict[str, Any]) -> str:
     if content_type == "heading":
         level = element.get("level", 2)
         level = min(max(level if isinstance(level, int) else 2, 1), 6)
-        return f"{'#' * level} {_said(element, 'text')}"
+        return f"{'#' * level} {said(element, 'text')}"
     if content_type == "paragraph":
-        return _said(element, "text")
+        return said(element, "text")
     if content_type in ("bullet_list", "numbered_list"):
         items = element.get("items") or []
         marker = (lambda n: f"{n}.") if content_type == "numbered_list" else (lambda _n: "-")
@@ -40,11 +41,11 @@ def _element(content_type: str, element: dict[str, Any]) -> str:
         lines += ["| " + " | ".join(row) + " |" for row in rows]
         return "\n".join(lines)
     if content_type == "code_block":
-        return f"```{element.get('language', '')}\n{_said(element, 'code')}\n```"
+        return f"```{element.get('language', '')}\n{said(element, 'code')}\n```"
     return ""
 
 
-def _said(element: dict[str, Any], field: str) -> str:
+def said(element: dict[str, Any], field: str) -> str:
     """The element's `field`, or its other words when the model put them under the other
     name (a code block's `text`, a paragraph's `code`): shown, never silently dropped as
     an empty block."""

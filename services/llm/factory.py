@@ -13,11 +13,12 @@ from postel.services.llm.recording import RecordingClient
 from postel.services.llm.retry import RetryPolicy
 from postel.services.llm.scripted import ScriptedClient
 from postel.services.llm.structured import GrammarDialect, StructuredOutput
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from postel.services.urls import check_model_url
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 
 class LLMSettings(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, hide_input_in_errors=True)
 
     provider: Literal["openai", "scripted"] = "openai"
     base_url: str | None = Field(default=None, description="API root with version, e.g. …/v1")
@@ -30,6 +31,8 @@ class LLMSettings(BaseModel):
     grammar: GrammarDialect = "none"
     cassette: Path | None = Field(default=None, description="scripted: the cassette to replay")
     record: Path | None = Field(default=None, description="openai: write a cassette of the run")
+
+    _model_url = field_validator("base_url")(check_model_url)
 
     @model_validator(mode="after")
     def _complete_for_provider(self) -> LLMSettings:

@@ -34,8 +34,9 @@ from postel.services.llm.structured import (
     response_format,
 )
 from postel.services.llm.tokens import count_tokens
-from postel.services.urls import join_url, shown_url, url_secrets
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from postel.services.redact import Redactor
+from postel.services.urls import check_model_url, join_url, shown_url, url_secrets
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 log = structlog.get_logger(__name__)
 
@@ -43,7 +44,7 @@ _EXCERPT = 500
 
 
 class OpenAIConfig(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, hide_input_in_errors=True)
 
     base_url: str = Field(
         description="API root including the version, e.g. https://api.openai.com/v1"
@@ -64,6 +65,8 @@ class OpenAIConfig(BaseModel):
     strict_schema: bool = True
     schema_name: str = "response"
 
+    _model_url = field_validator("base_url")(check_model_url)
+
 
 class OpenAIClient:
     def __init__(self, config: OpenAIConfig, gate: CallGate | None = None) -> None:
@@ -75,8 +78,9 @@ class OpenAIClient:
         # what errors and logs name: the URL without userinfo or query (services/urls.py)
         self._shown = shown_url(self._url)
         key = config.api_key.get_secret_value() if config.api_key is not None else ""
-        secrets = [*url_secrets(self._url), *([key] if key else [])]
-        self._secrets = sorted(set(secrets), key=len, reverse=True)
+        # what the endpoint sends back is scrubbed of the key and the URL's secrets, as
+        # written and base64-encoded, and of any Authorization value (services/redact.py)
+        self._redact = Redactor([*url_secrets(self._url), key])
         headers = {"Accept": "application/json"}
         if config.api_key is not None:
             headers["Authorization"] = f"Bearer {config.api_key.get_secret_value()}"
@@ -200,12 +204,12 @@ class OpenAIClient:
         try:
             data = response.json()
             choice = data["choices"][0]
-            text = choice["message"].get("content") or ""
+            text = self._scrub(choice["message"].get("content") or "")
             finish_reason = choice.get("finish_reason") or "unknown"
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise LLMBadResponse(
                 f"{self._shown} answered HTTP {response.status_code} without a chat completion "
-                f"({type(exc).__name__}): {self._scrub(response.text[:_EXCERPT])}"
+                f"({type(exc).__name__}): {self._scrub(response.text)[:_EXCERPT]}"
             ) from None
         result = LLMResponse(
             text=text,
@@ -238,15 +242,12 @@ class OpenAIClient:
             message = error.get("message") if isinstance(error, dict) else error
             message = message or data.get("detail") or data.get("message")
         text = str(message) if message else response.text or response.reason_phrase
-        return self._scrub(text[:_EXCERPT])
+        return self._scrub(text)[:_EXCERPT]
 
     def _scrub(self, text: str) -> str:
         # Some servers echo the credential they refused (or the URL); it must not reach logs
         # or errors.
-        text = text.replace(self._url, self._shown)
-        for secret in self._secrets:
-            text = text.replace(secret, "**********")
-        return text
+        return self._redact(text.replace(self._url, self._shown))
 
 
 def _usage(raw: Any, request: LLMRequest, text: str) -> Usage:

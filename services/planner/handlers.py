@@ -36,15 +36,24 @@ from postel.services.gasl.errors import PlanSyntaxError
 from postel.services.gasl.executor import parse_plan
 from postel.services.ipv import effective_settings
 from postel.services.llm import LLMClient
+from postel.services.planner.empty import (
+    EMPTY_ANSWER,
+    PlanStop,
+    asked_to_confirm,
+    confirm_empty,
+    is_empty,
+    never_reached,
+    plan_stop,
+)
 from postel.services.planner.finish import after_task, generation_request, graph_outcome
 from postel.services.planner.hdt import (
     UNUSABLE,
     RoundDecision,
     decide_round,
     plan_id,
-    probe_plan,
     question_of,
 )
+from postel.services.planner.probe import linked_nodes, probe_plan
 from postel.services.planner.reference import (
     ReferenceProblem,
     RoundReader,
@@ -162,9 +171,10 @@ async def on_task_planned(
         round_number=0,
         max_rounds=effective_settings(msg.request).max_rounds,
         graph_summary=graph_summary,
+        linked=linked_nodes(msg.progress.intent),
     )
     decision = await decide_round(llm, capability, msg.request, first)
-    plan, hypothesis = _next_plan(decision, msg.progress.task_index, 0, graph_summary, notes)
+    plan, hypothesis = _next_plan(decision, first, notes)
     note = RoundNote(round=0, hypothesis=hypothesis, plan=plan)
     taken = _taken(decision, hypothesis)
     return _step([_request_plan(msg, msg.progress, 0, plan, [note])], taken, hypothesis)
@@ -182,7 +192,7 @@ async def on_gasl_executed(
     """Evaluate round `msg.round` and propose the next plan in one call; COMPLETE or the round
     cap ends the task (services.planner.finish says what follows). A COMPLETE by reference
     (`${var}`) is read through `read_round`; one that names nothing goes on as a refine whose
-    next prompt shows why."""
+    next prompt shows why, and an empty one is confirmed once (services.planner.empty)."""
     task = msg.progress.task
     if task is None or task.kind != "graph_analysis":
         return _failed(msg, "gasl.plan_executed for a job that is not on a graph task")
@@ -190,6 +200,7 @@ async def on_gasl_executed(
     history = _with_outcome(msg, outcome_digest(msg.records, msg.error))
     last = history[-1].hypothesis
     max_rounds = effective_settings(msg.request).max_rounds
+    stop = plan_stop(msg.plan, msg.records)
     following = RoundInputs(
         question=question_of(task, msg.request),
         task_index=index,
@@ -200,7 +211,9 @@ async def on_gasl_executed(
         history=history,
         records=msg.records,
         error=msg.error,
-        problem=last if last.startswith(UNUSABLE) else None,
+        problem=last if last.startswith((UNUSABLE, EMPTY_ANSWER)) else None,
+        stopped=stop.text(),
+        linked=linked_nodes(msg.progress.intent),
     )
     decision = await decide_round(llm, capability, msg.request, following)
     if decision.evaluation:
@@ -209,10 +222,16 @@ async def on_gasl_executed(
     judgement = decision.evaluation or decision.hypothesis
     if decision.decision == "complete":
         try:
-            answer, reference = await _answer_of(decision.answer, msg, read_round)
+            answer, reference = await _answer_of(decision.answer, msg, read_round, stop)
         except ReferenceProblem as problem:
             decision = replace(decision, decision="refine", problem=f"{UNUSABLE}: {problem}")
         else:
+            if reference is not None and is_empty(answer):
+                confirmed = asked_to_confirm(history) or msg.request.options.allow_empty
+                if not confirmed and executed + 1 < max_rounds:
+                    problem = confirm_empty(reference)
+                    decision = replace(decision, decision="refine", problem=problem)
+        if decision.decision == "complete":
             answered = judgement or f"answer: {reference or decision.answer}"
             finished = _finish(msg, task, answer, incomplete=False, reference=reference)
             return _step(finished, "complete", answered, executed)
@@ -222,7 +241,7 @@ async def on_gasl_executed(
         capped = f"round cap {max_rounds} reached without COMPLETE; {why}".rstrip("; ")
         return _step(_finish(msg, task, None, incomplete=True), "capped", capped, executed)
     decision = _refuse_repeat(decision, history)
-    plan, hypothesis = _next_plan(decision, index, executed + 1, graph_summary, notes)
+    plan, hypothesis = _next_plan(decision, following, notes)
     taken = _taken(decision, hypothesis)
     history, state_from = _branch(history, taken, msg)
     if state_from is not None:
@@ -237,20 +256,19 @@ async def on_gasl_executed(
 
 
 def _next_plan(
-    decision: RoundDecision,
-    task_index: int,
-    round_number: int,
-    graph_summary: dict[str, Any] | None,
-    notes: list[str] | None,
+    decision: RoundDecision, inputs: RoundInputs, notes: list[str] | None
 ) -> tuple[GaslPlan, str]:
-    """The plan to run and the hypothesis to remember; an unusable answer, or a COMPLETE
-    before any plan has run, becomes a probe and a problem for the next prompt."""
+    """The plan to run as round `inputs.round_number` and the hypothesis to remember; an
+    unusable answer, a COMPLETE before any plan has run, or an empty answer to confirm
+    becomes a probe of what the question names, and a problem for the next prompt."""
     problem = decision.problem
+    round_number = inputs.round_number
     if decision.plan is None and problem is None:
         problem = f"{UNUSABLE}: answer only after a plan has gathered evidence from the graph"
     if problem is not None:
         _note(notes, f"round {round_number}: {problem}; a probe plan runs instead")
-        return probe_plan(plan_id(task_index, round_number), graph_summary), problem
+        name = plan_id(inputs.task_index, round_number)
+        return probe_plan(name, inputs.graph_summary, inputs.question, inputs.linked), problem
     assert decision.plan is not None  # no problem means the model gave a plan
     if decision.alternatives:
         _note(
@@ -317,12 +335,15 @@ def _with_outcome(msg: GaslPlanExecuted, digest: str) -> list[RoundNote]:
 
 
 async def _answer_of(
-    written: Any, msg: GaslPlanExecuted, read_round: RoundReader | None
+    written: Any, msg: GaslPlanExecuted, read_round: RoundReader | None, stop: PlanStop
 ) -> tuple[Any, str | None]:
-    """The task's answer and, when the model named a state value, that reference."""
+    """The task's answer and, when the model named a state value, that reference (a variable
+    the plan just run stopped before assigning names nothing, whatever earlier rounds left)."""
     reference = find_reference(written)
     if reference is None:
         return written, None
+    if reference.name in stop.unreached:
+        raise ReferenceProblem(never_reached(reference.name, stop))
     rounds = rounds_to_search(msg)
     value = await resolve(reference, read_round, msg.progress.task_index, rounds)
     return value, reference.text

@@ -18,6 +18,7 @@ from postel.messages.task import Task
 from postel.services.llm import LLMClient
 from postel.services.llm.ask import ask_json
 from postel.services.planner.answers import planner_question
+from postel.services.planner.probe import probe_plan
 from postel.services.planner.round_answer import Decision, read_round_answer
 from postel.services.planner.round_grammar import round_answer_gbnf
 from postel.services.planner.round_prompt import RoundInputs, round_messages
@@ -26,7 +27,6 @@ from postel.services.prompts import Capability
 ANSWER_TOKENS = 512
 # Marks a round whose plan the planner chose because the model's answer was unusable.
 UNUSABLE = "your previous answer could not be used"
-_PROBE_LIMIT = 10
 
 
 @dataclass(frozen=True)
@@ -46,18 +46,6 @@ class RoundDecision:
 def plan_id(task_index: int, round_number: int) -> str:
     """Deterministic and unique per job: the executor refuses an id it has cancelled."""
     return f"t{task_index}-r{round_number}"
-
-
-def probe_plan(plan_name: str, graph_summary: dict[str, Any] | None) -> GaslPlan:
-    """A read-only look at the commonest entity type, run when the model gave no usable plan,
-    so the round still yields something to reason about and never changes the state."""
-    types = list((graph_summary or {}).get("entity_types", {}))
-    where = f' WHERE entity_type = "{types[0]}"' if types else ""
-    return GaslPlan(
-        plan_id=plan_name,
-        why="probe: the model's answer held no usable plan",
-        commands=[f"FIND nodes{where} LIMIT {_PROBE_LIMIT} AS probe"],
-    )
 
 
 def question_of(task: Task, request: JobRequest) -> str:
@@ -87,7 +75,7 @@ async def decide_round(
             evaluation="",
             hypothesis="",
             answer=None,
-            plan=probe_plan(name, round_.graph_summary),
+            plan=probe_plan(name, round_.graph_summary, round_.question, round_.linked),
             problem=f"{UNUSABLE}: {asked.error}",
         )
     if answer.decision == "complete":

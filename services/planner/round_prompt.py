@@ -25,6 +25,7 @@ from postel.messages.gasl import ExecutionRecord
 from postel.messages.pipeline import RoundNote
 from postel.services.llm import ChatMessage
 from postel.services.llm.tokens import count_tokens, truncate_to_tokens
+from postel.services.planner.probe import LinkedNode
 from postel.services.planner.render import (
     RecordText,
     failure_line,
@@ -62,6 +63,8 @@ class RoundInputs:
     records: Sequence[ExecutionRecord] = ()
     error: str | None = None
     problem: str | None = None
+    stopped: str | None = None  # services.planner.empty.PlanStop.text of the last plan
+    linked: Sequence[LinkedNode] = ()  # what the question links to, for a probe plan
 
 
 @dataclass
@@ -100,8 +103,9 @@ def round_messages(capability: Capability, round_: RoundInputs) -> list[ChatMess
         else "no plan may run any more: decide complete with what the evidence holds"
     )
     texts = record_texts(round_.records)
+    opening = [round_.stopped, failure_line(round_.records, round_.error)]
     results = _Results(
-        texts, failure_line(round_.records, round_.error), [len(t.rows) for t in texts]
+        texts, "\n".join(line for line in opening if line) or None, [len(t.rows) for t in texts]
     )
     newest = (
         outcome_digest(round_.records, round_.error, errors_shown=True)

@@ -11,9 +11,10 @@ one); a bare "1,000", "1,234,567" or "1,000,2,000" (a group of three digits afte
 comma) is refused as ambiguous (numbers with thousands separators, or several numbers?)
 rather than split into [1, 0]; two numbers joined by a bare comma ("1,5") are refused too
 (1.5 with a decimal comma, or two numbers?) unless the locale settles it: a decimal-point
-locale reads two numbers, a decimal-comma one reads one. A single "Last, First" pair of
-capitalised words ("Smith, John") is refused (one name or two items?); a lead-in before a
-colon on one line ("Here are the items: apples, bananas") is dropped."""
+locale reads two numbers, a decimal-comma one reads one. Inside a longer item a number with
+thousands separators is never split ("1.299,99 €", "1,299.99 €" are one item each). A single
+"Last, First" pair of capitalised words ("Smith, John") is refused (one name or two items?);
+a lead-in before a colon on one line ("Here are the items: apples, bananas") is dropped."""
 
 from __future__ import annotations
 
@@ -45,6 +46,8 @@ _TOO_DEEP = f"JSON nested deeper than {MAX_JSON_DEPTH} levels is not read"
 _SHORT_ANSWER = 40  # longer than any of the answers above, with quotes and emphasis
 _THOUSANDS = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _BARE_NUMBERS = re.compile(r"[-+]?\d+(?:,[-+]?\d+)+")
+# one number with thousands separators and a decimal part: 1.299,99 or 1,299.99 (1,299 too)
+_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:(?:\.\d{3})+,\d+|(?:,\d{3})+(?:\.\d+)?)(?![\d])")
 _NAME_PAIR = re.compile(r"[A-Z][a-z'’-]+,\s+[A-Z][a-z'’-]+")
 # "Here are the items: a, b": several words without digits or commas, then a colon
 _LEAD_WORDS = re.compile(r"[A-Za-z][^,\d\s]*(?:\s+[^,\d\s]+)+")
@@ -229,11 +232,23 @@ def _split_text(body: str, expected: str, locale: str | None) -> list[str]:
         # "1,299.99, 5" keeps its thousands separator; bare commas split only without spaces
         parts = re.split(r",\s+", line)
     else:
-        parts = line.split(",")
+        parts = _split_bare_commas(line)
     items = [_tidy(part) for part in parts]
     if len(items) > 1:
         items[-1] = re.sub(r"^(?:and|or)\s+", "", items[-1])
     return [item for item in items if item]
+
+
+def _split_bare_commas(line: str) -> list[str]:
+    """`line` split at its commas, except those inside a number with thousands separators
+    ("1.299,99 €", "1,299.99 €" are one item each)."""
+    kept = [match.span() for match in _GROUPED.finditer(line)]
+    parts, start = [], 0
+    for at, char in enumerate(line):
+        if char == "," and not any(begin < at < end for begin, end in kept):
+            parts.append(line[start:at])
+            start = at + 1
+    return [*parts, line[start:]]
 
 
 def _without_lead_in(line: str) -> str:

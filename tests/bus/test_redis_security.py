@@ -118,6 +118,26 @@ def test_a_wrong_password_ends_a_worker_at_start_with_exit_7(start_redis: object
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("url", "parts"),
+    [
+        ("redis://Zuser:Pa/Sw0rd@127.0.0.1:9/0", ["Zuser", "Pa/", "Sw0rd"]),
+        ("redis://:Pw@Sx:Wy/Rdq%x@127.0.0.1:9/0", ["Pw@", "Sx", "Wy", "Rdq"]),
+        ("redis+sentinel://:Pw@Sx/Wy@127.0.0.1:9/main", ["Pw@", "Sx", "Wy"]),
+        ("redis+cluster://u:Pw/Sx@127.0.0.1:9", ["Pw", "Sx"]),
+    ],
+)
+def test_a_password_written_unencoded_is_refused_and_never_printed(
+    url: str, parts: list[str]
+) -> None:
+    """A password holding / ? # or @ unencoded would be read as part of the host or path:
+    the start is refused (exit 2), asking for percent-encoding, and no part of it shows."""
+    done = worker_exit(url)
+    assert done.returncode == 2, done.stderr
+    assert "percent-encode" in done.stderr and "Traceback" not in done.stderr
+    assert not [part for part in parts if part in done.stderr + done.stdout], done.stderr
+
+
 def test_a_redis_url_with_an_unknown_or_misplaced_option_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RedisURLError, match="unknown parameter ssl_ca_cert in"):
         redis_client("rediss://127.0.0.1:1/0?ssl_ca_cert=/x")

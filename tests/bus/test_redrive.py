@@ -11,10 +11,18 @@ import pytest
 import redis.asyncio as aioredis
 from click.testing import Result
 from postel.infra.client.client import Client
+from postel.infra.runtime.ingress import IngressConsumer
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.redrive import RedriveRefused, redrive, redrive_matching
 from postel.infra.runtime.settings import QueueSettings, Settings
-from postel.infra.store.deadletter import DeadLetterNotFound, dead_letter, list_dead
+from postel.infra.store.deadletter import (
+    DeadLetter,
+    DeadLetterNotFound,
+    Unusable,
+    dead_letter,
+    list_dead,
+    request_of,
+)
 from postel.infra.store.keys import Keyspace
 from postel.messages import JobRequest, JobSubmitted
 from support.recording import Breakable
@@ -212,3 +220,48 @@ def test_postel_dead_commands(redis_url: str, in_process: Callable[..., Result])
     assert postel("redrive").exit_code == 2
     every = postel("redrive", "--all", "--worker", "intent")
     assert every.exit_code == 6 and "redriven 0, refused 1" in every.stderr
+
+
+def test_postel_dead_list_cuts_long_text_with_an_ellipsis(
+    redis_url: str, in_process: Callable[..., Result]
+) -> None:
+    """A list line keeps its columns: a long error or job id is cut and says so (…), never
+    mid-number as if it were whole ("no answer within 1")."""
+    error = "the model failed after 3 attempt(s): no answer within 120.0s; " * 3
+    job_id = "ingress-1790000000000-0-" + "x" * 20
+
+    async def letter() -> str:
+        async with Client(redis_url) as client:
+            return await dead_letter(
+                client.pool,
+                client.keyspace,
+                source="worker:intent",
+                error=error,
+                payload="x",
+                job_id=job_id,
+            )
+
+    entry = asyncio.run(letter())
+    listed = in_process("dead", "list", env={"POSTEL_REDIS_URL": redis_url})
+    [line] = [line for line in listed.stdout.splitlines() if line.startswith(entry)]
+    shown_job, shown_error = line.split()[4], line.split("  ", 2)[-1].split(None, 2)[-1]
+    assert shown_job.endswith("…") and job_id.startswith(shown_job[:-1]), line
+    assert shown_error.endswith("…") and error.startswith(shown_error[:-1]), line
+
+
+@pytest.mark.parametrize("job", ["{not json", '{"prompt": "p",}', "[1, 2"])
+def test_a_json_error_is_worded_one_way_in_the_letter_and_its_refusal(job: str) -> None:
+    """An ingress entry whose `job` is not JSON: the dead letter's error and a redrive's
+    refusal say the same thing in the same words (Python's JSON error, where it breaks),
+    never pydantic's second wording of it nor a doubled `message:`."""
+    with pytest.raises(ValueError) as refused:
+        IngressConsumer._parse({"job": job})
+    said = str(refused.value)
+    letter = DeadLetter(id="1-0", source="ingress", error=said, raw=json.dumps({"job": job}))
+    with pytest.raises(Unusable) as again:
+        request_of(letter)
+    assert said.startswith("field `job` is not JSON (") and said.endswith(")"), said
+    assert str(again.value) == f"the entry is still invalid: {said}"
+    assert letter.redrive_blocker in (None, str(again.value))
+    for text in (said, str(again.value)):
+        assert "Invalid JSON" not in text and "message:" not in text, text

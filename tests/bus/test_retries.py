@@ -86,7 +86,7 @@ async def test_a_spec_with_one_try_dead_letters_after_its_first_failure(
     assert failure.value.status == "out_of_tries"
     assert "gave up after 1 tries: ConnectionError: failure on try 1" in failure.value.error
     assert tries == [1]
-    assert statuses == ["received", "dead_lettered", "completed", "failed"], "no retry"
+    assert statuses == ["received", "dead_lettered", "failed", "failed"], "no retry"
     dead = await redis_client.xrange(KEYS.dead_letters(""))
     assert len(dead) == 1 and dead[0][1][b"job_id"] == job_id.encode()
 

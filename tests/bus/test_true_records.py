@@ -10,12 +10,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from postel.infra.client.client import Client
-from postel.infra.runtime.actor import Actor, HopOutcome, Runtime, WorkerSpec
+import structlog
+from postel.infra.client.client import Client, JobFailedError
+from postel.infra.runtime.actor import LEASE_LOST, Actor, HopOutcome, Runtime, WorkerSpec
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.commit import JOB_RECORD_MISSING
@@ -23,6 +25,7 @@ from postel.infra.store.events import run_commands
 from postel.infra.store.jobs import JobStore, MalformedJobRecord
 from postel.infra.store.keys import Keyspace
 from postel.infra.store.wire import connect_arq
+from postel.infra.web.job_story import _fold
 from postel.messages import JobOptions, JobRequest, JobSubmitted
 from postel.services.llm.errors import LLMError
 
@@ -173,8 +176,9 @@ async def test_a_worker_resumed_after_another_committed_its_message_writes_nothi
         await started.wait()
         await live.run(payload, attempt=2)
         before = [e.status for e in await runtime.events.read("stale")]
-        resume.set()
-        await stale_run
+        with structlog.testing.capture_logs() as logs:
+            resume.set()
+            await stale_run
         await live.run(payload, attempt=3)
         after = [e.status for e in await runtime.events.read("stale")]
         record = await runtime.jobs.get("stale")
@@ -185,6 +189,63 @@ async def test_a_worker_resumed_after_another_committed_its_message_writes_nothi
     assert before.count("received") == 2
     assert not {"dead_lettered", "retried"} & set(after)
     assert record.status == "running" and record.stage == "planner"
+    # the stale run says so in one INFO line, no error and no traceback
+    assert [(e["log_level"], e["event"]) for e in logs] == [("info", LEASE_LOST)], logs
+
+
+async def test_a_lease_taken_over_and_committed_is_no_warning(
+    redis_url: str, settings: Settings, redis_client: aioredis.Redis
+) -> None:
+    """The lease renewal of a run held past its lease finds the lease gone: when another
+    run committed the message, that is no warning (the run's end says it, once); when
+    nothing did, it is."""
+    pool = await connect_arq(redis_url)
+    try:
+        actor = Actor(RELAY_WORKERS[0], Runtime.create(pool, KEYS, settings))
+        await redis_client.set(KEYS.done("taken"), "1")
+        with structlog.testing.capture_logs() as logs:
+            await actor._renew_lease("arq:in-progress:taken")
+            await actor._renew_lease("arq:in-progress:lapsed")
+    finally:
+        await pool.aclose()
+    assert [(e["log_level"], e.get("key")) for e in logs] == [
+        ("warning", "arq:in-progress:lapsed")
+    ], logs
+
+
+async def test_a_hop_that_fails_is_recorded_failed_with_its_real_duration(
+    redis_url: str, settings: Settings
+) -> None:
+    """A hop that gives up (a model that stopped answering) is a `failed` event carrying the
+    time it ran, on the event stream, in `postel events` and on the timeline; not
+    `completed ... took=0.0ms`."""
+    relay = RELAY_WORKERS[0]
+
+    async def stops_answering(message: Any, runtime: Runtime) -> HopOutcome:
+        # CPU time, not a sleep: the recorded duration is at least what this burnt
+        spin_until = time.thread_time() + 0.2
+        while time.thread_time() < spin_until:
+            pass
+        raise LLMError("the model stopped answering")
+
+    specs = [WorkerSpec("intent", relay.accepts, stops_answering), *RELAY_WORKERS[1:]]
+    async with (
+        LocalSystem(settings, redis_url=redis_url, specs=specs),
+        Client(redis_url, settings) as client,
+    ):
+        job_id = await client.submit("fails")
+        with pytest.raises(JobFailedError):
+            await client.result(job_id, timeout=60)
+        events = await client.events.read(job_id)
+    ended = [e for e in events if e.stage == "intent" and e.status != "received"]
+    assert [e.status for e in ended] == ["dead_lettered", "failed"], ended
+    assert ended[-1].duration_ms >= 200, "the time the hop ran"
+    # the timeline: the hop stays dead-lettered (redrive is there), with the time it ran
+    [hop] = [h for h in _fold(events) if h.worker == "intent" and h.stage != "done"]
+    assert (hop.status, hop.duration_ms) == ("dead_lettered", ended[-1].duration_ms)
+    shown = await asyncio.to_thread(postel_cli, redis_url, "events", job_id)
+    line = next(line for line in shown.stdout.splitlines() if " failed" in line)
+    assert "intent" in line and "took=0.0ms" not in line and "completed" not in line, line
 
 
 POISON: dict[str, bytes | None] = {
@@ -229,7 +290,9 @@ async def test_every_queue_poison_is_dead_lettered(
     assert len(dead) == len(poison), errors
     assert "queue entry 'empty-payload': no payload" in errors
     assert "queue entry 'no-job-key': no payload" in errors
-    assert "undecodable message: the payload is not a JSON object" in errors  # the kwarg
+    # each reason names the real fault
+    assert "it passes keyword arguments (unexpected); the handler takes one message" in errors
+    assert "not a JSON object" not in errors
     assert "queue entry 'try-10e30': out of tries" in errors
     assert "leftover" not in errors, "a committed message's leftover is no poison"
     assert await redis_client.zcard(queue) == 0

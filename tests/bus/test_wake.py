@@ -241,10 +241,11 @@ async def test_one_wake_up_wakes_one_of_many_idle_replicas() -> None:
 
 async def test_a_full_worker_leaving_jobs_behind_wakes_the_next_replica(redis_url: str) -> None:
     running: dict[str, int] = {}
+    release = asyncio.Event()
 
     async def hold(ctx: dict[str, Any], job_id: str) -> None:
         running[job_id] = id(ctx["redis"])
-        await asyncio.sleep(3)
+        await release.wait()
 
     pool = await connect_arq(redis_url)
     try:
@@ -252,9 +253,12 @@ async def test_a_full_worker_leaving_jobs_behind_wakes_the_next_replica(redis_ur
             await enqueue_unannounced(pool, "first")
             await enqueue_unannounced(pool, "second")
             await wake(pool, "t")
-            # the second job starts on the other replica long before the first one ends
-            await until(lambda: len(running) == 2, timeout=2)
+            # the second job starts on the other replica while the first one is held (no
+            # replica looks again unprompted: the fallback poll is 60 s away)
+            await until(lambda: len(running) == 2, timeout=30)
+            release.set()
     finally:
+        release.set()
         await pool.aclose()
     assert len(set(running.values())) == 2, "one job on each replica"
 

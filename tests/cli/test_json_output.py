@@ -82,6 +82,7 @@ def invocations(job_id: str, export: Path, document: Path) -> dict[str, list[str
             *("bench", "fair", "--backlog", "10", "--urgent", "2", "--aging-s", "2", "--json"),
         ],
         "bench graphs": ["bench", "graphs", "--triples", "300", "--json"],
+        "bench fuzz": ["bench", "fuzz", "--bodies", "1", "--json"],
         "bench qa": [
             *("bench", "qa", "--triples", "300", "--questions", "2", "--planners", "right"),
             "--json",

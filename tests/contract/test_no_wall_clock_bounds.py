@@ -8,7 +8,9 @@ time.time, an event loop's time, utc_now, datetime.now), or a name, list or attr
 filled from one, as the smaller side of `<`, `<=` (or the larger of `>`, `>=`) against
 something that is not a reading too; and a recorded duration (`duration_ms`, `wait_ms`,
 `latency_ms`, `elapsed`) bounded the same way. Two readings compared with each other are
-an ordering, which is allowed."""
+an ordering, which is allowed. Nor may a wait for an outcome (`until(..., timeout=N)`,
+`wait_for`, `asyncio.timeout`) be bounded at or below a sleep its module makes: that bound
+races the sleep (raced_waits)."""
 
 from __future__ import annotations
 
@@ -140,12 +142,63 @@ def _upper_bounds_in(scope: ast.AST, timed_attributes: frozenset[str]) -> list[s
     return found
 
 
+def _seconds(node: ast.AST | None) -> float | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        return float(node.value)
+    return None
+
+
+def _called(node: ast.Call) -> str:
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+
+
+WAITS = {"until", "wait_for", "timeout"}
+"""Calls that wait for an outcome: a test's `until` helper, asyncio.wait_for, asyncio.timeout."""
+
+
+def _wait_bound(node: ast.Call) -> float | None:
+    """The seconds a wait for an outcome is given: `until(..., timeout=N)`, `wait_for(aw,
+    N)`, `asyncio.timeout(N)`."""
+    name = _called(node)
+    if name not in WAITS:
+        return None
+    for keyword in node.keywords:
+        if keyword.arg == "timeout":
+            return _seconds(keyword.value)
+    if name == "timeout" and node.args:
+        return _seconds(node.args[0])
+    if name == "wait_for" and len(node.args) > 1:
+        return _seconds(node.args[1])
+    return None
+
+
+def raced_waits(source: str) -> list[str]:
+    """Each wait for an outcome bounded at or below a sleep made in the same test (`until(...,
+    timeout=2)` against a handler it defines that sleeps 3 s): the wait's bound is then the
+    assertion, and which ends first is the machine's speed. A wait's bound is a hang guard
+    only, far past anything the test holds; an order is shown by holding on an event."""
+    found = []
+    for scope in _scopes(ast.parse(source)):
+        calls = [node for node in ast.walk(scope) if isinstance(node, ast.Call)]
+        sleeps = [_seconds(next(iter(n.args), None)) for n in calls if _called(n) == "sleep"]
+        longest = max((s for s in sleeps if s is not None), default=0.0)
+        found.extend(
+            f"{node.lineno}: {ast.unparse(node)}"
+            for node in calls
+            if (bound := _wait_bound(node)) is not None and bound <= longest
+        )
+    return found
+
+
 def test_no_test_bounds_wall_clock_time_from_above() -> None:
-    found = [
-        f"{path.relative_to(TESTS)}:{line}"
-        for path in sorted(TESTS.rglob("*.py"))
-        for line in upper_bounds(path.read_text("utf-8"))
-    ]
+    found = []
+    for path in sorted(TESTS.rglob("*.py")):
+        text = path.read_text("utf-8")
+        found.extend(
+            f"{path.relative_to(TESTS)}:{line}"
+            for line in [*upper_bounds(text), *raced_waits(text)]
+        )
     assert found == [], "wall-clock upper bounds (count or use CPU time):\n" + "\n".join(found)
 
 
@@ -171,3 +224,16 @@ def test_the_check_finds_the_usual_forms() -> None:
     ]
     for source in allowed:
         assert upper_bounds(source) == [], source
+
+
+def test_a_wait_bounded_below_a_sleep_is_a_wall_clock_bound() -> None:
+    held = "async def test():\n    async def hold():\n        await asyncio.sleep(3)\n"
+    for wait in (
+        "await until(lambda: len(running) == 2, timeout=2)",
+        "await asyncio.wait_for(done.wait(), 3)",
+        "async with asyncio.timeout(1.5):\n        await done.wait()",
+    ):
+        assert raced_waits(f"{held}    {wait}\n"), wait
+    guard = f"{held}    await until(lambda: len(running) == 2, timeout=30)\n"
+    assert raced_waits(guard) == [], "a hang guard past every sleep is no bound"
+    assert raced_waits("async def t():\n    await until(lambda: a, timeout=2)\n") == []

@@ -278,7 +278,10 @@ async def test_an_unreadable_answer_becomes_a_probe_and_feedback(
     notes: list[str] = []
     trail = await run_loop(task_planned([COUNT_TASK], desired="int"), model, adapter, notes)
     probe = of_type(trail, GaslPlanRequested)[0]
-    assert probe.plan.commands == ['FIND nodes WHERE entity_type = "PERSON" LIMIT 10 AS probe']
+    # the probe looks at what the question names (PERSON nodes)
+    assert probe.plan.commands == [
+        'FIND nodes WHERE entity_type = "PERSON" LIMIT 10 AS probe_person'
+    ]
     assert "could not be used" in model.prompts[1]
     assert "not one JSON object" in model.prompts[1]
     assert isinstance(trail[-1], ValidationRequested)
@@ -295,7 +298,8 @@ async def test_complete_before_any_plan_is_refused(adapter: NetworkXAdapter) -> 
         step.figures.decision == "refine"
         and "after a plan has gathered evidence" in step.figures.rationale
     )
-    assert isinstance(request, GaslPlanRequested) and request.plan.commands[0].endswith("probe")
+    assert isinstance(request, GaslPlanRequested)
+    assert request.plan.commands[0].endswith("AS probe_person")
     assert "after a plan has gathered evidence" in request.history[0].hypothesis
 
 
@@ -470,7 +474,7 @@ async def test_an_unparseable_plan_identical_to_one_already_run_is_not_run_again
     )
     plans = [m.plan.commands for m in of_type(trail, GaslPlanRequested)]
     assert plans.count(broken) == 1  # the unparseable plan ran once, not three times
-    assert len(plans) == 3 and all(p[0].endswith("AS probe") for p in plans[1:])
+    assert len(plans) == 3 and all(p[0].endswith("AS probe_person") for p in plans[1:])
     assert [d for d, _ in decisions] == ["continue", "refine", "refine", "complete"]
     assert "the one round 0 ran, which does not parse (command 1: line 1" in decisions[1][1]
     assert "it was not run again" in model.prompts[2]

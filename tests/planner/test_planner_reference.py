@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -33,6 +34,8 @@ from postel.services.gasl.stage import handle as gasl_handle
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.planner import PlannerDeps, read_round_answer
 from postel.services.planner import handle as planner_handle
+from postel.services.planner.empty import EMPTY_ANSWER
+from postel.services.planner.probe import probe_plan
 from postel.services.planner.reference import Reference, ReferenceProblem, find_reference
 from postel.services.planner.round_grammar import round_answer_rules
 from postel.services.planner.round_prompt import RoundInputs, round_messages
@@ -202,9 +205,87 @@ async def test_a_declared_state_key_and_a_document_answer(adapter: NetworkXAdapt
     assert task["reference"] == "${found.id}"
 
 
+NOBODY = 'FIND nodes WHERE entity_type = "ASTRONAUT" AS ans'
+
+
+async def test_an_empty_reference_is_confirmed_once_then_accepted(
+    adapter: NetworkXAdapter,
+) -> None:
+    """The first empty answer is a question back: the model is told its answer is empty and
+    asked to confirm it or query again, with a probe of what the question names; the second
+    empty answer is the answer."""
+    model = Model(plan(NOBODY), "COMPLETE: ${ans}", "COMPLETE: ${ans}")
+    trail = await run(adapter, model)
+    handed = trail[-1]
+    assert isinstance(handed, ValidationRequested) and handed.output == []
+    requested = [m for m in trail if isinstance(m, GaslPlanRequested)]
+    assert len(requested) == 2, "one round asked to confirm"
+    assert requested[1].history[-1].hypothesis.startswith(EMPTY_ANSWER)
+    assert "PROBLEM WITH YOUR LAST ANSWER" in model.prompts[2]
+    assert "${ans} holds nothing" in model.prompts[2] and "again to confirm" in model.prompts[2]
+    # the probe looks at what the question names: "Which people ..." has no type of its own
+    # in this graph, so the commonest; a question naming a type gets that type
+    assert requested[1].plan.commands == [
+        'FIND nodes WHERE entity_type = "PERSON" LIMIT 10 AS probe_person'
+    ]
+
+
+async def test_an_empty_reference_then_a_better_query_answers(adapter: NetworkXAdapter) -> None:
+    """Asked to confirm, the model queries again and completes with what it found."""
+    model = Model(plan(NOBODY), "COMPLETE: ${ans}", plan(FORTY), "COMPLETE: ${ans}")
+    handed = (await run(adapter, model))[-1]
+    assert isinstance(handed, ValidationRequested) and len(handed.output) == 40
+
+
+async def test_allow_empty_accepts_an_empty_reference_at_once(adapter: NetworkXAdapter) -> None:
+    model = Model(plan(NOBODY), "COMPLETE: ${ans}")
+    trail = await run(adapter, model, allow_empty=True)
+    assert len([m for m in trail if isinstance(m, GaslPlanRequested)]) == 1
+    assert isinstance(trail[-1], ValidationRequested) and trail[-1].output == []
+
+
+async def test_a_plan_stopped_at_an_empty_step_says_what_is_empty_and_unreached(
+    adapter: NetworkXAdapter,
+) -> None:
+    """A 2-hop question whose second hop finds nothing: the plan stops there, `ans` is never
+    assigned. The next prompt says which variables are empty and which were never reached;
+    `COMPLETE: ${ans}` is told to name the empty step, and `COMPLETE: ${a_h2}` (confirmed
+    once) ends the task with the empty answer."""
+    two_hops = [
+        'FIND nodes WHERE entity_type = "PERSON" LIMIT 3 AS a_h1',
+        'FIND nodes WHERE entity_type = "ASTRONAUT" AS a_h2',
+        'SELECT a_h2 WHERE entity_type = "PERSON" AS ans',
+    ]
+    model = Model(plan(*two_hops), "COMPLETE: ${ans}", "COMPLETE: ${a_h2}", "COMPLETE: ${a_h2}")
+    trail = await run(adapter, model)
+    stopped = "the plan stopped early: empty: a_h2; never reached (not assigned): ans"
+    assert stopped in model.prompts[1]
+    assert "${ans} was never assigned" in model.prompts[2]
+    assert "answer COMPLETE: ${a_h2} if nothing matches" in model.prompts[2]
+    handed = trail[-1]
+    assert isinstance(handed, ValidationRequested) and handed.output == []
+    assert handed.progress.outcomes[-1].reference == "${a_h2}"
+    [done] = validate(handed)
+    assert isinstance(done, JobCompleted) and done.result == []
+
+
+def test_the_probe_is_built_from_the_question() -> None:
+    summary = {"entity_types": {"PERSON": 9, "FILM": 5, "RESEARCH_LAB": 2}}
+    assert probe_plan("p", summary, "Which films did Ada Lindsen direct?").commands == [
+        'FIND nodes WHERE entity_type = "FILM" LIMIT 10 AS probe_film'
+    ]
+    assert probe_plan("p", summary, "the research labs").commands == [
+        'FIND nodes WHERE entity_type = "RESEARCH_LAB" LIMIT 10 AS probe_research_lab'
+    ]
+    linked = [SimpleNamespace(id='Sunken "Voice" (2010)', entity_type="FILM")]
+    assert probe_plan("p", summary, "films", linked).commands == [
+        'FIND nodes WHERE id = "Sunken \\"Voice\\" (2010)" AS probe_1',
+        'NEIGHBORS "Sunken \\"Voice\\" (2010)" LIMIT 10 AS probe_1_around',
+    ]
+
+
 async def test_an_empty_reference_is_an_accepted_empty_answer(adapter: NetworkXAdapter) -> None:
-    nobody = 'FIND nodes WHERE entity_type = "ASTRONAUT" AS ans'
-    model = Model(plan(nobody), "COMPLETE: ${ans}")
+    model = Model(plan(NOBODY), "COMPLETE: ${ans}", "COMPLETE: ${ans}")
     handed = (await run(adapter, model))[-1]
     assert isinstance(handed, ValidationRequested) and handed.output == []
     [done] = validate(handed)

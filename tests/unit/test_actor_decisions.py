@@ -106,7 +106,7 @@ async def test_a_terminal_message_finishes_the_job_and_publishes_it(runtime: Run
 @pytest.mark.parametrize(
     ("payload", "error"),
     [
-        ("not an object", "undecodable message: the payload is not a JSON object"),
+        ("not an object", "undecodable message: the payload is a string, not a JSON object"),
         ({"type": "job.submitted", "job_id": "j1"}, "invalid message"),
         ({"type": "no.such.type", "job_id": "j1", "message_id": "m"}, "invalid message"),
     ],

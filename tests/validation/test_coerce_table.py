@@ -280,6 +280,11 @@ LISTS = [
     ("1,000,2,000", "list[int]", Fails("numbers with thousands separators, or several")),
     ("1,5", "list[int]", Fails("one number with a decimal comma (1.5) or two numbers?")),
     ("1,5", "list[float]", Fails("decimal comma")),
+    # a number with thousands separators inside an item is one item, however it is grouped
+    ("1.299,99 €", "list[str]", ["1.299,99 €"]),
+    ("1,299.99 €", "list[str]", ["1,299.99 €"]),
+    ("1.299,99 €, 5 €", "list[str]", ["1.299,99 €", "5 €"]),
+    ("rent 1.234.567,89 EUR,fee 3 EUR", "list[str]", ["rent 1.234.567,89 EUR", "fee 3 EUR"]),
     ("Smith, John", "list[str]", Fails("one name written 'Last, First', or two items?")),
     ("Paris, London, Rome", "list[str]", ["Paris", "London", "Rome"]),
     ("Here are the items: apples, bananas", "list[str]", ["apples", "bananas"]),

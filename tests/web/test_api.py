@@ -34,6 +34,8 @@ from support.recording import Breakable, Recorder
 
 KEYS = Keyspace()
 """The names of the keys on the tests' Redis, one server."""
+TOKEN = "t0ken-0123456789abcdef"
+"""A web token of the length the server asks (MIN_TOKEN_CHARS)."""
 
 
 async def sse(
@@ -299,7 +301,7 @@ async def test_no_secret_is_ever_shown(
 
 
 async def test_the_token_is_checked_on_every_request(redis_url: str, settings: Settings) -> None:
-    guarded = settings.model_copy(update={"web_token": SecretStr("t0ken")})
+    guarded = settings.model_copy(update={"web_token": SecretStr(TOKEN)})
     with pytest.raises(WebError, match="needs a token"):
         WebServer(settings, redis_url, "0.0.0.0", 0)
     async with WebServer(guarded, redis_url, "0.0.0.0", 0) as web:
@@ -318,16 +320,16 @@ async def test_the_token_is_checked_on_every_request(redis_url: str, settings: S
             assert login.status_code == 200 and 'name="token"' in login.text
             bad_login = await anonymous.post("/login", data={"token": "nope", "next": "/queues"})
             assert bad_login.headers["location"].startswith("/login?next=%2Fqueues&wrong=1")
-            good_login = await anonymous.post("/login", data={"token": "t0ken", "next": "//evil"})
+            good_login = await anonymous.post("/login", data={"token": TOKEN, "next": "//evil"})
             assert good_login.status_code == 303 and good_login.headers["location"] == "/"
             assert "httponly" in good_login.headers["set-cookie"].lower()
             assert (await anonymous.get("/queues")).status_code == 200, "the cookie now works"
-        headers = {"Authorization": "Bearer t0ken"}
+        headers = {"Authorization": f"Bearer {TOKEN}"}
         async with httpx.AsyncClient(base_url=base, headers=headers) as bearer:
             assert (await bearer.get("/api/jobs")).status_code == 200
             assert (await bearer.post("/api/jobs", json={"prompt": "x"})).status_code == 201
         async with httpx.AsyncClient(base_url=base) as linked:
-            landing = await linked.get("/workers?token=t0ken")
+            landing = await linked.get(f"/workers?token={TOKEN}")
             assert landing.status_code == 303 and landing.headers["location"] == "/workers"
             assert (await linked.get("/workers")).status_code == 200
 

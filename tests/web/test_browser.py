@@ -182,7 +182,9 @@ async def test_redrive_a_dead_letter_from_the_page(
         await page.screenshot(path=str(screenshots / "dead.png"))
         breakable.broken = False
         await row.locator("button.redrive").click()
-        await expect(page.locator("#note")).to_contain_text(f"redriven: {job_id}:gen:relay:0:done")
+        await expect(page.locator("#note")).to_have_text(
+            "redriven: the message is back on the validator queue"
+        )
         await expect(page.locator("#dead-table")).to_have_count(0)
         await page.goto(web.url + f"jobs/{job_id}")
         await expect(page.locator("#job-status")).to_have_text("completed", timeout=LIVE_S)

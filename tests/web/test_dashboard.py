@@ -5,6 +5,7 @@ waits now, charts over the last hour, filters, requeue and cancelling many jobs.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 
 import httpx
@@ -174,7 +175,8 @@ async def test_jobs_filter_by_failure_and_time_cancel_many_requeue_and_chart_the
         assert report.json()["cancelled"] == ids[:2]
         assert list(report.json()["refused"]) == ["nowhere"]
         picked = await api.post("/jobs/cancel", data={"job": ids[2], "back": "/jobs"})
-        assert picked.status_code == 303 and "cancelled+1" in picked.headers["location"]
+        assert picked.status_code == 303
+        assert picked.headers["location"] == "/jobs?note=cancelled-many&done=1&refused=0"
         again = (await api.post("/api/jobs/cancel", json={"job_ids": ids[:1]})).json()
         assert again["cancelled"] == [] and "already finished" in again["refused"][ids[0]]
         recorder.release.set()
@@ -203,7 +205,9 @@ async def test_jobs_filter_by_failure_and_time_cancel_many_requeue_and_chart_the
         assert running.status_code == 409 and "only a failed job" in running.json()["detail"]
         assert (await api.post("/api/jobs/nowhere/requeue")).status_code == 404
         from_page = await api.post(f"/jobs/{ids[1]}/requeue")
-        assert from_page.status_code == 303 and "requeue+of" in from_page.headers["location"]
+        assert from_page.status_code == 303 and from_page.headers["location"].endswith(
+            "?note=requeued"
+        )
 
     charts = (await api.get("/charts")).text
     assert 'id="chart-outcomes"' in charts and 'class="k-cancelled"' in charts
@@ -336,3 +340,149 @@ async def test_the_chart_window_adds_what_is_new_and_counts_only_the_last_hour(
     burst = await window.read(redis_client, KEYS)
     assert burst.partial_from is not None
     assert [kind for kind, _ in burst.charts[1].legend] == ["gasl"]
+
+
+async def test_one_live_requeue_per_job_and_the_same_idempotency_key_answers_the_same(
+    api: httpx.AsyncClient,
+) -> None:
+    """No workers: a requeue stays queued, so live."""
+    failed = (await api.post("/api/jobs", json={"prompt": "to fail"})).json()["job_id"]
+    await api.post(f"/api/jobs/{failed}/cancel")
+    keyed = {"Idempotency-Key": "retry-1"}
+    at_once = await asyncio.gather(
+        *[api.post(f"/api/jobs/{failed}/requeue", headers=keyed) for _ in range(3)],
+        *[api.post(f"/api/jobs/{failed}/requeue") for _ in range(3)],
+    )
+    made = {answer.json()["job_id"] for answer in at_once if answer.status_code == 201}
+    assert len(made) == 1, [answer.text for answer in at_once]
+    [clone] = made
+    refused = [answer for answer in at_once if answer.status_code != 201]
+    assert all(answer.status_code == 409 for answer in refused)
+    assert all(f"live requeue already: job {clone}" in a.json()["detail"] for a in refused)
+    assert (await api.get(f"/api/jobs/{failed}")).json()["requeued_as"] == clone
+    again = await api.post(f"/api/jobs/{failed}/requeue", headers=keyed)
+    if again.status_code == 201:  # the keyed requests made the clone: the key answers it
+        assert again.json()["job_id"] == clone
+    else:
+        assert again.status_code == 409
+    listed = (await api.get("/api/jobs", params={"q": "to fail"})).json()["items"]
+    assert len(listed) == 2, "the failed job and its one requeue"
+    page = (await api.get(f"/jobs/{failed}")).text
+    from_page = await api.post(f"/jobs/{failed}/requeue", data={"idempotency_key": "k2"})
+    assert from_page.headers["location"] == f"/jobs/{failed}?note=requeue-live"
+    assert 'name="idempotency_key"' not in page, "the requeue button shows on a failed job only"
+
+    await api.post(f"/api/jobs/{clone}/cancel")
+    second = await api.post(f"/api/jobs/{failed}/requeue", headers={"Idempotency-Key": "retry-2"})
+    assert second.status_code == 201 and second.json()["job_id"] != clone
+    replayed = await api.post(f"/api/jobs/{failed}/requeue", headers={"Idempotency-Key": "retry-2"})
+    assert replayed.json()["job_id"] == second.json()["job_id"]
+    assert (await api.get(f"/api/jobs/{failed}")).json()["requeued_as"] == second.json()["job_id"]
+    too_long = await api.post(f"/api/jobs/{failed}/requeue", headers={"Idempotency-Key": "k" * 201})
+    assert too_long.status_code == 422
+
+
+async def test_a_page_note_is_the_servers_words_never_the_links(api: httpx.AsyncClient) -> None:
+    planted = "Your session expired: log in at evil.example"
+    for path in ("/jobs", "/dead", "/jobs/nope"):
+        page = (await api.get(path, params={"note": planted})).text
+        assert "evil.example" not in page and 'id="note"' not in page, path
+    counted = (
+        await api.get("/jobs", params={"note": "cancelled-many", "done": "3", "refused": "x"})
+    ).text
+    assert "cancelled 3, not cancelled 0 (finished, or unknown)" in counted
+    queue = (await api.get("/dead", params={"note": "redriven", "queue": planted})).text
+    assert "back on the its queue" in queue and "evil.example" not in queue
+    named = (await api.get("/dead", params={"note": "redriven", "queue": "gasl"})).text
+    assert "redriven: the message is back on the gasl queue" in named
+
+
+async def test_a_document_answer_shows_the_words_of_every_block(
+    api: httpx.AsyncClient, redis_client: aioredis.Redis
+) -> None:
+    """The page reads an element's words as the terminal does (services.generation.markdown's
+    `said`): a code block the model wrote under `text` is shown, not an empty box."""
+    job_id = (await api.post("/api/jobs", json={"prompt": "d", "desired_type": "document"})).json()[
+        "job_id"
+    ]
+    sections = [
+        ("code_block", {"language": "sql", "text": "SELECT 1"}),
+        ("paragraph", {"code": "said under code"}),
+        ("heading", {"level": 2, "code": "a heading under code"}),
+        ("code_block", {"language": "sql", "source": "kept under another name"}),
+        ("code_block", {"language": "sql"}),
+    ]
+    document = {
+        "sections": [
+            {"id": f"s{n}", "content_type": kind, "elements": [element]}
+            for n, (kind, element) in enumerate(sections)
+        ]
+    }
+    await redis_client.hset(
+        KEYS.job(job_id), mapping={"status": "completed", "result": json.dumps(document)}
+    )
+    page = (await api.get(f"/jobs/{job_id}")).text
+    assert "<pre><code>SELECT 1</code></pre>" in page
+    assert "<p>said under code</p>" in page and "<h2>a heading under code</h2>" in page
+    assert "kept under another name" in page
+    assert "<pre><code></code></pre>" not in page
+
+
+async def test_redrive_is_offered_only_where_the_redrive_would_work(
+    api: httpx.AsyncClient, redis_client: aioredis.Redis
+) -> None:
+    """The page asks what the redrive checks first (infra/runtime/redrive.py's stays_dead):
+    a graph that is not registered, a job that is not a failed one."""
+    lost = await dead_letter(
+        redis_client,
+        KEYS,
+        source="ingress",
+        error="unknown graph",
+        payload={"job": json.dumps({"prompt": "about films", "graph": "films"})},
+    )
+    fine = await dead_letter(
+        redis_client,
+        KEYS,
+        source="ingress",
+        error="a hiccup",
+        payload={"job": json.dumps({"prompt": "about nothing"})},
+    )
+    running = (await api.post("/api/jobs", json={"prompt": "running"})).json()["job_id"]
+    message = JobSubmitted(
+        job_id=running, message_id=f"{running}:submitted", request=JobRequest(prompt="running")
+    )
+    held = await dead_letter(
+        redis_client,
+        KEYS,
+        source="worker:intent",
+        error="lost its lease",
+        payload=message.model_dump(mode="json"),
+        job_id=running,
+    )
+    page = (await api.get("/dead")).text
+    rows = {d: page.split(f'data-dead="{d}"')[1].split("</tr>")[0] for d in (lost, fine, held)}
+    assert "Redrive cannot work: no graph named &#39;films&#39;" in rows[lost]
+    assert 'class="secondary redrive"' not in rows[lost]
+    assert "its job is queued; only a failed job is reopened" in rows[held]
+    assert 'class="secondary redrive"' not in rows[held]
+    assert 'class="secondary redrive"' in rows[fine]
+    for letter in (lost, held):
+        refused = await api.post(f"/api/dead/{letter}/redrive")
+        assert refused.status_code == 409
+        said = (
+            rows[letter].split('class="small cannot">Redrive cannot work: ')[1].split("</div>")[0]
+        )
+        assert said.replace("&#39;", "'") in refused.json()["detail"]
+    assert (await api.post(f"/api/dead/{fine}/redrive")).status_code == 200
+
+
+async def test_the_badge_says_live_only_of_a_page_that_updates(api: httpx.AsyncClient) -> None:
+    for path in ("/graphs", "/api/docs", "/jobs?static=1"):
+        page = (await api.get(path)).text
+        assert 'id="live-indicator" data-state="snapshot"' in page, path
+        assert "does not update by itself" in page and '<span class="label">as of ' in page
+    for path in ("/jobs", "/dead", "/workers", "/queues"):
+        page = (await api.get(path)).text
+        assert 'id="live-indicator" data-state="connecting"' in page, path
+    style = (await api.get("/static/style.css")).text
+    assert 'content: "static"' not in style

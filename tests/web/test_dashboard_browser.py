@@ -10,6 +10,7 @@ temporary directory, `screenshots/` (on several xdist workers, the worker's:
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -40,6 +41,38 @@ KEYS = Keyspace()
 """The names of the keys on the tests' Redis, one server."""
 
 WIDTHS = (1024, 1400)
+CUT_TEXT = """() => {
+  // every element of the page whose text is wider than its box: it must show an ellipsis
+  // and carry its whole text in a tooltip (its own title, or one around or inside it);
+  // text that runs past its box into the next one is never right; a scroll box is
+  const squeeze = (text) => text.replace(/\\s+/g, " ").trim();
+  const found = [];
+  for (const box of document.querySelectorAll("main *")) {
+    if (box.closest("svg, .visually-hidden") || box.clientWidth === 0) continue;
+    if (box.scrollWidth <= box.clientWidth + 1) continue;
+    const style = getComputedStyle(box);
+    if (style.overflowX === "auto" || style.overflowX === "scroll") continue;
+    const text = squeeze(box.textContent);
+    if (!text) continue;
+    const name = box.tagName.toLowerCase() + (box.id ? "#" + box.id : "") +
+      [...box.classList].map((c) => "." + c).join("");
+    const past = box.scrollWidth - box.clientWidth;
+    if (style.overflowX === "visible") {
+      found.push(`${name} "${text.slice(0, 60)}" runs ${past} px past its box`);
+      continue;
+    }
+    const tips = [box.closest("[title]"), ...box.querySelectorAll("[title]")].filter(Boolean);
+    // an abbreviation (`6d6f71b…c3e1f0`) is of the whole: each part of it is in the tooltip
+    const parts = text.split("…").map(squeeze).filter(Boolean);
+    const whole = tips.some((tip) => parts.every((part) => squeeze(tip.title).includes(part)));
+    if (style.textOverflow !== "ellipsis" || !whole) {
+      const lacks = style.textOverflow !== "ellipsis" ? "an ellipsis" : "a tooltip of it all";
+      found.push(`${name} "${text.slice(0, 60)}" is cut by ${past} px without ${lacks}`);
+    }
+  }
+  return found;
+}"""
+"""What a page cuts or spills, in words (an empty list when nothing)."""
 LONG_PROMPT = (
     "Summarise every report in the collection by author, topic and year, listing for each "
     "author the co-authors they wrote with most often and the topics those reports cover, "
@@ -49,6 +82,7 @@ LONG_PROMPT = (
 
 @dataclass
 class Scenes:
+    done: str
     failed: str
     redriven: str
     running: str
@@ -143,11 +177,23 @@ async def scenes(
             while "model-call-in-flight" not in (await api.get(f"/jobs/{running['job_id']}")).text:
                 await asyncio.sleep(0.2)
         failed = next(job_id for job_id in down if job_id != dead[-1]["job_id"])
-        yield Scenes(failed, dead[-1]["job_id"], running["job_id"], cancelled["job_id"], release)
+        for n in range(2):  # two ingress jobs, whose ids differ only at the end
+            await redis_client.xadd(KEYS.ingress, {"job": json.dumps({"prompt": f"ingress {n}"})})
+        async with asyncio.timeout(30):
+            while len((await api.get("/api/jobs", params={"q": "ingress-"})).json()["items"]) < 2:
+                await asyncio.sleep(0.1)
+        yield Scenes(
+            done["job_id"],
+            failed,
+            dead[-1]["job_id"],
+            running["job_id"],
+            cancelled["job_id"],
+            release,
+        )
         release.set()
 
 
-async def test_the_operator_pages_fit_1024_px_and_are_captured_at_1024_and_1400(
+async def test_every_page_fits_1024_px_cuts_nothing_silently_and_is_captured_at_1024_and_1400(
     scenes: Scenes, web: WebServer, browser: Browser, screenshots: Path
 ) -> None:
     pages = {
@@ -155,10 +201,17 @@ async def test_the_operator_pages_fit_1024_px_and_are_captured_at_1024_and_1400(
         "job-running": f"jobs/{scenes.running}",
         "job-failed": f"jobs/{scenes.failed}",
         "job-redriven": f"jobs/{scenes.redriven}",
+        "job-done": f"jobs/{scenes.done}",
+        "job-cancelled": f"jobs/{scenes.cancelled}",
         "dead": "dead",
         "queues": "queues?worker=intent",
         "workers": "workers",
+        "graphs": "graphs",
+        "api": "api/docs",
     }
+    live = {"job-failed": "done", "job-redriven": "done", "job-done": "done"}
+    live |= {"job-cancelled": "done", "graphs": "snapshot", "api": "snapshot"}
+    cut: list[str] = []
     for width in WIDTHS:
         context = await browser.new_context(viewport={"width": width, "height": 900})
         tab = await context.new_page()
@@ -166,14 +219,22 @@ async def test_the_operator_pages_fit_1024_px_and_are_captured_at_1024_and_1400(
         for name, path in pages.items():
             await tab.goto(web.url + path)
             await expect(tab.locator("#live-indicator")).to_have_attribute(
-                "data-state", "done" if name in ("job-failed", "job-redriven") else "live"
+                "data-state", live.get(name, "live")
             )
             overflow = await tab.evaluate(
                 "document.documentElement.scrollWidth - document.documentElement.clientWidth"
             )
             assert overflow <= 0, f"{name} scrolls sideways by {overflow} px at {width} px"
-            await tab.screenshot(path=str(screenshots / f"{name}-{width}.png"))
+            cut += [f"{name} at {width} px: {what}" for what in await tab.evaluate(CUT_TEXT)]
+            await tab.screenshot(path=str(screenshots / f"{name}-{width}.png"), full_page=True)
         await context.close()
+    assert cut == [], "\n".join(cut)
+    listing = await browser.new_context(viewport={"width": 1400, "height": 900})
+    tab = await listing.new_page()
+    await tab.goto(web.url + "jobs?q=ingress-")
+    shown = await tab.locator("#jobs-table td.c-job code").all_inner_texts()
+    assert len(shown) == 2 and len(set(shown)) == 2, f"two ingress jobs read alike: {shown}"
+    await listing.close()
 
 
 async def test_what_each_page_says_in_the_browser(
@@ -195,7 +256,7 @@ async def test_what_each_page_says_in_the_browser(
     await expect(tab.locator("#failed-llm-calls")).to_have_text("3")
     await expect(tab.locator("#job-status .pill.llm_error")).to_be_visible()
     await tab.locator("#requeue").click()
-    await expect(tab.locator("#note")).to_contain_text(f"requeue of job {scenes.failed}")
+    await expect(tab.locator("#note")).to_contain_text("requeue of the failed job named below")
     await expect(tab.locator("#requeued-from")).to_have_text(scenes.failed)
 
     await tab.goto(web.url + f"jobs/{scenes.redriven}")

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from postel.infra.cli.demo import (
     FAILURES,
     INTENT_LABELS,
+    OWN_DASHBOARD,
     dashboard,
     evidence_lines,
     groundless_line,
@@ -51,6 +52,7 @@ async def test_the_demo_shows_its_page_its_rounds_and_the_evidence(
     text = "\n".join(printed)
     assert outcome.record.status == "completed"
     assert f"watch it live: http://127.0.0.1:{port}/jobs/{outcome.record.job_id}" in printed
+    assert OWN_DASHBOARD in printed, "the link dies with the demo, and the demo says so"
     assert re.search(r"planner .*gasl\.plan_executed round 0.*refine: The FIND did not parse", text)
     assert re.search(r"\n {10}success +371  FIND nodes WHERE", text)
     # each stage as a person reads it: the intent's nine fields, the task plan, each round's
@@ -166,9 +168,9 @@ async def test_the_demo_links_to_the_running_systems_dashboard_when_it_reads_the
         # a job that Redis does not hold: that server is another system's
         url, note = await dashboard(here, redis_url, "0" * 32, stack)
         assert url is not None and url != web.url
-        assert note == (
-            f"port {port} serves another system's dashboard, not this demo's; "
-            "this demo serves its own"
+        assert (
+            note
+            == f"port {port} serves another system's dashboard, not this demo's; {OWN_DASHBOARD}"
         )
         async with httpx.AsyncClient() as http:  # the demo's own server reads its Redis
             assert (await http.get(f"{url}api/jobs/{job_id}")).status_code == 200

@@ -1,4 +1,5 @@
-"""Every HTTP surface is safe to expose: the token on each (the worker's /metrics too), 401
+"""Every HTTP surface is safe to expose: the token on each (the worker's /metrics too), an
+empty or short one refused at start on each, wrong tokens throttled per address, 401
 for machine clients, the scheme in the OpenAPI document, slow clients disconnected, a cap on
 connections and on live streams, job ids checked on every route, a desired type checked at
 submission, and bidi controls shown, not obeyed, in pages. Real uvicorn on loopback, real
@@ -8,21 +9,33 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 import pytest
 import redis.asyncio as aioredis
+from click.testing import Result
+from postel.infra.cli.support import EXIT_INPUT
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.keys import Keyspace
 from postel.infra.store.redis_server import free_port
+from postel.infra.web.security import (
+    LOGIN_TRIES,
+    LOGIN_WINDOW_S,
+    MIN_TOKEN_CHARS,
+    Guard,
+    Throttle,
+)
 from postel.infra.web.server import MetricsServer, WebError, WebServer
 from pydantic import SecretStr
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
 
 KEYS = Keyspace()
 """The names of the keys on the tests' Redis, one server."""
 
-TOKEN = "t0ken"
+TOKEN = "t0ken-0123456789abcdef"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 POLL_S = 0.1
 POLLS = 200  # at most 20 s for something the server does within a second
@@ -240,3 +253,67 @@ async def test_bidi_controls_in_a_prompt_are_shown_not_obeyed(
             assert not set(controls) & set(page), path
             assert "&lt;U+202E&gt;" in page and "&lt;U+2069&gt;" in page, path
         assert (await api.get("/api/jobs/rtl")).json()["request"]["prompt"] == prompt
+
+
+@pytest.mark.parametrize("token", ["", "x" * (MIN_TOKEN_CHARS - 1)])
+def test_an_empty_or_short_token_is_refused_on_every_surface(
+    redis_url: str, settings: Settings, token: str, in_process: Callable[..., Result]
+) -> None:
+    weak = settings.model_copy(update={"web_token": SecretStr(token)})
+    for host in ("127.0.0.1", "0.0.0.0"):
+        with pytest.raises(WebError, match="POSTEL_WEB_TOKEN is set but"):
+            WebServer(weak, redis_url, host, 0)
+        with pytest.raises(WebError, match="POSTEL_WEB_TOKEN is set but"):
+            MetricsServer(weak, redis_url, host, free_port())
+    env = {"POSTEL_WEB_TOKEN": token, "POSTEL_EMBEDDED_PORT": str(free_port())}
+    for command in (
+        ["web", "--host", "0.0.0.0", "--port", "0"],
+        ["web", "--port", "0"],
+        ["up", "--web-port", "0"],
+        ["worker", "intent", "--metrics-port", str(free_port()), "--metrics-host", "0.0.0.0"],
+    ):
+        refused = in_process(*command, env=env)
+        assert refused.exit_code == EXIT_INPUT, (command, refused.output)
+        assert "POSTEL_WEB_TOKEN is set but" in refused.output, command
+        assert f"needs {MIN_TOKEN_CHARS} characters at least" in refused.output, command
+
+
+async def test_wrong_tokens_are_throttled_per_client_address(
+    redis_url: str, settings: Settings
+) -> None:
+    async with (
+        serving(settings, redis_url, web_token=SecretStr(TOKEN)) as base,
+        httpx.AsyncClient(base_url=base) as guesser,
+    ):
+        for n in range(LOGIN_TRIES):
+            wrong = await guesser.post("/login", data={"token": f"guess-{n:016}", "next": "/"})
+            assert wrong.status_code == 303 and "wrong=1" in wrong.headers["location"], n
+        for offered in (
+            guesser.post("/login", data={"token": TOKEN, "next": "/"}),
+            guesser.get("/api/jobs", headers=BEARER),
+            guesser.get(f"/jobs?token={TOKEN}"),
+        ):
+            throttled = await offered
+            assert throttled.status_code == 429, throttled.text
+            assert 0 < int(throttled.headers["retry-after"]) <= LOGIN_WINDOW_S
+    now = [0.0]
+    guard = Guard(
+        Starlette(routes=[Route("/api/x", lambda request: PlainTextResponse("in"))]),
+        token=TOKEN,
+        loopback_only=False,
+        throttle=Throttle(clock=lambda: now[0]),
+    )
+
+    def client(address: str) -> httpx.AsyncClient:
+        transport = httpx.ASGITransport(app=guard, client=(address, 5000))
+        return httpx.AsyncClient(transport=transport, base_url="http://postel")
+
+    async with client("10.0.0.1") as guesser, client("10.0.0.2") as neighbour:
+        for n in range(LOGIN_TRIES):
+            wrong = {"Authorization": f"Bearer guess-{n:016}"}
+            assert (await guesser.get("/api/x", headers=wrong)).status_code == 401
+        assert (await guesser.get("/api/x", headers=BEARER)).status_code == 429
+        assert (await guesser.get("/api/x")).status_code == 401, "no token offered: no try"
+        assert (await neighbour.get("/api/x", headers=BEARER)).text == "in", "another address"
+        now[0] += LOGIN_WINDOW_S
+        assert (await guesser.get("/api/x", headers=BEARER)).text == "in", "the window passed"
