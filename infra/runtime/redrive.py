@@ -158,6 +158,8 @@ async def stays_dead(pool: ArqRedis, keyspace: Keyspace, letter: DeadLetter) -> 
     if letter.source == "ingress":
         _fields, request = request_of(letter)
         return await _graph_refusal(pool, keyspace, request.graph)
+    if letter.source == CALLBACK_SOURCE:
+        return None  # a callback's redrive checks its job's record itself
     message = message_of(letter)
     status, failure, request = await pool.hmget(
         keyspace.job(message.job_id), ["status", "failure", "request"]
