@@ -29,9 +29,13 @@ GraphFormatError naming it.
 from __future__ import annotations
 
 import json
+import mmap
+import shutil
 import struct
+import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from postel.messages.errors import InvalidInput
@@ -45,6 +49,7 @@ _LENGTH = struct.Struct(">I")
 _REF_KEYS = frozenset(("id", "source", "target"))
 
 Shape = tuple[tuple[str, ...], tuple[int, ...]]
+Stored = bytes | mmap.mmap
 
 
 class GraphFormatError(InvalidInput):
@@ -71,6 +76,22 @@ class _Shapes:
                 if type(value) is str and self.number.get(value, known) < known:
                     values[position] = self.number[value]
                     refs.append(position)
+        return self._coded(attrs, values, refs)
+
+    def own_row(self, attrs: dict[str, Any], known: dict[str, int]) -> list[Any]:
+        """[shape code, values...] of one attribute dict, with the ids in `known` (a node's
+        own, an edge's ends) as their numbers."""
+        values = list(attrs.values())
+        refs = []
+        for position, key in enumerate(attrs):
+            if key in _REF_KEYS:
+                value = values[position]
+                if type(value) is str and value in known:
+                    values[position] = known[value]
+                    refs.append(position)
+        return self._coded(attrs, values, refs)
+
+    def _coded(self, attrs: dict[str, Any], values: list[Any], refs: list[int]) -> list[Any]:
         shape = (tuple(attrs), tuple(refs))
         code = self.codes.get(shape)
         if code is None:
@@ -109,9 +130,9 @@ def encode(tables: GraphTables) -> bytes:
     return b"".join([MAGIC, _LENGTH.pack(len(head)), head, *(data for _, _, data in chunks)])
 
 
-def read_header(stored: bytes) -> tuple[dict[str, Any], int]:
+def read_header(stored: Stored) -> tuple[dict[str, Any], int]:
     """The header and the offset of the first chunk; GraphFormatError if it is not one."""
-    if not stored.startswith(MAGIC):
+    if stored[: len(MAGIC)] != MAGIC:
         raise GraphFormatError("it is not a packed postel graph (wrong magic bytes)")
     at = len(MAGIC)
     if len(stored) < at + _LENGTH.size:
@@ -133,7 +154,7 @@ def read_header(stored: bytes) -> tuple[dict[str, Any], int]:
     return header, at + length
 
 
-def _chunks(stored: bytes) -> Iterator[tuple[dict[str, Any], str, list[list[Any]]]]:
+def _chunks(stored: Stored) -> Iterator[tuple[dict[str, Any], str, list[list[Any]]]]:
     header, at = read_header(stored)
     yield header, "", []
     for index, chunk in enumerate(header["chunks"]):
@@ -155,8 +176,9 @@ def _chunks(stored: bytes) -> Iterator[tuple[dict[str, Any], str, list[list[Any]
         raise GraphFormatError(f"it has {len(stored) - at} bytes after its last chunk")
 
 
-def decode(stored: bytes) -> GraphTables:
-    """The tables of a stored graph (blocking: run it in a thread for big graphs)."""
+def decode(stored: Stored) -> GraphTables:
+    """The tables of a stored graph, bytes or a file mapped into memory (blocking: run it in a
+    thread for big graphs)."""
     ids: list[str] = []
     nodes: dict[str, dict[str, Any]] = {}
     edges: list[tuple[str, str, dict[str, Any]]] = []
@@ -194,3 +216,60 @@ def _attrs(shapes: list[Shape], ids: list[str], row: list[Any], at: int) -> dict
     for position in refs:
         values[position] = ids[values[position]]
     return dict(zip(keys, values, strict=True))
+
+
+def write_packed(
+    path: Path,
+    directed: bool,
+    nodes: Iterable[tuple[str, dict[str, Any]]],
+    edges: Iterable[tuple[int, int, str, str, dict[str, Any]]],
+    relations: Any,
+) -> dict[str, Any]:
+    """Write a graph in the packed form to `path` as it streams, a chunk at a time: `nodes`
+    in their order, then `edges` as (source number, target number, source id, target id,
+    attributes). `relations()` gives the relations counted once the edges are through.
+    Returns the header. Memory holds one chunk and the shapes, never the graph."""
+    shapes = _Shapes({})
+    chunks: list[dict[str, Any]] = []
+    counts = {"nodes": 0, "edges": 0}
+    with tempfile.TemporaryFile(dir=path.parent) as body:
+
+        def flush(kind: str, rows: list[list[Any]]) -> None:
+            data = _dumps(rows)
+            body.write(data)
+            counts[kind] += len(rows)
+            chunks.append(
+                {"kind": kind, "rows": len(rows), "bytes": len(data), "crc32": zlib.crc32(data)}
+            )
+
+        rows: list[list[Any]] = []
+        for number, (node, attrs) in enumerate(nodes):
+            rows.append([node, *shapes.own_row(attrs, {node: number})])
+            if len(rows) >= CHUNK_ROWS:
+                flush("nodes", rows)
+                rows = []
+        if rows:
+            flush("nodes", rows)
+        rows = []
+        for u, v, source, target, attrs in edges:
+            rows.append([u, v, *shapes.own_row(attrs, {source: u, target: v})])
+            if len(rows) >= CHUNK_ROWS:
+                flush("edges", rows)
+                rows = []
+        if rows:
+            flush("edges", rows)
+        header = {
+            "version": VERSION,
+            "directed": directed,
+            "nodes": counts["nodes"],
+            "edges": counts["edges"],
+            "relations": relations(),
+            "shapes": [[list(keys), list(refs)] for keys, refs in shapes.codes],
+            "chunks": chunks,
+        }
+        head = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode()
+        body.seek(0)
+        with path.open("wb") as out:
+            out.write(MAGIC + _LENGTH.pack(len(head)) + head)
+            shutil.copyfileobj(body, out, 1 << 20)
+    return header
