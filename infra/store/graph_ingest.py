@@ -16,6 +16,7 @@ naming the setting, before the memory it would take is spent.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import shutil
 import sqlite3
@@ -81,7 +82,10 @@ class CountedReader:
     """`read(n)` of a binary stream, gunzipped when it starts with gzip's magic, counting the
     bytes it gives against the byte limit."""
 
-    def __init__(self, raw: IO[bytes], limits: GraphLimits, label: str) -> None:
+    def __init__(
+        self, raw: IO[bytes], limits: GraphLimits, label: str, digest: Any = None
+    ) -> None:
+        self.digest = digest or hashlib.sha256()
         head = raw.read(2)
         self._head = head
         self._raw = raw
@@ -105,6 +109,7 @@ class CountedReader:
             except (OSError, EOFError) as exc:  # a broken gzip stream
                 raise GraphFileError(f"{self.label} is not readable gzip data: {exc}") from exc
         self.bytes += len(data)
+        self.digest.update(data)
         self.limits.check(
             "decompressed bytes",
             "POSTEL_GRAPH_MAX_BYTES",
@@ -481,6 +486,8 @@ class GraphInput:
     directed: bool = False
     bytes_read: int = 0
     """The bytes read from the input(s), after gunzip, once it is spooled."""
+    digest: Any = field(default_factory=hashlib.sha256)
+    """The SHA-256 of those bytes (the edges' input, then the nodes')."""
 
 
 def spool_input(source: GraphInput, limits: GraphLimits, folder: Path) -> SpooledGraph:
@@ -488,13 +495,14 @@ def spool_input(source: GraphInput, limits: GraphLimits, folder: Path) -> Spoole
     (blocking). GraphTooLarge past a limit, GraphFileError for anything unreadable."""
     spool = Spool(folder, limits, source.label)
     try:
-        edges = CountedReader(source.edges, limits, source.label)
+        edges = CountedReader(source.edges, limits, source.label, source.digest)
         if source.kind == "graphml":
             _spool_graphml(spool, edges)
         else:
             nodes = None
             if source.nodes is not None:
-                nodes = CountedReader(source.nodes, limits, source.nodes_label or source.label)
+                label = source.nodes_label or source.label
+                nodes = CountedReader(source.nodes, limits, label, source.digest)
             _spool_tables(spool, source.kind, edges, nodes, source.directed)
             source.bytes_read = nodes.bytes if nodes is not None else 0
         source.bytes_read += edges.bytes
@@ -506,7 +514,8 @@ def spool_input(source: GraphInput, limits: GraphLimits, folder: Path) -> Spoole
         raise
     except Exception as exc:  # any reader's failure means the file is unusable
         spool.close()
-        raise GraphFileError(f"{source.label} is not a readable graph: {exc}") from exc
+        what = "GraphML graph" if source.kind == "graphml" else f"{source.kind.upper()} table"
+        raise GraphFileError(f"{source.label} is not a readable {what}: {exc}") from exc
 
 
 class SpoolFolder:

@@ -431,7 +431,7 @@ class GraphRegistry:
                 prepared.sha256,
             )
         meta: dict[str, Any] = {
-            "sha256": prepared.sha256,
+            "sha256": graph_input.digest.hexdigest(),
             "nodes": prepared.nodes,
             "edges": prepared.relations,
             "directed": int(prepared.directed),

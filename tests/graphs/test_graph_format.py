@@ -239,9 +239,10 @@ async def test_a_worker_meeting_a_corrupt_graph_fails_the_job_and_loads_it_once_
     registry: GraphRegistry, redis_client: aioredis.Redis
 ) -> None:
     await registry.add("g", DEMO_GRAPH)
-    stored = await redis_client.hget(KEYS.graph("g"), "packed")
-    await redis_client.hset(KEYS.graph("g"), "packed", _corrupt_chunk(stored))
-    with pytest.raises(GraphUnreadable, match=r"'g' \(version 1\) cannot be loaded: .*CRC-32"):
+    chunk = KEYS.graph_chunk("g", 1, 0)
+    stored = await redis_client.get(chunk)
+    await redis_client.set(chunk, _corrupt_chunk(stored))
+    with pytest.raises(GraphUnreadable, match=r"'g' \(version 1\) cannot be loaded: .*SHA-256"):
         await registry.adapter("g")
     # the actor fails such a job `invalid_request`, as for a missing graph
     assert issubclass(GraphUnreadable, GraphNotFound)
@@ -249,18 +250,23 @@ async def test_a_worker_meeting_a_corrupt_graph_fails_the_job_and_loads_it_once_
     assert (await registry.adapter("g")).graph.number_of_nodes() == 3261
 
 
+@pytest.mark.parametrize("field", ["packed", "data"])
 async def test_a_graph_stored_by_an_older_postel_still_loads(
-    registry: GraphRegistry, redis_client: aioredis.Redis
+    registry: GraphRegistry, redis_client: aioredis.Redis, field: str
 ) -> None:
+    """Older postels kept the graph in its hash: packed, or before that as gzip GraphML."""
     import gzip
 
     data = DEMO_GRAPH.read_bytes()
     await registry.add("old", DEMO_GRAPH)
-    await redis_client.hdel(KEYS.graph("old"), "packed")
-    await redis_client.hset(KEYS.graph("old"), "data", gzip.compress(data))
+    store_fields = ["store_sha256", "store_bytes", "chunks", "location", "engine"]
+    await redis_client.hdel(KEYS.graph("old"), *store_fields)
+    blob = gzip.compress(data) if field == "data" else _packed()
+    await redis_client.hset(KEYS.graph("old"), field, blob)
     assert_same_graph(networkx_path(data), (await registry.adapter("old")).graph)
-    await registry.add("old", DEMO_GRAPH)  # re-adding stores the packed form alone
-    assert await redis_client.hget(KEYS.graph("old"), "data") is None
+    await registry.add("old", DEMO_GRAPH)  # re-adding stores the version's store alone
+    assert await redis_client.hget(KEYS.graph("old"), field) is None
+    assert await redis_client.hget(KEYS.graph("old"), "chunks") is not None
 
 
 async def test_loading_runs_off_the_event_loop_and_leases_keep_renewing(
