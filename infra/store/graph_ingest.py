@@ -82,9 +82,7 @@ class CountedReader:
     """`read(n)` of a binary stream, gunzipped when it starts with gzip's magic, counting the
     bytes it gives against the byte limit."""
 
-    def __init__(
-        self, raw: IO[bytes], limits: GraphLimits, label: str, digest: Any = None
-    ) -> None:
+    def __init__(self, raw: IO[bytes], limits: GraphLimits, label: str, digest: Any = None) -> None:
         self.digest = digest or hashlib.sha256()
         head = raw.read(2)
         self._head = head
@@ -412,6 +410,22 @@ class SpooledGraph:
         if current is not None:
             self.edge_count += 1
             yield ends[0], ends[1], edge["source"], edge["target"], edge
+
+    def each_relation(self) -> Iterator[dict[str, Any]]:
+        """Every relation on its own, in the shared model, a pair's relations one after the
+        other: the edges for an engine that keeps a row per relation, so no pair's PARALLEL
+        list is ever built in memory (the relations per pair were checked in the spool)."""
+        relations = self._raw_relations()
+        if not self.injective:
+            relations = self._regrouped(relations)
+        current: tuple[str, ...] | None = None
+        for _, _, source, target, attrs in relations:
+            pair = (source, target) if self.directed else tuple(sorted((source, target)))
+            if pair != current:
+                self.edge_count += 1
+                current = pair
+            self.relations += 1
+            yield normalise_edge(source, target, attrs)
 
     def _regrouped(self, relations: Iterator[Relation]) -> Iterator[Relation]:
         """Relations whose normalised ends meet (two raw ids normalise alike), brought

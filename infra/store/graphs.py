@@ -311,11 +311,6 @@ def _nodes_of(graph: SpooledGraph) -> Iterator[dict[str, Any]]:
         yield attrs
 
 
-def _edges_of(graph: SpooledGraph) -> Iterator[dict[str, Any]]:
-    for _, _, attrs in graph.edges():
-        yield attrs
-
-
 def _write_store(graph: SpooledGraph, engine: Engine, work: Path, pool_bytes: int) -> Path:
     """The version's store file in `work`, written as the spool streams it out."""
     path = work / STORE_FILE
@@ -328,7 +323,7 @@ def _write_store(graph: SpooledGraph, engine: Engine, work: Path, pool_bytes: in
 
     folder = work / LADYBUG_FOLDER
     build_ladybug_store(
-        _nodes_of(graph), _edges_of(graph), graph.directed, folder, buffer_pool_size=pool_bytes
+        _nodes_of(graph), graph.each_relation(), graph.directed, folder, buffer_pool_size=pool_bytes
     )
     pack_folder(folder, path)
     shutil.rmtree(folder)

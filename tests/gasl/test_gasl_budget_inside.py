@@ -12,9 +12,9 @@ import time
 
 import networkx as nx
 import pytest
+from postel.infra.runtime.memory import MemoryPolicy
 from postel.messages.gasl import GaslPlan
-from postel.services.gasl.budget import COMMAND_BUDGET, PLAN_BUDGET, TimeBudget
-from postel.services.gasl.combine import FREEZE_EVERY
+from postel.services.gasl.budget import BULK_ROWS, COMMAND_BUDGET, PLAN_BUDGET, TimeBudget
 from postel.services.gasl.engines.caps import HARD_MAXIMA, Caps
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
@@ -173,9 +173,11 @@ async def test_a_join_and_a_write_cut_short_keep_what_they_did() -> None:
 
 async def test_pairs_and_rows_made_in_bulk_are_kept_out_of_collections() -> None:
     """A JOIN's pairs and ADD_FIELD's rows are dicts holding dicts, which the collector
-    tracks: all but the last chunk of them are frozen as they are made, so no full collection
-    (a pause no deadline check interrupts) walks them; they are freed all the same."""
-    executor = GaslExecutor(NetworkXAdapter.from_graph(quick_graph(100)))
+    tracks: given the worker's memory policy as its bulk hook, all but the last chunk of
+    them are frozen as they are made, so no full collection (a pause no deadline check
+    interrupts) walks them; they are freed all the same."""
+    policy = MemoryPolicy()
+    executor = GaslExecutor(NetworkXAdapter.from_graph(quick_graph(100)), bulk=policy.rows_made)
     executor.context.set("few", [{"k": i % 2} for i in range(600)])
     result = await executor.execute_plan(
         {
@@ -192,8 +194,8 @@ async def test_pairs_and_rows_made_in_bulk_are_kept_out_of_collections() -> None
         assert len(made) == 180_000 and all(gc.is_tracked(row) for row in made[:10])
         ids = {id(row) for row in made}
         left_to_collections = sum(id(o) in ids for o in gc.get_objects())
-        assert left_to_collections < FREEZE_EVERY, name
+        assert left_to_collections < BULK_ROWS, name
     assert made[0] == {"key": 0, "few": {"k": 0}, "few_2": {"k": 0}, "again": 0}
     frozen = gc.get_freeze_count()
     del executor, result, made
-    assert gc.get_freeze_count() < frozen - 2 * (180_000 - FREEZE_EVERY)
+    assert gc.get_freeze_count() < frozen - 2 * (180_000 - BULK_ROWS)
