@@ -1,0 +1,334 @@
+"""A graph in the shared attribute model written to a LadybugDB store, streamed, in bounded
+memory at any size.
+
+`build_ladybug_store(nodes, edges, directed, folder)` takes node and edge dicts as the
+loaders give them (services/gasl/loaders.py): a node has `id` and its attributes; an edge
+has `source`, `target` and its relation's attributes, its further relations between the
+same two nodes in its PARALLEL list (or given as further edge dicts of the same pair: both
+read the same). It writes them in one pass to CSV spool files in the folder and loads those
+with COPY; nothing but one row at a time is held in Python. The folder then holds:
+
+- `graph.lbdb`, the database (opened read-only by `LadybugAdapter`, never written again);
+- `store.json`, the `StoreInfo` of the build (format version, direction, counts, and which
+  fields a query can filter on in the database exactly).
+
+Schema. `Node(id STRING PRIMARY KEY, ord INT64, entity_type STRING, description STRING[],
+source_ids STRING[], file_paths STRING[], extra STRING)`, and `Rel(FROM Node TO Node,
+rord INT64, pord INT64, weight DOUBLE, description STRING[], keywords STRING[],
+source_ids STRING[], file_paths STRING[], extra STRING)`, one `Rel` per relation stored
+from its own source to its own target:
+
+- `ord` is a node's place in graph order: the order nodes were given, then the endpoints no
+  node dict named, in the order edges first name them (as networkx adds them);
+- `rord` is a relation's place in the input, `pord` the `rord` of the first relation of its
+  pair (a pair is unordered on an undirected graph): the order networkx visits a node's
+  neighbours is by `pord`, and FIND edges lists the relations of a pair together;
+- the common fields above are columns, NULL where an item lacks the field; every other
+  attribute is in `extra`, one JSON object per item. A common field's value that its column
+  cannot hold as it is (a weight that is not a float, a list holding a non-string, an empty
+  string, text holding the spool's separators) goes to `extra` instead, and the field is
+  named in `StoreInfo.spilled`: a condition on it is then tested in Python, as one on an
+  `extra` attribute is;
+- text is matched in the database by comparing `lower()` of a column with the casefolded
+  needle, which is exactly Python's casefold wherever the column holds only characters the
+  two fold alike; a column holding another character is named in `StoreInfo.unfolded`, and
+  its text matches are tested in Python.
+
+So every FIND condition can filter: in the database where the columns answer it exactly,
+else in Python over the rows the database narrowed (see ladybug_engine.py).
+
+A node id repeated in the input keeps its first occurrence (COPY skips the later ones);
+the networkx loader merges repeats, so give each node once for both engines to agree.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import structlog
+from postel.services.gasl.loaders import PARALLEL, relations_of
+
+log = structlog.get_logger(__name__)
+
+STORE_FORMAT = 1
+DATABASE_NAME = "graph.lbdb"
+INFO_NAME = "store.json"
+# The buffer pool COPY may use while building (bytes): building stays within it at any size.
+BUILD_BUFFER_POOL = 512 * 1024 * 1024
+
+NODE_LISTS = ("description", "source_ids", "file_paths")
+NODE_TEXTS = ("entity_type",)
+EDGE_LISTS = ("description", "keywords", "source_ids", "file_paths")
+EDGE_FLOATS = ("weight",)
+# A list column is spooled as its elements joined by US after a leading RS (RS alone: the
+# empty list; an empty field: NULL): the CSV reader of the engine cannot quote inside lists.
+_RS, _US = "\x1e", "\x1f"
+_UNSPOOLABLE = frozenset("\x00\x1e\x1f")
+
+NODE_SCHEMA = (
+    "CREATE NODE TABLE Node(id STRING, ord INT64, entity_type STRING, description STRING[], "
+    "source_ids STRING[], file_paths STRING[], extra STRING, PRIMARY KEY(id))"
+)
+REL_SCHEMA = (
+    "CREATE REL TABLE Rel(FROM Node TO Node, rord INT64, pord INT64, weight DOUBLE, "
+    "description STRING[], keywords STRING[], source_ids STRING[], file_paths STRING[], "
+    "extra STRING)"
+)
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    """What a build wrote: read back by the adapter that opens the folder."""
+
+    directed: bool
+    nodes: int
+    relations: int
+    format: int = STORE_FORMAT
+    # fields of which some value went to `extra` (Node: "node.<f>", Rel: "edge.<f>")
+    spilled: list[str] = field(default_factory=list)
+    # text columns holding characters `lower()` folds unlike Python's casefold
+    unfolded: list[str] = field(default_factory=list)
+
+    def exact(self, kind: Literal["node", "edge"], name: str) -> bool:
+        """Does the column of field `name` hold every value of it (none in `extra`)?"""
+        return f"{kind}.{name}" not in self.spilled
+
+    def folds(self, kind: Literal["node", "edge"], name: str) -> bool:
+        """Does `lower()` of the column fold exactly as Python's casefold?"""
+        return self.exact(kind, name) and f"{kind}.{name}" not in self.unfolded
+
+    @classmethod
+    def read(cls, folder: Path) -> StoreInfo:
+        return cls(**json.loads((folder / INFO_NAME).read_text()))
+
+    def write(self, folder: Path) -> None:
+        (folder / INFO_NAME).write_text(json.dumps(asdict(self), sort_keys=True))
+
+
+class _Spool:
+    """Rows of one table written to a CSV file as they come, and what they held."""
+
+    def __init__(self, path: Path, header: list[str]) -> None:
+        self.path = path
+        self._file = path.open("w", newline="", encoding="utf-8")
+        self._writer = csv.writer(self._file)
+        self._writer.writerow(header)
+        self.header = header
+        self.rows = 0
+
+    def write(self, row: list[Any]) -> None:
+        self._writer.writerow(row)
+        self.rows += 1
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class _Columns:
+    """Splits items into their column values and `extra`, noting spilled fields and the
+    characters each text column holds beyond ASCII."""
+
+    def __init__(self, kind: str, lists: tuple[str, ...], texts: tuple[str, ...]) -> None:
+        self.kind = kind
+        self.lists = lists
+        self.texts = texts
+        self.spilled: set[str] = set()
+        self.chars: dict[str, set[str]] = {name: set() for name in (*lists, *texts, "id")}
+
+    def split(
+        self, item: dict[str, Any], skip: tuple[str, ...], floats: tuple[str, ...] = ()
+    ) -> tuple[list[Any], dict[str, Any]]:
+        extra = {k: v for k, v in item.items() if k not in skip}
+        cells: list[Any] = []
+        for name in self.texts:
+            value = extra.pop(name, None) if _spoolable_text(extra.get(name)) else None
+            cells.append(value if value is not None else "")
+            self._spill_if(name, extra)
+            if value is not None:
+                self._note(name, value)
+        for name in floats:
+            value = extra.get(name)
+            ok = type(value) is float and math.isfinite(value)
+            cells.append(repr(extra.pop(name)) if ok else "")
+            self._spill_if(name, extra)
+        for name in self.lists:
+            value = extra.get(name)
+            if isinstance(value, list) and all(_spoolable_text(v) for v in value):
+                extra.pop(name)
+                cells.append(_RS + _US.join(value))
+                for v in value:
+                    self._note(name, v)
+            else:
+                cells.append("")
+                self._spill_if(name, extra)
+        cells.append(_json(extra) if extra else "")
+        return cells, extra
+
+    def _spill_if(self, name: str, extra: dict[str, Any]) -> None:
+        if name in extra:
+            self.spilled.add(f"{self.kind}.{name}")
+
+    def _note(self, name: str, text: str) -> None:
+        if not text.isascii():
+            self.chars[name].update(ch for ch in text if not ch.isascii())
+
+
+def _spoolable_text(value: Any) -> bool:
+    return isinstance(value, str) and value != "" and not (_UNSPOOLABLE & set(value))
+
+
+def _json(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+def _list_cast(name: str) -> str:
+    """The COPY expression reading a spooled list column back into a STRING[]."""
+    return (
+        f"CASE WHEN {name} IS NULL THEN NULL WHEN {name} = $rs THEN CAST([] AS STRING[]) "
+        f"ELSE string_split(substring({name}, 2, size({name})), $us) END AS {name}"
+    )
+
+
+def _text_cast(name: str) -> str:
+    return f"CASE WHEN {name} = '' THEN NULL ELSE {name} END AS {name}"
+
+
+def _load(spool: _Spool, types: dict[str, str]) -> str:
+    """LOAD of a spool file with its columns' types stated (never inferred: an id "007"
+    stays a string). PARALLEL=false: a quoted field may hold a line break."""
+    columns = ", ".join(f"{name} {types.get(name, 'STRING')}" for name in spool.header)
+    path = spool.path.as_posix()
+    return f"LOAD WITH HEADERS ({columns}) FROM '{path}' (HEADER=true, PARALLEL=false)"
+
+
+def build_ladybug_store(
+    nodes: Iterable[dict[str, Any]],
+    edges: Iterable[dict[str, Any]],
+    directed: bool,
+    folder: Path,
+    *,
+    buffer_pool_size: int = BUILD_BUFFER_POOL,
+) -> StoreInfo:
+    """Write a graph to a new LadybugDB store in `folder` (created; must not hold a store).
+
+    `nodes` is consumed before `edges`, each once, one item at a time: both may be
+    generators over files of any size. Node dicts need `id` (a non-empty str); edge dicts
+    `source` and `target` (node ids; an id no node dict gave becomes a node holding only its
+    id). The spool files are removed when the store is built. Returns the StoreInfo, also
+    written to the folder. See the module docstring for the schema."""
+    import ladybug  # the engine is loaded only by what builds or opens a store
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if (folder / DATABASE_NAME).exists():
+        raise FileExistsError(f"{folder / DATABASE_NAME} exists: a store is built once")
+    spool_dir = folder / "spool"
+    spool_dir.mkdir(exist_ok=True)
+    node_cols = _Columns("node", NODE_LISTS, NODE_TEXTS)
+    edge_cols = _Columns("edge", EDGE_LISTS, ())
+    node_spool = _Spool(spool_dir / "nodes.csv", ["id", "ord", *NODE_TEXTS, *NODE_LISTS, "extra"])
+    try:
+        for node in nodes:
+            node_id = node.get("id")
+            if not _spoolable_text(node_id):
+                raise ValueError(f"a node needs a non-empty string id, got {node_id!r}")
+            cells, _ = node_cols.split(node, ("id",))
+            node_cols._note("id", node_id)
+            node_spool.write([node_id, node_spool.rows, *cells])
+    finally:
+        node_spool.close()
+    header = ["src", "dst", "rord", "pord", *EDGE_FLOATS, *EDGE_LISTS, "extra"]
+    edge_spool = _Spool(spool_dir / "edges.csv", header)
+    try:
+        for edge in edges:
+            for relation in relations_of(edge):
+                source, target = (
+                    relation.get("source", edge["source"]),
+                    relation.get("target", edge["target"]),
+                )
+                for end in (source, target):
+                    if not _spoolable_text(end):
+                        raise ValueError(f"an edge needs non-empty string ends, got {end!r}")
+                cells, _ = edge_cols.split(
+                    relation, ("source", "target", PARALLEL), floats=EDGE_FLOATS
+                )
+                edge_spool.write([source, target, edge_spool.rows, edge_spool.rows, *cells])
+    finally:
+        edge_spool.close()
+
+    database = ladybug.Database(str(folder / DATABASE_NAME), buffer_pool_size=buffer_pool_size)
+    try:
+        conn = ladybug.Connection(database)
+        marks = {"rs": _RS, "us": _US}
+        conn.execute(NODE_SCHEMA)
+        conn.execute(REL_SCHEMA)
+        node_load = _load(node_spool, {"ord": "INT64"})
+        edge_load = _load(edge_spool, {"rord": "INT64", "pord": "INT64", "weight": "DOUBLE"})
+        conn.execute(
+            f"COPY Node FROM ({node_load} RETURN id, ord, "
+            + ", ".join([*map(_text_cast, NODE_TEXTS), *map(_list_cast, NODE_LISTS), "extra"])
+            + ")",
+            marks,
+        )
+        # endpoints no node dict gave, in the order edges first name them (networkx's)
+        conn.execute(
+            f"COPY Node(id, ord) FROM ({edge_load} "
+            "UNWIND [[src, '0'], [dst, '1']] AS e "
+            "WITH e[1] AS id, min(2 * rord + CAST(e[2] AS INT64)) + $base AS ord "
+            "RETURN id, ord) (IGNORE_ERRORS=true)",
+            {"base": node_spool.rows},
+        )
+        conn.execute(
+            f"COPY Rel FROM ({edge_load} RETURN src, dst, rord, pord, weight, "
+            + ", ".join([*map(_list_cast, EDGE_LISTS), "extra"])
+            + ")",
+            marks,
+        )
+        # a pair's relations take the place of its first one (unordered on an undirected graph)
+        pair = "->" if directed else "-"
+        keep = "" if directed else "WHERE a.ord <= b.ord "
+        conn.execute(
+            f"MATCH (a:Node)-[r:Rel]{pair}(b:Node) {keep}WITH a, b, min(r.rord) AS first "
+            f"MATCH (a)-[s:Rel]{pair}(b) SET s.pord = first"
+        )
+        node_count = _scalar(conn, "MATCH (n:Node) RETURN count(n)")
+        unfolded = [
+            *_unfolded(conn, "node", node_cols.chars),
+            *_unfolded(conn, "edge", edge_cols.chars),
+        ]
+        conn.close()
+    finally:
+        database.close()
+    shutil.rmtree(spool_dir)
+    info = StoreInfo(
+        directed=directed,
+        nodes=node_count,
+        relations=edge_spool.rows,
+        spilled=sorted(node_cols.spilled | edge_cols.spilled),
+        unfolded=sorted(unfolded),
+    )
+    info.write(folder)
+    log.info("ladybug_store_built", folder=str(folder), nodes=info.nodes, relations=info.relations)
+    return info
+
+
+def _scalar(conn: Any, query: str) -> int:
+    rows = conn.execute(query).get_all()
+    return int(rows[0][0])
+
+
+def _unfolded(conn: Any, kind: str, chars: dict[str, set[str]]) -> list[str]:
+    """The text columns holding a character the engine's `lower()` folds unlike casefold."""
+    seen = sorted(set().union(*chars.values()))
+    if not seen:
+        return []
+    lowered = dict(conn.execute("UNWIND $cs AS c RETURN c, lower(c)", {"cs": seen}).get_all())
+    differs = {c for c in seen if lowered.get(c) != c.casefold()}
+    return [f"{kind}.{name}" for name, held in chars.items() if held & differs]
