@@ -96,6 +96,26 @@ class CountedReader:
         self.label = label
         self.bytes = 0
 
+    def whole(self) -> IO[bytes]:
+        """The raw stream itself, rewound, for a reader that seeks (Parquet); its size is
+        counted against the byte limit at once."""
+        self._raw.seek(0)
+        while block := self._raw.read(1 << 20):
+            self._count(block)
+        self._raw.seek(0)
+        return self._raw
+
+    def _count(self, data: bytes) -> None:
+        self.bytes += len(data)
+        self.digest.update(data)
+        self.limits.check(
+            "decompressed bytes",
+            "POSTEL_GRAPH_MAX_BYTES",
+            self.limits.max_bytes,
+            self.bytes,
+            self.label,
+        )
+
     def read(self, size: int = -1) -> bytes:
         size = 1 << 16 if size is None or size < 0 else size
         if self._head:
@@ -106,15 +126,7 @@ class CountedReader:
                 data = self._stream.read(size)
             except (OSError, EOFError) as exc:  # a broken gzip stream
                 raise GraphFileError(f"{self.label} is not readable gzip data: {exc}") from exc
-        self.bytes += len(data)
-        self.digest.update(data)
-        self.limits.check(
-            "decompressed bytes",
-            "POSTEL_GRAPH_MAX_BYTES",
-            self.limits.max_bytes,
-            self.bytes,
-            self.label,
-        )
+        self._count(data)
         return data
 
 
@@ -477,8 +489,8 @@ def _spool_tables(
     spool.info.format = "edge list"
 
     def rows(reader: CountedReader, role: str) -> Iterator[tuple[list[str], dict[str, Any]]]:
-        if kind == "parquet":
-            return parquet_rows(reader, role, reader.label)
+        if kind == "parquet":  # read by pyarrow, which seeks: its size counts whole
+            return parquet_rows(reader.whole(), role, reader.label)
         return csv_rows(reader.read, role, reader.label, "\t" if kind == "tsv" else ",")
 
     if nodes is not None:
