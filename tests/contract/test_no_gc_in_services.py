@@ -12,15 +12,14 @@ SERVICES = Path(postel.services.__file__).parent
 
 
 def _gc_uses(path: Path) -> list[int]:
-    lines = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import) and any(a.name == "gc" for a in node.names):
-            lines.append(node.lineno)
-        elif isinstance(node, ast.ImportFrom) and node.module == "gc":
-            lines.append(node.lineno)
-        elif isinstance(node, ast.Name) and node.id == "gc":
-            lines.append(node.lineno)
-    return lines
+    def uses(node: ast.AST) -> bool:
+        if isinstance(node, ast.Import):
+            return any(alias.name == "gc" for alias in node.names)
+        if isinstance(node, ast.ImportFrom):
+            return node.module == "gc"
+        return isinstance(node, ast.Name) and node.id == "gc"
+
+    return [n.lineno for n in ast.walk(ast.parse(path.read_text(), str(path))) if uses(n)]
 
 
 def test_services_make_no_gc_call() -> None:

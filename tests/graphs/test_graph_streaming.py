@@ -24,7 +24,7 @@ KEYS = Keyspace()
 
 LIGHTRAG_EDGES = (
     "src_id,tgt_id,keywords,weight,description\n"
-    "Alice,Bob,\"knows,works_with\",2.5,met at work\n"
+    'Alice,Bob,"knows,works_with",2.5,met at work\n'
     "Bob,Carol,knows,1,\n"
     "Alice,Bob,mentors,3,a second relation\n"
     "Carol,Dave,knows,1,Dave has no node row\n"
@@ -94,9 +94,7 @@ async def test_a_lightrag_edge_list_with_its_node_list(
 
 
 @pytest.mark.parametrize("kind", ["csv", "tsv", "parquet"])
-async def test_a_neo4j_export_directed(
-    registry: GraphRegistry, tmp_path: Path, kind: str
-) -> None:
+async def test_a_neo4j_export_directed(registry: GraphRegistry, tmp_path: Path, kind: str) -> None:
     def table(text: str, name: str) -> Path:
         if kind == "csv":
             return write(tmp_path, f"{name}.csv", text)
