@@ -12,17 +12,21 @@ with COPY; nothing but one row at a time is held in Python. The folder then hold
 - `store.json`, the `StoreInfo` of the build (format version, direction, counts, and which
   fields a query can filter on in the database exactly).
 
-Schema. `Node(id STRING PRIMARY KEY, ord INT64, entity_type STRING, description STRING[],
-source_ids STRING[], file_paths STRING[], extra STRING)`, and `Rel(FROM Node TO Node,
-rord INT64, pord INT64, weight DOUBLE, description STRING[], keywords STRING[],
-source_ids STRING[], file_paths STRING[], extra STRING)`, one `Rel` per relation stored
-from its own source to its own target:
+Schema. `Node(id STRING PRIMARY KEY, ord INT64, shape INT64, entity_type STRING,
+description STRING[], source_ids STRING[], file_paths STRING[], extra STRING)`, and
+`Rel(FROM Node TO Node, rord INT64, pord INT64, shape INT64, weight DOUBLE, description
+STRING[], keywords STRING[], source_ids STRING[], file_paths STRING[], extra STRING)`, one
+`Rel` per relation stored from its own source to its own target:
 
 - `ord` is a node's place in graph order: the order nodes were given, then the endpoints no
   node dict named, in the order edges first name them (as networkx adds them);
 - `rord` is a relation's place in the input, `pord` the `rord` of the first relation of its
   pair (a pair is unordered on an undirected graph): the order networkx visits a node's
   neighbours is by `pord`, and FIND edges lists the relations of a pair together;
+- `shape` numbers the order of an item's attribute names among the orders seen
+  (`StoreInfo.node_shapes`, `edge_shapes`), so a record reads back with its attributes in
+  the order networkx holds them (records are rendered into prompts); past MAX_SHAPES
+  distinct orders an item's is not kept (NULL: columns first, then `extra`);
 - the common fields above are columns, NULL where an item lacks the field; every other
   attribute is in `extra`, one JSON object per item. A common field's value that its column
   cannot hold as it is (a weight that is not a float, a list holding a non-string, an empty
@@ -47,13 +51,14 @@ import csv
 import json
 import math
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import structlog
-from postel.services.gasl.loaders import PARALLEL, relations_of
+from postel.services.gasl.graphml import read_graphml_bytes
+from postel.services.gasl.loaders import PARALLEL, GraphTables, gc_paused, normalise, relations_of
 
 log = structlog.get_logger(__name__)
 
@@ -73,11 +78,13 @@ _RS, _US = "\x1e", "\x1f"
 _UNSPOOLABLE = frozenset("\x00\x1e\x1f")
 
 NODE_SCHEMA = (
-    "CREATE NODE TABLE Node(id STRING, ord INT64, entity_type STRING, description STRING[], "
+    "CREATE NODE TABLE Node(id STRING, ord INT64, shape INT64, entity_type STRING, "
+    "description STRING[], "
     "source_ids STRING[], file_paths STRING[], extra STRING, PRIMARY KEY(id))"
 )
 REL_SCHEMA = (
-    "CREATE REL TABLE Rel(FROM Node TO Node, rord INT64, pord INT64, weight DOUBLE, "
+    "CREATE REL TABLE Rel(FROM Node TO Node, rord INT64, pord INT64, shape INT64, "
+    "weight DOUBLE, "
     "description STRING[], keywords STRING[], source_ids STRING[], file_paths STRING[], "
     "extra STRING)"
 )
@@ -95,6 +102,9 @@ class StoreInfo:
     spilled: list[str] = field(default_factory=list)
     # text columns holding characters `lower()` folds unlike Python's casefold
     unfolded: list[str] = field(default_factory=list)
+    # the orders of attribute names items have, numbered by their `shape` column
+    node_shapes: list[list[str]] = field(default_factory=list)
+    edge_shapes: list[list[str]] = field(default_factory=list)
 
     def exact(self, kind: Literal["node", "edge"], name: str) -> bool:
         """Does the column of field `name` hold every value of it (none in `extra`)?"""
@@ -110,6 +120,29 @@ class StoreInfo:
 
     def write(self, folder: Path) -> None:
         (folder / INFO_NAME).write_text(json.dumps(asdict(self), sort_keys=True))
+
+
+# Distinct orders of attribute names a store keeps (see `shape` in the module docstring).
+MAX_SHAPES = 4096
+
+
+class _Shapes:
+    """The distinct orders of attribute names items have, numbered as first seen."""
+
+    def __init__(self) -> None:
+        self.orders: list[list[str]] = []
+        self._numbers: dict[tuple[str, ...], int] = {}
+
+    def of(self, item: dict[str, Any]) -> int | str:
+        """The number of the item's order ("" once MAX_SHAPES are numbered: not kept)."""
+        names = tuple(k for k in item if k != PARALLEL)
+        number = self._numbers.get(names)
+        if number is None:
+            if len(self.orders) >= MAX_SHAPES:
+                return ""
+            number = self._numbers[names] = len(self.orders)
+            self.orders.append(list(names))
+        return number
 
 
 class _Spool:
@@ -233,7 +266,9 @@ def build_ladybug_store(
     spool_dir.mkdir(exist_ok=True)
     node_cols = _Columns("node", NODE_LISTS, NODE_TEXTS)
     edge_cols = _Columns("edge", EDGE_LISTS, ())
-    node_spool = _Spool(spool_dir / "nodes.csv", ["id", "ord", *NODE_TEXTS, *NODE_LISTS, "extra"])
+    header = ["id", "ord", "shape", *NODE_TEXTS, *NODE_LISTS, "extra"]
+    node_spool = _Spool(spool_dir / "nodes.csv", header)
+    node_shapes, edge_shapes = _Shapes(), _Shapes()
     try:
         for node in nodes:
             node_id = node.get("id")
@@ -241,10 +276,10 @@ def build_ladybug_store(
                 raise ValueError(f"a node needs a non-empty string id, got {node_id!r}")
             cells, _ = node_cols.split(node, ("id",))
             node_cols._note("id", node_id)
-            node_spool.write([node_id, node_spool.rows, *cells])
+            node_spool.write([node_id, node_spool.rows, node_shapes.of(node), *cells])
     finally:
         node_spool.close()
-    header = ["src", "dst", "rord", "pord", *EDGE_FLOATS, *EDGE_LISTS, "extra"]
+    header = ["src", "dst", "rord", "pord", "shape", *EDGE_FLOATS, *EDGE_LISTS, "extra"]
     edge_spool = _Spool(spool_dir / "edges.csv", header)
     try:
         for edge in edges:
@@ -259,7 +294,9 @@ def build_ladybug_store(
                 cells, _ = edge_cols.split(
                     relation, ("source", "target", PARALLEL), floats=EDGE_FLOATS
                 )
-                edge_spool.write([source, target, edge_spool.rows, edge_spool.rows, *cells])
+                shape = edge_shapes.of({**relation, "source": source, "target": target})
+                row = [source, target, edge_spool.rows, edge_spool.rows, shape, *cells]
+                edge_spool.write(row)
     finally:
         edge_spool.close()
 
@@ -269,10 +306,12 @@ def build_ladybug_store(
         marks = {"rs": _RS, "us": _US}
         conn.execute(NODE_SCHEMA)
         conn.execute(REL_SCHEMA)
-        node_load = _load(node_spool, {"ord": "INT64"})
-        edge_load = _load(edge_spool, {"rord": "INT64", "pord": "INT64", "weight": "DOUBLE"})
+        node_load = _load(node_spool, {"ord": "INT64", "shape": "INT64"})
+        edge_load = _load(
+            edge_spool, {"rord": "INT64", "pord": "INT64", "shape": "INT64", "weight": "DOUBLE"}
+        )
         conn.execute(
-            f"COPY Node FROM ({node_load} RETURN id, ord, "
+            f"COPY Node FROM ({node_load} RETURN id, ord, shape, "
             + ", ".join([*map(_text_cast, NODE_TEXTS), *map(_list_cast, NODE_LISTS), "extra"])
             + ")",
             marks,
@@ -286,7 +325,7 @@ def build_ladybug_store(
             {"base": node_spool.rows},
         )
         conn.execute(
-            f"COPY Rel FROM ({edge_load} RETURN src, dst, rord, pord, weight, "
+            f"COPY Rel FROM ({edge_load} RETURN src, dst, rord, pord, shape, weight, "
             + ", ".join([*map(_list_cast, EDGE_LISTS), "extra"])
             + ")",
             marks,
@@ -312,6 +351,8 @@ def build_ladybug_store(
         nodes=node_count,
         relations=edge_spool.rows,
         spilled=sorted(node_cols.spilled | edge_cols.spilled),
+        node_shapes=node_shapes.orders,
+        edge_shapes=edge_shapes.orders,
         unfolded=sorted(unfolded),
     )
     info.write(folder)
@@ -332,3 +373,25 @@ def _unfolded(conn: Any, kind: str, chars: dict[str, set[str]]) -> list[str]:
     lowered = dict(conn.execute("UNWIND $cs AS c RETURN c, lower(c)", {"cs": seen}).get_all())
     differs = {c for c in seen if lowered.get(c) != c.casefold()}
     return [f"{kind}.{name}" for name, held in chars.items() if held & differs]
+
+
+def table_items(
+    tables: GraphTables,
+) -> tuple[Iterator[dict[str, Any]], Iterator[dict[str, Any]]]:
+    """The node and edge dicts of a graph's tables (loaders.normalise) in the order networkx
+    adds them: a store built from them reads as `build_graph(tables)` does."""
+    nodes = ({**attrs, "id": attrs.get("id", node_id)} for node_id, attrs in tables.nodes.items())
+    edges = (
+        {**attrs, "source": attrs.get("source", u), "target": attrs.get("target", v)}
+        for u, v, attrs in tables.edges
+    )
+    return nodes, edges
+
+
+def build_from_graphml(path: Path, folder: Path, **options: Any) -> StoreInfo:
+    """A store of a GraphML file (nano-graphrag's or LightRAG's), read as `load_graphml`
+    reads it. The file is read whole: `postel graph add` streams big ones."""
+    with gc_paused():
+        tables = normalise(read_graphml_bytes(Path(path).read_bytes()))
+    nodes, edges = table_items(tables)
+    return build_ladybug_store(nodes, edges, tables.directed, folder, **options)

@@ -1,0 +1,997 @@
+"""The GraphAdapter over a LadybugDB store (built by ladybug_store.py), opened read-only.
+
+Every command goes to the engine as whole Cypher queries, never one node at a time:
+
+- FIND nodes and edges: one query, the condition's exact part as WHERE (cypher_where.py),
+  in graph order, `LIMIT cap+1` so `caps_hit` is exact; a part the columns cannot answer
+  exactly (an attribute kept in `extra`) is tested in Python over pages of that query.
+- NEIGHBORS, GRAPHWALK, SUBGRAPH, GRAPHCONNECT and FIND paths: one query per hop, from the
+  whole frontier at once (`MATCH (a:Node)-[r:Rel]->(b:Node) WHERE a.id IN $frontier`), the
+  direction in the pattern and VIA as a WHERE on the relation. GASL defines which node a
+  walk reaches first and which start it comes from (breadth first, neighbours in the order
+  their edge was added), and caps cut results in that order; the hop query returns the
+  relations' places (`pord`), and the walk picks in that order, as networkx's does, so both
+  engines return the same rows and hit the same caps.
+
+Deadlines: each query runs under the engine's query timeout, set to what is left of the
+command's deadline; a query that runs out ends the search as networkx's does when its clock
+runs out (the rows so far, the budget's name in `caps_hit`).
+
+A job's overlay (`overlaid`) is read with the store: the overlay's nodes and relations
+(OverlayRows, engine-free) are merged into each query's rows in Python; the store is opened
+read-only and never written.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from postel.services.gasl import ast
+from postel.services.gasl.budget import Deadline
+from postel.services.gasl.conditions import evaluate
+from postel.services.gasl.engines.adjacency_search import (
+    Walk,
+    edge_matches,
+    made_rows,
+    sources_of,
+)
+from postel.services.gasl.engines.caps import DEFAULT_CAPS, Bound, Caps, held
+from postel.services.gasl.engines.cypher_where import Column, split, taken
+from postel.services.gasl.engines.ladybug_store import (
+    DATABASE_NAME,
+    EDGE_FLOATS,
+    EDGE_LISTS,
+    NODE_LISTS,
+    NODE_TEXTS,
+    StoreInfo,
+)
+from postel.services.gasl.engines.overlay_view import OverlayRows
+from postel.services.gasl.engines.protocol import Found
+from postel.services.gasl.errors import BudgetSpent
+from postel.services.gasl.loaders import PARALLEL, relations_of
+from postel.services.gasl.overlay import Overlay
+
+# The buffer pool of a store opened to read (bytes): what one process's engine may hold.
+READ_BUFFER_POOL = 64 * 1024 * 1024
+# How many nodes, first in graph order, `attribute_names` reads (networkx's adapter's).
+NAMES_FROM = 1000
+# Rows one page of a scan reads when part of a condition is tested in Python.
+PAGE = 4096
+
+_NODE_COLUMNS = ("id", "ord", "shape", *NODE_TEXTS, *NODE_LISTS, "extra")
+_REL_COLUMNS = ("rord", "pord", "shape", *EDGE_FLOATS, *EDGE_LISTS, "extra")
+NODE_RETURN = ", ".join(f"n.{c}" for c in _NODE_COLUMNS)
+REL_RETURN = "a.id, b.id, " + ", ".join(f"r.{c}" for c in _REL_COLUMNS)
+# The order FIND edges lists relations in: networkx's `edges()` (each pair at its endpoint
+# first in graph order, a node's pairs in the order they were added, a pair's relations
+# in input order).
+EDGE_ORDER = {
+    True: "a.ord, r.pord, r.rord",
+    False: "CASE WHEN a.ord <= b.ord THEN a.ord ELSE b.ord END, r.pord, r.rord",
+}
+# The hop query: the relations from a frontier, one pattern per way a walk takes them.
+HOP_PATTERN = {
+    "out": "(a:Node)-[r:Rel]->(b:Node)",
+    "in": "(a:Node)<-[r:Rel]-(b:Node)",
+    "undirected": "(a:Node)-[r:Rel]-(b:Node)",
+}
+HOP_QUERY = "{taken}MATCH {pattern} WHERE a.id IN $ids RETURN a.id, b.id, r.pord, {matched}"
+
+
+class Records:
+    """Rows of a store read back as the records networkx holds: NULL columns left out,
+    `extra` merged in, the attributes in the item's order (its `shape`)."""
+
+    def __init__(self, info: StoreInfo) -> None:
+        self.node_shapes = info.node_shapes
+        self.edge_shapes = info.edge_shapes
+
+    def node(self, row: list[Any]) -> dict[str, Any]:
+        """A node row (NODE_RETURN)."""
+        values = dict(zip(_NODE_COLUMNS, row, strict=True))
+        return _shaped(values, self.node_shapes, ("ord",))
+
+    def relation(self, row: list[Any]) -> dict[str, Any]:
+        """A relation row (REL_RETURN): its own source and target."""
+        values = {
+            "source": row[0],
+            "target": row[1],
+            **dict(zip(_REL_COLUMNS, row[2:], strict=True)),
+        }
+        return _shaped(values, self.edge_shapes, ("rord", "pord"))
+
+
+def _shaped(
+    values: dict[str, Any], shapes: list[list[str]], hidden: tuple[str, ...]
+) -> dict[str, Any]:
+    shape, extra = values.pop("shape"), values.pop("extra")
+    for name in hidden:
+        del values[name]
+    record = {k: v for k, v in values.items() if v is not None}
+    if extra:
+        record.update(json.loads(extra))
+    if shape is None:
+        return record
+    ordered = {k: record[k] for k in shapes[shape] if k in record}
+    return ordered if len(ordered) == len(record) else {**ordered, **record}
+
+
+def node_columns(info: StoreInfo) -> dict[str, Column]:
+    """The node fields a WHERE can read from columns exactly."""
+    columns = {"id": Column("n.id", "text", info.folds("node", "id"))}
+    for name in NODE_TEXTS:
+        columns[name] = Column(f"n.{name}", "text", info.folds("node", name))
+    for name in NODE_LISTS:
+        columns[name] = Column(f"n.{name}", "texts", info.folds("node", name))
+    return {k: v for k, v in columns.items() if k == "id" or info.exact("node", k)}
+
+
+def edge_columns(info: StoreInfo) -> dict[str, Column]:
+    """The relation fields a WHERE can read from columns exactly."""
+    ends = info.folds("node", "id")
+    columns = {"source": Column("a.id", "text", ends), "target": Column("b.id", "text", ends)}
+    for name in EDGE_FLOATS:
+        columns[name] = Column(f"r.{name}", "float", False)
+    for name in EDGE_LISTS:
+        columns[name] = Column(f"r.{name}", "texts", info.folds("edge", name))
+    return {k: v for k, v in columns.items() if k in ("source", "target") or info.exact("edge", k)}
+
+
+class LadybugStore:
+    """A store opened read-only: its database, one connection per thread, and its info.
+    Shared by the adapter and every overlay view of it."""
+
+    def __init__(self, folder: Path, buffer_pool_size: int = READ_BUFFER_POOL) -> None:
+        import ladybug
+
+        self.folder = Path(folder)
+        self.info = StoreInfo.read(self.folder)
+        self.database = ladybug.Database(
+            str(self.folder / DATABASE_NAME), buffer_pool_size=buffer_pool_size, read_only=True
+        )
+        self._local = threading.local()
+        self._connect = lambda: ladybug.Connection(self.database)
+
+    def query(
+        self, cypher: str, params: dict[str, Any] | None = None, deadline: Deadline | None = None
+    ) -> list[list[Any]]:
+        """The rows of one query, run under the engine's timeout set to what is left of the
+        deadline; BudgetSpent (the deadline's budget) when the time runs out."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+        timeout_ms = 0
+        if deadline is not None and math.isfinite(deadline.at):
+            deadline.check()
+            timeout_ms = max(1, int(deadline.remaining() * 1000))
+        conn.set_query_timeout(timeout_ms)
+        try:
+            result = conn.execute(cypher, params or {})
+        except RuntimeError as error:
+            if deadline is not None and "interrupt" in str(error).lower():
+                raise BudgetSpent(deadline.cap, deadline.seconds) from error
+            raise
+        rows: list[list[Any]] = result.get_all()  # type: ignore[union-attr]
+        return rows
+
+    def close(self) -> None:
+        self.database.close()
+
+
+class _GraphIds(Mapping[str, int]):
+    """The store's node ids and places (`ord`) an overlay asked about, learned in batches:
+    what OverlayRows reads to tell a node the graph has from one only the overlay has. Its
+    length is past every place, so the overlay's nodes come after the graph's."""
+
+    def __init__(self, store: LadybugStore) -> None:
+        self.store = store
+        self.known: dict[str, int] = {}
+        self.absent: set[str] = set()
+        rows = store.query("MATCH (n:Node) RETURN max(n.ord)")
+        self._end = 0 if rows[0][0] is None else int(rows[0][0]) + 1
+
+    def learn(self, ids: Iterable[str]) -> None:
+        asked = [i for i in dict.fromkeys(ids) if i not in self.known and i not in self.absent]
+        for start in range(0, len(asked), PAGE):
+            chunk = asked[start : start + PAGE]
+            found = self.store.query(
+                "MATCH (n:Node) WHERE n.id IN $ids RETURN n.id, n.ord", {"ids": chunk}
+            )
+            self.known.update((i, int(o)) for i, o in found)
+            self.absent.update(set(chunk) - self.known.keys())
+
+    def __getitem__(self, node_id: str) -> int:
+        self.learn([node_id])
+        return self.known[node_id]
+
+    def __contains__(self, node_id: object) -> bool:
+        if not isinstance(node_id, str):
+            return False
+        self.learn([node_id])
+        return node_id in self.known
+
+    def __len__(self) -> int:
+        return self._end
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.known)
+
+
+@dataclass
+class _Pair:
+    """An edge a walk may take: its neighbour, the way walked, whether it names what the
+    walk follows; `base` says the store has it, `overlay` the relations a job added."""
+
+    nxt: str
+    way: str
+    matched: bool
+    base: bool
+    overlay: list[dict[str, Any]]
+
+
+class LadybugAdapter:
+    """GraphAdapter over a LadybugDB store folder, read-only; with an overlay (`overlaid`),
+    one job's view of it. Searches keep no per-job state, so threads may share one."""
+
+    def __init__(self, store: LadybugStore, overlay: Overlay | None = None) -> None:
+        self.store = store
+        self.info = store.info
+        self.directed = store.info.directed
+        self._records = Records(store.info)
+        self._node_columns = node_columns(store.info)
+        self._edge_columns = edge_columns(store.info)
+        self.overlay = overlay
+        self.rows: OverlayRows | None = None
+        # per side, node -> neighbour -> the overlay's relations of that pair (in order):
+        # pairs the store has (`_replaced`) and pairs only the overlay has (`_added`)
+        sides = ("succ", "pred") if self.directed else ("adj",)
+        self._replaced: dict[str, dict[str, dict[str, list[dict[str, Any]]]]] = {
+            s: {} for s in sides
+        }
+        self._added: dict[str, dict[str, dict[str, list[dict[str, Any]]]]] = {s: {} for s in sides}
+        self._names: set[str] | None = None
+        self._first = 0
+        if overlay is not None:
+            self._ids = _GraphIds(store)
+            self.rows = OverlayRows(overlay, self._ids, use_indexes=True)
+            self.catch_up()
+
+    @classmethod
+    def open(cls, folder: str | Path, buffer_pool_size: int = READ_BUFFER_POOL) -> LadybugAdapter:
+        return cls(LadybugStore(Path(folder), buffer_pool_size))
+
+    def overlaid(self, overlay: Overlay) -> LadybugAdapter:
+        """This store with a job's overlay (over this view's overlay, if it has one)."""
+        if self.overlay is not None:
+            overlay = Overlay(
+                [*self.overlay.nodes, *overlay.nodes], [*self.overlay.edges, *overlay.edges]
+            )
+        return LadybugAdapter(self.store, overlay)
+
+    def close(self) -> None:
+        self.store.close()
+
+    # --- the overlay
+    def catch_up(self) -> None:
+        """Take in the nodes and edges the overlay gained since the last call."""
+        if self.rows is None or self.overlay is None:
+            return
+        self._ids.learn(
+            [
+                *(str(n["id"]) for n in self.overlay.nodes),
+                *(str(e[k]) for e in self.overlay.edges for k in ("source", "target")),
+            ]
+        )
+        relations = self.rows.take_in()
+        linked = self._store_pairs([(str(r["source"]), str(r["target"])) for r in relations])
+        for relation in relations:
+            u, v = str(relation["source"]), str(relation["target"])
+            own = self._overlay_pair(u, v)
+            if own is not None:
+                own.append(relation)
+            elif (u, v) in linked:
+                self._register(self._replaced, u, v, [relation])
+            else:
+                self._register(self._added, u, v, [relation])
+
+    def _register(
+        self, table: dict[str, dict[str, dict[str, Any]]], u: str, v: str, found: list[Any]
+    ) -> None:
+        if self.directed:
+            table["succ"].setdefault(u, {})[v] = found
+            table["pred"].setdefault(v, {})[u] = found
+        else:
+            table["adj"].setdefault(u, {})[v] = found
+            table["adj"].setdefault(v, {})[u] = found
+
+    def _overlay_pair(self, u: str, v: str) -> list[dict[str, Any]] | None:
+        side = "succ" if self.directed else "adj"
+        for table in (self._replaced, self._added):
+            found = table[side].get(u, {}).get(v)
+            if found is not None:
+                return found
+        return None
+
+    def _store_pairs(self, pairs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+        """The pairs the store links (either way round on an undirected graph)."""
+        if not pairs:
+            return set()
+        ends = sorted({x for pair in pairs for x in pair if x in self._ids.known})
+        rows = self.store.query(
+            "MATCH (a:Node)-[r:Rel]->(b:Node) WHERE a.id IN $ids AND b.id IN $ids "
+            "RETURN DISTINCT a.id, b.id",
+            {"ids": ends},
+        )
+        linked = {(a, b) for a, b in rows}
+        if not self.directed:
+            linked |= {(b, a) for a, b in rows}
+        return linked
+
+    def _ord(self, node_id: str, places: Mapping[str, int]) -> int:
+        if self._has(node_id):
+            assert self.rows is not None
+            return self.rows.ordinal[node_id]
+        return places[node_id]
+
+    # --- nodes
+    def get_node(self, node_id: str) -> dict[str, Any] | None:
+        found = self._nodes([node_id])
+        return found.get(node_id)
+
+    def _nodes(
+        self, ids: Iterable[str], deadline: Deadline | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """The records of the nodes among `ids` (the overlay's too), by id."""
+        wanted = list(dict.fromkeys(ids))
+        out: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(wanted), PAGE):
+            rows = self.store.query(
+                f"MATCH (n:Node) WHERE n.id IN $ids RETURN {NODE_RETURN}",
+                {"ids": wanted[start : start + PAGE]},
+                deadline,
+            )
+            out.update((row[0], self._records.node(row)) for row in rows)
+        if self.rows is not None:
+            for node_id in wanted:
+                if node_id not in out and self._has(node_id):
+                    out[node_id] = dict(self.rows.nodes.record(self._own(node_id)))
+        return out
+
+    def _own(self, node_id: str) -> int:
+        assert self.rows is not None
+        return self.rows.ordinal[node_id] - len(self._ids)
+
+    def _places(self, ids: Iterable[str], deadline: Deadline | None) -> dict[str, int]:
+        """Each node's place in graph order (the overlay's after the store's)."""
+        wanted = list(dict.fromkeys(ids))
+        out: dict[str, int] = {}
+        for start in range(0, len(wanted), PAGE):
+            rows = self.store.query(
+                "MATCH (n:Node) WHERE n.id IN $ids RETURN n.id, n.ord",
+                {"ids": wanted[start : start + PAGE]},
+                deadline,
+            )
+            out.update((i, int(o)) for i, o in rows)
+        if self.rows is not None:
+            out.update((i, self.rows.ordinal[i]) for i in wanted if i not in out and self._has(i))
+        return out
+
+    def _has(self, node_id: str) -> bool:
+        return self.rows is not None and node_id in self.rows._own_ordinal
+
+    def attribute_names(self) -> set[str]:
+        """The attributes of the first 1000 nodes in graph order (as networkx's)."""
+        if self._names is None:
+            rows = self.store.query(
+                f"MATCH (n:Node) RETURN {NODE_RETURN} ORDER BY n.ord LIMIT {NAMES_FROM}"
+            )
+            self._first = len(rows)
+            self._names = set().union(*(self._records.node(row) for row in rows))
+        names = set(self._names)
+        if self.rows is not None:
+            for attrs in self.rows.nodes.first(NAMES_FROM - self._first):
+                names.update(attrs)
+        return names
+
+    # --- FIND
+    def find_nodes(
+        self,
+        where: ast.Condition | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
+    ) -> Found:
+        return self._find(
+            where, limit, caps, deadline, "MATCH (n:Node)", NODE_RETURN, "n.ord",
+            self._node_columns, self._records.node, self.rows.nodes if self.rows else None,
+        )  # fmt: skip
+
+    def find_edges(
+        self,
+        where: ast.Condition | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
+    ) -> Found:
+        return self._find(
+            where, limit, caps, deadline, "MATCH (a:Node)-[r:Rel]->(b:Node)", REL_RETURN,
+            EDGE_ORDER[self.directed], self._edge_columns, self._records.relation,
+            self.rows.edges if self.rows else None,
+        )  # fmt: skip
+
+    def _find(
+        self,
+        where: ast.Condition | None,
+        limit: int | None,
+        caps: Caps,
+        deadline: Deadline | None,
+        match: str,
+        returned: str,
+        order: str,
+        columns: Mapping[str, Column],
+        record: Callable[[list[Any]], dict[str, Any]],
+        overlay_table: Any,
+    ) -> Found:
+        """Items of the store in graph order matching `where`, then the overlay's: at most
+        `limit` and the max_results cap of them."""
+        deadline = deadline or Deadline.never()
+        bound = Bound.of(limit, caps.max_results, "max_results")
+        wanted = bound.count
+        cypher, params, rest = split(where, columns)
+        filtered = taken(params) + match + (f" WHERE {cypher}" if cypher else "")
+        items: list[dict[str, Any]] = []
+        examined = 0
+        try:
+            if rest is None:
+                rows = self.store.query(
+                    f"{filtered} RETURN {returned} ORDER BY {order} LIMIT $n",
+                    {**params, "n": wanted + 1},
+                    deadline,
+                )
+                examined = len(rows)
+                items = [record(row) for row in rows]
+            else:
+                skip = 0
+                while len(items) <= wanted:
+                    rows = self.store.query(
+                        f"{filtered} RETURN {returned} ORDER BY {order} SKIP $skip LIMIT $n",
+                        {**params, "skip": skip, "n": PAGE},
+                        deadline,
+                    )
+                    for row in rows:
+                        examined += 1
+                        made = record(row)
+                        if evaluate(rest, made):
+                            items.append(made)
+                            if len(items) > wanted:
+                                break
+                    if len(rows) < PAGE:
+                        break
+                    skip += PAGE
+            if len(items) <= wanted and overlay_table is not None:
+                room = wanted - len(items)
+                chosen = overlay_table.select(where, None, room + 1, deadline)
+                items.extend(dict(overlay_table.record(i)) for i in chosen.ordinals)
+        except BudgetSpent as spent:
+            return Found(items[:wanted], [spent.cap], examined, cypher is not None)
+        caps_hit = bound.cut() if len(items) > wanted else []
+        return Found(items[:wanted], caps_hit, examined, cypher is not None)
+
+    # --- walks
+    def _hops(
+        self,
+        nodes: list[str],
+        direction: ast.Direction,
+        follow: tuple[str, ...],
+        deadline: Deadline,
+    ) -> dict[str, list[_Pair]]:
+        """Each node's edges a walk may take, in the order networkx's adjacency gives them
+        (a directed graph's out-edges before its in-edges), by one query per way."""
+        ways = ["undirected"] if not self.directed else []
+        if self.directed:
+            ways = [w for w in ("out", "in") if direction in (w, "both")]
+        base_nodes = [n for n in nodes if not self._has(n)]
+        matched, params = self._follow_test(follow)
+        out: dict[str, list[_Pair]] = {n: [] for n in nodes}
+        for way in ways:
+            by_node: dict[str, dict[str, tuple[int, bool]]] = {}
+            for start in range(0, len(base_nodes), PAGE):
+                rows = self.store.query(
+                    HOP_QUERY.format(
+                        pattern=HOP_PATTERN[way], matched=matched, taken=taken(params)
+                    ),
+                    {**params, "ids": base_nodes[start : start + PAGE]},
+                    deadline,
+                )
+                for row in rows:
+                    a, b, pord = row[0], row[1], row[2]
+                    if matched == REL_RETURN:  # tested here: see _follow_test
+                        hit = self._matches([self._records.relation(row[3:])], follow)
+                    else:
+                        hit = bool(row[3])
+                    seen = by_node.setdefault(a, {})
+                    place, before = seen.get(b, (pord, False))
+                    seen[b] = (min(place, pord), before or hit)
+            side = {"out": "succ", "in": "pred", "undirected": "adj"}[way]
+            for node in nodes:
+                replaced = self._replaced[side].get(node, {})
+                found = sorted(by_node.get(node, {}).items(), key=lambda item: item[1][0])
+                for nxt, (_, hit) in found:
+                    extra = replaced.get(nxt, [])
+                    hit = hit or (bool(follow) and self._matches(extra, follow))
+                    out[node].append(_Pair(nxt, way, hit or not follow, True, extra))
+                for nxt, relations in self._added[side].get(node, {}).items():
+                    hit = not follow or self._matches(relations, follow)
+                    out[node].append(_Pair(nxt, way, hit, False, relations))
+        return out
+
+    def _follow_test(self, follow: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+        """Cypher testing whether a relation names any of `follow` in its keywords or
+        description (`edge_matches`), else the columns needed to test it in Python."""
+        if not follow:
+            return "true", {}
+        if not all(self.info.folds("edge", name) for name in ("keywords", "description")):
+            return REL_RETURN, {}
+        tests = [
+            f"any(x IN coalesce(r.keywords, []) + coalesce(r.description, []) "
+            f"WHERE lower(x) CONTAINS f{i})"
+            for i in range(len(follow))
+        ]
+        return " OR ".join(tests), {f"f{i}": f.casefold() for i, f in enumerate(follow)}
+
+    @staticmethod
+    def _matches(relations: list[dict[str, Any]], follow: tuple[str, ...]) -> bool:
+        return any(edge_matches(r, f) for r in relations for f in follow)
+
+    def _breadth_first(
+        self,
+        starts: list[str],
+        follow: tuple[str, ...],
+        depth: int | None,
+        default_depth: int,
+        limit: int | None,
+        caps: Caps,
+        deadline: Deadline | None,
+        direction: ast.Direction,
+        known: bool = False,
+    ) -> Walk:
+        """networkx's breadth-first walk (adjacency_search), its adjacency read one hop of
+        the frontier at a time."""
+        deadline = deadline or Deadline.never()
+        max_depth, caps_hit = held(depth, default_depth, caps.max_depth, "max_depth")
+        bound = Bound.of(limit, caps.max_results, "max_results")
+        wanted = bound.count
+        seeds = list(dict.fromkeys(starts))
+        walk = Walk({})
+        try:
+            if not known:
+                present = self._places(seeds, deadline)
+                seeds = [s for s in seeds if s in present]
+            walk.reached.update({s: (0, s, None, "") for s in seeds})
+            queue = deque((s, 0) for s in seeds)
+            steps: dict[str, list[_Pair]] = {}
+            full = False
+            while queue and not full:
+                node, level = queue.popleft()
+                if level >= max_depth:
+                    continue
+                if walk.expansions >= caps.max_expansions:
+                    caps_hit.append("max_expansions")
+                    break
+                if node not in steps:
+                    # the hop of this node and the rest of its level the walk may expand
+                    room = caps.max_expansions - walk.expansions
+                    level_nodes = [node, *(n for n, d in queue if d == level)][:room]
+                    steps = self._hops(level_nodes, direction, follow, deadline)
+                walk.expansions += 1
+                origin = walk.reached[node][1]
+                for pair in steps[node]:
+                    if pair.nxt in walk.reached or not pair.matched:
+                        continue
+                    walk.reached[pair.nxt] = (level + 1, origin, node, pair.way)
+                    queue.append((pair.nxt, level + 1))
+                    walk.order.append(pair.nxt)
+                    if len(walk.order) > wanted:
+                        full = True
+                        caps_hit.extend(bound.cut())
+                        break
+        except BudgetSpent as spent:
+            caps_hit.append(spent.cap)
+        del walk.order[wanted:]
+        walk.caps_hit = caps_hit
+        return walk
+
+    def _walk_rows(self, walk: Walk, deadline: Deadline | None, paths: bool) -> list[Any]:
+        try:
+            records = self._nodes(walk.order, deadline)
+        except BudgetSpent as spent:
+            walk.caps_hit.append(spent.cap)
+            return []
+        return walk.rows(records.__getitem__, deadline, paths=paths)
+
+    def neighbors(
+        self,
+        starts: list[str],
+        via: str | None,
+        depth: int | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
+        direction: ast.Direction = "both",
+    ) -> Found:
+        walk = self._breadth_first(
+            starts, () if via is None else (via,), depth, 1, limit, caps, deadline, direction
+        )
+        rows = self._walk_rows(walk, deadline, paths=False)
+        return Found(rows, walk.caps_hit, walk.expansions, False)
+
+    def walk(
+        self,
+        starts: list[str],
+        follow: tuple[str, ...],
+        depth: int | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
+        direction: ast.Direction = "both",
+    ) -> Found:
+        walk = self._breadth_first(starts, follow, depth, 2, limit, caps, deadline, direction)
+        rows = self._walk_rows(walk, deadline, paths=True)
+        return Found(rows, walk.caps_hit, walk.expansions, False)
+
+    def subgraph(
+        self,
+        starts: list[str],
+        via: str | None,
+        depth: int | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
+        direction: ast.Direction = "both",
+    ) -> Found:
+        """As networkx's: the start nodes and those within `depth` hops, at most `limit`
+        nodes, and every edge among them (only those naming `via`, if given), read by one
+        query over the members."""
+        deadline = deadline or Deadline.never()
+        try:
+            places = self._places(starts, deadline)
+        except BudgetSpent as spent:
+            return Found([], [spent.cap], 0, False)
+        seeds = [s for s in dict.fromkeys(starts) if s in places]
+        bound = Bound.of(limit, caps.max_results, "max_results")
+        room = None if limit is None else max(limit - len(seeds), 0)
+        follow = () if via is None else (via,)
+        walk = self._breadth_first(
+            seeds, follow, depth, 1, room, caps, deadline, direction, known=True
+        )
+        caps_hit = list(walk.caps_hit)
+        members = [*seeds, *walk.order]
+        if len(members) > bound.count:
+            members = members[: bound.count]
+            caps_hit = sorted({*caps_hit, *bound.cut()})
+        edges: list[dict[str, Any]] = []
+        try:
+            places.update(self._places(walk.order, deadline))
+            edges = self._edges_among(members, places, follow, deadline)
+            nodes = self._nodes(members, deadline)
+        except BudgetSpent as spent:
+            return Found([], sorted({*caps_hit, spent.cap}), walk.expansions, False)
+        if len(edges) > caps.max_results:
+            del edges[caps.max_results :]
+            caps_hit = sorted({*caps_hit, "max_results"})
+        item = {
+            "nodes": [dict(nodes[n]) for n in members],
+            "edges": edges,
+            "node_count": len(members),
+            "edge_count": len(edges),
+            "source_ids": sources_of(edges),
+        }
+        return Found([item] if members else [], caps_hit, walk.expansions, False)
+
+    def _edges_among(
+        self,
+        members: list[str],
+        places: Mapping[str, int],
+        follow: tuple[str, ...],
+        deadline: Deadline,
+    ) -> list[dict[str, Any]]:
+        """The relations of each pair of members, as networkx lists them walking each
+        member's out-edges (undirected: each pair once, from its end first in graph order)."""
+        inside = set(members)
+        steps = self._hops(members, "out", follow, deadline)
+        wanted: list[tuple[str, str, _Pair]] = []
+        for u in members:
+            for pair in steps[u]:
+                v = pair.nxt
+                if v not in inside or (
+                    pair.way == "undirected" and self._ord(v, places) < self._ord(u, places)
+                ):
+                    continue
+                if pair.matched:
+                    wanted.append((u, v, pair))
+        attrs = self._pair_attrs([(u, p.nxt, p) for u, _, p in wanted], deadline)
+        return [
+            {**r, "source": u, "target": v}
+            for u, v, pair in wanted
+            for r in relations_of(attrs[u, v])
+        ]
+
+    def _pair_attrs(
+        self, pairs: list[tuple[str, str, _Pair]], deadline: Deadline
+    ) -> dict[tuple[str, str], dict[str, Any]]:
+        """The attributes of each edge u-v as networkx holds them (its first relation's,
+        the others under PARALLEL), the overlay's relations after the store's: one query
+        over the pairs' ends."""
+        base = [(u, v) for u, v, p in pairs if p.base]
+        relations: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]] = {}
+        ends = sorted({x for pair in base for x in pair})
+        for start in range(0, len(ends), PAGE) if ends else ():
+            chunk = ends[start : start + PAGE]
+            rows = self.store.query(
+                f"MATCH (a:Node)-[r:Rel]->(b:Node) WHERE a.id IN $ids AND b.id IN $others "
+                f"RETURN {REL_RETURN}",
+                {"ids": chunk, "others": ends},
+                deadline,
+            )
+            for row in rows:
+                relations.setdefault((row[0], row[1]), []).append(
+                    (row[2], self._records.relation(row))
+                )
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for u, v, pair in pairs:
+            found = relations.get((u, v), []) if pair.base else []
+            if pair.base and not self.directed and u != v:
+                found = [*found, *relations.get((v, u), [])]
+            ordered = [r for _, r in sorted(found, key=lambda x: x[0])] + pair.overlay
+            first, *others = ordered
+            out[u, v] = {**first, PARALLEL: others} if others else first
+        return out
+
+    def _path_records(
+        self, found: list[tuple[list[str], list[str]]], deadline: Deadline | None
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        """Path records (adjacency_search's `_path_record`) of the paths found, their
+        edges' attributes read by one query."""
+        deadline = deadline or Deadline.never()
+        pairs: list[tuple[str, str, _Pair]] = []
+        for nodes, walked in found:
+            for (a, b), way in zip(itertools.pairwise(nodes), walked, strict=True):
+                u, v = (b, a) if way == "in" else (a, b)
+                side = "succ" if self.directed else "adj"
+                extra = self._overlay_of(u, v, side)
+                base = extra is None or extra[1]
+                pairs.append((u, v, _Pair(v, way, True, base, extra[0] if extra else [])))
+        try:
+            attrs = self._pair_attrs(pairs, deadline)
+        except BudgetSpent as spent:
+            return [], [spent.cap]
+
+        def record(item: tuple[list[str], list[str]]) -> dict[str, Any]:
+            nodes, walked = item
+            edges = [
+                {**(attrs[b, a] if way == "in" else attrs[a, b]), "walked": way}
+                for (a, b), way in zip(itertools.pairwise(nodes), walked, strict=True)
+            ]
+            return {
+                "start": nodes[0],
+                "end": nodes[-1],
+                "nodes": list(nodes),
+                "length": len(nodes) - 1,
+                "edges": edges,
+                "source_ids": sources_of(edges),
+            }
+
+        return made_rows(record, found, deadline)
+
+    def _overlay_of(self, u: str, v: str, side: str) -> tuple[list[dict[str, Any]], bool] | None:
+        """The overlay's relations of pair u-v and whether the store has the pair too."""
+        replaced = self._replaced[side].get(u, {}).get(v)
+        if replaced is not None:
+            return replaced, True
+        added = self._added[side].get(u, {}).get(v)
+        return None if added is None else (added, False)
+
+    def connect(
+        self,
+        lefts: list[str],
+        rights: list[str],
+        via: str | None,
+        max_length: int | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
+        direction: ast.Direction = "both",
+    ) -> Found:
+        """As networkx's: a shortest path from each left node to each right node it reaches
+        within `max_length`, shortest first; a pair walked either way is reported once."""
+        deadline = deadline or Deadline.never()
+        length, caps_hit = held(
+            max_length, caps.max_path_length, caps.max_path_length, "max_path_length"
+        )
+        bound = Bound.of(limit, caps.max_paths, "max_paths")
+        try:
+            places = self._places([*lefts, *rights], deadline)
+        except BudgetSpent as spent:
+            return Found([], sorted({*caps_hit, spent.cap}), 0, False)
+        targets = {r for r in rights if r in places}
+        either_way = direction == "both" or not self.directed
+        follow = () if via is None else (via,)
+        pairs: dict[tuple[str, str] | frozenset[str], tuple[list[str], list[str]]] = {}
+        expansions = 0
+        for left in dict.fromkeys(lefts):
+            if left not in places:
+                continue
+            room = replace(
+                caps,
+                max_expansions=max(caps.max_expansions - expansions, 1),
+                max_depth=max(length, 1),
+            )
+            walk = self._breadth_first(
+                [left], follow, length, 1, None, room, deadline, direction, known=True
+            )
+            expansions += walk.expansions
+            for right in walk.order:
+                key = frozenset((left, right)) if either_way else (left, right)
+                if right in targets and key not in pairs:
+                    pairs[key] = walk.path_to(right)
+            caps_hit = sorted({*caps_hit, *walk.caps_hit})
+            if set(walk.caps_hit) - {"max_results"}:
+                break
+        ranked = sorted(pairs.values(), key=lambda found: len(found[0]))
+        if len(ranked) > bound.count:
+            caps_hit = sorted({*caps_hit, *bound.cut()})
+        items, cut = self._path_records(ranked[: bound.count], deadline)
+        return Found(items, sorted({*caps_hit, *cut}), expansions, False)
+
+    def find_paths(
+        self,
+        starts: list[str],
+        ends: list[str],
+        where: ast.Condition | None,
+        max_length: int | None,
+        limit: int | None,
+        *,
+        caps: Caps = DEFAULT_CAPS,
+        deadline: Deadline | None = None,
+        direction: ast.Direction = "both",
+        via: str | None = None,
+    ) -> Found:
+        """As networkx's depth-first search of simple paths, over the adjacency of the
+        nodes within reach read one hop at a time (the nodes passing `where` read by one
+        query per hop)."""
+        deadline = deadline or Deadline.never()
+        length, caps_hit = held(
+            max_length, caps.max_path_length, caps.max_path_length, "max_path_length"
+        )
+        bound = Bound.of(limit, caps.max_paths, "max_paths")
+        wanted = bound.count
+        follow = () if via is None else (via,)
+        paths: list[tuple[list[str], list[str]]] = []
+        expansions = 0
+        stopped = ""
+        try:
+            places = self._places([*starts, *ends], deadline)
+            start_ids = [s for s in dict.fromkeys(starts) if s in places]
+            end_set = {e for e in ends if e in places}
+            start_set = set(start_ids)
+            either_way = direction == "both" or not self.directed
+            adjacency, passing = self._reach(
+                start_ids, length, where, follow, direction, caps, deadline
+            )
+            for start in start_ids:
+                if stopped:
+                    break
+                path, walked = [start], []
+                on_path = {start}
+                stack = [iter(adjacency.get(start, []))]
+                expansions += 1
+                while stack and not stopped:
+                    deadline.tick()
+                    step = next(stack[-1], None)
+                    if step is None:
+                        stack.pop()
+                        on_path.discard(path.pop())
+                        if walked:
+                            walked.pop()
+                        continue
+                    if step.nxt in on_path or not step.matched:
+                        continue
+                    nxt = step.nxt
+                    if nxt in end_set and not (
+                        either_way
+                        and start in end_set
+                        and nxt in start_set
+                        and places[nxt] < places[start]
+                    ):
+                        paths.append(([*path, nxt], [*walked, step.way]))
+                        if len(paths) > wanted:
+                            stopped = "max_paths" if bound.by_cap else "limit"
+                            break
+                    deeper = len(path) < length and (where is None or nxt in passing)
+                    if deeper:
+                        if expansions >= caps.max_expansions:
+                            stopped = "max_expansions"
+                            break
+                        if nxt not in adjacency:
+                            adjacency.update(self._hops([nxt], direction, follow, deadline))
+                        expansions += 1
+                        path.append(nxt)
+                        walked.append(step.way)
+                        on_path.add(nxt)
+                        stack.append(iter(adjacency[nxt]))
+        except BudgetSpent as spent:
+            stopped = spent.cap
+        if stopped and stopped != "limit":
+            caps_hit.append(stopped)
+        items, cut = self._path_records(paths[:wanted], deadline)
+        return Found(items, sorted({*caps_hit, *cut}), expansions, False)
+
+    def _reach(
+        self,
+        starts: list[str],
+        length: int,
+        where: ast.Condition | None,
+        follow: tuple[str, ...],
+        direction: ast.Direction,
+        caps: Caps,
+        deadline: Deadline,
+    ) -> tuple[dict[str, list[_Pair]], set[str]]:
+        """The adjacency a depth-first search of paths up to `length` edges may read: of
+        the starts, then hop by hop of the nodes it may go through (those passing `where`),
+        at most max_expansions nodes; and the nodes found passing `where`."""
+        adjacency: dict[str, list[_Pair]] = {}
+        passing: set[str] = set()
+        frontier = list(starts)
+        for hop in range(length):
+            frontier = [n for n in frontier if n not in adjacency]
+            frontier = frontier[: max(caps.max_expansions - len(adjacency), 0)]
+            if not frontier:
+                break
+            adjacency.update(self._hops(frontier, direction, follow, deadline))
+            if hop == length - 1:
+                break
+            reached = list(
+                dict.fromkeys(p.nxt for n in frontier for p in adjacency[n] if p.matched)
+            )
+            if where is not None:
+                ok = self._passing(reached, where, deadline)
+                passing |= ok
+                reached = [n for n in reached if n in ok]
+            frontier = reached
+        return adjacency, passing
+
+    def _passing(self, ids: list[str], where: ast.Condition, deadline: Deadline) -> set[str]:
+        """The nodes among `ids` meeting `where`: the exact part in the query."""
+        cypher, params, rest = split(where, self._node_columns)
+        filtered = "n.id IN $ids" + (f" AND ({cypher})" if cypher else "")
+        out: set[str] = set()
+        for start in range(0, len(ids), PAGE):
+            rows = self.store.query(
+                f"{taken(params)}MATCH (n:Node) WHERE {filtered} RETURN {NODE_RETURN}",
+                {**params, "ids": ids[start : start + PAGE]},
+                deadline,
+            )
+            out.update(
+                row[0] for row in rows if rest is None or evaluate(rest, self._records.node(row))
+            )
+        if self.rows is not None:
+            out.update(
+                i
+                for i in ids
+                if self._has(i) and evaluate(where, self.rows.nodes.record(self._own(i)))
+            )
+        return out
