@@ -58,7 +58,7 @@ from typing import Any, Literal
 
 import structlog
 from postel.services.gasl.graphml import read_graphml_bytes
-from postel.services.gasl.loaders import PARALLEL, GraphTables, gc_paused, normalise, relations_of
+from postel.services.gasl.loaders import PARALLEL, GraphTables, normalise, relations_of
 
 log = structlog.get_logger(__name__)
 
@@ -391,7 +391,6 @@ def table_items(
 def build_from_graphml(path: Path, folder: Path, **options: Any) -> StoreInfo:
     """A store of a GraphML file (nano-graphrag's or LightRAG's), read as `load_graphml`
     reads it. The file is read whole: `postel graph add` streams big ones."""
-    with gc_paused():
-        tables = normalise(read_graphml_bytes(Path(path).read_bytes()))
+    tables = normalise(read_graphml_bytes(Path(path).read_bytes()))
     nodes, edges = table_items(tables)
     return build_ladybug_store(nodes, edges, tables.directed, folder, **options)
