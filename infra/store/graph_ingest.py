@@ -148,7 +148,9 @@ class Spool:
         self.folder = folder
         self.limits = limits
         self.label = label
-        self.db = sqlite3.connect(folder / "spool.sqlite", isolation_level=None)
+        # sqlite3's implicit transaction spans the whole spool (nothing here needs to be
+        # durable): a transaction per row would cost 100 us each
+        self.db = sqlite3.connect(folder / "spool.sqlite")
         self.db.create_function("unquote", 1, unquote, deterministic=True)
         for pragma in (
             "journal_mode=OFF",
