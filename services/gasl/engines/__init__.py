@@ -12,7 +12,11 @@ One idea per module:
   (`AdjacencySearches`), over the reads it needs of that graph (`AdjacencyReads`);
 - `networkx_engine.py` — a networkx graph as those reads, and its adapter (`NetworkXAdapter`);
 - `overlay_view.py` — a shared graph and one job's overlay read together (`OverlaidAdapter`),
-  the engine-independent part of that merge in `OverlayRows`.
+  the engine-independent part of that merge in `OverlayRows`;
+- `ladybug_store.py` — a graph written to an on-disk LadybugDB store, streamed in bounded
+  memory (`build_ladybug_store`), and `cypher_where.py`, a condition as Cypher WHERE;
+- `ladybug_engine.py` — the adapter over such a store, opened read-only (`LadybugAdapter`);
+- `registry.py` — which engine a graph gets (`default_engine`) and opening it (`open_engine`).
 
 Every search is bounded by the caps and the deadline it is handed: one adapter is cached per
 process and shared by every job (and thread) that reads the same graph, so caps travel with

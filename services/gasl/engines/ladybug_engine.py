@@ -154,8 +154,12 @@ class LadybugStore:
 
         self.folder = Path(folder)
         self.info = StoreInfo.read(self.folder)
+        path = self.folder / DATABASE_NAME
         self.database = ladybug.Database(
-            str(self.folder / DATABASE_NAME), buffer_pool_size=buffer_pool_size, read_only=True
+            str(path),
+            buffer_pool_size=buffer_pool_size,
+            read_only=True,
+            max_db_size=_reserved(path),
         )
         self._local = threading.local()
         self._connect = lambda: ladybug.Connection(self.database)
@@ -184,6 +188,12 @@ class LadybugStore:
 
     def close(self) -> None:
         self.database.close()
+
+
+def _reserved(path: Path) -> int:
+    """The address space to reserve for reading a store: a power of two past its size."""
+    size = sum(f.stat().st_size for f in path.rglob("*")) if path.is_dir() else path.stat().st_size
+    return max(1 << 30, 1 << (2 * size).bit_length())
 
 
 class _GraphIds(Mapping[str, int]):

@@ -67,6 +67,9 @@ DATABASE_NAME = "graph.lbdb"
 INFO_NAME = "store.json"
 # The buffer pool COPY may use while building (bytes): building stays within it at any size.
 BUILD_BUFFER_POOL = 512 * 1024 * 1024
+# The address space a database reserves (the engine's default, 8 TiB, lets a process hold
+# only a few open at once): a store larger than this cannot be built.
+MAX_STORE_BYTES = 1 << 40
 
 NODE_LISTS = ("description", "source_ids", "file_paths")
 NODE_TEXTS = ("entity_type",)
@@ -218,7 +221,7 @@ def _spoolable_text(value: Any) -> bool:
 
 
 def _json(value: dict[str, Any]) -> str:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _list_cast(name: str) -> str:
@@ -300,7 +303,11 @@ def build_ladybug_store(
     finally:
         edge_spool.close()
 
-    database = ladybug.Database(str(folder / DATABASE_NAME), buffer_pool_size=buffer_pool_size)
+    database = ladybug.Database(
+        str(folder / DATABASE_NAME),
+        buffer_pool_size=buffer_pool_size,
+        max_db_size=MAX_STORE_BYTES,
+    )
     try:
         conn = ladybug.Connection(database)
         marks = {"rs": _RS, "us": _US}

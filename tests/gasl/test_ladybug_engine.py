@@ -1,0 +1,198 @@
+"""The ladybug engine on the MMWR demo graph: the reference dialect's forms give the same
+records as on networkx; a job's writes never reach the store, opened read-only; a command
+over its budget ends as networkx's does; the builder streams and keeps every attribute."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gasl_support import SchemaModel
+from postel.messages.gasl import GaslPlan, PlanConfig
+from postel.services.gasl.budget import COMMAND_BUDGET, Deadline
+from postel.services.gasl.engines.ladybug_engine import LadybugAdapter
+from postel.services.gasl.engines.ladybug_store import (
+    DATABASE_NAME,
+    StoreInfo,
+    build_from_graphml,
+    build_ladybug_store,
+)
+from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
+from postel.services.gasl.engines.registry import (
+    LADYBUG_FROM_RELATIONS,
+    default_engine,
+    open_engine,
+)
+from postel.services.gasl.errors import BudgetSpent
+from postel.services.gasl.executor import GaslExecutor
+from postel.services.gasl.loaders import DEMO_GRAPH
+from postel.services.gasl.parser import parse
+from reference_dialect import ACCEPTED, SETUP
+
+
+@pytest.fixture(scope="module")
+def mmwr(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("mmwr") / "store"
+    build_from_graphml(DEMO_GRAPH, folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def engines(mmwr: Path) -> Any:
+    ladybug = LadybugAdapter.open(mmwr)
+    yield NetworkXAdapter.from_graphml(DEMO_GRAPH), ladybug
+    ladybug.close()
+
+
+CONFIG = PlanConfig(stop_on_error=False, continue_on_empty=True)
+WALKS = [
+    "NEIGHBORS ${robin} DEPTH 2 AS near",
+    "GRAPHWALK FROM ${robin} DEPTH 3 LIMIT 40 AS walked",
+    "SUBGRAPH FROM ${robin} DEPTH 2 AS sub",
+    "GRAPHCONNECT ${people} TO ${orgs} MAX_LENGTH 3 AS joined",
+    "FIND paths FROM ${robin} TO ${people} MAX_LENGTH 2 AS paths",
+    'NEIGHBORS ${people} VIA "author" DEPTH 2 AS coauthors',
+    'FIND edges WHERE description CONTAINS "vaccin" AND weight > 5 AS about',
+]
+
+
+async def records(adapter: Any, commands: list[str]) -> list[Any]:
+    executor = GaslExecutor(adapter, model=SchemaModel(), max_rows=None)
+    plan = GaslPlan(plan_id="p", commands=[*SETUP, *commands], config=CONFIG)
+    done = (await executor.execute_plan(plan)).records
+    return [(r.status, r.count, r.rows, r.variable, r.caps_hit, r.error) for r in done]
+
+
+def test_the_reference_forms_and_walks_give_the_same_records_on_both_engines(
+    engines: Any,
+) -> None:
+    """Every accepted form, in one plan after SETUP (what one form leaves in the state,
+    both engines leave), then walks of the demo graph."""
+    networkx, ladybug = engines
+    commands = [*(form.written for form in ACCEPTED), *WALKS]
+    on_networkx = asyncio.run(records(networkx, commands))
+    on_ladybug = asyncio.run(records(ladybug, commands))
+    assert len(on_networkx) == len(on_ladybug) > len(commands)
+    assert [a for a, b in zip(on_networkx, on_ladybug, strict=True) if a != b] == []
+    walked = on_ladybug[-len(WALKS) :]
+    assert [r[1] for r in walked if r[1] == 0] == [], [(r[0], r[1], r[5]) for r in walked]
+
+
+def digest(folder: Path) -> str:
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    return hashlib.sha256(b"".join(p.name.encode() + p.read_bytes() for p in files)).hexdigest()
+
+
+def test_a_jobs_writes_live_in_its_overlay_and_the_store_is_never_written(mmwr: Path) -> None:
+    before = digest(mmwr)
+    adapter = LadybugAdapter.open(mmwr)
+    try:
+        writes = [
+            'FIND nodes WHERE entity_type = "PERSON" LIMIT 5 AS people',
+            "CREATE_GROUPS FROM people BY entity_type AS groups",
+            "FIND edges WHERE weight >= 9 LIMIT 3 AS strong",
+            'CREATE_EDGES FROM strong SOURCE target TARGET source RELATION "cites back" AS back',
+            'ADD_FIELD people FIELD kind = "author" AS kinded',
+            'FIND nodes WHERE entity_type = "GROUP" AS found',
+            'NEIGHBORS "group:entity_type=PERSON" AS members',
+        ]
+        done = asyncio.run(records(adapter, writes))[len(SETUP) :]
+        assert [count for _, count, *_ in done][-2:] == [1, 5]
+        # another job reading the same adapter sees none of it
+        assert adapter.get_node("group:entity_type=PERSON") is None
+        with pytest.raises(RuntimeError, match=r"(?i)read.only"):
+            adapter.store.query("CREATE (n:Node {id: 'x', ord: -1})")
+    finally:
+        adapter.close()
+    assert digest(mmwr) == before
+
+
+def test_a_query_past_its_deadline_is_interrupted_and_names_the_budget(mmwr: Path) -> None:
+    adapter = LadybugAdapter.open(mmwr)
+    try:
+        # some seconds of work: every pair of the graph's 3261 nodes
+        slow = "MATCH (a:Node), (b:Node) WHERE lower(a.id + b.id) CONTAINS 'zzq' RETURN count(*)"
+        deadline = Deadline.never()
+        deadline.at, deadline.cap, deadline.seconds = 0.0, COMMAND_BUDGET, 0.05
+        with pytest.raises(BudgetSpent):
+            adapter.store.query(slow, deadline=deadline)
+        soon = Deadline(_now() + 0.05, COMMAND_BUDGET, 0.05)
+        with pytest.raises(BudgetSpent) as spent:
+            adapter.store.query(slow, deadline=soon)
+        assert spent.value.cap == COMMAND_BUDGET
+        # a search over budget returns what it has, naming the budget (partial), as networkx
+        gone = Deadline(_now() - 1, COMMAND_BUDGET, 0.05)
+        robin = ["ROBIN LEE"]
+        for found in (
+            adapter.find_nodes(None, None, deadline=gone),
+            adapter.neighbors(robin, None, 2, None, deadline=gone),
+            adapter.walk(robin, (), 2, None, deadline=gone),
+            adapter.connect(robin, ["CDC"], None, 3, None, deadline=gone),
+            adapter.find_paths(robin, ["CDC"], None, 3, None, deadline=gone),
+            adapter.subgraph(robin, None, 2, None, deadline=gone),
+        ):
+            assert COMMAND_BUDGET in found.caps_hit and found.items == []
+        networkx = NetworkXAdapter.from_graphml(DEMO_GRAPH)
+        assert networkx.find_nodes(None, None, deadline=gone).caps_hit == [COMMAND_BUDGET]
+    finally:
+        adapter.close()
+
+
+def _now() -> float:
+    import time
+
+    return time.monotonic()
+
+
+def test_the_builder_keeps_what_its_columns_cannot_hold_in_extra(tmp_path: Path) -> None:
+    odd = "tab\tand\x1fseparator"
+    nodes = [
+        {"id": "007", "entity_type": "", "description": ["x", 3], "rank": {"a": [1, None]}},
+        {"id": "b", "entity_type": "Straße", "description": [odd], "source_ids": []},
+    ]
+    edges = [
+        {"source": "007", "target": "c", "weight": "heavy", "keywords": ["k"]},
+        {"source": "b", "target": "007", "weight": math.inf},
+    ]
+    info = build_ladybug_store(iter(nodes), iter(edges), True, tmp_path / "s")
+    assert info.nodes == 3 and info.relations == 2
+    assert set(info.spilled) == {"node.entity_type", "node.description", "edge.weight"}
+    assert info.unfolded == ["node.entity_type"]
+    assert StoreInfo.read(tmp_path / "s") == info
+    assert (tmp_path / "s" / DATABASE_NAME).exists() and not (tmp_path / "s" / "spool").exists()
+    adapter = LadybugAdapter.open(tmp_path / "s")
+    try:
+        assert [adapter.get_node(n["id"]) for n in nodes] == nodes
+        assert adapter.get_node("c") == {"id": "c"}
+        rows = adapter.find_edges(None, None).items
+        assert rows == [
+            {"source": "007", "target": "c", "weight": "heavy", "keywords": ["k"]},
+            {"source": "b", "target": "007", "weight": math.inf},
+        ]
+        for condition, ids in [
+            ('entity_type CONTAINS "SS"', ["b"]),
+            ("description = 3", ["007"]),
+            ('entity_type = ""', ["007"]),
+            ('description CONTAINS "\\u001f"', ["b"]),
+        ]:
+            where = parse(f"FIND nodes WHERE {condition} AS x")[0].where  # type: ignore[attr-defined]
+            assert [n["id"] for n in adapter.find_nodes(where, None).items] == ids, condition
+    finally:
+        adapter.close()
+    with pytest.raises(FileExistsError):
+        build_ladybug_store(iter(nodes), iter(edges), True, tmp_path / "s")
+
+
+def test_graphs_go_to_ladybug_from_the_documented_size(mmwr: Path) -> None:
+    assert default_engine(LADYBUG_FROM_RELATIONS - 1) == "networkx"
+    assert default_engine(LADYBUG_FROM_RELATIONS) == "ladybug"
+    opened = open_engine("ladybug", mmwr, buffer_pool_size=32 * 1024 * 1024)
+    assert isinstance(opened, LadybugAdapter) and opened.get_node("ROBIN LEE") is not None
+    opened.close()  # type: ignore[attr-defined]
+    assert isinstance(open_engine("networkx", DEMO_GRAPH), NetworkXAdapter)
+    with pytest.raises(ValueError, match="engines are networkx, ladybug"):
+        open_engine("neo4j", mmwr)  # type: ignore[arg-type]
