@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from postel.services.gasl.engines.registry import ENGINES
 
 if TYPE_CHECKING:
     from postel.infra.store.graphs import GraphInfo, GraphRegistry
@@ -64,8 +65,9 @@ def graph() -> None:
 )
 @click.option(
     "--engine",
-    type=click.Choice(["networkx", "ladybug"]),
-    help="The engine workers open the graph with (default: by the graph's size).",
+    type=click.Choice(ENGINES),
+    help="The engine workers open the graph with (default: by the graph's size, "
+    "services/gasl/engines/registry.py).",
 )
 def graph_add(
     name: str, file: Path, nodes_file: Path | None, directed: bool, engine: str | None

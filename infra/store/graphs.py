@@ -39,7 +39,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Literal, Protocol
+from typing import IO, Any, Protocol
 
 import networkx as nx
 import redis.asyncio as aioredis
@@ -73,6 +73,7 @@ from postel.infra.store.graph_store import (
 from postel.infra.store.keys import Keyspace
 from postel.messages.errors import GraphNotFound, InvalidInput, PostelError
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
+from postel.services.gasl.engines.registry import Engine, default_engine, open_engine
 from postel.services.gasl.graphml import RawGraph, read_graphml_bytes
 from postel.services.gasl.loaders import build_graph, normalise
 from postel.services.gasl.schema_summary import summarize_graph
@@ -92,8 +93,6 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-Engine = Literal["networkx", "ladybug"]
-ENGINES: tuple[Engine, ...] = ("networkx", "ladybug")
 
 _PACKED = "packed"  # the packed graph in the hash itself, as postel stored graphs before
 _LEGACY = "data"  # gzip GraphML, as postel stored graphs before the packed form
@@ -328,11 +327,6 @@ def _write_store(graph: SpooledGraph, engine: Engine, work: Path, pool_bytes: in
     pack_folder(folder, path)
     shutil.rmtree(folder)
     return path
-
-
-def default_engine(relations: int) -> Engine:
-    """The engine of a graph added without one."""
-    return "networkx"
 
 
 class GraphRegistry:
@@ -616,10 +610,8 @@ class GraphRegistry:
 
     def _open(self, stored: StoredVersion, folder: Path) -> Any:
         if stored.engine == "ladybug":
-            from postel.services.gasl.engines.ladybug_engine import LadybugAdapter
-
-            return LadybugAdapter.open(
-                folder / LADYBUG_FOLDER, buffer_pool_size=self.storage.buffer_pool_bytes
+            return open_engine(
+                "ladybug", folder / LADYBUG_FOLDER, buffer_pool_size=self.storage.buffer_pool_bytes
             )
         with self.cache.collector.building():
             return _open_packed_file(folder / STORE_FILE)

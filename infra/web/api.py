@@ -30,7 +30,6 @@ from postel.infra.store.calls import RecordedCall, read_calls
 from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.events import Event
 from postel.infra.store.graphs import (
-    Engine,
     GraphFileError,
     GraphInfo,
     GraphNotFound,
@@ -49,6 +48,7 @@ from postel.infra.web.state import WebState, web_state
 from postel.infra.web.system_view import QueuesView, WorkerView, queues_view, workers_view
 from postel.messages import JOB_ID_PATTERN, TERMINAL_TYPES, FailureStatus, JobRequest
 from postel.messages.limits import MAX_GRAPH_BYTES
+from postel.services.gasl.engines.registry import Engine
 from postel.services.validation import UnsupportedSchemaError
 from pydantic import BaseModel, ValidationError
 from starlette.types import Receive, Scope, Send

@@ -258,3 +258,25 @@ async def test_a_process_keeps_its_bounded_number_of_versions_least_recent_dropp
     assert [name for _, name in registry.cache.entries] == ["a", "c"]
     assert recorded.calls.count("released") == 1
     assert recorded.calls.count("building") == 3
+
+
+async def test_the_engine_is_chosen_or_follows_the_graphs_size(
+    redis_client: aioredis.Redis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A version on ladybug is fetched as its store folder and opened read-only; without
+    --engine, a graph of LADYBUG_FROM_RELATIONS relations or more goes to ladybug."""
+    from postel.services.gasl.engines import registry as engines
+    from postel.services.gasl.engines.ladybug_engine import LadybugAdapter
+
+    registry = GraphRegistry(redis_client, KEYS, AdapterCache(), storage=storage(tmp_path))
+    small = await registry.add("small", DEMO_GRAPH)
+    assert small.engine == "networkx" and small.edges < engines.LADYBUG_FROM_RELATIONS
+    monkeypatch.setattr(engines, "LADYBUG_FROM_RELATIONS", small.edges)
+    big = await registry.add("big", DEMO_GRAPH)
+    chosen = await registry.add("chosen", DEMO_GRAPH, engine="networkx")
+    assert (big.engine, chosen.engine) == ("ladybug", "networkx")
+    adapter = await registry.adapter("big")
+    assert isinstance(adapter, LadybugAdapter)
+    assert [i.engine for i in await registry.list()] == ["ladybug", "networkx", "networkx"]
+    await registry.remove("big")
+    assert not list(registry.storage.cache_dir.rglob("big"))
