@@ -152,8 +152,11 @@ class Settings(BaseSettings):
     graph_versions: int = Field(
         default=2, ge=1, le=64, description="graph versions one process keeps open"
     )
-    graph_buffer_pool_mb: int = Field(
-        default=256, ge=16, description="each process's engine memory (ladybug's buffer pool)"
+    graph_buffer_pool_mb: int | None = Field(
+        default=None,
+        ge=16,
+        description="each process's engine memory: ladybug's buffer pool per open graph "
+        "(unset: the engine's READ_BUFFER_POOL)",
     )
 
     log_level: str = "INFO"
@@ -202,7 +205,9 @@ class Settings(BaseSettings):
             volume=self.graph_volume,
             chunk_bytes=self.graph_chunk_bytes,
             limits=self.graph_limits(),
-            buffer_pool_bytes=self.graph_buffer_pool_mb * 1_048_576,
+            buffer_pool_bytes=(
+                None if self.graph_buffer_pool_mb is None else self.graph_buffer_pool_mb * 1_048_576
+            ),
             spool_dir=(self.graph_cache_dir or self.state_dir / "graph-cache") / "spool",
         )
 

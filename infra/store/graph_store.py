@@ -55,7 +55,8 @@ class GraphStorage:
     volume: Path | None = None
     chunk_bytes: int = 4 * 1_048_576
     limits: GraphLimits = field(default_factory=GraphLimits)
-    buffer_pool_bytes: int = 256 * 1_048_576
+    buffer_pool_bytes: int | None = None
+    """A worker's engine memory per open graph (ladybug's buffer pool); None: the engine's."""
     spool_dir: Path | None = None
 
 

@@ -310,7 +310,7 @@ def _nodes_of(graph: SpooledGraph) -> Iterator[dict[str, Any]]:
         yield attrs
 
 
-def _write_store(graph: SpooledGraph, engine: Engine, work: Path, pool_bytes: int) -> Path:
+def _write_store(graph: SpooledGraph, engine: Engine, work: Path) -> Path:
     """The version's store file in `work`, written as the spool streams it out."""
     path = work / STORE_FILE
     if engine == "networkx":
@@ -321,9 +321,7 @@ def _write_store(graph: SpooledGraph, engine: Engine, work: Path, pool_bytes: in
     from postel.services.gasl.engines.ladybug_store import build_ladybug_store
 
     folder = work / LADYBUG_FOLDER
-    build_ladybug_store(
-        _nodes_of(graph), graph.each_relation(), graph.directed, folder, buffer_pool_size=pool_bytes
-    )
+    build_ladybug_store(_nodes_of(graph), graph.each_relation(), graph.directed, folder)
     pack_folder(folder, path)
     shutil.rmtree(folder)
     return path
@@ -464,7 +462,7 @@ class GraphRegistry:
         graph = spool_input(graph_input, limits, work)
         try:
             chosen = engine or default_engine(graph.spool.edges)
-            path = _write_store(graph, chosen, work, self.storage.buffer_pool_bytes)
+            path = _write_store(graph, chosen, work)
         finally:
             graph.spool.close()
         return _Prepared(

@@ -263,12 +263,24 @@ async def test_a_process_keeps_its_bounded_number_of_versions_least_recent_dropp
 async def test_the_engine_is_chosen_or_follows_the_graphs_size(
     redis_client: aioredis.Redis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A version on ladybug is fetched as its store folder and opened read-only; without
-    --engine, a graph of LADYBUG_FROM_RELATIONS relations or more goes to ladybug."""
+    """A version on ladybug is fetched as its store folder and opened read-only within the
+    buffer pool setting; without --engine, a graph of LADYBUG_FROM_RELATIONS relations or
+    more goes to ladybug."""
+    from postel.infra.store import graphs
     from postel.services.gasl.engines import registry as engines
     from postel.services.gasl.engines.ladybug_engine import LadybugAdapter
 
-    registry = GraphRegistry(redis_client, KEYS, AdapterCache(), storage=storage(tmp_path))
+    pools: list[int | None] = []
+
+    def opening(engine: str, source: Path, *, buffer_pool_size: int | None = None) -> object:
+        pools.append(buffer_pool_size)
+        return engines.open_engine(engine, source, buffer_pool_size=buffer_pool_size)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(graphs, "open_engine", opening)
+    pool = 32 * 1_048_576
+    registry = GraphRegistry(
+        redis_client, KEYS, AdapterCache(), storage=storage(tmp_path, buffer_pool_bytes=pool)
+    )
     small = await registry.add("small", DEMO_GRAPH)
     assert small.engine == "networkx" and small.edges < engines.LADYBUG_FROM_RELATIONS
     monkeypatch.setattr(engines, "LADYBUG_FROM_RELATIONS", small.edges)
@@ -276,7 +288,7 @@ async def test_the_engine_is_chosen_or_follows_the_graphs_size(
     chosen = await registry.add("chosen", DEMO_GRAPH, engine="networkx")
     assert (big.engine, chosen.engine) == ("ladybug", "networkx")
     adapter = await registry.adapter("big")
-    assert isinstance(adapter, LadybugAdapter)
+    assert isinstance(adapter, LadybugAdapter) and pools == [pool]
     assert [i.engine for i in await registry.list()] == ["ladybug", "networkx", "networkx"]
     await registry.remove("big")
     assert not list(registry.storage.cache_dir.rglob("big"))
