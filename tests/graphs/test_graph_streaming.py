@@ -292,3 +292,25 @@ async def test_the_engine_is_chosen_or_follows_the_graphs_size(
     assert [i.engine for i in await registry.list()] == ["ladybug", "networkx", "networkx"]
     await registry.remove("big")
     assert not list(registry.storage.cache_dir.rglob("big"))
+
+
+async def test_a_graph_on_a_redis_cluster(cluster_url: str, tmp_path: Path) -> None:
+    """On a cluster a version's chunks spread over the shards; add, open and remove work
+    all the same."""
+    from postel.infra.store.connect import keyspace_of, redis_client
+
+    client = redis_client(cluster_url)
+    try:
+        registry = GraphRegistry(
+            client,
+            keyspace_of(cluster_url),
+            AdapterCache(),
+            storage=storage(tmp_path, chunk_bytes=65_536),
+        )
+        info = await registry.add("g", DEMO_GRAPH)
+        assert (await registry.adapter("g")).graph.number_of_nodes() == info.nodes
+        await registry.remove("g")
+        assert await registry.names() == []
+        assert [k async for k in client.scan_iter("postel:graphs*")] == []
+    finally:
+        await client.aclose()
