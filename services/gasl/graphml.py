@@ -308,8 +308,9 @@ class _StreamingReader(_Reader):
             super().start(tag, attrs)
         except _Unusual:
             raise GraphMLUnusual(
-                f"the element <{tag.rpartition('}')[2]}> is outside the GraphML that graph "
-                "tools write (keys, one graph, nodes and edges with data)"
+                f"the element <{tag.rpartition('}')[2]}> is outside the plain GraphML that is "
+                "streamed (keys, one graph, nodes and edges with data): save the graph without "
+                "editor extensions, or as a CSV edge list"
             ) from None
 
     def end(self, tag: str) -> None:
