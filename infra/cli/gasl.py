@@ -29,7 +29,16 @@ def gasl() -> None:
     "--graph",
     "graph_source",
     required=True,
-    help="A GraphML file (nano-graphrag or LightRAG), or `sample` for the bundled MMWR graph.",
+    help="A GraphML file (nano-graphrag or LightRAG), `sample` for the bundled MMWR graph, "
+    "or a ladybug store folder (with --engine ladybug).",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["networkx", "ladybug"]),
+    default="networkx",
+    show_default=True,
+    help="The graph engine: networkx in memory, or ladybug on disk (a GraphML file is "
+    "written to a temporary store first). docs/GRAPHS.md compares them.",
 )
 @click.option(
     "--plan",
@@ -54,6 +63,7 @@ def gasl() -> None:
 @click.argument("commands", nargs=-1)
 def gasl_run(
     graph_source: str,
+    engine: str,
     plan: Path | None,
     state_dir: Path | None,
     as_json: bool,
@@ -68,6 +78,7 @@ def gasl_run(
 
     \b
     postel gasl run --graph sample 'FIND nodes WHERE entity_type = "PERSON" LIMIT 5 AS p'
+    postel gasl run --graph sample --engine ladybug 'NEIGHBORS "ROBIN LEE" DEPTH 2 AS n'
     """
     import networkx as nx
     from postel.infra.cli import support as cli_support
@@ -80,7 +91,8 @@ def gasl_run(
             "give either --plan PLAN.json or COMMANDs, not both or neither", cli_support.EXIT_INPUT
         )
     graph_path = DEMO_GRAPH if graph_source == SAMPLE else Path(graph_source)
-    if not graph_path.is_file():
+    store = engine == "ladybug" and (graph_path / "store.json").is_file()
+    if not (graph_path.is_file() or store):
         cli_support.fail(
             f"graph file {graph_source} not found (or `--graph sample`)", cli_support.EXIT_INPUT
         )
@@ -91,7 +103,7 @@ def gasl_run(
             f"invalid plan {plan or 'from COMMANDs'}: {_first_line(exc)}", cli_support.EXIT_INPUT
         )
     try:
-        result = run_plan(graph_path, loaded, state_dir, max_rows=limit)
+        result = run_plan(graph_path, loaded, state_dir, max_rows=limit, engine=engine)  # type: ignore[arg-type]
     except (SyntaxError, nx.NetworkXError) as exc:  # xml's ParseError is a SyntaxError
         cli_support.fail(
             f"{graph_path} is not a readable GraphML graph: {exc}", cli_support.EXIT_INPUT

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from postel.messages.gasl import ExecutionRecord, GaslPlan, GaslRunResult
-from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
+from postel.services.gasl.engines.protocol import GraphAdapter
+from postel.services.gasl.engines.registry import Engine, open_engine
 from postel.services.gasl.errors import GaslSyntaxError
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.llm_steps import GaslModel
@@ -33,13 +37,35 @@ def run_plan(
     state_dir: str | Path | None = None,
     model: GaslModel | None = None,
     max_rows: int | None = None,
+    engine: Engine = "networkx",
 ) -> GaslRunResult:
-    """Load the graph, run one plan, persist the state under `state_dir` (if given); each
-    record keeps up to `max_rows` result rows (None: all)."""
+    """Open the graph on `engine`, run one plan, persist the state under `state_dir` (if
+    given); each record keeps up to `max_rows` result rows (None: all)."""
     backend = JsonFileStateBackend(Path(state_dir) / STATE_FILE) if state_dir else None
-    adapter = NetworkXAdapter.from_graphml(graph_path)
-    executor = GaslExecutor(adapter, StateStore(backend), model, max_rows=max_rows)
-    return asyncio.run(executor.execute_plan(plan))
+    with opened_graph(Path(graph_path), engine) as adapter:
+        executor = GaslExecutor(adapter, StateStore(backend), model, max_rows=max_rows)
+        return asyncio.run(executor.execute_plan(plan))
+
+
+@contextmanager
+def opened_graph(graph_path: Path, engine: Engine) -> Iterator[GraphAdapter]:
+    """The graph at `graph_path` on `engine`: a GraphML file for either engine (ladybug
+    builds a store of it in a temporary folder, removed after), or a ladybug store folder."""
+    if engine == "ladybug" and not graph_path.is_dir():
+        from postel.services.gasl.engines.ladybug_store import build_from_graphml
+
+        with tempfile.TemporaryDirectory(prefix="postel-store-") as folder:
+            build_from_graphml(graph_path, Path(folder) / "store")
+            with opened_graph(Path(folder) / "store", engine) as adapter:
+                yield adapter
+        return
+    adapter = open_engine(engine, graph_path)
+    try:
+        yield adapter
+    finally:
+        close = getattr(adapter, "close", None)
+        if close is not None:
+            close()
 
 
 def run_commands(
@@ -47,9 +73,11 @@ def run_commands(
     plan_or_commands: str | Path | dict[str, Any] | list[str],
     state_dir: str | Path | None = None,
     model: GaslModel | None = None,
+    engine: Engine = "networkx",
 ) -> list[ExecutionRecord]:
     """`postel gasl run`: the records of a plan file/object or of loose commands."""
-    return run_plan(graph_path, load_plan(plan_or_commands), state_dir, model).records
+    plan = load_plan(plan_or_commands)
+    return run_plan(graph_path, plan, state_dir, model, engine=engine).records
 
 
 def check_commands(commands: list[str]) -> list[str | GaslSyntaxError]:

@@ -25,21 +25,33 @@ from collections.abc import Iterable
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from postel.services.gasl.engines.caps import Caps
+from postel.services.gasl.engines.ladybug_engine import LadybugAdapter
+from postel.services.gasl.engines.ladybug_store import value_kind
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
-from postel.services.gasl.loaders import relations_of
+from postel.services.gasl.engines.protocol import GraphAdapter
+from postel.services.gasl.loaders import PARALLEL, relations_of
 
 MAX_KEYWORDS = 30
+# Caps that let a whole small store be read (a summary of fields the columns do not hold).
+_ALL = Caps(max_results=2**62)
 EXAMPLE_TYPES = 10
 EXAMPLES_PER_TYPE = 2
 
-_CACHE: WeakKeyDictionary[NetworkXAdapter, dict[str, Any]] = WeakKeyDictionary()
+_CACHE: WeakKeyDictionary[GraphAdapter, dict[str, Any]] = WeakKeyDictionary()
 
 
-def summarize_graph(adapter: NetworkXAdapter) -> dict[str, Any]:
-    """The graph's schema summary (see the module docstring); computed once per adapter."""
+def summarize_graph(adapter: GraphAdapter) -> dict[str, Any]:
+    """The graph's schema summary (see the module docstring); computed once per adapter,
+    the same on either engine (a ladybug store's by a few aggregate queries)."""
     summary = _CACHE.get(adapter)
     if summary is None:
-        summary = _summarize(adapter)
+        if isinstance(adapter, LadybugAdapter):
+            summary = _summarize_store(adapter)
+        elif isinstance(adapter, NetworkXAdapter):
+            summary = _summarize(adapter)
+        else:
+            raise TypeError(f"no schema summary for {type(adapter).__name__}")
         _CACHE[adapter] = summary
     # callers may trim or annotate their copy; the cached one must stay whole
     return copy.deepcopy(summary)
@@ -84,25 +96,86 @@ def _summarize(adapter: NetworkXAdapter) -> dict[str, Any]:
     }
 
 
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, list | tuple):
-        return "list"
-    if isinstance(value, dict):
-        return "dict"
-    return "text"
-
-
 def _attribute_kinds(records: Iterable[dict[str, Any]]) -> dict[str, str]:
     """Attribute name -> the kind of its values ("mixed" when they differ), names sorted."""
     kinds: dict[str, str] = {}
     for attrs in records:
         for name, value in attrs.items():
-            kind = _kind(value)
+            kind = value_kind(value)
             seen = kinds.setdefault(name, kind)
             if seen != kind:
                 kinds[name] = "mixed"
     return dict(sorted(kinds.items()))
+
+
+def _summarize_store(adapter: LadybugAdapter) -> dict[str, Any]:
+    """`_summarize` of a ladybug store: counts by aggregate queries, attribute kinds from
+    the store's info; where a field is kept in `extra` (spilled), from every record."""
+    info, query = adapter.info, adapter.store.query
+    if {"node.entity_type", "edge.keywords"} & set(info.spilled):
+        return _summarize(_as_networkx(adapter))
+    typed = "coalesce(n.entity_type, 'UNKNOWN')"
+    types = {str(t): int(c) for t, c in query(f"MATCH (n:Node) RETURN {typed}, count(*)")}
+    ranked = sorted(types.items(), key=lambda item: (-item[1], item[0]))
+    examples = {
+        name: [
+            row[0]
+            for row in query(
+                f"MATCH (n:Node) WHERE {typed} = $t RETURN n.id ORDER BY n.ord LIMIT $k",
+                {"t": name, "k": EXAMPLES_PER_TYPE},
+            )
+        ]
+        for name, _ in ranked[:EXAMPLE_TYPES]
+    }
+    top = [
+        (str(k), int(c))
+        for k, c in query(
+            "MATCH (:Node)-[r:Rel]->(:Node) UNWIND r.keywords AS k "
+            "RETURN k, count(*) AS c ORDER BY c DESC, k LIMIT $n",
+            {"n": MAX_KEYWORDS},
+        )
+    ]
+    directions: dict[str, str] = {}
+    if info.directed and top:
+        # the commonest ends of each keyword, ties to the first relation (Counter's order)
+        rows = query(
+            "MATCH (a:Node)-[r:Rel]->(b:Node) UNWIND r.keywords AS k WITH k, a, b, r "
+            "WHERE k IN $top RETURN k, coalesce(a.entity_type, 'UNKNOWN'), "
+            "coalesce(b.entity_type, 'UNKNOWN'), count(*), min(r.rord)",
+            {"top": [k for k, _ in top]},
+        )
+        best: dict[str, tuple[int, int, str]] = {}
+        for k, source, target, count, first in rows:
+            candidate = (-int(count), int(first), f"{source} -> {target}")
+            if k not in best or candidate < best[k]:
+                best[k] = candidate
+        directions = {k: best[k][2] for k, _ in top if k in best}
+    return {
+        "nodes": info.nodes,
+        "edges": info.relations,
+        "directed": info.directed,
+        "entity_types": dict(ranked),
+        "node_attributes": dict(info.node_attributes),
+        "edge_attributes": dict(info.edge_attributes),
+        "relation_keywords": dict(top),
+        "relation_directions": directions,
+        "example_ids": examples,
+    }
+
+
+def _as_networkx(adapter: LadybugAdapter) -> NetworkXAdapter:
+    """A store read whole into networkx: only for a summary whose fields the columns do not
+    hold (a store whose entity types or keywords were not all text)."""
+    import networkx as nx
+
+    graph: nx.Graph = nx.DiGraph() if adapter.info.directed else nx.Graph()
+    for item in adapter.find_nodes(None, None, caps=_ALL).items:
+        graph.add_node(item["id"], **item)
+    for relation in adapter.find_edges(None, None, caps=_ALL).items:
+        u, v = relation["source"], relation["target"]
+        if graph.has_edge(u, v):
+            attrs = graph.edges[u, v]
+            attrs.setdefault(PARALLEL, []).append(relation)
+        else:
+            graph.add_edge(u, v, **relation)
+    return NetworkXAdapter(graph, use_indexes=False)

@@ -187,6 +187,28 @@ def test_the_builder_keeps_what_its_columns_cannot_hold_in_extra(tmp_path: Path)
         build_ladybug_store(iter(nodes), iter(edges), True, tmp_path / "s")
 
 
+def test_the_builder_spools_any_text_its_columns_take(tmp_path: Path) -> None:
+    """Quotes, commas, backslashes reach the columns as they are; a line break goes to
+    `extra`; an id no column can hold is refused."""
+    texts = ['"Engine Island (1920, #0)"', "a, b", 'q"', "back\\", "\\", 'x\\"y', "é"]
+    nodes = [
+        {"id": f"n{i}", "entity_type": t, "description": [t, "z"]} for i, t in enumerate(texts)
+    ]
+    nodes += [{"id": t} for t in texts]
+    nodes.append({"id": "broken", "description": ["one\ntwo"], "entity_type": "x\ry"})
+    edges = [{"source": t, "target": "n0", "keywords": [t]} for t in texts]
+    info = build_ladybug_store(iter(nodes), iter(edges), False, tmp_path / "s")
+    assert info.spilled == ["node.description", "node.entity_type"]
+    adapter = LadybugAdapter.open(tmp_path / "s")
+    try:
+        assert [adapter.get_node(n["id"]) for n in nodes] == nodes
+        assert [e["keywords"] for e in adapter.find_edges(None, None).items] == [[t] for t in texts]
+    finally:
+        adapter.close()
+    with pytest.raises(ValueError, match="line breaks"):
+        build_ladybug_store(iter([{"id": "a\nb"}]), iter([]), False, tmp_path / "t")
+
+
 def test_graphs_go_to_ladybug_from_the_documented_size(mmwr: Path) -> None:
     assert default_engine(LADYBUG_FROM_RELATIONS - 1) == "networkx"
     assert default_engine(LADYBUG_FROM_RELATIONS) == "ladybug"
@@ -196,3 +218,47 @@ def test_graphs_go_to_ladybug_from_the_documented_size(mmwr: Path) -> None:
     assert isinstance(open_engine("networkx", DEMO_GRAPH), NetworkXAdapter)
     with pytest.raises(ValueError, match="engines are networkx, ladybug"):
         open_engine("neo4j", mmwr)  # type: ignore[arg-type]
+
+
+def test_gasl_run_takes_the_engine_and_gives_the_same_records(mmwr: Path) -> None:
+    from click.testing import CliRunner
+    from postel.infra.cli.gasl_run import run_commands
+    from postel.infra.cli.main import main
+
+    commands = ['FIND nodes WHERE entity_type = "PERSON" LIMIT 3 AS p', "NEIGHBORS p AS n"]
+    on_networkx = run_commands(DEMO_GRAPH, commands)
+    for graph in (DEMO_GRAPH, mmwr):  # a GraphML file (stored first) or a store folder
+        on_ladybug = run_commands(graph, commands, engine="ladybug")
+        assert [(r.status, r.count, r.rows) for r in on_ladybug] == [
+            (r.status, r.count, r.rows) for r in on_networkx
+        ]
+    ran = CliRunner().invoke(
+        main, ["gasl", "run", "--graph", str(mmwr), "--engine", "ladybug", "--json", *commands]
+    )
+    assert ran.exit_code == 0, ran.output
+    assert '"count": 3' in ran.output
+    refused = CliRunner().invoke(main, ["gasl", "run", "--graph", str(mmwr), *commands])
+    assert refused.exit_code == 2 and "not found" in refused.output
+
+
+def test_the_planners_schema_summary_is_the_same_on_both_engines(
+    engines: Any, tmp_path: Path
+) -> None:
+    from postel.services.gasl.loaders import build_graph, normalise
+    from postel.services.gasl.schema_summary import summarize_graph
+    from postel_bench.data.qa_movies import qa_movie_graph, write_graphml
+
+    networkx, ladybug = engines
+    assert summarize_graph(ladybug) == summarize_graph(networkx)
+    movies = tmp_path / "movies.graphml"
+    write_graphml(qa_movie_graph(400), movies)  # directed, with keywords
+    build_from_graphml(movies, tmp_path / "store")
+    from postel.services.gasl.graphml import read_graphml_bytes
+
+    tables = normalise(read_graphml_bytes(movies.read_bytes()))
+    store = LadybugAdapter.open(tmp_path / "store")
+    try:
+        expected = summarize_graph(NetworkXAdapter(build_graph(tables)))
+        assert expected["relation_directions"] and summarize_graph(store) == expected
+    finally:
+        store.close()

@@ -5,7 +5,7 @@ memory at any size.
 loaders give them (services/gasl/loaders.py): a node has `id` and its attributes; an edge
 has `source`, `target` and its relation's attributes, its further relations between the
 same two nodes in its PARALLEL list (or given as further edge dicts of the same pair: both
-read the same). It writes them in one pass to CSV spool files in the folder and loads those
+read the same). It writes them in one pass to spool files in the folder and loads those
 with COPY; nothing but one row at a time is held in Python. The folder then holds:
 
 - `graph.lbdb`, the database (opened read-only by `LadybugAdapter`, never written again);
@@ -30,9 +30,9 @@ STRING[], keywords STRING[], source_ids STRING[], file_paths STRING[], extra STR
 - the common fields above are columns, NULL where an item lacks the field; every other
   attribute is in `extra`, one JSON object per item. A common field's value that its column
   cannot hold as it is (a weight that is not a float, a list holding a non-string, an empty
-  string, text holding the spool's separators) goes to `extra` instead, and the field is
-  named in `StoreInfo.spilled`: a condition on it is then tested in Python, as one on an
-  `extra` attribute is;
+  string, text holding a line break or the spool's separators) goes to `extra` instead, and
+  the field is named in `StoreInfo.spilled`: a condition on it is then tested in Python, as
+  one on an `extra` attribute is;
 - text is matched in the database by comparing `lower()` of a column with the casefolded
   needle, which is exactly Python's casefold wherever the column holds only characters the
   two fold alike; a column holding another character is named in `StoreInfo.unfolded`, and
@@ -47,7 +47,6 @@ the networkx loader merges repeats, so give each node once for both engines to a
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import shutil
@@ -75,10 +74,12 @@ NODE_LISTS = ("description", "source_ids", "file_paths")
 NODE_TEXTS = ("entity_type",)
 EDGE_LISTS = ("description", "keywords", "source_ids", "file_paths")
 EDGE_FLOATS = ("weight",)
-# A list column is spooled as its elements joined by US after a leading RS (RS alone: the
-# empty list; an empty field: NULL): the CSV reader of the engine cannot quote inside lists.
-_RS, _US = "\x1e", "\x1f"
-_UNSPOOLABLE = frozenset("\x00\x1e\x1f")
+# Spool files are delimited by GS with no quoting (the engine's reader, quoting, misreads
+# some quoted fields when COPY reads them through a query): a text with a line break or
+# one of these separators is not spooled into a column. A list column is its elements
+# joined by US after a leading RS (RS alone: the empty list; an empty field: NULL).
+_GS, _RS, _US, _FS = "\x1d", "\x1e", "\x1f", "\x1c"
+_UNSPOOLABLE = frozenset("\x00\n\r" + _FS + _GS + _RS + _US)
 
 NODE_SCHEMA = (
     "CREATE NODE TABLE Node(id STRING, ord INT64, shape INT64, entity_type STRING, "
@@ -108,6 +109,9 @@ class StoreInfo:
     # the orders of attribute names items have, numbered by their `shape` column
     node_shapes: list[list[str]] = field(default_factory=list)
     edge_shapes: list[list[str]] = field(default_factory=list)
+    # attribute name -> the kind of its values (schema_summary's kinds), nodes and relations
+    node_attributes: dict[str, str] = field(default_factory=dict)
+    edge_attributes: dict[str, str] = field(default_factory=dict)
 
     def exact(self, kind: Literal["node", "edge"], name: str) -> bool:
         """Does the column of field `name` hold every value of it (none in `extra`)?"""
@@ -135,10 +139,16 @@ class _Shapes:
     def __init__(self) -> None:
         self.orders: list[list[str]] = []
         self._numbers: dict[tuple[str, ...], int] = {}
+        self.kinds: dict[str, str] = {}
 
     def of(self, item: dict[str, Any]) -> int | str:
-        """The number of the item's order ("" once MAX_SHAPES are numbered: not kept)."""
+        """The number of the item's order ("" once MAX_SHAPES are numbered: not kept); the
+        kinds of its attributes noted."""
         names = tuple(k for k in item if k != PARALLEL)
+        for name in names:
+            kind = value_kind(item[name])
+            if self.kinds.setdefault(name, kind) != kind:
+                self.kinds[name] = "mixed"
         number = self._numbers.get(names)
         if number is None:
             if len(self.orders) >= MAX_SHAPES:
@@ -149,18 +159,18 @@ class _Shapes:
 
 
 class _Spool:
-    """Rows of one table written to a CSV file as they come, and what they held."""
+    """Rows of one table written to a spool file as they come (fields joined by GS; no
+    field holds a separator or a line break), and how many."""
 
     def __init__(self, path: Path, header: list[str]) -> None:
         self.path = path
         self._file = path.open("w", newline="", encoding="utf-8")
-        self._writer = csv.writer(self._file)
-        self._writer.writerow(header)
         self.header = header
+        self._file.write(_GS.join(header) + "\n")
         self.rows = 0
 
     def write(self, row: list[Any]) -> None:
-        self._writer.writerow(row)
+        self._file.write(_GS.join(map(str, row)) + "\n")
         self.rows += 1
 
     def close(self) -> None:
@@ -216,6 +226,19 @@ class _Columns:
             self.chars[name].update(ch for ch in text if not ch.isascii())
 
 
+def value_kind(value: Any) -> str:
+    """The kind of an attribute's value a planner is told: text, number, bool, list, dict."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list | tuple):
+        return "list"
+    if isinstance(value, dict):
+        return "dict"
+    return "text"
+
+
 def _spoolable_text(value: Any) -> bool:
     return isinstance(value, str) and value != "" and not (_UNSPOOLABLE & set(value))
 
@@ -238,10 +261,11 @@ def _text_cast(name: str) -> str:
 
 def _load(spool: _Spool, types: dict[str, str]) -> str:
     """LOAD of a spool file with its columns' types stated (never inferred: an id "007"
-    stays a string). PARALLEL=false: a quoted field may hold a line break."""
+    stays a string), delimited by GS, with a quote character no field holds."""
     columns = ", ".join(f"{name} {types.get(name, 'STRING')}" for name in spool.header)
     path = spool.path.as_posix()
-    return f"LOAD WITH HEADERS ({columns}) FROM '{path}' (HEADER=true, PARALLEL=false)"
+    options = f"HEADER=true, DELIM='{_GS}', QUOTE='{_FS}', ESCAPE='{_FS}'"
+    return f"LOAD WITH HEADERS ({columns}) FROM '{path}' ({options})"
 
 
 def build_ladybug_store(
@@ -276,7 +300,10 @@ def build_ladybug_store(
         for node in nodes:
             node_id = node.get("id")
             if not _spoolable_text(node_id):
-                raise ValueError(f"a node needs a non-empty string id, got {node_id!r}")
+                raise ValueError(
+                    f"a node needs a non-empty string id without line breaks or control "
+                    f"separators, got {node_id!r}"
+                )
             cells, _ = node_cols.split(node, ("id",))
             node_cols._note("id", node_id)
             node_spool.write([node_id, node_spool.rows, node_shapes.of(node), *cells])
@@ -293,7 +320,7 @@ def build_ladybug_store(
                 )
                 for end in (source, target):
                     if not _spoolable_text(end):
-                        raise ValueError(f"an edge needs non-empty string ends, got {end!r}")
+                        raise ValueError(f"an edge needs ends that are node ids, got {end!r}")
                 cells, _ = edge_cols.split(
                     relation, ("source", "target", PARALLEL), floats=EDGE_FLOATS
                 )
@@ -341,8 +368,9 @@ def build_ladybug_store(
         pair = "->" if directed else "-"
         keep = "" if directed else "WHERE a.ord <= b.ord "
         conn.execute(
-            f"MATCH (a:Node)-[r:Rel]{pair}(b:Node) {keep}WITH a, b, min(r.rord) AS first "
-            f"MATCH (a)-[s:Rel]{pair}(b) SET s.pord = first"
+            f"MATCH (a:Node)-[r:Rel]{pair}(b:Node) {keep}"
+            "WITH a, b, min(r.rord) AS first, count(r) AS relations WHERE relations > 1 "
+            f"MATCH (a)-[s:Rel]{pair}(b) WHERE s.rord <> first SET s.pord = first"
         )
         node_count = _scalar(conn, "MATCH (n:Node) RETURN count(n)")
         unfolded = [
@@ -360,6 +388,8 @@ def build_ladybug_store(
         spilled=sorted(node_cols.spilled | edge_cols.spilled),
         node_shapes=node_shapes.orders,
         edge_shapes=edge_shapes.orders,
+        node_attributes=dict(sorted({"id": "text", **node_shapes.kinds}.items())),
+        edge_attributes=dict(sorted(edge_shapes.kinds.items())),
         unfolded=sorted(unfolded),
     )
     info.write(folder)
