@@ -204,3 +204,11 @@ def test_gasl_run_shows_the_canonical_command_and_what_was_written() -> None:
     assert table.exit_code == 0, table.output
     assert 'FIND nodes WHERE entity_type = "PERSON" AS p' in table.stdout
     assert "written as: FIND nodes with entity_type=PERSON AS p" in table.stdout
+
+
+def test_graph_add_offers_the_registry_s_engines() -> None:
+    from postel.infra.cli.graph import graph_add
+    from postel.services.gasl.engines.registry import ENGINES
+
+    [engine] = [p for p in graph_add.params if p.name == "engine"]
+    assert tuple(engine.type.choices) == ENGINES  # type: ignore[attr-defined]
