@@ -158,6 +158,12 @@ class Settings(BaseSettings):
         description="each process's engine memory: ladybug's buffer pool per open graph "
         "(unset: the engine's READ_BUFFER_POOL)",
     )
+    graph_build_pool_mb: int | None = Field(
+        default=None,
+        ge=16,
+        description="ladybug's buffer pool while `graph add` builds a store (unset: the "
+        "engine's BUILD_BUFFER_POOL)",
+    )
 
     log_level: str = "INFO"
     log_format: Literal["auto", "json", "console"] = Field(
@@ -200,15 +206,19 @@ class Settings(BaseSettings):
 
     def graph_storage(self) -> GraphStorage:
         """How this process stores, ships and caches graph versions."""
+        cache = self.graph_cache_dir or self.state_dir / "graph-cache"
         return GraphStorage(
-            cache_dir=self.graph_cache_dir or self.state_dir / "graph-cache",
+            cache_dir=cache,
             volume=self.graph_volume,
             chunk_bytes=self.graph_chunk_bytes,
             limits=self.graph_limits(),
             buffer_pool_bytes=(
                 None if self.graph_buffer_pool_mb is None else self.graph_buffer_pool_mb * 1_048_576
             ),
-            spool_dir=(self.graph_cache_dir or self.state_dir / "graph-cache") / "spool",
+            build_pool_bytes=(
+                None if self.graph_build_pool_mb is None else self.graph_build_pool_mb * 1_048_576
+            ),
+            spool_dir=cache / "spool",
         )
 
     @property

@@ -57,6 +57,8 @@ class GraphStorage:
     limits: GraphLimits = field(default_factory=GraphLimits)
     buffer_pool_bytes: int | None = None
     """A worker's engine memory per open graph (ladybug's buffer pool); None: the engine's."""
+    build_pool_bytes: int | None = None
+    """The engine memory of one `graph add` building a ladybug store; None: the engine's."""
     spool_dir: Path | None = None
 
 

@@ -310,7 +310,7 @@ def _nodes_of(graph: SpooledGraph) -> Iterator[dict[str, Any]]:
         yield attrs
 
 
-def _write_store(graph: SpooledGraph, engine: Engine, work: Path) -> Path:
+def _write_store(graph: SpooledGraph, engine: Engine, work: Path, build_pool: int | None) -> Path:
     """The version's store file in `work`, written as the spool streams it out."""
     path = work / STORE_FILE
     if engine == "networkx":
@@ -321,7 +321,8 @@ def _write_store(graph: SpooledGraph, engine: Engine, work: Path) -> Path:
     from postel.services.gasl.engines.ladybug_store import build_ladybug_store
 
     folder = work / LADYBUG_FOLDER
-    build_ladybug_store(_nodes_of(graph), graph.each_relation(), graph.directed, folder)
+    pool = {} if build_pool is None else {"buffer_pool_size": build_pool}
+    build_ladybug_store(_nodes_of(graph), graph.each_relation(), graph.directed, folder, **pool)
     pack_folder(folder, path)
     shutil.rmtree(folder)
     return path
@@ -462,7 +463,7 @@ class GraphRegistry:
         graph = spool_input(graph_input, limits, work)
         try:
             chosen = engine or default_engine(graph.spool.edges)
-            path = _write_store(graph, chosen, work)
+            path = _write_store(graph, chosen, work, self.storage.build_pool_bytes)
         finally:
             graph.spool.close()
         return _Prepared(

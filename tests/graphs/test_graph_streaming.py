@@ -8,6 +8,7 @@ import gzip
 import io
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -267,6 +268,7 @@ async def test_the_engine_is_chosen_or_follows_the_graphs_size(
     buffer pool setting; without --engine, a graph of LADYBUG_FROM_RELATIONS relations or
     more goes to ladybug."""
     from postel.infra.store import graphs
+    from postel.services.gasl.engines import ladybug_store
     from postel.services.gasl.engines import registry as engines
     from postel.services.gasl.engines.ladybug_engine import LadybugAdapter
 
@@ -277,9 +279,19 @@ async def test_the_engine_is_chosen_or_follows_the_graphs_size(
         return engines.open_engine(engine, source, buffer_pool_size=buffer_pool_size)  # type: ignore[arg-type]
 
     monkeypatch.setattr(graphs, "open_engine", opening)
-    pool = 32 * 1_048_576
+    real_build = ladybug_store.build_ladybug_store
+
+    def building(*args: Any, **kwargs: Any) -> Any:
+        pools.append(kwargs["buffer_pool_size"])
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(ladybug_store, "build_ladybug_store", building)
+    pool, build_pool = 32 * 1_048_576, 96 * 1_048_576
     registry = GraphRegistry(
-        redis_client, KEYS, AdapterCache(), storage=storage(tmp_path, buffer_pool_bytes=pool)
+        redis_client,
+        KEYS,
+        AdapterCache(),
+        storage=storage(tmp_path, buffer_pool_bytes=pool, build_pool_bytes=build_pool),
     )
     small = await registry.add("small", DEMO_GRAPH)
     assert small.engine == "networkx" and small.edges < engines.LADYBUG_FROM_RELATIONS
@@ -288,7 +300,7 @@ async def test_the_engine_is_chosen_or_follows_the_graphs_size(
     chosen = await registry.add("chosen", DEMO_GRAPH, engine="networkx")
     assert (big.engine, chosen.engine) == ("ladybug", "networkx")
     adapter = await registry.adapter("big")
-    assert isinstance(adapter, LadybugAdapter) and pools == [pool]
+    assert isinstance(adapter, LadybugAdapter) and pools == [build_pool, pool]
     assert [i.engine for i in await registry.list()] == ["ladybug", "networkx", "networkx"]
     await registry.remove("big")
     assert not list(registry.storage.cache_dir.rglob("big"))
