@@ -274,6 +274,13 @@ def bench_loop(document_path: Path, max_tokens: int, scale: str | None, as_json:
     help="Keep the graph, the questions and the worker's logs here.",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@click.option(
+    "--engine",
+    type=click.Choice(["networkx", "ladybug", "both"]),
+    default=None,
+    help="Instead of the run through the bus: each question's right GASL chain on this "
+    "engine (both: on each, answers compared), p50 per question (postel_bench/engines.py).",
+)
 def bench_qa(
     triples: int,
     questions: int,
@@ -283,6 +290,7 @@ def bench_qa(
     job_timeout: float,
     keep_dir: Path | None,
     as_json: bool,
+    engine: str | None,
 ) -> None:
     """Knowledge-graph question answering through `postel up`: a generated movie graph
     loaded with `postel graph add`, 1-3-hop questions answered by scripted planners over the
@@ -292,6 +300,14 @@ def bench_qa(
 
     from postel_bench.qa import QaConfig, format_qa, run_qa
 
+    if engine is not None:
+        from postel_bench.engines import chosen_engines, format_engine_qa, run_engine_qa
+
+        compared = run_engine_qa(triples, questions, chosen_engines(engine), seed)
+        click.echo(json.dumps(compared, indent=2) if as_json else format_engine_qa(compared))
+        if not compared["same_answers"]:
+            fail("the engines gave different answers", EXIT_FAILED)
+        return
     settings()
     chosen = [p.strip() for p in planners.split(",") if p.strip()]
     unknown = sorted(set(chosen) - {"right", "realistic"})
@@ -417,14 +433,46 @@ def bench_gasl(
     help="Relations of the generated movie knowledge graph.",
 )
 @click.option("--json", "as_json", is_flag=True, help="The figures as one JSON document.")
-def bench_graphs(triples: int, as_json: bool) -> None:
+@click.option(
+    "--engine",
+    type=click.Choice(["networkx", "ladybug", "both"]),
+    default=None,
+    help="Compare the graph engines instead: each one's worker RSS holding the graph, open "
+    "time, and FIND / NEIGHBORS / 2-hop GRAPHWALK p50, side by side (postel_bench/engines.py).",
+)
+@click.option(
+    "--edges",
+    type=click.IntRange(100, 10_000_000),
+    default=1_000_000,
+    show_default=True,
+    help="With --engine: relations of the generated movie graph.",
+)
+@click.option(
+    "--scratch",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="With --engine: keep the generated graph and its store here, reused by later runs.",
+)
+def bench_graphs(
+    triples: int, as_json: bool, engine: str | None, edges: int, scratch: Path | None
+) -> None:
     """`postel graph add` and a worker's cold load of a generated movie knowledge graph
     (time, and the loading process's memory) against the former GraphML-parsing path, in
-    fresh processes on a scratch Redis. Exit 1 if a target is missed."""
+    fresh processes on a scratch Redis; with --engine, the engines compared. Exit 1 if a
+    target is missed."""
     from postel.infra.cli import support as cli_support
 
     from postel_bench.graphs import format_graphs_bench, run_graphs_bench
 
+    if engine is not None:
+        from postel_bench.engines import chosen_engines, format_engine_graphs, run_engine_graphs
+
+        compared = run_engine_graphs(edges, chosen_engines(engine), scratch=scratch)
+        click.echo(json.dumps(compared, indent=2) if as_json else format_engine_graphs(compared))
+        met = all(t["met"] for t in compared["targets"].values())
+        if not (met and compared["same_answers"]):
+            raise SystemExit(cli_support.EXIT_FAILED)
+        return
     cli_support.settings()
     figures = asyncio.run(run_graphs_bench(triples))
     click.echo(json.dumps(figures, indent=2) if as_json else format_graphs_bench(figures))

@@ -142,6 +142,25 @@ def test_a_query_past_its_deadline_is_interrupted_and_names_the_budget(mmwr: Pat
         adapter.close()
 
 
+def test_a_cancelled_plan_interrupts_the_query_it_is_running(mmwr: Path) -> None:
+    """The plan's caller sets `stop`: the running query ends though its budget has a
+    minute left (without the watch it would run to its end and return its count)."""
+    import threading
+
+    from postel.services.gasl.budget import PlanClock, TimeBudget
+
+    stop = threading.Event()
+    clock = PlanClock(TimeBudget(plan_s=60, command_s=60), stop=stop)
+    adapter = LadybugAdapter.open(mmwr)
+    try:
+        slow = "MATCH (a:Node), (b:Node) WHERE lower(a.id + b.id) CONTAINS 'zzq' RETURN count(*)"
+        threading.Timer(0.2, stop.set).start()
+        with pytest.raises(BudgetSpent):
+            adapter.store.query(slow, deadline=clock.command_deadline())
+    finally:
+        adapter.close()
+
+
 def _now() -> float:
     import time
 

@@ -15,7 +15,8 @@ Every command goes to the engine as whole Cypher queries, never one node at a ti
 
 Deadlines: each query runs under the engine's query timeout, set to what is left of the
 command's deadline; a query that runs out ends the search as networkx's does when its clock
-runs out (the rows so far, the budget's name in `caps_hit`).
+runs out (the rows so far, the budget's name in `caps_hit`). A plan stopped by its caller
+interrupts its running query at once (`_Watch`).
 
 A job's overlay (`overlaid`) is read with the store: the overlay's nodes and relations
 (OverlayRows, engine-free) are merged into each query's rows in Python; the store is opened
@@ -63,6 +64,10 @@ from postel.services.gasl.overlay import Overlay
 READ_BUFFER_POOL = 64 * 1024 * 1024
 # How many nodes, first in graph order, `attribute_names` reads (networkx's adapter's).
 NAMES_FROM = 1000
+# How often the watch looks for queries whose deadline passed (a cancelled plan's).
+WATCH_EVERY_S = 0.05
+# Frontier nodes the first hop query of a walk reads (each next one twice as many).
+FIRST_HOP_BATCH = 4
 # Rows one page of a scan reads when part of a condition is tested in Python.
 PAGE = 4096
 
@@ -70,20 +75,32 @@ _NODE_COLUMNS = ("id", "ord", "shape", *NODE_TEXTS, *NODE_LISTS, "extra")
 _REL_COLUMNS = ("rord", "pord", "shape", *EDGE_FLOATS, *EDGE_LISTS, "extra")
 NODE_RETURN = ", ".join(f"n.{c}" for c in _NODE_COLUMNS)
 REL_RETURN = "a.id, b.id, " + ", ".join(f"r.{c}" for c in _REL_COLUMNS)
-# The order FIND edges lists relations in: networkx's `edges()` (each pair at its endpoint
-# first in graph order, a node's pairs in the order they were added, a pair's relations
-# in input order).
-EDGE_ORDER = {
-    True: "a.ord, r.pord, r.rord",
-    False: "CASE WHEN a.ord <= b.ord THEN a.ord ELSE b.ord END, r.pord, r.rord",
+# FIND reads items in graph order, range by range of node places (`$lo` to `$hi`, each
+# range twice the last, up to LAST_RANGE places): a query sorts only its range's rows, so a
+# FIND holds a bounded buffer pool whatever the graph's size. Nodes are in place order;
+# relations in networkx's `edges()` order: each pair at its end first in graph order (the
+# key `k`), a node's pairs in the order they were added (`pord`), a pair's relations in
+# input order (`rord`). An undirected graph's relations are read in two parts, by the end
+# the relation was stored from and by the other.
+NODE_PARTS = [("n.ord >= $lo AND n.ord < $hi", "n.ord")]
+EDGE_PARTS = {
+    True: [("a.ord >= $lo AND a.ord < $hi", "a.ord")],
+    False: [
+        ("a.ord >= $lo AND a.ord < $hi AND a.ord <= b.ord", "a.ord"),
+        ("b.ord >= $lo AND b.ord < $hi AND b.ord < a.ord", "b.ord"),
+    ],
 }
+EDGE_ORDER = "r.pord, r.rord"
 # The hop query: the relations from a frontier, one pattern per way a walk takes them.
 HOP_PATTERN = {
-    "out": "(a:Node)-[r:Rel]->(b:Node)",
-    "in": "(a:Node)<-[r:Rel]-(b:Node)",
-    "undirected": "(a:Node)-[r:Rel]-(b:Node)",
+    "out": "(a)-[r:Rel]->(b:Node)",
+    "in": "(a)<-[r:Rel]-(b:Node)",
+    "undirected": "(a)-[r:Rel]-(b:Node)",
 }
-HOP_QUERY = "{taken}MATCH {pattern} WHERE a.id IN $ids RETURN a.id, b.id, r.pord, {matched}"
+# Nodes are found by their ids one lookup of the primary key each (`UNWIND ... {id: i}`): a
+# WHERE id IN a list would scan every node.
+BY_IDS = "UNWIND $ids AS i MATCH ({var}:Node {{id: i}})"
+HOP_QUERY = "{taken}{by_ids} OPTIONAL MATCH {pattern} RETURN a.id, b.id, r.pord, {matched}"
 
 
 class Records:
@@ -162,7 +179,9 @@ class LadybugStore:
             max_db_size=_reserved(path),
         )
         self._local = threading.local()
+        self._end: int | None = None
         self._connect = lambda: ladybug.Connection(self.database)
+        self._watch = _Watch()
 
     def query(
         self, cypher: str, params: dict[str, Any] | None = None, deadline: Deadline | None = None
@@ -177,17 +196,65 @@ class LadybugStore:
             deadline.check()
             timeout_ms = max(1, int(deadline.remaining() * 1000))
         conn.set_query_timeout(timeout_ms)
+        watched = timeout_ms > 0 and self._watch.add(conn, deadline)  # type: ignore[arg-type]
         try:
             result = conn.execute(cypher, params or {})
+            rows: list[list[Any]] = result.get_all()  # type: ignore[union-attr]
         except RuntimeError as error:
             if deadline is not None and "interrupt" in str(error).lower():
                 raise BudgetSpent(deadline.cap, deadline.seconds) from error
             raise
-        rows: list[list[Any]] = result.get_all()  # type: ignore[union-attr]
+        finally:
+            if watched:
+                self._watch.remove(conn)
         return rows
 
+    def end(self) -> int:
+        """One past the last node's place in graph order (places may skip: see `ord`)."""
+        if self._end is None:
+            rows = self.query("MATCH (n:Node) RETURN max(n.ord)")
+            self._end = 0 if rows[0][0] is None else int(rows[0][0]) + 1
+        return self._end
+
     def close(self) -> None:
+        self._watch.stop()
         self.database.close()
+
+
+class _Watch:
+    """Interrupts a running query whose deadline passed before the engine's timeout fires:
+    a plan stopped by its caller (a cancelled job) reads every deadline as passed at once.
+    One thread per store, started by the first query with a deadline, looks every
+    WATCH_EVERY_S at the queries running."""
+
+    def __init__(self) -> None:
+        self._running: dict[int, tuple[Any, Deadline]] = {}
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, conn: Any, deadline: Deadline) -> bool:
+        with self._lock:
+            self._running[id(conn)] = (conn, deadline)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True, name="lbug-watch")
+                self._thread.start()
+        return True
+
+    def remove(self, conn: Any) -> None:
+        with self._lock:
+            self._running.pop(id(conn), None)
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(WATCH_EVERY_S):
+            with self._lock:
+                running = list(self._running.values())
+            for conn, deadline in running:
+                if deadline.remaining() <= 0:
+                    conn.interrupt()
 
 
 def _reserved(path: Path) -> int:
@@ -205,16 +272,13 @@ class _GraphIds(Mapping[str, int]):
         self.store = store
         self.known: dict[str, int] = {}
         self.absent: set[str] = set()
-        rows = store.query("MATCH (n:Node) RETURN max(n.ord)")
-        self._end = 0 if rows[0][0] is None else int(rows[0][0]) + 1
+        self._end = store.end()
 
     def learn(self, ids: Iterable[str]) -> None:
         asked = [i for i in dict.fromkeys(ids) if i not in self.known and i not in self.absent]
         for start in range(0, len(asked), PAGE):
             chunk = asked[start : start + PAGE]
-            found = self.store.query(
-                "MATCH (n:Node) WHERE n.id IN $ids RETURN n.id, n.ord", {"ids": chunk}
-            )
+            found = self.store.query(BY_IDS.format(var="n") + " RETURN n.id, n.ord", {"ids": chunk})
             self.known.update((i, int(o)) for i, o in found)
             self.absent.update(set(chunk) - self.known.keys())
 
@@ -336,11 +400,11 @@ class LadybugAdapter:
             return set()
         ends = sorted({x for pair in pairs for x in pair if x in self._ids.known})
         rows = self.store.query(
-            "MATCH (a:Node)-[r:Rel]->(b:Node) WHERE a.id IN $ids AND b.id IN $ids "
-            "RETURN DISTINCT a.id, b.id",
+            BY_IDS.format(var="a") + " OPTIONAL MATCH (a)-[r:Rel]->(b:Node) "
+            "WHERE b.id IN $ids RETURN DISTINCT a.id, b.id",
             {"ids": ends},
         )
-        linked = {(a, b) for a, b in rows}
+        linked = {(a, b) for a, b in rows if b is not None}
         if not self.directed:
             linked |= {(b, a) for a, b in rows}
         return linked
@@ -364,7 +428,7 @@ class LadybugAdapter:
         out: dict[str, dict[str, Any]] = {}
         for start in range(0, len(wanted), PAGE):
             rows = self.store.query(
-                f"MATCH (n:Node) WHERE n.id IN $ids RETURN {NODE_RETURN}",
+                BY_IDS.format(var="n") + f" RETURN {NODE_RETURN}",
                 {"ids": wanted[start : start + PAGE]},
                 deadline,
             )
@@ -385,7 +449,7 @@ class LadybugAdapter:
         out: dict[str, int] = {}
         for start in range(0, len(wanted), PAGE):
             rows = self.store.query(
-                "MATCH (n:Node) WHERE n.id IN $ids RETURN n.id, n.ord",
+                BY_IDS.format(var="n") + " RETURN n.id, n.ord",
                 {"ids": wanted[start : start + PAGE]},
                 deadline,
             )
@@ -421,8 +485,8 @@ class LadybugAdapter:
         deadline: Deadline | None = None,
     ) -> Found:
         return self._find(
-            where, limit, caps, deadline, "MATCH (n:Node)", NODE_RETURN, "n.ord",
-            self._node_columns, self._records.node, self.rows.nodes if self.rows else None,
+            where, limit, caps, deadline, NODE_READING, self._node_columns,
+            self._records.node, self.rows.nodes if self.rows else None,
         )  # fmt: skip
 
     def find_edges(
@@ -434,9 +498,8 @@ class LadybugAdapter:
         deadline: Deadline | None = None,
     ) -> Found:
         return self._find(
-            where, limit, caps, deadline, "MATCH (a:Node)-[r:Rel]->(b:Node)", REL_RETURN,
-            EDGE_ORDER[self.directed], self._edge_columns, self._records.relation,
-            self.rows.edges if self.rows else None,
+            where, limit, caps, deadline, EDGE_READING[self.directed], self._edge_columns,
+            self._records.relation, self.rows.edges if self.rows else None,
         )  # fmt: skip
 
     def _find(
@@ -445,57 +508,91 @@ class LadybugAdapter:
         limit: int | None,
         caps: Caps,
         deadline: Deadline | None,
-        match: str,
-        returned: str,
-        order: str,
+        reading: _Reading,
         columns: Mapping[str, Column],
         record: Callable[[list[Any]], dict[str, Any]],
         overlay_table: Any,
     ) -> Found:
         """Items of the store in graph order matching `where`, then the overlay's: at most
-        `limit` and the max_results cap of them."""
+        `limit` and the max_results cap of them.
+
+        Where the database answers the whole condition, each range's query returns only the
+        items' identities and order (`LIMIT` what is still wanted), and the records of those
+        chosen are read after by key; else each range's rows are read whole and the rest of
+        the condition tested on them (smaller ranges)."""
         deadline = deadline or Deadline.never()
         bound = Bound.of(limit, caps.max_results, "max_results")
         wanted = bound.count
         cypher, params, rest = split(where, columns)
-        filtered = taken(params) + match + (f" WHERE {cypher}" if cypher else "")
+        exact = rest is None
+        returned = reading.ident if exact else reading.returned
+        queries = [
+            f"{taken(params)}{reading.match} WHERE {within}"
+            + (f" AND ({cypher})" if cypher else "")
+            + f" RETURN {returned}, {key} AS k ORDER BY k"
+            + (f", {reading.then}" if reading.then else "")
+            + (" LIMIT $n" if exact else "")
+            for within, key in reading.parts
+        ]
+        chosen: list[list[Any]] = []
         items: list[dict[str, Any]] = []
         examined = 0
         try:
-            if rest is None:
-                rows = self.store.query(
-                    f"{filtered} RETURN {returned} ORDER BY {order} LIMIT $n",
-                    {**params, "n": wanted + 1},
-                    deadline,
-                )
-                examined = len(rows)
-                items = [record(row) for row in rows]
-            else:
-                skip = 0
-                while len(items) <= wanted:
-                    rows = self.store.query(
-                        f"{filtered} RETURN {returned} ORDER BY {order} SKIP $skip LIMIT $n",
-                        {**params, "skip": skip, "n": PAGE},
-                        deadline,
-                    )
-                    for row in rows:
-                        examined += 1
-                        made = record(row)
+            lo, end = 0, self.store.end()
+            size, last = reading.ranges if exact else reading.tested_ranges
+            while lo < end and len(chosen) + len(items) <= wanted:
+                span = {"lo": lo, "hi": lo + size, "n": wanted + 1 - len(chosen)}
+                rows = [
+                    row
+                    for q in queries
+                    for row in self.store.query(q, {**params, **span}, deadline)
+                ]
+                rows.sort(key=reading.order if exact else reading.tested_order or reading.order)
+                for row in rows:
+                    examined += 1
+                    if exact:
+                        chosen.append(row)
+                    else:
+                        made = record(row[:-1])
                         if evaluate(rest, made):
                             items.append(made)
-                            if len(items) > wanted:
-                                break
-                    if len(rows) < PAGE:
+                    if len(chosen) + len(items) > wanted:
                         break
-                    skip += PAGE
+                lo, size = lo + size, min(size * 2, last)
+            if exact:
+                items = reading.read(self, chosen, deadline)
             if len(items) <= wanted and overlay_table is not None:
                 room = wanted - len(items)
-                chosen = overlay_table.select(where, None, room + 1, deadline)
-                items.extend(dict(overlay_table.record(i)) for i in chosen.ordinals)
+                picked = overlay_table.select(where, None, room + 1, deadline)
+                items.extend(dict(overlay_table.record(i)) for i in picked.ordinals)
         except BudgetSpent as spent:
             return Found(items[:wanted], [spent.cap], examined, cypher is not None)
         caps_hit = bound.cut() if len(items) > wanted else []
         return Found(items[:wanted], caps_hit, examined, cypher is not None)
+
+    def _nodes_in_order(
+        self, chosen: list[list[Any]], deadline: Deadline | None
+    ) -> list[dict[str, Any]]:
+        """The records of the nodes FIND chose (rows of their id and place), in order."""
+        found = self._nodes([row[0] for row in chosen], deadline)
+        return [found[row[0]] for row in chosen]
+
+    def _relations_in_order(
+        self, chosen: list[list[Any]], deadline: Deadline | None
+    ) -> list[dict[str, Any]]:
+        """The records of the relations FIND chose (rows of their source id, `rord`,
+        `pord` and key), in order: each read from its source by its `rord`."""
+        keys = [{"a": row[0], "rord": row[1]} for row in chosen]
+        found: dict[int, dict[str, Any]] = {}
+        for start in range(0, len(keys), PAGE):
+            rows = self.store.query(
+                "UNWIND $keys AS x MATCH (a:Node {id: x.a}) OPTIONAL MATCH (a)-[r:Rel]->(b:Node) "
+                f"WHERE r.rord = x.rord RETURN {REL_RETURN}",
+                {"keys": keys[start : start + PAGE]},
+                deadline,
+            )
+            found.update((row[2], self._records.relation(row)) for row in rows if row[1])
+        return [found[row[1]] for row in chosen]
 
     # --- walks
     def _hops(
@@ -518,13 +615,18 @@ class LadybugAdapter:
             for start in range(0, len(base_nodes), PAGE):
                 rows = self.store.query(
                     HOP_QUERY.format(
-                        pattern=HOP_PATTERN[way], matched=matched, taken=taken(params)
+                        pattern=HOP_PATTERN[way],
+                        matched=matched,
+                        taken=taken(params),
+                        by_ids=BY_IDS.format(var="a"),
                     ),
                     {**params, "ids": base_nodes[start : start + PAGE]},
                     deadline,
                 )
                 for row in rows:
                     a, b, pord = row[0], row[1], row[2]
+                    if b is None:  # a node with no edge this way
+                        continue
                     if matched == REL_RETURN:  # tested here: see _follow_test
                         hit = self._matches([self._records.relation(row[3:])], follow)
                     else:
@@ -590,6 +692,7 @@ class LadybugAdapter:
             walk.reached.update({s: (0, s, None, "") for s in seeds})
             queue = deque((s, 0) for s in seeds)
             steps: dict[str, list[_Pair]] = {}
+            batch = FIRST_HOP_BATCH
             full = False
             while queue and not full:
                 node, level = queue.popleft()
@@ -599,10 +702,13 @@ class LadybugAdapter:
                     caps_hit.append("max_expansions")
                     break
                 if node not in steps:
-                    # the hop of this node and the rest of its level the walk may expand
-                    room = caps.max_expansions - walk.expansions
+                    # the hop of this node and the next of its level the walk may expand,
+                    # twice as many as the last hop query read: a walk that fills its
+                    # results early reads no further (a hub's relations are many)
+                    room = min(caps.max_expansions - walk.expansions, batch)
                     level_nodes = [node, *(n for n, d in queue if d == level)][:room]
                     steps = self._hops(level_nodes, direction, follow, deadline)
+                    batch = min(batch * 2, PAGE)
                 walk.expansions += 1
                 origin = walk.reached[node][1]
                 for pair in steps[node]:
@@ -751,12 +857,14 @@ class LadybugAdapter:
         for start in range(0, len(ends), PAGE) if ends else ():
             chunk = ends[start : start + PAGE]
             rows = self.store.query(
-                f"MATCH (a:Node)-[r:Rel]->(b:Node) WHERE a.id IN $ids AND b.id IN $others "
-                f"RETURN {REL_RETURN}",
+                BY_IDS.format(var="a") + " OPTIONAL MATCH (a)-[r:Rel]->(b:Node) "
+                f"WHERE b.id IN $others RETURN {REL_RETURN}",
                 {"ids": chunk, "others": ends},
                 deadline,
             )
             for row in rows:
+                if row[1] is None:
+                    continue
                 relations.setdefault((row[0], row[1]), []).append(
                     (row[2], self._records.relation(row))
                 )
@@ -987,11 +1095,11 @@ class LadybugAdapter:
     def _passing(self, ids: list[str], where: ast.Condition, deadline: Deadline) -> set[str]:
         """The nodes among `ids` meeting `where`: the exact part in the query."""
         cypher, params, rest = split(where, self._node_columns)
-        filtered = "n.id IN $ids" + (f" AND ({cypher})" if cypher else "")
+        filtered = f" WHERE {cypher}" if cypher else ""
         out: set[str] = set()
         for start in range(0, len(ids), PAGE):
             rows = self.store.query(
-                f"{taken(params)}MATCH (n:Node) WHERE {filtered} RETURN {NODE_RETURN}",
+                f"{taken(params)}{BY_IDS.format(var='n')}{filtered} RETURN {NODE_RETURN}",
                 {**params, "ids": ids[start : start + PAGE]},
                 deadline,
             )
@@ -1005,3 +1113,45 @@ class LadybugAdapter:
                 if self._has(i) and evaluate(where, self.rows.nodes.record(self._own(i)))
             )
         return out
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """How FIND reads one kind of item: the MATCH, its parts (a range condition and the
+    order key `k` of each), the order after the key, the identity columns returned when the
+    database answers the whole condition and the whole rows returned when it does not, the
+    order of merged identity rows (and of whole rows), the range sizes (first, largest) of
+    each way, and how the chosen identities' records are read."""
+
+    match: str
+    parts: list[tuple[str, str]]
+    then: str
+    ident: str
+    returned: str
+    order: Callable[[list[Any]], Any]
+    ranges: tuple[int, int]
+    tested_ranges: tuple[int, int]
+    read: Callable[[LadybugAdapter, list[list[Any]], Deadline | None], list[dict[str, Any]]]
+    # the order of merged whole rows (default: as the identity rows)
+    tested_order: Callable[[list[Any]], Any] | None = None
+
+
+NODE_READING = _Reading(
+    "MATCH (n:Node)", NODE_PARTS, "", "n.id", NODE_RETURN, lambda row: row[-1],
+    (1 << 15, 1 << 18), (1 << 12, 1 << 14), LadybugAdapter._nodes_in_order,
+)  # fmt: skip
+EDGE_READING = {
+    directed: _Reading(
+        "MATCH (a:Node)-[r:Rel]->(b:Node)",
+        EDGE_PARTS[directed],
+        EDGE_ORDER,
+        "a.id, r.rord, r.pord",
+        REL_RETURN,
+        lambda row: (row[-1], row[-2], row[-3]),
+        (1 << 10, 1 << 14),
+        (1 << 8, 1 << 11),
+        LadybugAdapter._relations_in_order,
+        lambda row: (row[-1], row[3], row[2]),
+    )
+    for directed in (True, False)
+}
