@@ -1,7 +1,8 @@
 """The form a registered graph is stored in: packed tables that load in a fraction of the
 time GraphML takes to parse, and run no code when read.
 
-A stored graph is one byte string:
+A stored graph is one file (`write_packed` writes it as the graph streams out of the spool,
+infra/store/graph_ingest.py; `decode` reads it back, as bytes or mapped into memory):
 
     MAGIC  (b"postel-graph\\n")
     4 bytes, big-endian: the header's length
@@ -14,10 +15,10 @@ A stored graph is one byte string:
 A node row is `[id, shape, value, ...]`, an edge row `[source, target, shape, value, ...]`
 with source and target as node numbers (their order in the node rows). A shape is the
 attribute names of a row in order (so every attribute dict keeps its key order) and the
-positions whose value is a node number standing for that node's id (a node's `id`, an
-edge's `source` and `target`: one string object per id in memory). Values are JSON: the
-shared attribute model holds strings, numbers, booleans, lists and dicts, which JSON
-carries exactly (floats by their shortest repr, NaN and infinities included).
+positions whose value is a node number standing for that node's id (a node's own `id`, an
+edge's `source` and `target` when they are its ends: one string object per id in memory).
+Values are JSON: the shared attribute model holds strings, numbers, booleans, lists and
+dicts, which JSON carries exactly (floats by their shortest repr, NaN and infinities included).
 
 Nodes come before edges and edges in the order they were added, so the loaded graph visits
 neighbours in the same order as one parsed from the GraphML. Chunks hold at most
@@ -61,22 +62,8 @@ def _dumps(rows: list[list[Any]]) -> bytes:
 
 
 class _Shapes:
-    def __init__(self, number: dict[str, int]) -> None:
-        self.number = number
+    def __init__(self) -> None:
         self.codes: dict[Shape, int] = {}
-
-    def row(self, attrs: dict[str, Any], known: int) -> list[Any]:
-        """[shape code, values...] of one attribute dict; a value may refer to one of the
-        first `known` nodes (those a reader has met by then)."""
-        values = list(attrs.values())
-        refs = []
-        for position, key in enumerate(attrs):
-            if key in _REF_KEYS:
-                value = values[position]
-                if type(value) is str and self.number.get(value, known) < known:
-                    values[position] = self.number[value]
-                    refs.append(position)
-        return self._coded(attrs, values, refs)
 
     def own_row(self, attrs: dict[str, Any], known: dict[str, int]) -> list[Any]:
         """[shape code, values...] of one attribute dict, with the ids in `known` (a node's
@@ -97,37 +84,6 @@ class _Shapes:
         if code is None:
             code = self.codes[shape] = len(self.codes)
         return [code, *values]
-
-
-def encode(tables: GraphTables) -> bytes:
-    """The tables as a stored graph (blocking: run it in a thread for big graphs)."""
-    number = {node: i for i, node in enumerate(tables.nodes)}
-    shapes = _Shapes(number)
-    chunks: list[tuple[str, int, bytes]] = []
-    nodes = list(tables.nodes.items())
-    for start in range(0, len(nodes), CHUNK_ROWS):
-        part = nodes[start : start + CHUNK_ROWS]
-        rows = [[node, *shapes.row(attrs, start + i + 1)] for i, (node, attrs) in enumerate(part)]
-        chunks.append(("nodes", len(rows), _dumps(rows)))
-    for start in range(0, len(tables.edges), CHUNK_ROWS):
-        part = tables.edges[start : start + CHUNK_ROWS]
-        known = len(number)
-        rows = [[number[u], number[v], *shapes.row(attrs, known)] for u, v, attrs in part]
-        chunks.append(("edges", len(rows), _dumps(rows)))
-    header = {
-        "version": VERSION,
-        "directed": tables.directed,
-        "nodes": len(tables.nodes),
-        "edges": len(tables.edges),
-        "relations": tables.relations,
-        "shapes": [[list(keys), list(refs)] for keys, refs in shapes.codes],
-        "chunks": [
-            {"kind": kind, "rows": rows, "bytes": len(data), "crc32": zlib.crc32(data)}
-            for kind, rows, data in chunks
-        ],
-    }
-    head = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode()
-    return b"".join([MAGIC, _LENGTH.pack(len(head)), head, *(data for _, _, data in chunks)])
 
 
 def read_header(stored: Stored) -> tuple[dict[str, Any], int]:
@@ -229,7 +185,7 @@ def write_packed(
     in their order, then `edges` as (source number, target number, source id, target id,
     attributes). `relations()` gives the relations counted once the edges are through.
     Returns the header. Memory holds one chunk and the shapes, never the graph."""
-    shapes = _Shapes({})
+    shapes = _Shapes()
     chunks: list[dict[str, Any]] = []
     counts = {"nodes": 0, "edges": 0}
     with tempfile.TemporaryFile(dir=path.parent) as body:

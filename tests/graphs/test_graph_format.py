@@ -8,6 +8,7 @@ import asyncio
 import io
 import json
 import re
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from postel.infra.cli.main import main
 from postel.infra.runtime.actor import Actor, Runtime
 from postel.infra.runtime.settings import Settings
 from postel.infra.store import graph_format, graphs
-from postel.infra.store.graph_format import GraphFormatError, decode, encode
+from postel.infra.store.graph_format import GraphFormatError, decode, write_packed
 from postel.infra.store.graphs import AdapterCache, GraphRegistry, GraphUnreadable
 from postel.infra.store.keys import Keyspace
 from postel.infra.store.wire import connect_arq
@@ -28,7 +29,13 @@ from postel.messages.errors import GraphNotFound
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.graphml import RawGraph, read_graphml_bytes
-from postel.services.gasl.loaders import DEMO_GRAPH, build_graph, normalise, normalise_graph
+from postel.services.gasl.loaders import (
+    DEMO_GRAPH,
+    GraphTables,
+    build_graph,
+    normalise,
+    normalise_graph,
+)
 from postel.services.gasl.state import StateStore
 from postel_bench.data.scale_movies import write_scale_movie_graphml
 
@@ -51,6 +58,16 @@ def assert_same_graph(expected: nx.Graph, got: nx.Graph) -> None:
     assert [(u, v, list(a.items())) for u, v, a in got.edges(data=True)] == [
         (u, v, list(a.items())) for u, v, a in expected.edges(data=True)
     ]
+
+
+def encode(tables: GraphTables) -> bytes:
+    """The packed form of tables held in memory, as `write_packed` writes a streamed graph."""
+    number = {node: i for i, node in enumerate(tables.nodes)}
+    edges = ((number[u], number[v], u, v, attrs) for u, v, attrs in tables.edges)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "store"
+        write_packed(path, tables.directed, tables.nodes.items(), edges, lambda: tables.relations)
+        return path.read_bytes()
 
 
 def networkx_path(data: bytes) -> nx.Graph:
