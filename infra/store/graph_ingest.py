@@ -171,6 +171,11 @@ class Spool:
         self._node_rows: list[tuple[str, str]] = []
         self._edge_rows: list[tuple[str, str, str | None, str]] = []
         self.info = Spooled()
+        # the pair the latest edges relate, source to target, and how many in a row: a file
+        # repeating one pair past the limit is refused as it streams (the spool checks every
+        # pair, either way round, once it is read)
+        self._run_pair: tuple[str, str] | None = None
+        self._run = 0
 
     def add_node(self, raw: str, data: Any) -> None:
         self.nodes += 1
@@ -188,6 +193,13 @@ class Spool:
         self.limits.check(
             "edges", "POSTEL_GRAPH_MAX_EDGES", self.limits.max_edges, self.edges, self.label
         )
+        pair = (u, v)
+        if pair == self._run_pair:
+            self._run += 1
+            if self.limits.max_parallel and self._run > self.limits.max_parallel:
+                self._refuse_parallel(u, v, f"{self._run:,} times in a row")
+        else:
+            self._run_pair, self._run = pair, 1
         self._edge_rows.append((u, v, key, _dumps(data)))
         if len(self._edge_rows) >= _BATCH:
             self._flush()
@@ -298,11 +310,14 @@ class Spool:
         ).fetchone()
         if crowded is not None:
             u, v, count = crowded
-            raise GraphTooLarge(
-                "POSTEL_GRAPH_MAX_PARALLEL (the relations between one pair of nodes)",
-                limit,
-                f"{self.label} relates {u!r} and {v!r} {count:,} times; nothing was stored",
-            )
+            self._refuse_parallel(u, v, f"{count:,} times")
+
+    def _refuse_parallel(self, u: str, v: str, times: str) -> None:
+        raise GraphTooLarge(
+            "POSTEL_GRAPH_MAX_PARALLEL (the relations between one pair of nodes)",
+            self.limits.max_parallel,
+            f"{self.label} relates {u!r} and {v!r} {times}; nothing was stored",
+        )
 
 
 def _dumps(value: Any) -> str:

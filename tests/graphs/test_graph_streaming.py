@@ -166,8 +166,12 @@ async def test_parallel_relations_past_the_limit_are_refused_and_below_it_kept(
         AdapterCache(),
         storage=storage(tmp_path, limits=GraphLimits(max_parallel=50)),
     )
-    with pytest.raises(GraphTooLarge, match=r"POSTEL_GRAPH_MAX_PARALLEL.*'a' and 'b' 51 times"):
+    with pytest.raises(GraphTooLarge, match=r"MAX_PARALLEL.*'a' and 'b' 51 times in a row"):
         await registry.add_stream("bomb", io.BytesIO(gzip.compress(bomb(51))), source="b.gz")
+    # the same pair spread out, not in a row: counted in the spool once it is read
+    spread = bomb(51).replace(b"/>", b'/><edge source="a" target="c"/>', 51)
+    with pytest.raises(GraphTooLarge, match=r"'a' and 'b' 51 times; nothing"):
+        await registry.add_stream("bomb", io.BytesIO(spread), source="spread.graphml")
     info = await registry.add_stream("bomb", io.BytesIO(gzip.compress(bomb(50))), source="b.gz")
     assert (info.nodes, info.edges) == (2, 50)
     assert len((await registry.adapter("bomb")).graph.edges["a", "b"][PARALLEL]) == 49
