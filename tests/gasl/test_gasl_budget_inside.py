@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import random
 import time
+from collections.abc import Iterator
 
 import networkx as nx
 import pytest
@@ -59,15 +60,22 @@ def quick_graph(nodes: int, seed: int = 7) -> nx.Graph:
     return graph
 
 
+# the gasl worker's memory policy, as its Runtime holds it
+POLICY = MemoryPolicy()
+
+
 @pytest.fixture(scope="module")
-def million() -> NetworkXAdapter:
+def million() -> Iterator[NetworkXAdapter]:
     graph = quick_graph(NODES)
     assert graph.number_of_nodes() == NODES and graph.degree("n0") > 1000
     adapter = NetworkXAdapter.from_graph(graph)
     # as a worker holding the graph would have it after its first queries: an index cut
     # short by a budget is dropped, and a half-second budget cannot build one this large
     adapter.build_index("bucket")
-    return adapter
+    # and as the worker's memory policy keeps a graph it holds: out of full collections
+    POLICY.settled()
+    yield adapter
+    gc.unfreeze()
 
 
 SETUP = [
@@ -101,7 +109,9 @@ def plan_of(commands: list[str]) -> GaslPlan:
 
 
 def executor_on(adapter: NetworkXAdapter, budget: TimeBudget) -> GaslExecutor:
-    return GaslExecutor(adapter, StateStore(), caps=Caps(**HARD_MAXIMA), budget=budget)
+    return GaslExecutor(
+        adapter, StateStore(), caps=Caps(**HARD_MAXIMA), budget=budget, bulk=POLICY.rows_made
+    )
 
 
 async def test_no_command_overruns_its_budget_on_a_million_nodes(
@@ -176,8 +186,7 @@ async def test_pairs_and_rows_made_in_bulk_are_kept_out_of_collections() -> None
     tracks: given the worker's memory policy as its bulk hook, all but the last chunk of
     them are frozen as they are made, so no full collection (a pause no deadline check
     interrupts) walks them; they are freed all the same."""
-    policy = MemoryPolicy()
-    executor = GaslExecutor(NetworkXAdapter.from_graph(quick_graph(100)), bulk=policy.rows_made)
+    executor = GaslExecutor(NetworkXAdapter.from_graph(quick_graph(100)), bulk=POLICY.rows_made)
     executor.context.set("few", [{"k": i % 2} for i in range(600)])
     result = await executor.execute_plan(
         {
