@@ -70,6 +70,11 @@ class MemoryPolicy:
         gc.collect()
         gc.freeze()
 
+    def done(self) -> None:
+        """The process is done with its graphs (a one-off `postel gasl run`): everything
+        back in the collector's sight."""
+        gc.unfreeze()
+
     def rows_made(self) -> None:
         """A command made another batch of rows: keep them out of full collections."""
         gc.freeze()

@@ -126,6 +126,16 @@ def test_released_versions_free_the_cyclic_garbage_frozen_meanwhile() -> None:
         gc.unfreeze()
 
 
+def test_a_one_off_run_leaves_nothing_frozen() -> None:
+    """`postel gasl run` holds its graph frozen while its plan runs, then lets it go."""
+    from postel.infra.cli.gasl_run import run_commands
+    from postel.services.gasl.loaders import DEMO_GRAPH
+
+    records = run_commands(DEMO_GRAPH, ['FIND nodes WHERE entity_type = "PERSON" AS p'])
+    assert records[0].count > 0
+    assert gc.get_freeze_count() == 0
+
+
 def test_building_pauses_the_collector_once_for_threads_building_at_once() -> None:
     policy = MemoryPolicy()
     assert gc.isenabled()
