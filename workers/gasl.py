@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from postel.infra.runtime.actor import HopOutcome, Runtime, WorkerSpec
 from postel.infra.runtime.model import ensure_model, model_of
-from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.stores import GaslStateStore
 from postel.messages import Envelope, GaslPlanRequested, utc_now
 from postel.services.gasl import stage
@@ -19,7 +18,7 @@ from postel.services.gasl.model import LLMGaslModel
 async def handle(message: Envelope, runtime: Runtime) -> HopOutcome:
     assert isinstance(message, GaslPlanRequested)
     # a missing graph (or a job naming none) fails the job: GraphNotFound
-    adapter = await GraphRegistry(runtime.redis, runtime.keyspace).adapter(message.request.graph)
+    adapter = await runtime.graphs().adapter(message.request.graph)
     rounds = GaslStateStore(runtime.redis, runtime.keyspace, runtime.settings.job_ttl_s)
     model = model_of(runtime, "gasl")
     llm = model.metered(message.request.options.model)
@@ -27,7 +26,9 @@ async def handle(message: Envelope, runtime: Runtime) -> HopOutcome:
         None if message.deadline is None else (message.deadline - utc_now()).total_seconds()
     )
     budget = TimeBudget.within(runtime.settings.queue("gasl").job_timeout, deadline_in_s)
-    deps = stage.GaslDeps(adapter, rounds, LLMGaslModel(llm, model.capability), budget)
+    deps = stage.GaslDeps(
+        adapter, rounds, LLMGaslModel(llm, model.capability), budget, runtime.memory.rows_made
+    )
     return HopOutcome.of(await stage.handle(message, deps), llm.meter)
 
 

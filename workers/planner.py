@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from postel.infra.runtime.actor import HopOutcome, Runtime, WorkerSpec
 from postel.infra.runtime.model import ensure_model, model_of
-from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.stores import GaslStateStore
 from postel.messages import Envelope, GaslPlanExecuted, IntentAnalyzed, TaskPlanned
 from postel.services import planner
@@ -15,11 +14,7 @@ async def handle(message: Envelope, runtime: Runtime) -> HopOutcome:
     assert isinstance(message, IntentAnalyzed | TaskPlanned | GaslPlanExecuted)
     graph = message.request.graph
     # adapters and summaries are cached per process; a missing graph fails the job
-    summary = (
-        None
-        if graph is None
-        else await GraphRegistry(runtime.redis, runtime.keyspace).summary(graph)
-    )
+    summary = None if graph is None else await runtime.graphs().summary(graph)
     model = model_of(runtime, "planner")
     llm = model.metered(message.request.options.model)
     rounds = GaslStateStore(runtime.redis, runtime.keyspace, runtime.settings.job_ttl_s)

@@ -501,3 +501,42 @@ def bench_graphs(
     click.echo(json.dumps(figures, indent=2) if as_json else format_graphs_bench(figures))
     if not all(target["met"] for target in figures["targets"].values()):
         raise SystemExit(cli_support.EXIT_FAILED)
+
+
+@bench.command("graph-bomb")
+@click.option(
+    "--edges",
+    type=click.IntRange(1_000, 10_000_000),
+    default=1_100_000,
+    show_default=True,
+    help="Parallel edges between the bomb's two nodes (61 bytes of GraphML each).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="The port of the `postel web` it uploads to (default: a free one).",
+)
+@click.option(
+    "--stored",
+    type=click.Choice(["networkx", "ladybug"]),
+    default=None,
+    help="Also store the bomb with this engine, its limit lifted, and run a worker's job on it.",
+)
+@click.option("--json", "as_json", is_flag=True, help="The figures as one JSON document.")
+def bench_graph_bomb(edges: int, port: int | None, stored: str | None, as_json: bool) -> None:
+    """The graph bomb (64 MiB of GraphML, 1.1 M parallel edges between two nodes, a few
+    hundred KB gzip) through `postel graph add`, the web upload and a gasl worker's job: each
+    process's peak memory against 300 MB. Exit 1 if one passes it or does not do as
+    expected (refused by the limit; with --stored, stored with the limit off and a job run
+    on it)."""
+    from postel.infra.cli import support as cli_support
+    from postel.infra.store.redis_server import free_port
+
+    from postel_bench.graph_bomb import format_graph_bomb, run_graph_bomb
+
+    cli_support.settings()
+    figures = asyncio.run(run_graph_bomb(edges, port or free_port(), stored))
+    click.echo(json.dumps(figures, indent=2) if as_json else format_graph_bomb(figures))
+    if not (all(figures["as_expected"].values()) and all(figures["within_bound"].values())):
+        raise SystemExit(cli_support.EXIT_FAILED)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import networkx as nx
+from postel.infra.runtime.memory import MemoryPolicy
 from postel.services.gasl.conditions import evaluate
 from postel.services.gasl.engines.caps import Caps
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
@@ -108,6 +109,7 @@ def _find_questions(nodes: int, repeat: int, cypher: bool) -> dict[str, Any]:
     indexed = NetworkXAdapter.from_graph(graph, use_indexes=True)
     scanning = NetworkXAdapter.from_graph(graph, use_indexes=False)
     index_ms, _ = _time(lambda: indexed.build_index("bucket"), 1)
+    MemoryPolicy().settled()  # the graphs held as a worker's memory policy holds them
     bucket = _BUCKETS // 2 + 42
     needle = str(nodes // 3)[:4]
     equality = f"FIND nodes WHERE bucket = {bucket} AS hits"

@@ -6,11 +6,12 @@ import asyncio
 import json
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 from postel.infra.cli.support import clip
+from postel.infra.runtime.memory import MemoryPolicy
 from postel.messages.gasl import ExecutionRecord, GaslPlan, GaslRunResult
 from postel.services.gasl.engines.protocol import GraphAdapter
 from postel.services.gasl.engines.registry import Engine, open_engine
@@ -43,8 +44,16 @@ def run_plan(
     """Open the graph on `engine`, run one plan, persist the state under `state_dir` (if
     given); each record keeps up to `max_rows` result rows (None: all)."""
     backend = JsonFileStateBackend(Path(state_dir) / STATE_FILE) if state_dir else None
-    with opened_graph(Path(graph_path), engine) as adapter:
-        executor = GaslExecutor(adapter, StateStore(backend), model, max_rows=max_rows)
+    # this process holds the graph as a worker does: under a memory policy
+    policy = MemoryPolicy()
+    with ExitStack() as stack:
+        with policy.building():
+            adapter = stack.enter_context(opened_graph(Path(graph_path), engine))
+        stack.callback(policy.done)
+        policy.settled()
+        executor = GaslExecutor(
+            adapter, StateStore(backend), model, max_rows=max_rows, bulk=policy.rows_made
+        )
         return asyncio.run(executor.execute_plan(plan))
 
 

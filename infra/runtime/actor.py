@@ -56,6 +56,7 @@ from arq import Retry
 from arq.connections import ArqRedis
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 from postel.infra.runtime.arrival import Arrival
+from postel.infra.runtime.memory import MemoryPolicy
 from postel.infra.runtime.retries import HopRetries, RedisLost
 from postel.infra.runtime.settings import QueueSettings, Settings
 from postel.infra.runtime.stops import HopStops, Watch
@@ -71,6 +72,7 @@ from postel.infra.store.commit import (
 from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.deadletter import dead_letter, dead_letter_command, summarise_validation
 from postel.infra.store.events import Command, Event, EventLog, EventStatus, Metrics, run_commands
+from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.job_stores import job_stores
 from postel.infra.store.jobs import JobStore
 from postel.infra.store.keys import Keyspace, lane_of_arq, message_of
@@ -127,13 +129,15 @@ class HopOutcome:
 class Runtime:
     """What every handler may use: the arq pool (also the Redis client), the names of its
     keys, settings and the stores; `resources` holds per-process objects a worker builds
-    once (a model client)."""
+    once (a model client); `memory` is the process's memory policy, holding its graph
+    versions (infra/runtime/memory.py)."""
 
     pool: ArqRedis
     keyspace: Keyspace
     settings: Settings
     events: EventLog
     jobs: JobStore
+    memory: MemoryPolicy
     resources: dict[str, Any] = field(default_factory=dict)
     stops: HopStops = field(init=False)
     """This process's running hops, stopped when their job finishes (infra/runtime/stops.py)."""
@@ -148,7 +152,20 @@ class Runtime:
     @classmethod
     def create(cls, pool: ArqRedis, keyspace: Keyspace, settings: Settings) -> Runtime:
         events, jobs = job_stores(pool, keyspace, settings)
-        return cls(pool=pool, keyspace=keyspace, settings=settings, events=events, jobs=jobs)
+        return cls(
+            pool=pool,
+            keyspace=keyspace,
+            settings=settings,
+            events=events,
+            jobs=jobs,
+            memory=MemoryPolicy(settings.graph_versions),
+        )
+
+    def graphs(self) -> GraphRegistry:
+        """The graph registry, its versions held by this process's memory policy."""
+        return GraphRegistry(
+            self.pool, self.keyspace, self.memory.graphs, storage=self.settings.graph_storage()
+        )
 
 
 Handler = Callable[[Envelope, Runtime], Awaitable[HopOutcome]]

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from postel.infra.runtime.names import WORKER_NAMES
+from postel.infra.store.graph_ingest import GraphLimits
+from postel.infra.store.graph_store import GraphStorage
 from postel.messages.job import TENANT_PATTERN, Priority
 from postel.services.llm.structured import GrammarDialect, StructuredOutput
 from postel.services.urls import check_model_url
@@ -172,6 +174,43 @@ class Settings(BaseSettings):
         default=64, ge=1, description="live event streams (SSE) at once; past it 429"
     )
 
+    graph_cache_dir: Path | None = Field(
+        default=None,
+        description="where this machine keeps fetched graph versions (unset: "
+        "<state_dir>/graph-cache); every process on the machine opens the same files",
+    )
+    graph_volume: Path | None = Field(
+        default=None,
+        description="a shared volume every machine mounts: graph stores are kept there "
+        "instead of as chunks in Redis",
+    )
+    graph_chunk_bytes: int = Field(default=4 * 1_048_576, ge=65_536, le=256 * 1_048_576)
+    graph_max_bytes: int = Field(
+        default=16 * 1024**3, ge=0, description="a graph input's bytes, unpacked; 0: no limit"
+    )
+    graph_max_nodes: int = Field(default=50_000_000, ge=0, description="0: no limit")
+    graph_max_edges: int = Field(
+        default=200_000_000, ge=0, description="relations of one input; 0: no limit"
+    )
+    graph_max_parallel: int = Field(
+        default=10_000, ge=0, description="relations between one pair of nodes; 0: no limit"
+    )
+    graph_versions: int = Field(
+        default=2, ge=1, le=64, description="graph versions one process keeps open"
+    )
+    graph_buffer_pool_mb: int | None = Field(
+        default=None,
+        ge=16,
+        description="each process's engine memory: ladybug's buffer pool per open graph "
+        "(unset: the engine's READ_BUFFER_POOL)",
+    )
+    graph_build_pool_mb: int | None = Field(
+        default=None,
+        ge=16,
+        description="ladybug's buffer pool while `graph add` builds a store (unset: the "
+        "engine's BUILD_BUFFER_POOL)",
+    )
+
     log_level: str = "INFO"
     log_format: Literal["auto", "json", "console"] = Field(
         default="auto", description="auto: structlog's console renderer on a terminal, else JSON"
@@ -204,6 +243,31 @@ class Settings(BaseSettings):
             name: getattr(queue, name) for name in ROUTE_FIELDS if getattr(queue, name) is not None
         }
         return self.model_copy(update=overrides) if overrides else self
+
+    def graph_limits(self) -> GraphLimits:
+        return GraphLimits(
+            self.graph_max_bytes,
+            self.graph_max_nodes,
+            self.graph_max_edges,
+            self.graph_max_parallel,
+        )
+
+    def graph_storage(self) -> GraphStorage:
+        """How this process stores, ships and caches graph versions."""
+        cache = self.graph_cache_dir or self.state_dir / "graph-cache"
+        return GraphStorage(
+            cache_dir=cache,
+            volume=self.graph_volume,
+            chunk_bytes=self.graph_chunk_bytes,
+            limits=self.graph_limits(),
+            buffer_pool_bytes=(
+                None if self.graph_buffer_pool_mb is None else self.graph_buffer_pool_mb * 1_048_576
+            ),
+            build_pool_bytes=(
+                None if self.graph_build_pool_mb is None else self.graph_build_pool_mb * 1_048_576
+            ),
+            spool_dir=cache / "spool",
+        )
 
     @property
     def embedded_url(self) -> str:

@@ -1,7 +1,8 @@
 """The form a registered graph is stored in: packed tables that load in a fraction of the
 time GraphML takes to parse, and run no code when read.
 
-A stored graph is one byte string:
+A stored graph is one file (`write_packed` writes it as the graph streams out of the spool,
+infra/store/graph_ingest.py; `decode` reads it back, as bytes or mapped into memory):
 
     MAGIC  (b"postel-graph\\n")
     4 bytes, big-endian: the header's length
@@ -14,10 +15,10 @@ A stored graph is one byte string:
 A node row is `[id, shape, value, ...]`, an edge row `[source, target, shape, value, ...]`
 with source and target as node numbers (their order in the node rows). A shape is the
 attribute names of a row in order (so every attribute dict keeps its key order) and the
-positions whose value is a node number standing for that node's id (a node's `id`, an
-edge's `source` and `target`: one string object per id in memory). Values are JSON: the
-shared attribute model holds strings, numbers, booleans, lists and dicts, which JSON
-carries exactly (floats by their shortest repr, NaN and infinities included).
+positions whose value is a node number standing for that node's id (a node's own `id`, an
+edge's `source` and `target` when they are its ends: one string object per id in memory).
+Values are JSON: the shared attribute model holds strings, numbers, booleans, lists and
+dicts, which JSON carries exactly (floats by their shortest repr, NaN and infinities included).
 
 Nodes come before edges and edges in the order they were added, so the loaded graph visits
 neighbours in the same order as one parsed from the GraphML. Chunks hold at most
@@ -29,9 +30,13 @@ GraphFormatError naming it.
 from __future__ import annotations
 
 import json
+import mmap
+import shutil
 import struct
+import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from postel.messages.errors import InvalidInput
@@ -45,6 +50,7 @@ _LENGTH = struct.Struct(">I")
 _REF_KEYS = frozenset(("id", "source", "target"))
 
 Shape = tuple[tuple[str, ...], tuple[int, ...]]
+Stored = bytes | mmap.mmap
 
 
 class GraphFormatError(InvalidInput):
@@ -56,21 +62,23 @@ def _dumps(rows: list[list[Any]]) -> bytes:
 
 
 class _Shapes:
-    def __init__(self, number: dict[str, int]) -> None:
-        self.number = number
+    def __init__(self) -> None:
         self.codes: dict[Shape, int] = {}
 
-    def row(self, attrs: dict[str, Any], known: int) -> list[Any]:
-        """[shape code, values...] of one attribute dict; a value may refer to one of the
-        first `known` nodes (those a reader has met by then)."""
+    def own_row(self, attrs: dict[str, Any], known: dict[str, int]) -> list[Any]:
+        """[shape code, values...] of one attribute dict, with the ids in `known` (a node's
+        own, an edge's ends) as their numbers."""
         values = list(attrs.values())
         refs = []
         for position, key in enumerate(attrs):
             if key in _REF_KEYS:
                 value = values[position]
-                if type(value) is str and self.number.get(value, known) < known:
-                    values[position] = self.number[value]
+                if type(value) is str and value in known:
+                    values[position] = known[value]
                     refs.append(position)
+        return self._coded(attrs, values, refs)
+
+    def _coded(self, attrs: dict[str, Any], values: list[Any], refs: list[int]) -> list[Any]:
         shape = (tuple(attrs), tuple(refs))
         code = self.codes.get(shape)
         if code is None:
@@ -78,40 +86,9 @@ class _Shapes:
         return [code, *values]
 
 
-def encode(tables: GraphTables) -> bytes:
-    """The tables as a stored graph (blocking: run it in a thread for big graphs)."""
-    number = {node: i for i, node in enumerate(tables.nodes)}
-    shapes = _Shapes(number)
-    chunks: list[tuple[str, int, bytes]] = []
-    nodes = list(tables.nodes.items())
-    for start in range(0, len(nodes), CHUNK_ROWS):
-        part = nodes[start : start + CHUNK_ROWS]
-        rows = [[node, *shapes.row(attrs, start + i + 1)] for i, (node, attrs) in enumerate(part)]
-        chunks.append(("nodes", len(rows), _dumps(rows)))
-    for start in range(0, len(tables.edges), CHUNK_ROWS):
-        part = tables.edges[start : start + CHUNK_ROWS]
-        known = len(number)
-        rows = [[number[u], number[v], *shapes.row(attrs, known)] for u, v, attrs in part]
-        chunks.append(("edges", len(rows), _dumps(rows)))
-    header = {
-        "version": VERSION,
-        "directed": tables.directed,
-        "nodes": len(tables.nodes),
-        "edges": len(tables.edges),
-        "relations": tables.relations,
-        "shapes": [[list(keys), list(refs)] for keys, refs in shapes.codes],
-        "chunks": [
-            {"kind": kind, "rows": rows, "bytes": len(data), "crc32": zlib.crc32(data)}
-            for kind, rows, data in chunks
-        ],
-    }
-    head = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode()
-    return b"".join([MAGIC, _LENGTH.pack(len(head)), head, *(data for _, _, data in chunks)])
-
-
-def read_header(stored: bytes) -> tuple[dict[str, Any], int]:
+def read_header(stored: Stored) -> tuple[dict[str, Any], int]:
     """The header and the offset of the first chunk; GraphFormatError if it is not one."""
-    if not stored.startswith(MAGIC):
+    if stored[: len(MAGIC)] != MAGIC:
         raise GraphFormatError("it is not a packed postel graph (wrong magic bytes)")
     at = len(MAGIC)
     if len(stored) < at + _LENGTH.size:
@@ -133,7 +110,7 @@ def read_header(stored: bytes) -> tuple[dict[str, Any], int]:
     return header, at + length
 
 
-def _chunks(stored: bytes) -> Iterator[tuple[dict[str, Any], str, list[list[Any]]]]:
+def _chunks(stored: Stored) -> Iterator[tuple[dict[str, Any], str, list[list[Any]]]]:
     header, at = read_header(stored)
     yield header, "", []
     for index, chunk in enumerate(header["chunks"]):
@@ -155,8 +132,9 @@ def _chunks(stored: bytes) -> Iterator[tuple[dict[str, Any], str, list[list[Any]
         raise GraphFormatError(f"it has {len(stored) - at} bytes after its last chunk")
 
 
-def decode(stored: bytes) -> GraphTables:
-    """The tables of a stored graph (blocking: run it in a thread for big graphs)."""
+def decode(stored: Stored) -> GraphTables:
+    """The tables of a stored graph, bytes or a file mapped into memory (blocking: run it in a
+    thread for big graphs)."""
     ids: list[str] = []
     nodes: dict[str, dict[str, Any]] = {}
     edges: list[tuple[str, str, dict[str, Any]]] = []
@@ -194,3 +172,60 @@ def _attrs(shapes: list[Shape], ids: list[str], row: list[Any], at: int) -> dict
     for position in refs:
         values[position] = ids[values[position]]
     return dict(zip(keys, values, strict=True))
+
+
+def write_packed(
+    path: Path,
+    directed: bool,
+    nodes: Iterable[tuple[str, dict[str, Any]]],
+    edges: Iterable[tuple[int, int, str, str, dict[str, Any]]],
+    relations: Any,
+) -> dict[str, Any]:
+    """Write a graph in the packed form to `path` as it streams, a chunk at a time: `nodes`
+    in their order, then `edges` as (source number, target number, source id, target id,
+    attributes). `relations()` gives the relations counted once the edges are through.
+    Returns the header. Memory holds one chunk and the shapes, never the graph."""
+    shapes = _Shapes()
+    chunks: list[dict[str, Any]] = []
+    counts = {"nodes": 0, "edges": 0}
+    with tempfile.TemporaryFile(dir=path.parent) as body:
+
+        def flush(kind: str, rows: list[list[Any]]) -> None:
+            data = _dumps(rows)
+            body.write(data)
+            counts[kind] += len(rows)
+            chunks.append(
+                {"kind": kind, "rows": len(rows), "bytes": len(data), "crc32": zlib.crc32(data)}
+            )
+
+        rows: list[list[Any]] = []
+        for number, (node, attrs) in enumerate(nodes):
+            rows.append([node, *shapes.own_row(attrs, {node: number})])
+            if len(rows) >= CHUNK_ROWS:
+                flush("nodes", rows)
+                rows = []
+        if rows:
+            flush("nodes", rows)
+        rows = []
+        for u, v, source, target, attrs in edges:
+            rows.append([u, v, *shapes.own_row(attrs, {source: u, target: v})])
+            if len(rows) >= CHUNK_ROWS:
+                flush("edges", rows)
+                rows = []
+        if rows:
+            flush("edges", rows)
+        header = {
+            "version": VERSION,
+            "directed": directed,
+            "nodes": counts["nodes"],
+            "edges": counts["edges"],
+            "relations": relations(),
+            "shapes": [[list(keys), list(refs)] for keys, refs in shapes.codes],
+            "chunks": chunks,
+        }
+        head = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode()
+        body.seek(0)
+        with path.open("wb") as out:
+            out.write(MAGIC + _LENGTH.pack(len(head)) + head)
+            shutil.copyfileobj(body, out, 1 << 20)
+    return header

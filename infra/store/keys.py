@@ -183,6 +183,11 @@ class Keyspace:
     def graph(self, name: str) -> str:
         return f"{self.graphs}:{name}"
 
+    def graph_chunk(self, name: str, version: int, index: int) -> str:
+        """Chunk `index` of a graph version's store (infra/store/graph_store.py); no lane:
+        on a cluster a big store's chunks spread over the shards."""
+        return f"{self.graph(name)}:{version}:{index}"
+
     @property
     def workers(self) -> str:
         """The instances that announced a presence (infra/runtime/presence.py)."""

@@ -6,16 +6,16 @@ the field (a job id not of JOB_ID_PATTERN, a desired type with an unsupported JS
 an unknown status filter). Status codes: 201 submitted or graph added; a PostelError a route
 raises gets its status from messages.errors.OUTCOMES (infra/web/errors.py): 404 no such job
 or dead letter or graph, 409 cancelling a finished job, a job id already taken or a dead
-letter that stays dead; 413 a body over MAX_PAYLOAD_BYTES (or a graph over MAX_GRAPH_BYTES
-unpacked), 429 past POSTEL_WEB_MAX_STREAMS live streams, 401 without the token when one is
-configured (declared in the OpenAPI document).
+letter that stays dead; 413 a body over MAX_PAYLOAD_BYTES (or a graph past a limit:
+MAX_GRAPH_BYTES unpacked, POSTEL_GRAPH_MAX_*), 429 past POSTEL_WEB_MAX_STREAMS live streams,
+401 without the token when one is configured (declared in the OpenAPI document).
 """
 
 from __future__ import annotations
 
 import asyncio
-import gzip
-import zlib
+import dataclasses
+import io
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated
 
@@ -33,6 +33,7 @@ from postel.infra.store.graphs import (
     GraphInfo,
     GraphNotFound,
     GraphRegistry,
+    GraphTooLarge,
     InvalidGraphName,
 )
 from postel.infra.store.jobs import JobRecord, JobStatus
@@ -47,6 +48,7 @@ from postel.infra.web.system_view import QueuesView, WorkerView, queues_view, wo
 from postel.messages import TERMINAL_TYPES, FailureStatus, JobRequest, ids
 from postel.messages.job import TENANT_PATTERN, Priority
 from postel.messages.limits import MAX_GRAPH_BYTES
+from postel.services.gasl.engines.registry import Engine
 from postel.services.validation import UnsupportedSchemaError
 from pydantic import AfterValidator, BaseModel, ValidationError
 from starlette.types import Receive, Scope, Send
@@ -306,9 +308,13 @@ async def queues(state: State) -> QueuesView:
     return await queues_view(state.pool, state.keyspace)
 
 
+def _registry(state: WebState) -> GraphRegistry:
+    return GraphRegistry(state.pool, state.keyspace, storage=state.settings.graph_storage())
+
+
 @router.get("/graphs", response_model=list[GraphInfo], tags=["graphs"])
 async def graphs(state: State) -> list[GraphInfo]:
-    return await GraphRegistry(state.pool, state.keyspace).list()
+    return await _registry(state).list()
 
 
 @router.put(
@@ -316,7 +322,12 @@ async def graphs(state: State) -> list[GraphInfo]:
     status_code=201,
     response_model=GraphInfo,
     tags=["graphs"],
-    responses={413: TOO_LARGE},
+    responses={
+        413: {
+            "description": "the body is over MAX_PAYLOAD_BYTES, or the graph past "
+            "a limit (MAX_GRAPH_BYTES unpacked, POSTEL_GRAPH_MAX_*)"
+        }
+    },
     openapi_extra={
         "requestBody": {
             "required": True,
@@ -326,31 +337,39 @@ async def graphs(state: State) -> list[GraphInfo]:
         }
     },
 )
-async def add_graph(name: str, request: Request, state: State) -> GraphInfo:
-    """Add a graph under NAME, or replace it with a new version."""
-    data = await request.body()
-    if request.headers.get("content-encoding", "").lower() == "gzip":
-        data = _gunzip(data)
+async def add_graph(
+    name: str,
+    request: Request,
+    state: State,
+    engine: Annotated[Engine | None, Query(description="default: by the graph's size")] = None,
+) -> GraphInfo:
+    """Add a graph under NAME, or replace it with a new version. The body is streamed (and
+    unpacked) into the store with bounded memory, and refused past a limit."""
+    body = await request.body()  # within MAX_PAYLOAD_BYTES (security.py)
+    registry = _registry(state)
+    limits = registry.storage.limits
+    unpacked = min(limits.max_bytes or MAX_GRAPH_BYTES, MAX_GRAPH_BYTES)
     try:
-        return await GraphRegistry(state.pool, state.keyspace).add_bytes(
-            name, data, source=f"{name}.graphml"
+        return await registry.add_stream(
+            name,
+            io.BytesIO(body),
+            source=f"{name}.graphml",
+            engine=engine,
+            limits=dataclasses.replace(limits, max_bytes=unpacked),
         )
     except InvalidGraphName as exc:
         raise _field_error(["path", "name"], str(exc), "invalid_name") from exc
+    except GraphTooLarge as exc:
+        raise HTTPException(413, str(exc)) from exc
     except GraphFileError as exc:
         raise _field_error(["body"], str(exc), "invalid_graph") from exc
 
 
-def _gunzip(data: bytes) -> bytes:
-    """Unpack at most MAX_GRAPH_BYTES; a bigger graph is refused before it fills memory."""
-    unpacker = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    try:
-        unpacked = unpacker.decompress(data, MAX_GRAPH_BYTES + 1)
-    except (zlib.error, gzip.BadGzipFile) as exc:
-        raise _field_error(["body"], f"the body is not gzip data: {exc}", "invalid_gzip") from exc
-    if len(unpacked) > MAX_GRAPH_BYTES:
-        raise HTTPException(413, f"a graph unpacked may be {MAX_GRAPH_BYTES} bytes at most")
-    return unpacked
+@router.delete("/graphs/{name}", response_model=GraphInfo, tags=["graphs"])
+async def remove_graph(name: str, state: State) -> GraphInfo:
+    """Remove graph NAME everywhere (its store; workers drop it on their next use of a
+    graph); 404 if there is none. Returns what it was."""
+    return await _registry(state).remove(name)
 
 
 def _lane_cursor(value: str, state: WebState) -> LaneCursor:

@@ -4,7 +4,6 @@ as conditions do; rows that are plain values (ids) are their own `id`."""
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Hashable, Iterable
 from typing import Any
 
@@ -12,22 +11,6 @@ from postel.services.gasl import ast
 from postel.services.gasl.budget import Deadline
 from postel.services.gasl.conditions import MISSING, as_value, evaluate, lookup, operand_value
 from postel.services.gasl.errors import BudgetSpent
-
-# A pair of JOIN or a row of ADD_FIELD is a dict holding dicts, which the garbage collector
-# tracks, and a command makes millions of them within its budget. Each full collection (set
-# off by the allocations themselves, 25 % growth after the last) walks all that were made,
-# and one running as the deadline passes is a pause no deadline check can interrupt; left
-# alone they took 70 % of a JOIN's time and ran it up to a third past its budget. Frozen in
-# chunks as they are made, a collection walks at most one chunk. Freezing costs nothing
-# (it moves the collector's lists whole); what it freezes that holds no cycle, as these rows,
-# is still freed by its reference count, and AdapterCache unfreezes all with a new graph.
-FREEZE_EVERY = 50_000
-
-
-def kept_out_of_collections(made: int) -> None:
-    """Freeze what the process holds after every FREEZE_EVERY containers a command made."""
-    if made % FREEZE_EVERY == 0:
-        gc.freeze()
 
 
 def row_of(value: Any) -> dict[str, Any]:
@@ -79,7 +62,7 @@ def join(
                 for match in by_key.get(key, ()):
                     deadline.tick()
                     out.append({"key": key, left_name: row, right_name: match})
-                    kept_out_of_collections(len(out))
+                    deadline.made(len(out))
     except BudgetSpent as spent:
         return out, spent.cap
     return out, None

@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -120,11 +121,13 @@ class GaslExecutor(Scope):
         caps: Caps | None = None,
         budget: TimeBudget | None = None,
         stop: threading.Event | None = None,
+        bulk: Callable[[], None] | None = None,
     ) -> None:
         """`max_rows` bounds the rows a record keeps (None: all of them); `caps` default to
         the caps the state carries from the job's earlier plans, else
         to the defaults; `budget` defaults to TimeBudget(); setting `stop` (from another
-        thread) ends the running plan at its next deadline check."""
+        thread) ends the running plan at its next deadline check; `bulk` is the hook a command
+        making rows in bulk calls (services/gasl/budget.py's BULK_ROWS)."""
         state = state or StateStore()
         super().__init__(
             adapter,
@@ -135,6 +138,7 @@ class GaslExecutor(Scope):
             Caps.from_dict(state.caps) if caps is None else caps,
             budget or TimeBudget(),
             stop,
+            bulk,
         )
         self.max_rows = max_rows
         self.var_status: dict[str, str] = {}
@@ -152,7 +156,7 @@ class GaslExecutor(Scope):
             return self._rejected(plan_id, "<plan>", f"invalid plan object: {exc}")
         if checked.plan_id in self.cancelled:
             return self._rejected(checked.plan_id, "<plan>", "this plan id was cancelled")
-        self.clock = PlanClock(self.budget, stop=self.stop)  # parsing counts too
+        self.clock = PlanClock(self.budget, stop=self.stop, bulk=self.bulk)  # parsing counts too
         try:
             commands = parse_plan(checked.commands)
         except PlanSyntaxError as exc:

@@ -277,3 +277,91 @@ def read_graphml_bytes(data: bytes) -> RawGraph:
         return _build(reader)
     except Exception:  # anything unusual or wrong: networkx reads it or says what is wrong
         return RawGraph.of(nx.read_graphml(io.BytesIO(data)))
+
+
+class GraphMLUnusual(ValueError):
+    """A GraphML document the streaming reader does not take (yfiles extensions, ports,
+    hyperedges, nested or several graphs, an edge's own `directed`): its message says which
+    reader to use."""
+
+
+@dataclass
+class StreamedElement:
+    """A <node> or <edge> as it was read: its XML attributes and its data, each as (key id,
+    text) in document order; `decode` of the streamed graph makes them typed attributes."""
+
+    kind: str  # "node" or "edge"
+    attrs: dict[str, str]
+    pairs: list[tuple[str, str | None]]
+
+
+class _StreamingReader(_Reader):
+    """The fast reader, handing each node and edge on as soon as it closes instead of
+    keeping them: memory holds one element at a time."""
+
+    def __init__(self, parser: Any, sink: Any) -> None:
+        super().__init__(parser)
+        self.sink = sink
+
+    def start(self, tag: str, attrs: dict[str, str]) -> None:
+        try:
+            super().start(tag, attrs)
+        except _Unusual:
+            raise GraphMLUnusual(
+                f"the element <{tag.rpartition('}')[2]}> is outside the plain GraphML that is "
+                "streamed (keys, one graph, nodes and edges with data): save the graph without "
+                "editor extensions, or as a CSV edge list"
+            ) from None
+
+    def end(self, tag: str) -> None:
+        try:
+            super().end(tag)
+        except _Unusual:
+            raise GraphMLUnusual("a <default> of a key is empty") from None
+        if not self._skip and len(self._path) == 2 and tag in _ITEMS:
+            held = self.nodes if tag == _NODE else self.edges
+            _, attrs, pairs = held.pop()
+            self.sink(StreamedElement("node" if tag == _NODE else "edge", attrs, pairs))
+
+
+@dataclass
+class StreamedGraphML:
+    """What a streamed document said besides its elements: directed or not, and its keys."""
+
+    directed: bool
+    keys: dict[str, tuple[str, str, str | None]]
+
+    def decoder(self) -> Any:
+        """Typed attributes of an element's (key id, text) pairs, as networkx types them; a
+        ValueError names an unknown key or a value that is not of its key's type."""
+        try:
+            decode = _decoder(self.keys)
+        except _Unusual:
+            raise GraphMLUnusual("a <key> has a type GraphML does not define") from None
+
+        def typed(pairs: list[tuple[str, str | None]]) -> dict[str, Any]:
+            try:
+                return decode(pairs)  # type: ignore[no-any-return]
+            except KeyError as exc:
+                raise ValueError(f"data refers to the undeclared key {exc}") from None
+
+        return typed
+
+
+def stream_graphml(read: Any, sink: Any, *, chunk_bytes: int = 1 << 16) -> StreamedGraphML:
+    """Read GraphML from `read(n) -> bytes` in chunks, calling `sink(StreamedElement)` for
+    every node and edge as it closes (blocking; memory holds one chunk and one element).
+    A document outside the plain GraphML graph tools write is a GraphMLUnusual; one that is
+    not XML is expat's error."""
+    parser = expat.ParserCreate(namespace_separator="}")
+    parser.buffer_text = True
+    parser.buffer_size = chunk_bytes
+    reader = _StreamingReader(parser, sink)
+    parser.StartElementHandler = reader.start
+    parser.EndElementHandler = reader.end
+    while chunk := read(chunk_bytes):
+        parser.Parse(chunk, False)
+    parser.Parse(b"", True)
+    if reader.graphs != 1:
+        raise GraphMLUnusual(f"it holds {reader.graphs} graphs, not one")
+    return StreamedGraphML(reader.edgedefault == "directed", reader.keys)

@@ -13,11 +13,7 @@ edge: source, target, weight (float), description (list[str]), keywords (list[st
 
 from __future__ import annotations
 
-import gc
 import json
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,33 +105,6 @@ def normalise_edge(source: str, target: str, attrs: dict[str, Any]) -> dict[str,
     return out
 
 
-_gc_lock = threading.Lock()
-_gc_pausers = 0
-_gc_was_enabled = False
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a big graph is built.
-
-    Building one allocates millions of containers and none of them is garbage; the
-    collector would walk the growing heap again and again, most of the build's time
-    (4x on a 10^5-relation graph). Threads pausing at once share one pause."""
-    global _gc_pausers, _gc_was_enabled
-    with _gc_lock:
-        if _gc_pausers == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_pausers += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_pausers -= 1
-            if _gc_pausers == 0 and _gc_was_enabled:
-                gc.enable()
-
-
 @dataclass
 class GraphTables:
     """A graph in the shared attribute model as the tables it is built from: its nodes and
@@ -211,6 +180,4 @@ def relation_count(graph: nx.Graph) -> int:
 
 def load_graphml(path: str | Path) -> nx.Graph:
     """Read a nano-graphrag or LightRAG GraphML file into the shared attribute model."""
-    data = Path(path).read_bytes()
-    with gc_paused():
-        return build_graph(normalise(read_graphml_bytes(data)))
+    return build_graph(normalise(read_graphml_bytes(Path(path).read_bytes())))

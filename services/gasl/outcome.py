@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from postel.services.gasl import combine
 from postel.services.gasl.budget import Deadline
 from postel.services.gasl.errors import BudgetSpent
 
@@ -45,7 +44,7 @@ class Taken:
                 return
             self.taken += 1
             # a row command may make a container per row (ADD_FIELD, CREATE_*)
-            combine.kept_out_of_collections(self.taken)
+            self.deadline.made(self.taken)
             yield row
 
     def outcome(self, value: Any, **fields: Any) -> CommandOutcome:

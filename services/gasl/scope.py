@@ -6,7 +6,7 @@ plan loop and the records."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from postel.services.gasl import ast
@@ -50,6 +50,7 @@ class Scope:
         caps: Caps,
         budget: TimeBudget,
         stop: threading.Event | None,
+        bulk: Callable[[], None] | None = None,
     ) -> None:
         self.adapter = adapter
         self.state = state
@@ -64,7 +65,8 @@ class Scope:
         self.plan_id = ""
         # set by a CANCEL of the running plan: the plan ends after that command
         self.cancel_current = False
-        self.clock = PlanClock(budget, stop=stop)
+        self.bulk = bulk
+        self.clock = PlanClock(budget, stop=stop, bulk=bulk)
         self.deadline = self.clock.command_deadline()
         self._view: OverlayView | None = None
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -51,12 +52,14 @@ class RoundStore(Protocol):
 @dataclass(frozen=True)
 class GaslDeps:
     """The job's graph, its state between rounds, the model for PROCESS and ANALYZE (None:
-    they end as error records) and the plan's time budget."""
+    they end as error records), the plan's time budget and the process's hook for rows made
+    in bulk (services/gasl/budget.py's BULK_ROWS)."""
 
     adapter: GraphAdapter
     rounds: RoundStore
     model: GaslModel | None
     budget: TimeBudget
+    bulk: Callable[[], None] | None = None
 
 
 async def handle(message: GaslPlanRequested, deps: GaslDeps) -> Step:
@@ -65,7 +68,7 @@ async def handle(message: GaslPlanRequested, deps: GaslDeps) -> Step:
     answer the planner."""
     job, task = message.job_id, message.progress.task_index
     before = await deps.rounds.state_after(job, task, message.base_round)
-    result = await execute_round(message, deps.adapter, before, deps.model, deps.budget)
+    result = await execute_round(message, deps.adapter, before, deps.model, deps.budget, deps.bulk)
     await deps.rounds.after_round(job, task, message.round, result.state)
     await deps.rounds.record_round(result.message)
     commands = command_lines(result.message.records)
@@ -100,6 +103,7 @@ async def execute_round(
     state: dict[str, Any] | None,
     model: GaslModel | None,
     budget: TimeBudget | None = None,
+    bulk: Callable[[], None] | None = None,
 ) -> RoundResult:
     """Run the round's plan off the event loop; `budget` defaults to TimeBudget().
 
@@ -109,7 +113,7 @@ async def execute_round(
     stop = threading.Event()
     try:
         return await asyncio.to_thread(
-            _run_round, message, adapter, state, bridged, budget or TimeBudget(), stop
+            _run_round, message, adapter, state, bridged, budget or TimeBudget(), stop, bulk
         )
     finally:
         stop.set()
@@ -122,12 +126,13 @@ def _run_round(
     model: GaslModel | None,
     budget: TimeBudget,
     stop: threading.Event,
+    bulk: Callable[[], None] | None,
 ) -> RoundResult:
     backend = MemoryStateBackend()
     if state is not None:
         backend.save(state)
     store = StateStore(backend, query=message.request.prompt)
-    executor = GaslExecutor(adapter, state=store, model=model, budget=budget, stop=stop)
+    executor = GaslExecutor(adapter, state=store, model=model, budget=budget, stop=stop, bulk=bulk)
     run = asyncio.run(executor.execute_plan(message.plan))
     errors = [r for r in run.records if r.status in FAILED_STATUSES]
     task = message.progress.task_index

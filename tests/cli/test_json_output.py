@@ -83,6 +83,7 @@ def invocations(job_id: str, export: Path, document: Path) -> dict[str, list[str
         ],
         "bench graphs": ["bench", "graphs", "--triples", "300", "--json"],
         "bench fuzz": ["bench", "fuzz", "--bodies", "1", "--json"],
+        "bench graph-bomb": ["bench", "graph-bomb", "--edges", "10001", "--json"],
         "bench qa": [
             *("bench", "qa", "--triples", "300", "--questions", "2", "--planners", "right"),
             "--json",

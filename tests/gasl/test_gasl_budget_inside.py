@@ -9,12 +9,13 @@ from __future__ import annotations
 import gc
 import random
 import time
+from collections.abc import Iterator
 
 import networkx as nx
 import pytest
+from postel.infra.runtime.memory import MemoryPolicy
 from postel.messages.gasl import GaslPlan
-from postel.services.gasl.budget import COMMAND_BUDGET, PLAN_BUDGET, TimeBudget
-from postel.services.gasl.combine import FREEZE_EVERY
+from postel.services.gasl.budget import BULK_ROWS, COMMAND_BUDGET, PLAN_BUDGET, TimeBudget
 from postel.services.gasl.engines.caps import HARD_MAXIMA, Caps
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
@@ -59,15 +60,22 @@ def quick_graph(nodes: int, seed: int = 7) -> nx.Graph:
     return graph
 
 
+# the gasl worker's memory policy, as its Runtime holds it
+POLICY = MemoryPolicy()
+
+
 @pytest.fixture(scope="module")
-def million() -> NetworkXAdapter:
+def million() -> Iterator[NetworkXAdapter]:
     graph = quick_graph(NODES)
     assert graph.number_of_nodes() == NODES and graph.degree("n0") > 1000
     adapter = NetworkXAdapter.from_graph(graph)
     # as a worker holding the graph would have it after its first queries: an index cut
     # short by a budget is dropped, and a half-second budget cannot build one this large
     adapter.build_index("bucket")
-    return adapter
+    # and as the worker's memory policy keeps a graph it holds: out of full collections
+    POLICY.settled()
+    yield adapter
+    gc.unfreeze()
 
 
 SETUP = [
@@ -107,7 +115,9 @@ def plan_of(commands: list[str]) -> GaslPlan:
 
 
 def executor_on(adapter: NetworkXAdapter, budget: TimeBudget) -> GaslExecutor:
-    return GaslExecutor(adapter, StateStore(), caps=Caps(**HARD_MAXIMA), budget=budget)
+    return GaslExecutor(
+        adapter, StateStore(), caps=Caps(**HARD_MAXIMA), budget=budget, bulk=POLICY.rows_made
+    )
 
 
 async def test_no_command_overruns_its_budget_on_a_million_nodes(
@@ -185,9 +195,10 @@ async def test_a_join_and_a_write_cut_short_keep_what_they_did() -> None:
 
 async def test_pairs_and_rows_made_in_bulk_are_kept_out_of_collections() -> None:
     """A JOIN's pairs and ADD_FIELD's rows are dicts holding dicts, which the collector
-    tracks: all but the last chunk of them are frozen as they are made, so no full collection
-    (a pause no deadline check interrupts) walks them; they are freed all the same."""
-    executor = GaslExecutor(NetworkXAdapter.from_graph(quick_graph(100)))
+    tracks: given the worker's memory policy as its bulk hook, all but the last chunk of
+    them are frozen as they are made, so no full collection (a pause no deadline check
+    interrupts) walks them; they are freed all the same."""
+    executor = GaslExecutor(NetworkXAdapter.from_graph(quick_graph(100)), bulk=POLICY.rows_made)
     executor.context.set("few", [{"k": i % 2} for i in range(600)])
     result = await executor.execute_plan(
         {
@@ -204,8 +215,8 @@ async def test_pairs_and_rows_made_in_bulk_are_kept_out_of_collections() -> None
         assert len(made) == 180_000 and all(gc.is_tracked(row) for row in made[:10])
         ids = {id(row) for row in made}
         left_to_collections = sum(id(o) in ids for o in gc.get_objects())
-        assert left_to_collections < FREEZE_EVERY, name
+        assert left_to_collections < BULK_ROWS, name
     assert made[0] == {"key": 0, "few": {"k": 0}, "few_2": {"k": 0}, "again": 0}
     frozen = gc.get_freeze_count()
     del executor, result, made
-    assert gc.get_freeze_count() < frozen - 2 * (180_000 - FREEZE_EVERY)
+    assert gc.get_freeze_count() < frozen - 2 * (180_000 - BULK_ROWS)

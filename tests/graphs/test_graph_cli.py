@@ -49,6 +49,25 @@ def test_graph_add_list_info(system_redis: str) -> None:
     info = run("graph", "info", "mmwr")
     assert json.loads(info.stdout)["sha256"] == listed[0]["sha256"]
 
+    removed = run("graph", "remove", "mmwr")
+    assert removed.exit_code == 0 and "graph mmwr removed (it was version 2)" in removed.stdout
+    assert "no graphs registered" in run("graph", "list").stdout
+    gone = run("graph", "remove", "mmwr")
+    assert gone.exit_code == 4 and "no graph named 'mmwr'" in gone.stderr
+
+
+def test_graph_add_an_edge_list_on_ladybug_past_a_limit(
+    system_redis: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    edges = tmp_path / "edges.csv"
+    edges.write_text("source,target,keywords\na,b,knows\nb,c,likes\n")
+    added = run("graph", "add", "kg", str(edges), "--directed", "--engine", "ladybug")
+    assert added.exit_code == 0, added.output
+    assert added.stdout.startswith("graph kg version 1: 3 nodes, 2 edges (edge list, ladybug")
+    monkeypatch.setenv("POSTEL_GRAPH_MAX_EDGES", "1")
+    refused = run("graph", "add", "kg", str(edges))
+    assert refused.exit_code == 2 and "POSTEL_GRAPH_MAX_EDGES" in refused.stderr
+
 
 def test_graph_errors_and_exit_codes(
     system_redis: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -185,3 +204,11 @@ def test_gasl_run_shows_the_canonical_command_and_what_was_written() -> None:
     assert table.exit_code == 0, table.output
     assert 'FIND nodes WHERE entity_type = "PERSON" AS p' in table.stdout
     assert "written as: FIND nodes with entity_type=PERSON AS p" in table.stdout
+
+
+def test_graph_add_offers_the_registry_s_engines() -> None:
+    from postel.infra.cli.graph import graph_add
+    from postel.services.gasl.engines.registry import ENGINES
+
+    [engine] = [p for p in graph_add.params if p.name == "engine"]
+    assert tuple(engine.type.choices) == ENGINES  # type: ignore[attr-defined]

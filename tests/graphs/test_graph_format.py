@@ -8,6 +8,7 @@ import asyncio
 import io
 import json
 import re
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from postel.infra.cli.main import main
 from postel.infra.runtime.actor import Actor, Runtime
 from postel.infra.runtime.settings import Settings
 from postel.infra.store import graph_format, graphs
-from postel.infra.store.graph_format import GraphFormatError, decode, encode
+from postel.infra.store.graph_format import GraphFormatError, decode, write_packed
 from postel.infra.store.graphs import AdapterCache, GraphRegistry, GraphUnreadable
 from postel.infra.store.keys import Keyspace
 from postel.infra.store.wire import connect_arq
@@ -28,7 +29,13 @@ from postel.messages.errors import GraphNotFound
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
 from postel.services.gasl.graphml import RawGraph, read_graphml_bytes
-from postel.services.gasl.loaders import DEMO_GRAPH, build_graph, normalise, normalise_graph
+from postel.services.gasl.loaders import (
+    DEMO_GRAPH,
+    GraphTables,
+    build_graph,
+    normalise,
+    normalise_graph,
+)
 from postel.services.gasl.state import StateStore
 from postel_bench.data.scale_movies import write_scale_movie_graphml
 
@@ -51,6 +58,16 @@ def assert_same_graph(expected: nx.Graph, got: nx.Graph) -> None:
     assert [(u, v, list(a.items())) for u, v, a in got.edges(data=True)] == [
         (u, v, list(a.items())) for u, v, a in expected.edges(data=True)
     ]
+
+
+def encode(tables: GraphTables) -> bytes:
+    """The packed form of tables held in memory, as `write_packed` writes a streamed graph."""
+    number = {node: i for i, node in enumerate(tables.nodes)}
+    edges = ((number[u], number[v], u, v, attrs) for u, v, attrs in tables.edges)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "store"
+        write_packed(path, tables.directed, tables.nodes.items(), edges, lambda: tables.relations)
+        return path.read_bytes()
 
 
 def networkx_path(data: bytes) -> nx.Graph:
@@ -239,9 +256,10 @@ async def test_a_worker_meeting_a_corrupt_graph_fails_the_job_and_loads_it_once_
     registry: GraphRegistry, redis_client: aioredis.Redis
 ) -> None:
     await registry.add("g", DEMO_GRAPH)
-    stored = await redis_client.hget(KEYS.graph("g"), "packed")
-    await redis_client.hset(KEYS.graph("g"), "packed", _corrupt_chunk(stored))
-    with pytest.raises(GraphUnreadable, match=r"'g' \(version 1\) cannot be loaded: .*CRC-32"):
+    chunk = KEYS.graph_chunk("g", 1, 0)
+    stored = await redis_client.get(chunk)
+    await redis_client.set(chunk, _corrupt_chunk(stored))
+    with pytest.raises(GraphUnreadable, match=r"'g' \(version 1\) cannot be loaded: .*SHA-256"):
         await registry.adapter("g")
     # the actor fails such a job `invalid_request`, as for a missing graph
     assert issubclass(GraphUnreadable, GraphNotFound)
@@ -249,18 +267,23 @@ async def test_a_worker_meeting_a_corrupt_graph_fails_the_job_and_loads_it_once_
     assert (await registry.adapter("g")).graph.number_of_nodes() == 3261
 
 
+@pytest.mark.parametrize("field", ["packed", "data"])
 async def test_a_graph_stored_by_an_older_postel_still_loads(
-    registry: GraphRegistry, redis_client: aioredis.Redis
+    registry: GraphRegistry, redis_client: aioredis.Redis, field: str
 ) -> None:
+    """Older postels kept the graph in its hash: packed, or before that as gzip GraphML."""
     import gzip
 
     data = DEMO_GRAPH.read_bytes()
     await registry.add("old", DEMO_GRAPH)
-    await redis_client.hdel(KEYS.graph("old"), "packed")
-    await redis_client.hset(KEYS.graph("old"), "data", gzip.compress(data))
+    store_fields = ["store_sha256", "store_bytes", "chunks", "location", "engine"]
+    await redis_client.hdel(KEYS.graph("old"), *store_fields)
+    blob = gzip.compress(data) if field == "data" else _packed()
+    await redis_client.hset(KEYS.graph("old"), field, blob)
     assert_same_graph(networkx_path(data), (await registry.adapter("old")).graph)
-    await registry.add("old", DEMO_GRAPH)  # re-adding stores the packed form alone
-    assert await redis_client.hget(KEYS.graph("old"), "data") is None
+    await registry.add("old", DEMO_GRAPH)  # re-adding stores the version's store alone
+    assert await redis_client.hget(KEYS.graph("old"), field) is None
+    assert await redis_client.hget(KEYS.graph("old"), "chunks") is not None
 
 
 async def test_loading_runs_off_the_event_loop_and_leases_keep_renewing(

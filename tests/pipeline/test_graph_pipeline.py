@@ -155,3 +155,20 @@ async def test_events_show_each_round_decision_and_commands_and_the_record_sums_
     assert evidence.startswith("task 0, round 1 (Fix the WHERE keyword.)")
     assert re.search(r"success +371 +FIND nodes WHERE", evidence)
     assert "sources: " in evidence and '"id": "' in evidence
+
+
+async def test_a_graph_stored_on_ladybug_gives_the_same_answer(
+    redis_url: str, settings: Settings
+) -> None:
+    """The graph on the other engine: the planner's worker reads its summary and the gasl
+    worker fetches the store into its machine's cache and runs the rounds on it, read-only."""
+    async with Client(redis_url) as client:
+        registry = GraphRegistry(client.pool, client.keyspace, storage=settings.graph_storage())
+        info = await registry.add("mmwr", DEMO_GRAPH, engine="ladybug")
+    assert info.engine == "ladybug"
+    spy = Spy("graph_fix_parse_error.json")
+    result, events, _ = await ask(redis_url, settings, spy, "int")
+    assert result == 371
+    assert spy.inner.remaining == 0
+    assert [e.round for e in events if e.worker == "gasl" and e.status == "completed"] == [0, 1]
+    assert list((settings.state_dir / "graph-cache").rglob("graph.lbdb"))

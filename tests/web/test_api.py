@@ -404,3 +404,39 @@ async def test_a_jobs_model_calls_are_on_its_page_escaped_clipped_and_all_in_the
     assert f"answer {CALLS_SHOWN + 4}" in page and "answer 4<" not in page
     assert hostile not in page and "&lt;script&gt;alert(" in page
     assert "a" * (TEXT_SHOWN + 1) not in page and "500 more characters" in page
+
+
+async def test_graph_upload_engine_limits_and_remove(
+    api: httpx.AsyncClient, redis_url: str
+) -> None:
+    """The upload streams through the limits (a bomb of parallel edges: 413 naming the
+    setting, nothing stored), takes an engine, and DELETE frees the graph."""
+    edges = "".join('<edge source="a" target="b"/>' for _ in range(10_001))
+    bomb = (
+        '<graphml xmlns="http://graphml.graphdrawing.org/xmlns"><graph edgedefault="directed">'
+        f'<node id="a"/><node id="b"/>{edges}</graph></graphml>'
+    ).encode()
+    refused = await api.put(
+        "/api/graphs/bomb", content=gzip.compress(bomb), headers={"content-encoding": "gzip"}
+    )
+    assert refused.status_code == 413 and "POSTEL_GRAPH_MAX_PARALLEL" in refused.json()["detail"]
+    assert (await api.get("/api/graphs")).json() == []
+    packed = gzip.compress(DEMO_GRAPH.read_bytes())
+    added = await api.put(
+        "/api/graphs/mmwr",
+        params={"engine": "ladybug"},
+        content=packed,
+        headers={"content-encoding": "gzip"},
+    )
+    assert added.status_code == 201 and added.json()["engine"] == "ladybug", added.text
+    unknown = await api.put("/api/graphs/x", params={"engine": "neo4j"}, content=packed)
+    assert unknown.status_code == 422
+    removed = await api.delete("/api/graphs/mmwr")
+    assert removed.status_code == 200 and removed.json()["version"] == 1
+    assert (await api.get("/api/graphs")).json() == []
+    assert (await api.delete("/api/graphs/mmwr")).status_code == 404
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        assert await client.keys("postel:graphs*") == []
+    finally:
+        await client.aclose()

@@ -6,7 +6,6 @@ edges `source`/`target` and their relations (the first inline, the others under 
 
 from __future__ import annotations
 
-import gc
 import itertools
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -77,8 +76,8 @@ class NetworkXAdapter(AdjacencySearches):
 
     Build it with `from_graphml` for files, or `from_graph` for a graph already in the
     shared attribute model. Indexes are built lazily per attribute, `entity_type` at load.
-    Building one freezes what the process holds out of the garbage collector's reach (see
-    `__init__`). Searches only read the graph (the lazy index and edge table are filled
+    (The process holding it decides what the garbage collector does with it:
+    infra/runtime/memory.py.) Searches only read the graph (the lazy index and edge table are filled
     idempotently), so jobs in several threads may share one adapter.
     """
 
@@ -89,11 +88,6 @@ class NetworkXAdapter(AdjacencySearches):
         super().__init__(NetworkXReads(graph, use_indexes))
         if use_indexes:
             self.build_index("entity_type")
-        # A graph is held for the life of the process and changes no more. Left in the
-        # collector's generations, every full collection (which some command's allocations
-        # set off at a moment no budget controls) would walk all of its objects: seconds on
-        # a graph of 10^6 nodes. Frozen, collections walk only what commands allocate.
-        gc.freeze()
 
     @classmethod
     def from_graphml(cls, path: str | Path) -> NetworkXAdapter:
