@@ -34,6 +34,7 @@ import redis.asyncio as aioredis
 import structlog
 from postel.infra.store.graph_ingest import GraphLimits
 from postel.infra.store.keys import Keyspace
+from postel.messages.errors import Misconfigured
 
 log = structlog.get_logger(__name__)
 
@@ -43,7 +44,7 @@ LADYBUG_FOLDER = "ladybug"
 _DONE = ".fetched"
 
 
-class StoreChecksumError(Exception):
+class StoreChecksumError(Misconfigured):
     """A fetched store whose SHA-256 is not the one its version names (or a chunk missing)."""
 
 

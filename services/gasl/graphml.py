@@ -25,6 +25,7 @@ from xml.parsers import expat
 
 import networkx as nx
 from networkx.readwrite.graphml import GraphML
+from postel.messages.errors import InvalidInput
 
 _NS = "http://graphml.graphdrawing.org/xmlns}"
 _GRAPHML, _KEY, _DEFAULT, _GRAPH = (_NS + t for t in ("graphml", "key", "default", "graph"))
@@ -279,7 +280,7 @@ def read_graphml_bytes(data: bytes) -> RawGraph:
         return RawGraph.of(nx.read_graphml(io.BytesIO(data)))
 
 
-class GraphMLUnusual(ValueError):
+class GraphMLUnusual(InvalidInput):
     """A GraphML document the streaming reader does not take (yfiles extensions, ports,
     hyperedges, nested or several graphs, an edge's own `directed`): its message says which
     reader to use."""

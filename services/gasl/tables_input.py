@@ -24,6 +24,8 @@ import csv
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from postel.messages.errors import InvalidInput
+
 SOURCE_COLUMNS = ("source", "src_id", ":START_ID", "start_id", "from", "subject", "head")
 TARGET_COLUMNS = ("target", "tgt_id", ":END_ID", "end_id", "to", "object", "tail")
 RELATION_COLUMNS = ("keywords", ":TYPE", "type", "relation", "predicate")
@@ -42,7 +44,7 @@ _CONVERT: dict[str, Callable[[str], Any]] = {
 }
 
 
-class TableColumnsError(ValueError):
+class TableColumnsError(InvalidInput):
     """A table without the columns its role needs (named in the message)."""
 
 
