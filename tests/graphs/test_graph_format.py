@@ -22,6 +22,7 @@ from postel.infra.runtime.actor import Actor, Runtime
 from postel.infra.runtime.settings import Settings
 from postel.infra.store import graph_format, graphs
 from postel.infra.store.graph_format import GraphFormatError, decode, write_packed
+from postel.infra.store.graph_store import GraphStorage
 from postel.infra.store.graphs import AdapterCache, GraphRegistry, GraphUnreadable
 from postel.infra.store.keys import Keyspace
 from postel.infra.store.wire import connect_arq
@@ -83,8 +84,12 @@ def movie_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def registry(redis_client: aioredis.Redis) -> GraphRegistry:
-    return GraphRegistry(redis_client, KEYS, AdapterCache())
+def registry(redis_client: aioredis.Redis, tmp_path: Path) -> GraphRegistry:
+    # a cache of this test's own: a version another test fetched (same server, name, version
+    # and checksum) would be opened from the cache without reading the chunks again
+    return GraphRegistry(
+        redis_client, KEYS, AdapterCache(), storage=GraphStorage(cache_dir=tmp_path)
+    )
 
 
 def test_the_scale_movie_graph_is_deterministic(tmp_path: Path) -> None:
@@ -287,14 +292,16 @@ async def test_a_graph_stored_by_an_older_postel_still_loads(
 
 
 async def test_loading_runs_off_the_event_loop_and_leases_keep_renewing(
-    redis_url: str, settings: Settings, monkeypatch: pytest.MonkeyPatch
+    redis_url: str, settings: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A worker's own lease renewal (1 s lease, renewed every 250 ms) runs while a slow
     load waits, in its thread, for five renewals: past the lease's first expiry. A load on
     the event loop would block the renewals it waits for, and the test would fail."""
     pool = await connect_arq(redis_url)
     try:
-        registry = GraphRegistry(pool, KEYS, AdapterCache())
+        registry = GraphRegistry(
+            pool, KEYS, AdapterCache(), storage=GraphStorage(cache_dir=tmp_path)
+        )
         await registry.add("g", DEMO_GRAPH)
         actor = Actor(
             RELAY_WORKERS[0],
