@@ -64,7 +64,7 @@ class DemoOutcome:
 
 async def register_sample_graph(client: Client) -> GraphInfo:
     """The bundled graph under `mmwr`; re-registered only if the stored copy differs."""
-    registry = GraphRegistry(client.pool, client.keyspace)
+    registry = GraphRegistry(client.pool, client.keyspace, storage=client.settings.graph_storage())
     digest = hashlib.sha256(DEMO_GRAPH.read_bytes()).hexdigest()
     try:
         info = await registry.info(GRAPH_NAME)

@@ -153,7 +153,7 @@ def _canonical(value: Any) -> str:
 
 
 async def _add_graphs(client: Client, export: JobExport, files: dict[str, Path]) -> None:
-    registry = GraphRegistry(client.pool, client.keyspace)
+    registry = GraphRegistry(client.pool, client.keyspace, storage=client.settings.graph_storage())
     for name, sha256 in export.graphs.items():
         path = files.get(name) or (DEMO_GRAPH if name == "mmwr" else None)
         if path is None:
