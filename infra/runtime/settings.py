@@ -109,6 +109,12 @@ class Settings(BaseSettings):
     llm_tpm: int = Field(default=0, ge=0, description="tokens/min per route; 0: unlimited")
     llm_max_concurrent: int = Field(default=0, ge=0, description="calls at once; 0: unlimited")
     record_calls: bool = True
+    schema_help: bool = Field(
+        default=True,
+        description="on a graph job: link the request's entities to the graph (intent), show "
+        "small models only the relations the question is about and decode HDT rounds under "
+        "the graph's own names (planner); off: the whole schema and the plain GASL grammar",
+    )
 
     web_host: str = "127.0.0.1"
     web_port: int = Field(default=8040, ge=0, le=65535)

@@ -26,6 +26,7 @@ import gzip
 import hashlib
 import re
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,8 +40,20 @@ from postel.infra.store.keys import Keyspace
 from postel.messages.errors import GraphNotFound, InvalidInput, PostelError
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.graphml import RawGraph, read_graphml_bytes
-from postel.services.gasl.loaders import build_graph, gc_paused, normalise
+from postel.services.gasl.loaders import (
+    GraphTables,
+    build_graph,
+    gc_paused,
+    normalise,
+    relations_of,
+)
 from postel.services.gasl.schema_summary import summarize_graph
+from postel.services.linking.aids import (
+    NAME_INDEX_FIELD,
+    SCHEMA_CARD_FIELD,
+    GraphAids,
+    build_aids,
+)
 from pydantic import BaseModel
 from redis.asyncio.cluster import RedisCluster
 
@@ -125,6 +138,7 @@ class PackedGraph:
     nodes: int
     relations: int
     directed: bool
+    aids: GraphAids
 
 
 # (version, sha256) of a stored graph.
@@ -140,6 +154,8 @@ class AdapterCache:
     loading: dict[tuple[str, str, int, str], asyncio.Task[tuple[Stamp, NetworkXAdapter]]] = field(
         default_factory=dict
     )
+    # the name index and schema card of the version cached, read once per process and version
+    aids: dict[tuple[str, str], tuple[Stamp, GraphAids]] = field(default_factory=dict)
 
 
 # One cache per process by default: workers may build a registry per job and still share it.
@@ -177,8 +193,34 @@ def pack_graphml(data: bytes) -> PackedGraph:
         raw = read_graphml_bytes(data)
         tables = normalise(raw)
         return PackedGraph(
-            encode(tables), detect_format(raw), len(tables.nodes), tables.relations, raw.directed
+            encode(tables),
+            detect_format(raw),
+            len(tables.nodes),
+            tables.relations,
+            raw.directed,
+            aids_of_tables(tables),
         )
+
+
+def _relation_names(
+    edges: Iterable[tuple[str, str, dict[str, Any]]],
+) -> Iterator[tuple[str, str, list[str]]]:
+    for source, target, attrs in edges:
+        for relation in relations_of(attrs):
+            yield source, target, [str(k) for k in relation.get("keywords") or []]
+
+
+def aids_of_tables(tables: GraphTables) -> GraphAids:
+    """The name index and schema card of a graph about to be stored (the seam a store of
+    another shape calls with its own node and relation streams: services.linking.aids)."""
+    return build_aids(tables.nodes.items(), _relation_names(tables.edges), tables.directed)
+
+
+def aids_of_graph(graph: nx.Graph) -> GraphAids:
+    """The same, for a graph stored before postel kept them (built once per process)."""
+    return build_aids(
+        graph.nodes(data=True), _relation_names(graph.edges(data=True)), graph.is_directed()
+    )
 
 
 def load_packed(stored: bytes) -> NetworkXAdapter:
@@ -263,7 +305,8 @@ class GraphRegistry:
         }
         # One script: a reader never sees a new version number with the old data. The name
         # is listed after, as its own command: on a cluster the list is in another slot.
-        fields = [item for pair in {**meta, _PACKED: packed.stored}.items() for item in pair]
+        stored = {**meta, _PACKED: packed.stored, **packed.aids.to_fields()}
+        fields = [item for pair in stored.items() for item in pair]
         store = self.redis.register_script(_STORE)
         version = await store(keys=[self.keyspace.graph(name)], args=[_LEGACY, *fields])
         await self.redis.sadd(self.keyspace.graphs, name)  # type: ignore[misc]
@@ -337,6 +380,29 @@ class GraphRegistry:
         adapter = await self.adapter(name)
         # One pass over a big graph takes seconds: keep it off the event loop.
         return await asyncio.to_thread(summarize_graph, adapter)
+
+    async def aids(self, name: str) -> GraphAids:
+        """The graph's name index and schema card (services.linking), stored beside its
+        version at `graph add`; read once per process and version."""
+        raw_version, raw_sha = await self.redis.hmget(
+            self.keyspace.graph(name), ["version", "sha256"]
+        )
+        if raw_version is None or raw_sha is None:
+            raise GraphNotFound(name, await self.names())
+        stamp = (int(raw_version), _text(raw_sha))
+        cached = self.cache.aids.get((self._server, name))
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        names, card = await self.redis.hmget(
+            self.keyspace.graph(name), [NAME_INDEX_FIELD, SCHEMA_CARD_FIELD]
+        )
+        if names is not None and card is not None:
+            aids = await asyncio.to_thread(GraphAids.from_fields, names, card)
+        else:  # stored by an older postel
+            adapter = await self.adapter(name)
+            aids = await asyncio.to_thread(aids_of_graph, adapter.graph)
+        self.cache.aids[(self._server, name)] = (stamp, aids)
+        return aids
 
     async def _load(self, name: str) -> tuple[Stamp, NetworkXAdapter]:
         # Stamp and data in one read, so the cache entry names the version it holds.

@@ -45,13 +45,24 @@ def _listed(item: Expr, most: int) -> Expr:
     return Seq((item, Repeat(Seq((Lit(", "), item)), 0, most - 1)))
 
 
-def _text(least: int) -> Seq:
-    return Seq((Lit('"'), Repeat(json_text_char(), least, MAX_TEXT_CHARS), Lit('"')))
+def _text(least: int, most: int) -> Seq:
+    return Seq((Lit('"'), Repeat(json_text_char(), least, most), Lit('"')))
 
 
 @cache
 def round_answer_rules() -> Rules:
-    gasl, statement = gasl_rules(in_json_string=True)
+    return round_rules(*gasl_rules(in_json_string=True))
+
+
+def round_rules(
+    gasl: Rules,
+    statement: str,
+    text_chars: int = MAX_TEXT_CHARS,
+    references: tuple[str, ...] = (),
+) -> Rules:
+    """The round answer over the GASL rules `gasl` (whose statement rule is `statement`):
+    free text fields of at most `text_chars`; with `references` (`${var}` texts), a bare
+    `COMPLETE: <reference>` line is a whole answer too."""
     text = Ref("text")
     action = Seq(
         (
@@ -83,13 +94,15 @@ def round_answer_rules() -> Rules:
             Lit("]"),
         )
     )
+    answer_object = Seq((Lit("{"), _key("evaluation", text), Alt((complete, go_on)), Lit("}")))
+    by_reference = Seq((Lit("COMPLETE: "), Alt(tuple(Lit(r) for r in references))))
     rules: Rules = {
-        "root": Seq((Lit("{"), _key("evaluation", text), Alt((complete, go_on)), Lit("}"))),
+        "root": Alt((answer_object, by_reference)) if references else answer_object,
         "going-on": going_on,
         "action": action,
         "command": Seq((Lit('"'), Ref(statement), Lit('"'))),
-        "text": _text(0),
-        "answer": _text(1),  # a complete decision must say what the answer is
+        "text": _text(0, text_chars),
+        "answer": _text(1, text_chars),  # a complete decision must say what the answer is
         "confidence": Seq(
             (Alt((Lit("0"), Lit("1"))), Repeat(Seq((Lit("."), Chars((("0", "9"),)))), 0, 1))
         ),
