@@ -54,6 +54,7 @@ from postel.services.planner.reference import (
 )
 from postel.services.planner.render import outcome_digest
 from postel.services.planner.round_prompt import RoundInputs
+from postel.services.planner.schema_grammar import SchemaChoice, schema_choice
 from postel.services.planner.task_plan import plan_tasks
 from postel.services.prompts import Capability
 from postel.services.step import HopFigures, Step
@@ -75,6 +76,9 @@ class PlannerDeps:
     capability: Capability
     graph_summary: dict[str, Any] | None = None
     read_round: RoundReader | None = None
+    # the graph's schema card (services.linking.card): with it, each round names only what
+    # the question is about (services.planner.schema_grammar); None: the whole schema
+    schema_card: dict[str, Any] | None = None
 
 
 async def handle(
@@ -84,7 +88,11 @@ async def handle(
     worth a log line (a default plan, an unusable answer, the round cap) is logged."""
     notes: list[str] = []
     handler: Handler = HANDLERS[type(message)]
-    reads = {"read_round": deps.read_round} if isinstance(message, GaslPlanExecuted) else {}
+    reads: dict[str, Any] = {}
+    if isinstance(message, GaslPlanExecuted):
+        reads["read_round"] = deps.read_round
+    if isinstance(message, TaskPlanned | GaslPlanExecuted):
+        reads["schema_card"] = deps.schema_card
     step = await handler(
         message, deps.llm, deps.capability, deps.graph_summary, notes=notes, **reads
     )
@@ -141,6 +149,7 @@ async def on_task_planned(
     graph_summary: dict[str, Any] | None = None,
     *,
     notes: list[str] | None = None,
+    schema_card: dict[str, Any] | None = None,
 ) -> Step:
     """A generation task -> GenerationRequested; a graph task -> its first GASL plan."""
     task = msg.progress.task
@@ -162,6 +171,7 @@ async def on_task_planned(
         round_number=0,
         max_rounds=effective_settings(msg.request).max_rounds,
         graph_summary=graph_summary,
+        focus=_focus(schema_card, msg),
     )
     decision = await decide_round(llm, capability, msg.request, first)
     plan, hypothesis = _next_plan(decision, msg.progress.task_index, 0, graph_summary, notes)
@@ -178,6 +188,7 @@ async def on_gasl_executed(
     *,
     notes: list[str] | None = None,
     read_round: RoundReader | None = None,
+    schema_card: dict[str, Any] | None = None,
 ) -> Step:
     """Evaluate round `msg.round` and propose the next plan in one call; COMPLETE or the round
     cap ends the task (services.planner.finish says what follows). A COMPLETE by reference
@@ -196,6 +207,7 @@ async def on_gasl_executed(
         round_number=executed + 1,
         max_rounds=max_rounds,
         graph_summary=graph_summary,
+        focus=_focus(schema_card, msg),
         state_summary=msg.state_summary,
         history=history,
         records=msg.records,
@@ -234,6 +246,13 @@ async def on_gasl_executed(
         decision.problem or judgement,
         executed,
     )
+
+
+def _focus(card: dict[str, Any] | None, msg: TaskPlanned | GaslPlanExecuted) -> SchemaChoice | None:
+    """What the job's rounds may name, ranked against the request's own words."""
+    if card is None:
+        return None
+    return schema_choice(card, msg.request.prompt, msg.progress.intent.linked_entities)
 
 
 def _next_plan(

@@ -21,6 +21,7 @@ from postel.services.planner.answers import planner_question
 from postel.services.planner.round_answer import Decision, read_round_answer
 from postel.services.planner.round_grammar import round_answer_gbnf
 from postel.services.planner.round_prompt import RoundInputs, round_messages
+from postel.services.planner.schema_grammar import schema_round_gbnf
 from postel.services.prompts import Capability
 
 ANSWER_TOKENS = 512
@@ -74,8 +75,14 @@ async def decide_round(
     question = planner_question(
         lambda _: round_messages(capability, round_), read_round_answer, request, ANSWER_TOKENS
     )
-    # an endpoint that takes a grammar decodes the answer under it: every command parses
-    question = replace(question, grammar=round_answer_gbnf())
+    # an endpoint that takes a grammar decodes the answer under it: every command parses, and
+    # with a focus every name in it is one of the graph's (a complete only once a plan ran)
+    grammar = (
+        round_answer_gbnf()
+        if round_.focus is None
+        else schema_round_gbnf(round_.focus, may_complete=round_.round_number > 0)
+    )
+    question = replace(question, grammar=grammar)
     # one call: an unusable answer is not repaired here but becomes a probe plan, and its
     # problem is shown in the next round's prompt
     asked = await ask_json(llm, question, repairs=0)

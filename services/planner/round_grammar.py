@@ -59,10 +59,13 @@ def round_rules(
     statement: str,
     text_chars: int = MAX_TEXT_CHARS,
     references: tuple[str, ...] = (),
+    *,
+    complete: bool = True,
 ) -> Rules:
     """The round answer over the GASL rules `gasl` (whose statement rule is `statement`):
     free text fields of at most `text_chars`; with `references` (`${var}` texts), a bare
-    `COMPLETE: <reference>` line is a whole answer too."""
+    `COMPLETE: <reference>` line is a whole answer too; without `complete`, the answer can
+    only go on with a plan."""
     text = Ref("text")
     action = Seq(
         (
@@ -77,7 +80,7 @@ def round_rules(
         )
     )
     going_on = Alt((Lit('"continue"'), Lit('"refine"'), Lit('"pivot"')))
-    complete = Seq(
+    finished = Seq(
         (
             _key("decision", Lit('"complete"')),
             _key("hypothesis", text),
@@ -94,7 +97,8 @@ def round_rules(
             Lit("]"),
         )
     )
-    answer_object = Seq((Lit("{"), _key("evaluation", text), Alt((complete, go_on)), Lit("}")))
+    decided = Alt((finished, go_on)) if complete else go_on
+    answer_object = Seq((Lit("{"), _key("evaluation", text), decided, Lit("}")))
     by_reference = Seq((Lit("COMPLETE: "), Alt(tuple(Lit(r) for r in references))))
     rules: Rules = {
         "root": Alt((answer_object, by_reference)) if references else answer_object,

@@ -35,6 +35,7 @@ from postel.services.planner.render import (
     results_text,
     state_text,
 )
+from postel.services.planner.schema_grammar import SchemaChoice, schema_focus
 from postel.services.prompts import Capability, build_prompt
 from postel.services.prompts.templates import HDT_ROUND
 
@@ -62,6 +63,8 @@ class RoundInputs:
     records: Sequence[ExecutionRecord] = ()
     error: str | None = None
     problem: str | None = None
+    # what the question's rounds may name (its grammar); a small model's GRAPH part shows it
+    focus: SchemaChoice | None = None
 
 
 @dataclass
@@ -110,7 +113,7 @@ def round_messages(capability: Capability, round_: RoundInputs) -> list[ChatMess
     )
     parts = {
         "QUESTION": _Part("QUESTION", round_.question, 250, 80),
-        "GRAPH": _Part("GRAPH", graph_text(round_.graph_summary), 350, 160),
+        "GRAPH": _Part("GRAPH", _graph_part(capability, round_), 350, 160),
         "STATE": _Part("STATE", state_text(round_.state_summary), 250, 40),
         "HISTORY": _Part("HISTORY (newest first)", history_text(round_.history, newest), 250, 60),
         "ROUND": _Part("ROUND", status, 40, 40),
@@ -128,6 +131,12 @@ def round_messages(capability: Capability, round_: RoundInputs) -> list[ChatMess
     else:
         messages = _grow(parts, budget, render)
     return messages
+
+
+def _graph_part(capability: Capability, round_: RoundInputs) -> str:
+    if round_.focus is not None and capability != Capability.STANDARD:
+        return schema_focus(round_.focus)
+    return graph_text(round_.graph_summary)
 
 
 def _shrink(

@@ -1,0 +1,188 @@
+"""What one job's HDT rounds may name, and the grammar that holds a model to it.
+
+A small model cannot recall a graph's ids or relation names; it can choose among a few it is
+shown. `schema_choice` picks them for one question: the entities the intent stage linked, the
+card's relations the schema retriever ranks first (services.linking.card), the graph's entity
+types and node fields, and the job's variable names. `schema_round_gbnf` is the round answer's
+grammar (services.planner.round_grammar) over GASL (services/gasl/grammar.lark, translated by
+services.gasl.gbnf) with its open terminals closed to those names:
+- a string literal (STRING) is one of the linked ids, relation names or entity types;
+- a name (NAME) is one of the node fields or the variables;
+- a reference (BINDING) is `${variable}` or `${variable.field}`;
+- only the read-only statements a question needs (SCHEMA_STATEMENTS).
+It stays a sub-language of GASL: the rules are the lark grammar's own, only fewer words. The
+grammar is small (built from the top relations, not the whole graph) and cached per choice,
+that is per graph version and question. `schema_focus` is the same choice as the GRAPH part of
+a small model's round prompt, with example commands made from the graph's own triples.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from postel.messages.intent import LinkedEntity
+from postel.services.gasl.gbnf import (
+    Alt,
+    Expr,
+    Lit,
+    Ref,
+    Repeat,
+    Rules,
+    Seq,
+    gasl_rules,
+    refs,
+    rule_name,
+)
+from postel.services.gasl.gbnf import render as render_rules
+from postel.services.linking.card import rank_relations
+from postel.services.planner.round_grammar import round_rules
+
+TOP_RELATIONS = 4
+TOP_ENTITIES = 3
+SCHEMA_TEXT_CHARS = 60
+# the job's variables: one per walk of a chain of up to three hops, and the answer
+VARIABLES = ("step1", "step2", "step3", "answer")
+SCHEMA_STATEMENTS = (
+    "neighbors",
+    "graphwalk",
+    "find_items",
+    "select_where",
+    "count",
+    "merge",
+    "compare_sets",
+)
+_CACHED_GRAMMARS = 256
+
+
+@dataclass(frozen=True)
+class SchemaChoice:
+    """The names one question's rounds may use (hashable: the grammar cache's key)."""
+
+    entities: tuple[tuple[str, str], ...]  # (id, entity_type), best first
+    relations: tuple[tuple[str, str, str], ...]  # (name, source type, target type), best first
+    entity_types: tuple[str, ...]
+    fields: tuple[str, ...]
+    variables: tuple[str, ...]
+    examples: tuple[tuple[str, str, str], ...] = ()  # (relation, source id, target id)
+
+    @property
+    def relation_names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(name for name, _, _ in self.relations))
+
+    def strings(self) -> tuple[str, ...]:
+        """Every string literal the grammar allows."""
+        found = [i for i, _ in self.entities] + list(self.relation_names)
+        return tuple(dict.fromkeys([*found, *self.entity_types]))
+
+
+def schema_choice(
+    card: dict[str, Any],
+    question: str,
+    linked: Sequence[LinkedEntity],
+    state_keys: Sequence[str] = (),
+) -> SchemaChoice:
+    """The choice for one question (see the module's docstring). `state_keys` are the
+    variables the job's state holds already (they stay nameable)."""
+    ranked = rank_relations(card, question, linked)
+    names: list[str] = []
+    for relation in ranked:
+        if relation["name"] not in names:
+            names.append(relation["name"])
+    top = set(names[:TOP_RELATIONS])
+    relations = [r for r in ranked if r["name"] in top]
+    variables = [v for v in state_keys if _is_name(v)] + list(VARIABLES)
+    return SchemaChoice(
+        entities=tuple((e.id, e.entity_type) for e in linked[:TOP_ENTITIES]),
+        relations=tuple((r["name"], r["source"], r["target"]) for r in relations),
+        entity_types=tuple(card.get("entity_types", {})),
+        fields=tuple(dict.fromkeys(["id", *filter(_is_name, card.get("node_fields", {}))])),
+        variables=tuple(dict.fromkeys(variables)),
+        examples=tuple(
+            (r["name"], *r["example"]) for r in relations[:2] if len(r.get("example", ())) == 2
+        ),
+    )
+
+
+def _is_name(text: str) -> bool:
+    return text.isidentifier() and text.isascii()
+
+
+def gasl_string(value: str) -> str:
+    """`value` as a GASL string literal written inside a JSON string: single quotes, and the
+    JSON escapes of what GASL escapes."""
+    quoted = "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return json.dumps(quoted, ensure_ascii=False)[1:-1]
+
+
+def schema_gasl_rules(choice: SchemaChoice) -> tuple[Rules, str]:
+    """GASL's rules (in JSON strings) with the open terminals closed to the choice."""
+    rules, statement = gasl_rules(in_json_string=True)
+    rules = dict(rules)
+    kept = [Ref(rule_name(name, False)) for name in SCHEMA_STATEMENTS]
+    rules[statement] = Alt(tuple(kept))
+    rules[rule_name("STRING", True)] = Seq(
+        (_one_of(gasl_string(s) for s in choice.strings()), Repeat(Lit(" "), 0, 1))
+    )
+    rules[rule_name("NAME", True)] = Seq((_one_of((*choice.variables, *choice.fields)), Lit(" ")))
+    bindings = [f"${{{v}}}" for v in choice.variables]
+    bindings += [f"${{{v}.{f}}}" for v in choice.variables for f in choice.fields]
+    rules[rule_name("BINDING", True)] = Seq((_one_of(bindings), Repeat(Lit(" "), 0, 1)))
+    return _reachable(rules, statement), statement
+
+
+def _one_of(texts: Any) -> Expr:
+    options = tuple(Lit(t) for t in dict.fromkeys(texts))
+    return options[0] if len(options) == 1 else Alt(options)
+
+
+def _reachable(rules: Rules, start: str) -> Rules:
+    keep: dict[str, None] = {}
+    stack = [start]
+    while stack:
+        name = stack.pop()
+        if name not in keep:
+            keep[name] = None
+            stack.extend(refs(rules[name]))
+    return {name: rules[name] for name in keep}
+
+
+def schema_round_rules(choice: SchemaChoice, *, may_complete: bool = True) -> Rules:
+    """The round answer's rules; without `may_complete` (no plan has run yet) only a plan."""
+    gasl, statement = schema_gasl_rules(choice)
+    references = tuple(f"${{{v}}}" for v in choice.variables)
+    if not may_complete:
+        return round_rules(gasl, statement, SCHEMA_TEXT_CHARS, complete=False)
+    return round_rules(gasl, statement, SCHEMA_TEXT_CHARS, references)
+
+
+@lru_cache(maxsize=_CACHED_GRAMMARS)
+def schema_round_gbnf(choice: SchemaChoice, *, may_complete: bool = True) -> str:
+    """The GBNF text of the job's round answers, `root` first."""
+    return render_rules(schema_round_rules(choice, may_complete=may_complete))
+
+
+def schema_focus(choice: SchemaChoice) -> str:
+    """The GRAPH part of a small model's round prompt: only what the choice holds."""
+    lines = []
+    if choice.entities:
+        lines.append("The question names (use these ids exactly):")
+        lines += [f"- '{i}' ({t or 'no type'})" for i, t in choice.entities]
+    else:
+        lines.append("The question names no entity of this graph.")
+    lines.append("Relations for this question (name: from type -> to type):")
+    lines += [f"- {n}: {s} -> {t}" for n, s, t in choice.relations]
+    if choice.examples:
+        lines.append("Examples from this graph:")
+        for relation, source, target in choice.examples:
+            lines.append(
+                f"- NEIGHBORS {gasl_string(source)} VIA '{relation}' AS step1 "
+                f"(gives {json.dumps(target, ensure_ascii=False)} and the others)"
+            )
+    lines.append("Chain walks: NEIGHBORS ${step1} VIA '<relation>' AS step2")
+    lines.append(f"Variables: {', '.join(choice.variables)}")
+    lines.append("Done: COMPLETE: ${<variable>} (the variable holding the answer)")
+    return "\n".join(lines)
