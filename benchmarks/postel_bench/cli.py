@@ -273,6 +273,19 @@ def bench_loop(document_path: Path, max_tokens: int, scale: str | None, as_json:
     default=None,
     help="Keep the graph, the questions and the worker's logs here.",
 )
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65533),
+    default=None,
+    help="Embedded Redis port (the scripted endpoint takes the next, the local model the one "
+    "after); default: free ports.",
+)
+@click.option(
+    "--no-plain",
+    "no_plain",
+    is_flag=True,
+    help="With --local: skip the same questions the plain way (no linking, no schema grammar).",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 def bench_qa(
     triples: int,
@@ -282,6 +295,8 @@ def bench_qa(
     local: int,
     job_timeout: float,
     keep_dir: Path | None,
+    port: int | None,
+    no_plain: bool,
     as_json: bool,
 ) -> None:
     """Knowledge-graph question answering through `postel up`: a generated movie graph
@@ -306,6 +321,8 @@ def bench_qa(
             "local": local,
             "job_timeout_s": job_timeout,
             "keep_dir": keep_dir,
+            "port": port,
+            "plain": not no_plain,
         }
     )
     figures = run_async(run_qa)(config)

@@ -33,6 +33,8 @@ _SUFFIXES = ("ings", "ing", "ers", "ors", "ies", "ed", "es", "er", "or", "s")
 _MIN_SHARED = 3
 _TYPE_WEIGHT = 0.5
 _TOUCHES_LINKED = 0.3
+_NEARNESS = 0.2
+_FAR = 200  # characters
 
 
 def _kind(value: Any) -> str:
@@ -110,27 +112,50 @@ def similarity(a: str, b: str) -> float:
     return shared / max(len(sa), len(sb)) if shared >= _MIN_SHARED else 0.0
 
 
-def _best(words: list[str], question: list[str]) -> float:
-    return max((similarity(w, q) for w in words for q in question), default=0.0)
+def _best(words: list[str], asked: list[tuple[str, int]]) -> tuple[float, int]:
+    """The best similarity of `words` with the question's words, and where in the question
+    (a character offset) that word is; (0, -1) when none is similar."""
+    best, where = 0.0, -1
+    for word in words:
+        for question_word, offset in asked:
+            score = similarity(word, question_word)
+            if score > best:
+                best, where = score, offset
+    return best, where
 
 
 def rank_relations(
     card: dict[str, Any], question: str, linked: Sequence[LinkedEntity] = ()
 ) -> list[dict[str, Any]]:
-    """The card's relations, each with its `score`, best first (ties: the commoner first).
-    The linked mentions' own words do not count: a film called "The Director" says nothing
-    about which relation is asked for."""
-    text = question
-    for entity in linked:
-        text = text.replace(entity.mention, " ")
-    asked = words_of(text)
+    """The card's relations, each with its `score` and its `lexical` part (how much its own
+    words and its end types' words are the question's), best first (ties: the commoner
+    first). The linked mentions' own words do not count: a film called "The Director" says
+    nothing about which relation is asked for. Of two relations the question names, the one
+    named nearer a linked mention scores a little more (it is walked first: "who acted in the
+    films directed by X" walks directed_by from X, then starred_actors)."""
+    spans = [
+        (found, found + len(e.mention))
+        for e in linked
+        if e.mention and (found := question.find(e.mention)) >= 0
+    ]
+    asked = [
+        (m.group(), m.start())
+        for m in _SPLIT.finditer(question)
+        if not any(start <= m.start() < end for start, end in spans)
+    ]
     types = {e.entity_type for e in linked}
     ranked = []
     for relation in card.get("relations", []):
         ends = words_of(relation["source"]) + words_of(relation["target"])
-        score = _best(words_of(relation["name"]), asked) + _TYPE_WEIGHT * _best(ends, asked)
+        named, where = _best(words_of(relation["name"]), asked)
+        typed, _ = _best(ends, asked)
+        lexical = named + _TYPE_WEIGHT * typed
+        score = lexical
         if types & {relation["source"], relation["target"]}:
             score += _TOUCHES_LINKED
-        ranked.append({**relation, "score": round(score, 3)})
+        if named and spans:
+            distance = min(min(abs(where - start), abs(where - end)) for start, end in spans)
+            score += _NEARNESS * (1 - min(distance, _FAR) / _FAR)
+        ranked.append({**relation, "score": round(score, 3), "lexical": round(lexical, 3)})
     ranked.sort(key=lambda r: (-r["score"], -r["count"], r["name"]))
     return ranked

@@ -80,7 +80,11 @@ async def decide_round(
     grammar = (
         round_answer_gbnf()
         if round_.focus is None
-        else schema_round_gbnf(round_.focus, may_complete=round_.round_number > 0)
+        else schema_round_gbnf(
+            round_.focus,
+            may_complete=round_.round_number > 0,
+            compact=capability != Capability.STANDARD,
+        )
     )
     question = replace(question, grammar=grammar)
     # one call: an unusable answer is not repaired here but becomes a probe plan, and its

@@ -118,3 +118,27 @@ def round_rules(
 def round_answer_gbnf() -> str:
     """The GBNF text, `root` first."""
     return render_rules(round_answer_rules())
+
+
+def compact_round_rules(
+    gasl: Rules, commands: Expr, references: tuple[str, ...], *, complete: bool
+) -> Rules:
+    """The short round answer a small model writes: a decision to go on and its commands
+    (`{"decision": "continue", "commands": [...]}`, which read_round_answer reads as one
+    action; `commands` is the list's inside, command strings and commas), or, with
+    `complete`, a bare `COMPLETE: <reference>` line."""
+    go_on = Seq(
+        (
+            Lit('{"decision": '),
+            Ref("going-on"),
+            Lit(', "commands": ['),
+            commands,
+            Lit("]}"),
+        )
+    )
+    by_reference = Seq((Lit("COMPLETE: "), Alt(tuple(Lit(r) for r in references))))
+    rules: Rules = {
+        "root": Alt((go_on, by_reference)) if complete else go_on,
+        "going-on": Alt((Lit('"continue"'), Lit('"refine"'), Lit('"pivot"'))),
+    }
+    return {**rules, **gasl}

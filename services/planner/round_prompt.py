@@ -37,7 +37,7 @@ from postel.services.planner.render import (
 )
 from postel.services.planner.schema_grammar import SchemaChoice, schema_focus
 from postel.services.prompts import Capability, build_prompt
-from postel.services.prompts.templates import HDT_ROUND
+from postel.services.prompts.templates import HDT_ROUND, HDT_ROUND_FOCUSED
 
 BUDGETS: dict[Capability, int] = {
     Capability.MINIMAL: 1500,
@@ -121,9 +121,10 @@ def round_messages(capability: Capability, round_: RoundInputs) -> list[ChatMess
     if round_.problem:
         parts["PROBLEM"] = _Part("PROBLEM WITH YOUR LAST ANSWER", round_.problem, 150, 60)
     budget = BUDGETS[capability]
+    focused = round_.focus is not None and capability != Capability.STANDARD
 
     def render() -> list[ChatMessage]:
-        return _render(capability, parts, results)
+        return _render(capability, parts, results, focused)
 
     messages = render()
     if _size(messages) > budget:
@@ -134,6 +135,7 @@ def round_messages(capability: Capability, round_: RoundInputs) -> list[ChatMess
 
 
 def _graph_part(capability: Capability, round_: RoundInputs) -> str:
+    """A small model with a focus sees only the focus (and the focused template)."""
     if round_.focus is not None and capability != Capability.STANDARD:
         return schema_focus(round_.focus)
     return graph_text(round_.graph_summary)
@@ -192,15 +194,16 @@ def _grow(
 
 
 def _render(
-    capability: Capability, parts: dict[str, _Part], results: _Results
+    capability: Capability, parts: dict[str, _Part], results: _Results, focused: bool
 ) -> list[ChatMessage]:
+    template = HDT_ROUND_FOCUSED if focused else HDT_ROUND
     texts: dict[str, str] = {}
     for name, part in parts.items():
         if name == "ROUND":
             texts["LAST RESULTS"] = results.text()
         text, cut = truncate_to_tokens(part.text, part.limit)
         texts[part.title] = f"{text}{' …(cut)' if cut else ''}"
-    return build_prompt(HDT_ROUND, capability, context={"ANALYSIS": texts})
+    return build_prompt(template, capability, context={"ANALYSIS": texts})
 
 
 def _size(messages: list[ChatMessage]) -> int:

@@ -39,7 +39,7 @@ from postel.services.gasl.gbnf import (
 )
 from postel.services.gasl.gbnf import render as render_rules
 from postel.services.linking.card import rank_relations
-from postel.services.planner.round_grammar import round_rules
+from postel.services.planner.round_grammar import compact_round_rules, round_rules
 
 TOP_RELATIONS = 4
 TOP_ENTITIES = 3
@@ -55,6 +55,10 @@ SCHEMA_STATEMENTS = (
     "merge",
     "compare_sets",
 )
+# a small model's plan: at most this many walks in a chain
+CHAIN_WALKS = 3
+_CHAIN_TERMINALS = ("_NEIGHBORS", "_DIRECTION", "DIRECTION", "_VIA", "_AS", "_SELECT", "_WHERE")
+_CHAIN_TERMINALS = ("_NEIGHBORS", "_DIRECTION", "DIRECTION", "_VIA", "_AS", "_SELECT", "_WHERE")
 _CACHED_GRAMMARS = 256
 
 
@@ -88,11 +92,9 @@ def schema_choice(
     """The choice for one question (see the module's docstring). `state_keys` are the
     variables the job's state holds already (they stay nameable)."""
     ranked = rank_relations(card, question, linked)
-    names: list[str] = []
-    for relation in ranked:
-        if relation["name"] not in names:
-            names.append(relation["name"])
-    top = set(names[:TOP_RELATIONS])
+    # the relations the question's words name, when it names any; else the top ones
+    named = [r for r in ranked if r["lexical"] > 0] or ranked
+    top = set(list(dict.fromkeys(r["name"] for r in named))[:TOP_RELATIONS])
     relations = [r for r in ranked if r["name"] in top]
     variables = [v for v in state_keys if _is_name(v)] + list(VARIABLES)
     return SchemaChoice(
@@ -119,7 +121,8 @@ def gasl_string(value: str) -> str:
 
 
 def schema_gasl_rules(choice: SchemaChoice) -> tuple[Rules, str]:
-    """GASL's rules (in JSON strings) with the open terminals closed to the choice."""
+    """GASL's rules (in JSON strings) with the open terminals closed to the choice, and
+    only SCHEMA_STATEMENTS (grammar.lark's rule names)."""
     rules, statement = gasl_rules(in_json_string=True)
     rules = dict(rules)
     kept = [Ref(rule_name(name, False)) for name in SCHEMA_STATEMENTS]
@@ -150,19 +153,90 @@ def _reachable(rules: Rules, start: str) -> Rules:
     return {name: rules[name] for name in keep}
 
 
-def schema_round_rules(choice: SchemaChoice, *, may_complete: bool = True) -> Rules:
-    """The round answer's rules; without `may_complete` (no plan has run yet) only a plan."""
-    gasl, statement = schema_gasl_rules(choice)
+def chain_rules(choice: SchemaChoice) -> tuple[Rules, Expr]:
+    """A small model's plan as a chain of walks, and the rules it uses: the first walk starts
+    at a linked id, each next one at the variable the walk before it made (`NEIGHBORS <id>
+    [DIRECTION d] VIA <relation> AS step1`, `NEIGHBORS ${step1} ... AS step2`, up to
+    CHAIN_WALKS), and a chain may end by leaving the linked id out of its last variable
+    (`SELECT step2 WHERE id != <id> AS answer`). Each command is a sentence of grammar.lark's
+    own NEIGHBORS or SELECT rule, with fewer of its options; no variable is read before a
+    command made it. Returns the rules and the commands list's inside."""
+    rules, _ = gasl_rules(in_json_string=True)
+    space = Repeat(Lit(" "), 0, 1)
+    ids = [gasl_string(i) for i, _ in choice.entities]
+    walks = CHAIN_WALKS if ids else 0
+    used: Rules = {
+        "c-start": Seq((_one_of(ids or [""]), space)),
+        "c-relation": Seq((_one_of(gasl_string(r) for r in choice.relation_names), space)),
+    }
+    keyword = {n: Ref(rule_name(n, True)) for n in _CHAIN_TERMINALS}
+    direction = Repeat(Seq((keyword["_DIRECTION"], keyword["DIRECTION"])), 0, 1)
+    for number in range(1, walks + 1):
+        start = Ref("c-start") if number == 1 else Lit(f"${{step{number - 1}}} ")
+        used[f"c-walk-{number}"] = Seq(
+            (
+                Lit('"'),
+                keyword["_NEIGHBORS"],
+                start,
+                direction,
+                keyword["_VIA"],
+                Ref("c-relation"),
+                keyword["_AS"],
+                Lit(f"step{number} "),
+                Lit('"'),
+            )
+        )
+        used[f"c-leave-out-{number}"] = Seq(
+            (
+                Lit('"'),
+                keyword["_SELECT"],
+                Lit(f"step{number} "),
+                keyword["_WHERE"],
+                Lit("id != "),
+                Ref("c-start"),
+                keyword["_AS"],
+                Lit("answer "),
+                Lit('"'),
+            )
+        )
+    # walk 1 [, walk 2 [, walk 3]] [, leave-out], written from the last walk back
+    tail: Expr | None = None
+    for number in range(walks, 0, -1):
+        after = [Seq((Lit(", "), Ref(f"c-leave-out-{number}")))]
+        if tail is not None:
+            after.append(Seq((Lit(", "), tail)))
+        tail = Seq(
+            (
+                Ref(f"c-walk-{number}"),
+                Repeat(Alt(tuple(after)) if len(after) > 1 else after[0], 0, 1),
+            )
+        )
+    used.update({ref.name: rules[ref.name] for ref in keyword.values()})
+    return used, tail if tail is not None else Lit("")
+
+
+def schema_round_rules(
+    choice: SchemaChoice, *, may_complete: bool = True, compact: bool = False
+) -> Rules:
+    """The round answer's rules; without `may_complete` (no plan has run yet) only a plan.
+    `compact`: the short answer of a small model (round_grammar.compact_round_rules), whose
+    plans are chains of walks (chain_rules)."""
     references = tuple(f"${{{v}}}" for v in choice.variables)
+    if compact:
+        chain, commands = chain_rules(choice)
+        return compact_round_rules(chain, commands, references, complete=may_complete)
+    gasl, statement = schema_gasl_rules(choice)
     if not may_complete:
         return round_rules(gasl, statement, SCHEMA_TEXT_CHARS, complete=False)
     return round_rules(gasl, statement, SCHEMA_TEXT_CHARS, references)
 
 
 @lru_cache(maxsize=_CACHED_GRAMMARS)
-def schema_round_gbnf(choice: SchemaChoice, *, may_complete: bool = True) -> str:
+def schema_round_gbnf(
+    choice: SchemaChoice, *, may_complete: bool = True, compact: bool = False
+) -> str:
     """The GBNF text of the job's round answers, `root` first."""
-    return render_rules(schema_round_rules(choice, may_complete=may_complete))
+    return render_rules(schema_round_rules(choice, may_complete=may_complete, compact=compact))
 
 
 def schema_focus(choice: SchemaChoice) -> str:

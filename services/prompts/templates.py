@@ -325,3 +325,31 @@ HDT_ROUND = TEMPLATES.register(
         ],
     )
 )
+
+# The round prompt for a small model on a question whose entities were linked to the graph:
+# it walks relations from them, so it is shown the walk and nothing else of GASL, and the
+# GRAPH part lists only the names it may use (services.planner.schema_grammar).
+HDT_ROUND_FOCUSED = TEMPLATES.register(
+    PromptTemplate(
+        name="hdt_round_focused",
+        system="You answer questions about a knowledge graph with GASL and answer with JSON.",
+        role="You answer the QUESTION by walking the graph's relations from the entity it "
+        "names, one walk per relation, then naming the variable that holds the answer.",
+        guidelines={
+            "GASL": [
+                "NEIGHBORS 'id' VIA 'relation' AS step1 : the nodes joined to 'id' by relation",
+                "NEIGHBORS ${step1} VIA 'relation' AS step2 : one more walk from step1's nodes",
+                "SELECT step2 WHERE id != 'id' AS answer : step2 without the named entity",
+                "COMPLETE: ${step2} : the answer is every node step2 holds",
+            ],
+            "RULES": [
+                "Start at the id under GRAPH. Use only relations listed under GRAPH.",
+                "When LAST RESULTS found the nodes the QUESTION asks for, answer COMPLETE.",
+            ],
+        },
+        instructions="Plan the walks for the QUESTION, or COMPLETE with the variable that "
+        "answers it.",
+        output_format='{"decision": "continue", "commands": ["NEIGHBORS ..."]} or '
+        "COMPLETE: ${variable}",
+    )
+)
