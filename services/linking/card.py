@@ -133,16 +133,8 @@ def rank_relations(
     nothing about which relation is asked for. Of two relations the question names, the one
     named nearer a linked mention scores a little more (it is walked first: "who acted in the
     films directed by X" walks directed_by from X, then starred_actors)."""
-    spans = [
-        (found, found + len(e.mention))
-        for e in linked
-        if e.mention and (found := question.find(e.mention)) >= 0
-    ]
-    asked = [
-        (m.group(), m.start())
-        for m in _SPLIT.finditer(question)
-        if not any(start <= m.start() < end for start, end in spans)
-    ]
+    spans = _spans(question, linked)
+    asked = _asked(question, linked)
     types = {e.entity_type for e in linked}
     ranked = []
     for relation in card.get("relations", []):
@@ -159,3 +151,34 @@ def rank_relations(
         ranked.append({**relation, "score": round(score, 3), "lexical": round(lexical, 3)})
     ranked.sort(key=lambda r: (-r["score"], -r["count"], r["name"]))
     return ranked
+
+
+def relation_mentions(
+    card: dict[str, Any], question: str, linked: Sequence[LinkedEntity] = ()
+) -> int:
+    """How many of the question's words (outside the linked mentions) name one of the card's
+    relations: "who acted in the films directed by X" names two."""
+    names = [words_of(r["name"]) for r in card.get("relations", [])]
+    return sum(
+        1
+        for word, _ in _asked(question, linked)
+        if any(similarity(w, word) > 0 for words in names for w in words)
+    )
+
+
+def _asked(question: str, linked: Sequence[LinkedEntity]) -> list[tuple[str, int]]:
+    """The question's words outside the linked mentions, with their offsets."""
+    spans = _spans(question, linked)
+    return [
+        (m.group(), m.start())
+        for m in _SPLIT.finditer(question)
+        if not any(start <= m.start() < end for start, end in spans)
+    ]
+
+
+def _spans(question: str, linked: Sequence[LinkedEntity]) -> list[tuple[int, int]]:
+    return [
+        (found, found + len(e.mention))
+        for e in linked
+        if e.mention and (found := question.find(e.mention)) >= 0
+    ]

@@ -54,7 +54,7 @@ from postel.services.planner.reference import (
 )
 from postel.services.planner.render import outcome_digest
 from postel.services.planner.round_prompt import RoundInputs
-from postel.services.planner.schema_grammar import SchemaChoice, schema_choice
+from postel.services.planner.schema_grammar import SchemaChoice, answerable, schema_choice
 from postel.services.planner.task_plan import plan_tasks
 from postel.services.prompts import Capability
 from postel.services.step import HopFigures, Step
@@ -215,6 +215,7 @@ async def on_gasl_executed(
         problem=last if last.startswith(UNUSABLE) else None,
     )
     decision = await decide_round(llm, capability, msg.request, following)
+    decision = _same_plan_answers(decision, msg, following.focus)
     if decision.evaluation:
         judged = f"{history[-1].outcome}; judged: {decision.evaluation}"[:_OUTCOME_CHARS]
         history[-1] = history[-1].model_copy(update={"outcome": judged})
@@ -253,6 +254,27 @@ def _focus(card: dict[str, Any] | None, msg: TaskPlanned | GaslPlanExecuted) -> 
     if card is None:
         return None
     return schema_choice(card, msg.request.prompt, msg.progress.intent.linked_entities)
+
+
+def _same_plan_answers(
+    decision: RoundDecision, msg: GaslPlanExecuted, focus: SchemaChoice | None
+) -> RoundDecision:
+    """On a question with a focus, a model that proposes again the plan that just found
+    rows says that plan answers it: running it again could find nothing new, so its last
+    variable is the answer (`${var}`), as a COMPLETE naming it would have said."""
+    if focus is None or decision.plan is None:
+        return decision
+    filled = answerable(focus, msg.records)
+    if not filled or _commands_of(decision.plan) != _commands_of(msg.plan):
+        return decision
+    why = "the plan proposed again is the one that just found rows: its result is the answer"
+    return replace(
+        decision,
+        decision="complete",
+        answer=f"${{{filled[0]}}}",
+        plan=None,
+        evaluation=decision.evaluation or why,
+    )
 
 
 def _next_plan(

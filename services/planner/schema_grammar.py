@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from postel.messages.gasl import ExecutionRecord
 from postel.messages.intent import LinkedEntity
 from postel.services.gasl.gbnf import (
     Alt,
@@ -38,7 +39,7 @@ from postel.services.gasl.gbnf import (
     rule_name,
 )
 from postel.services.gasl.gbnf import render as render_rules
-from postel.services.linking.card import rank_relations
+from postel.services.linking.card import rank_relations, relation_mentions
 from postel.services.planner.round_grammar import compact_round_rules, round_rules
 
 TOP_RELATIONS = 4
@@ -72,6 +73,7 @@ class SchemaChoice:
     fields: tuple[str, ...]
     variables: tuple[str, ...]
     examples: tuple[tuple[str, str, str], ...] = ()  # (relation, source id, target id)
+    walks: int = 1  # a small model's chain: one walk per relation the question names
 
     @property
     def relation_names(self) -> tuple[str, ...]:
@@ -106,6 +108,7 @@ def schema_choice(
         examples=tuple(
             (r["name"], *r["example"]) for r in relations[:2] if len(r.get("example", ())) == 2
         ),
+        walks=min(max(relation_mentions(card, question, linked), 1), CHAIN_WALKS),
     )
 
 
@@ -156,15 +159,16 @@ def _reachable(rules: Rules, start: str) -> Rules:
 def chain_rules(choice: SchemaChoice) -> tuple[Rules, Expr]:
     """A small model's plan as a chain of walks, and the rules it uses: the first walk starts
     at a linked id, each next one at the variable the walk before it made (`NEIGHBORS <id>
-    [DIRECTION d] VIA <relation> AS step1`, `NEIGHBORS ${step1} ... AS step2`, up to
-    CHAIN_WALKS), and a chain may end by leaving the linked id out of its last variable
+    [DIRECTION d] VIA <relation> AS step1`, `NEIGHBORS ${step1} ... AS step2`), one walk per
+    relation the question names (`choice.walks`, at most CHAIN_WALKS; the model chooses which
+    relation each walks), and a chain may end by leaving the linked id out of its last variable
     (`SELECT step2 WHERE id != <id> AS answer`). Each command is a sentence of grammar.lark's
     own NEIGHBORS or SELECT rule, with fewer of its options; no variable is read before a
     command made it. Returns the rules and the commands list's inside."""
     rules, _ = gasl_rules(in_json_string=True)
     space = Repeat(Lit(" "), 0, 1)
     ids = [gasl_string(i) for i, _ in choice.entities]
-    walks = CHAIN_WALKS if ids else 0
+    walks = choice.walks if ids else 0
     used: Rules = {
         "c-start": Seq((_one_of(ids or [""]), space)),
         "c-relation": Seq((_one_of(gasl_string(r) for r in choice.relation_names), space)),
@@ -199,44 +203,50 @@ def chain_rules(choice: SchemaChoice) -> tuple[Rules, Expr]:
                 Lit('"'),
             )
         )
-    # walk 1 [, walk 2 [, walk 3]] [, leave-out], written from the last walk back
+    # walk 1, ..., walk n [, leave-out]: as many walks as the question names relations
     tail: Expr | None = None
-    for number in range(walks, 0, -1):
-        after = [Seq((Lit(", "), Ref(f"c-leave-out-{number}")))]
-        if tail is not None:
-            after.append(Seq((Lit(", "), tail)))
-        tail = Seq(
-            (
-                Ref(f"c-walk-{number}"),
-                Repeat(Alt(tuple(after)) if len(after) > 1 else after[0], 0, 1),
-            )
-        )
+    if walks:
+        parts: list[Expr] = [Ref("c-walk-1")]
+        parts += [Seq((Lit(", "), Ref(f"c-walk-{n}"))) for n in range(2, walks + 1)]
+        parts.append(Repeat(Seq((Lit(", "), Ref(f"c-leave-out-{walks}"))), 0, 1))
+        tail = Seq(tuple(parts))
     used.update({ref.name: rules[ref.name] for ref in keyword.values()})
     return used, tail if tail is not None else Lit("")
 
 
 def schema_round_rules(
-    choice: SchemaChoice, *, may_complete: bool = True, compact: bool = False
+    choice: SchemaChoice, answers: tuple[str, ...] = (), *, compact: bool = False
 ) -> Rules:
-    """The round answer's rules; without `may_complete` (no plan has run yet) only a plan.
-    `compact`: the short answer of a small model (round_grammar.compact_round_rules), whose
-    plans are chains of walks (chain_rules)."""
-    references = tuple(f"${{{v}}}" for v in choice.variables)
+    """The round answer's rules. `answers` are the variables that hold rows (a COMPLETE may
+    name only them: `COMPLETE: ${step1}`); with none (no plan has run, or it found nothing)
+    the answer can only plan. `compact`: the short answer of a small model
+    (round_grammar.compact_round_rules), whose plans are chains of walks (chain_rules)."""
+    references = tuple(f"${{{v}}}" for v in answers)
     if compact:
         chain, commands = chain_rules(choice)
-        return compact_round_rules(chain, commands, references, complete=may_complete)
+        return compact_round_rules(chain, commands, references, complete=bool(answers))
     gasl, statement = schema_gasl_rules(choice)
-    if not may_complete:
+    if not answers:
         return round_rules(gasl, statement, SCHEMA_TEXT_CHARS, complete=False)
     return round_rules(gasl, statement, SCHEMA_TEXT_CHARS, references)
 
 
 @lru_cache(maxsize=_CACHED_GRAMMARS)
 def schema_round_gbnf(
-    choice: SchemaChoice, *, may_complete: bool = True, compact: bool = False
+    choice: SchemaChoice, answers: tuple[str, ...] = (), *, compact: bool = False
 ) -> str:
-    """The GBNF text of the job's round answers, `root` first."""
-    return render_rules(schema_round_rules(choice, may_complete=may_complete, compact=compact))
+    """The GBNF text of the job's round answers, `root` first (cached per choice, that is
+    per graph version and question, and per answerable variables)."""
+    return render_rules(schema_round_rules(choice, answers, compact=compact))
+
+
+def answerable(choice: SchemaChoice, records: Sequence[ExecutionRecord]) -> tuple[str, ...]:
+    """The variable a COMPLETE may name: the one the last plan's last command made, when it
+    holds rows (a chain's answer is its end); none otherwise."""
+    last = records[-1] if records else None
+    if last is None or last.status != "success" or last.count == 0:
+        return ()
+    return (last.variable,) if last.variable in choice.variables else ()
 
 
 def schema_focus(choice: SchemaChoice) -> str:

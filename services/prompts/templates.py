@@ -344,12 +344,13 @@ HDT_ROUND_FOCUSED = TEMPLATES.register(
             ],
             "RULES": [
                 "Start at the id under GRAPH. Use only relations listed under GRAPH.",
-                "When LAST RESULTS found the nodes the QUESTION asks for, answer COMPLETE.",
+                "LAST RESULTS has rows: the plan worked. Answer COMPLETE: ${its last variable}.",
+                "Never run the same plan twice.",
             ],
         },
-        instructions="Plan the walks for the QUESTION, or COMPLETE with the variable that "
-        "answers it.",
-        output_format='{"decision": "continue", "commands": ["NEIGHBORS ..."]} or '
-        "COMPLETE: ${variable}",
+        instructions="If LAST RESULTS holds rows, answer COMPLETE: ${variable}. Else plan the "
+        "walks for the QUESTION.",
+        output_format="COMPLETE: ${step1} (when LAST RESULTS holds rows), or "
+        '{"decision": "continue", "commands": ["NEIGHBORS ..."]}',
     )
 )
