@@ -413,6 +413,11 @@ async def run_qa(config: QaConfig) -> dict[str, Any]:
                             local.append(
                                 await _ask(client, phase, question, config.job_timeout_s)  # type: ignore[arg-type]
                             )
+                            log.info(
+                                "qa job",
+                                **{k: local[-1][k] for k in ("job_id", "correct", "seconds")},
+                                decisions=local[-1]["decisions"],
+                            )
                     if phase == "local":
                         figures["graph"]["worker_local"] = _worker_figures(up, idle, local)
                         # which calls the scripted model still answered: not the planner's

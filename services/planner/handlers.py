@@ -30,6 +30,7 @@ from postel.messages.pipeline import (
     JobFailed,
     RoundNote,
     TaskPlanned,
+    ValidationRequested,
 )
 from postel.messages.task import JobProgress, Task
 from postel.services.gasl.errors import PlanSyntaxError
@@ -165,13 +166,16 @@ async def on_task_planned(
         )
     if msg.request.graph is None:
         raise GraphNotFound(None)
+    focus = _focus(schema_card, msg)
+    if focus is not None and capability != Capability.STANDARD and not focus.entities:
+        return _not_in_graph(msg, task)
     first = RoundInputs(
         question=question_of(task, msg.request),
         task_index=msg.progress.task_index,
         round_number=0,
         max_rounds=effective_settings(msg.request).max_rounds,
         graph_summary=graph_summary,
-        focus=_focus(schema_card, msg),
+        focus=focus,
     )
     decision = await decide_round(llm, capability, msg.request, first)
     plan, hypothesis = _next_plan(decision, msg.progress.task_index, 0, graph_summary, notes)
@@ -254,6 +258,29 @@ def _focus(card: dict[str, Any] | None, msg: TaskPlanned | GaslPlanExecuted) -> 
     if card is None:
         return None
     return schema_choice(card, msg.request.prompt, msg.progress.intent.linked_entities)
+
+
+NOT_IN_GRAPH = "Not in the graph: graph {graph!r} holds nothing the request names."
+"""The answer when a small model's question names no entity of the job's graph."""
+
+
+def _not_in_graph(msg: TaskPlanned, task: Task) -> Step:
+    """A small model walks from the entities the request names; when the graph holds none of
+    them there is nothing to walk from, and the answer says so instead of inventing one: a
+    text answer is that sentence, any other type fails the job with it."""
+    said = NOT_IN_GRAPH.format(graph=msg.request.graph)
+    if msg.request.desired_type.kind == "str":
+        answer = msg.derive(
+            ValidationRequested,
+            ids.validation(msg.progress.task_index),
+            request=msg.request,
+            progress=msg.progress,
+            task_id=task.id,
+            output=said,
+        )
+        return _step([answer], "complete", said)
+    failed = msg.derive(JobFailed, ids.FAILED, status="invalid_request", error=said)
+    return _step([failed], rationale=said)
 
 
 def _same_plan_answers(
