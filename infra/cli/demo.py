@@ -40,12 +40,17 @@ from postel.messages import JobOptions, JobRequest, TypeSpec
 from postel.messages.gasl import FAILED_STATUSES
 from postel.messages.intent import Intent
 from postel.services.gasl.loaders import DEMO_GRAPH
+from postel.services.linking.names import link
 from postel.services.llm.ask import AnswerError, reads_as
 from postel.services.planner.render import dumps
+from postel.services.planner.schema_grammar import schema_choice
 from postel.services.step import parse_command_lines
 from postel.services.urls import shown_url
 
 QUESTION = "Which authors in these reports collaborate most, and on what topics?"
+# The bundled 135M model is asked what it can answer: one walk from a person the question
+# names (docs/OFFLINE_MODEL.md); a capable model gets the whole mission above.
+LOCAL_QUESTION = "Who are Briana Moreland's co-authors?"
 GRAPH_NAME = "mmwr"
 
 Echo = Callable[[str], None]
@@ -71,6 +76,25 @@ async def register_sample_graph(client: Client) -> GraphInfo:
     except GraphNotFound:
         pass
     return await registry.add(GRAPH_NAME, DEMO_GRAPH)
+
+
+async def schema_lines(client: Client, question: str) -> list[str]:
+    """What the question links to in the graph and which of its schema the planner will
+    offer: the same pure functions on the same stored index and card as the workers'."""
+    aids = await GraphRegistry(client.pool, client.keyspace).aids(GRAPH_NAME)
+    linked = link(question, aids.names)
+    focus = schema_choice(aids.card, question, linked)
+    lines = ["linked entities:"]
+    lines += [
+        f"  {e.mention!r} -> {e.id!r} ({e.entity_type or 'no type'}, {e.how}, {e.score:g})"
+        for e in linked
+    ] or ["  none: the graph holds nothing the question names"]
+    relations = ", ".join(f"{n} ({s} -> {t})" for n, s, t in focus.relations) or "none named"
+    lines += [
+        f"schema choices: relations {relations}; walks {focus.walks}; "
+        f"types to keep {', '.join(focus.filter_types) or 'none'}"
+    ]
+    return lines
 
 
 def model_line(settings: Settings) -> str:
@@ -130,6 +154,8 @@ def verdict_lines(record: JobRecord) -> list[str]:
     """How the job ended, plainly: a failure says so first, with its kind in words and the
     reason, never "completed"."""
     if record.status == "completed":
+        if not (isinstance(record.result, dict) and "sections" in record.result):
+            return [f"job {record.job_id} completed. The validated answer:"]
         return [f"job {record.job_id} completed. The validated document, in the model's words:"]
     if record.status != "failed":
         return [f"job {record.job_id} did not finish: it is {record.status} at {record.stage}"]
@@ -185,8 +211,10 @@ INTENT_LABELS: dict[str, str] = {
     "expected_formats": "expected formats",
     "quality_requirements": "quality requirements",
     "success_criteria": "success criteria",
+    "linked_entities": "linked entities",
 }
-"""The intent's nine fields (messages.intent.Intent), as the demo names them."""
+"""The intent's nine fields and the linked entities (messages.intent.Intent), as the demo
+names them."""
 
 _VALUE_CHARS = 160
 FOUND_ROWS = 2
@@ -329,10 +357,15 @@ async def run_demo(
             f"graph {info.name}: {info.nodes} nodes, {info.edges} edges "
             f"({info.format}, version {info.version})"
         )
-        echo(f"question: {QUESTION}")
+        local = provider_of(settings) == "local"
+        question = LOCAL_QUESTION if local else QUESTION
+        echo(f"question: {question}")
+        if settings.schema_help:
+            for line in await schema_lines(client, question):
+                echo(line)
         request = JobRequest(
-            prompt=QUESTION,
-            desired_type=TypeSpec(kind="document"),
+            prompt=question,
+            desired_type=TypeSpec.parse("list[str]") if local else TypeSpec(kind="document"),
             graph=GRAPH_NAME,
             options=JobOptions(max_rounds=max_rounds, max_tokens=max_tokens),
         )

@@ -15,6 +15,7 @@ entry_points.py. A new command goes in the module of its group and is added belo
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -98,9 +99,11 @@ def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
             if isinstance(record.result, dict) and "sections" in record.result:
                 click.echo("\nWhat was delivered before it failed (the model's words):\n")
                 click.echo(to_markdown(record.result))
-        else:
+        elif isinstance(record.result, dict) and "sections" in record.result:
             click.echo("")
             click.echo(to_markdown(record.result))
+        else:
+            click.echo(json.dumps(record.result, ensure_ascii=False, indent=2))
         if outcome.rounds:
             click.echo("\nThe evidence GASL found in the graph (exact results, with sources):\n")
             for line in evidence_lines(outcome.rounds):

@@ -182,3 +182,11 @@ def _spans(question: str, linked: Sequence[LinkedEntity]) -> list[tuple[int, int
         for e in linked
         if e.mention and (found := question.find(e.mention)) >= 0
     ]
+
+
+def named_types(
+    card: dict[str, Any], question: str, linked: Sequence[LinkedEntity] = ()
+) -> list[str]:
+    """The card's entity types the question's words name ("which genres" names GENRE)."""
+    asked = _asked(question, linked)
+    return [name for name in card.get("entity_types", {}) if _best(words_of(name), asked)[0] > 0]

@@ -39,7 +39,7 @@ from postel.services.gasl.gbnf import (
     rule_name,
 )
 from postel.services.gasl.gbnf import render as render_rules
-from postel.services.linking.card import rank_relations, relation_mentions
+from postel.services.linking.card import named_types, rank_relations, relation_mentions
 from postel.services.planner.round_grammar import compact_round_rules, round_rules
 
 TOP_RELATIONS = 4
@@ -74,6 +74,7 @@ class SchemaChoice:
     variables: tuple[str, ...]
     examples: tuple[tuple[str, str, str], ...] = ()  # (relation, source id, target id)
     walks: int = 1  # a small model's chain: one walk per relation the question names
+    filter_types: tuple[str, ...] = ()  # types a chain may keep: linked or named by the question
 
     @property
     def relation_names(self) -> tuple[str, ...]:
@@ -99,6 +100,7 @@ def schema_choice(
     top = set(list(dict.fromkeys(r["name"] for r in named))[:TOP_RELATIONS])
     relations = [r for r in ranked if r["name"] in top]
     variables = [v for v in state_keys if _is_name(v)] + list(VARIABLES)
+    linked_types = [e.entity_type for e in linked[:TOP_ENTITIES] if e.entity_type]
     return SchemaChoice(
         entities=tuple((e.id, e.entity_type) for e in linked[:TOP_ENTITIES]),
         relations=tuple((r["name"], r["source"], r["target"]) for r in relations),
@@ -109,6 +111,7 @@ def schema_choice(
             (r["name"], *r["example"]) for r in relations[:2] if len(r.get("example", ())) == 2
         ),
         walks=min(max(relation_mentions(card, question, linked), 1), CHAIN_WALKS),
+        filter_types=tuple(dict.fromkeys([*linked_types, *named_types(card, question, linked)])),
     )
 
 
@@ -161,20 +164,23 @@ def chain_rules(choice: SchemaChoice) -> tuple[Rules, Expr]:
     at a linked id, each next one at the variable the walk before it made (`NEIGHBORS <id>
     [DIRECTION d] VIA <relation> AS step1`, `NEIGHBORS ${step1} ... AS step2`), one walk per
     relation the question names (`choice.walks`, at most CHAIN_WALKS; the model chooses which
-    relation each walks), and a chain may end by leaving the linked id out of its last variable
-    (`SELECT step2 WHERE id != <id> AS answer`). Each command is a sentence of grammar.lark's
-    own NEIGHBORS or SELECT rule, with fewer of its options; no variable is read before a
-    command made it. Returns the rules and the commands list's inside."""
+    relation each walks; on a graph whose edges name none, a walk takes every edge), and a
+    chain may end by leaving the linked id out of its last variable (`SELECT step2 WHERE id !=
+    <id> AS answer`) or keeping one entity type of it (`SELECT step1 WHERE entity_type =
+    'PERSON' AS answer`, a type linked or named in the question). Each command is a sentence
+    of grammar.lark's own NEIGHBORS or SELECT rule, with fewer of its options; no variable is
+    read before a command made it. Returns the rules and the commands list's inside."""
     rules, _ = gasl_rules(in_json_string=True)
     space = Repeat(Lit(" "), 0, 1)
     ids = [gasl_string(i) for i, _ in choice.entities]
     walks = choice.walks if ids else 0
-    used: Rules = {
-        "c-start": Seq((_one_of(ids or [""]), space)),
-        "c-relation": Seq((_one_of(gasl_string(r) for r in choice.relation_names), space)),
-    }
+    used: Rules = {"c-start": Seq((_one_of(ids or [""]), space))}
     keyword = {n: Ref(rule_name(n, True)) for n in _CHAIN_TERMINALS}
     direction = Repeat(Seq((keyword["_DIRECTION"], keyword["DIRECTION"])), 0, 1)
+    via: Expr = Lit("")  # a graph whose edges name no relation: a walk takes every edge
+    if choice.relation_names:
+        used["c-relation"] = Seq((_one_of(gasl_string(r) for r in choice.relation_names), space))
+        via = Seq((keyword["_VIA"], Ref("c-relation")))
     for number in range(1, walks + 1):
         start = Ref("c-start") if number == 1 else Lit(f"${{step{number - 1}}} ")
         used[f"c-walk-{number}"] = Seq(
@@ -183,21 +189,23 @@ def chain_rules(choice: SchemaChoice) -> tuple[Rules, Expr]:
                 keyword["_NEIGHBORS"],
                 start,
                 direction,
-                keyword["_VIA"],
-                Ref("c-relation"),
+                via,
                 keyword["_AS"],
                 Lit(f"step{number} "),
                 Lit('"'),
             )
         )
+        kept = [Seq((Lit("id != "), Ref("c-start")))]
+        if choice.filter_types:
+            kept.append(Seq((Lit("entity_type = "), Ref("c-type"))))
+            used["c-type"] = Seq((_one_of(gasl_string(t) for t in choice.filter_types), space))
         used[f"c-leave-out-{number}"] = Seq(
             (
                 Lit('"'),
                 keyword["_SELECT"],
                 Lit(f"step{number} "),
                 keyword["_WHERE"],
-                Lit("id != "),
-                Ref("c-start"),
+                Alt(tuple(kept)) if len(kept) > 1 else kept[0],
                 keyword["_AS"],
                 Lit("answer "),
                 Lit('"'),
@@ -257,8 +265,13 @@ def schema_focus(choice: SchemaChoice) -> str:
         lines += [f"- '{i}' ({t or 'no type'})" for i, t in choice.entities]
     else:
         lines.append("The question names no entity of this graph.")
-    lines.append("Relations for this question (name: from type -> to type):")
-    lines += [f"- {n}: {s} -> {t}" for n, s, t in choice.relations]
+    if choice.relations:
+        lines.append("Relations for this question (name: from type -> to type):")
+        lines += [f"- {n}: {s} -> {t}" for n, s, t in choice.relations]
+    else:
+        lines.append("Edges name no relation: a walk takes every edge (NEIGHBORS 'id' AS step1)")
+    if choice.filter_types:
+        lines.append(f"Types to keep: {', '.join(choice.filter_types)}")
     if choice.examples:
         lines.append("Examples from this graph:")
         for relation, source, target in choice.examples:
