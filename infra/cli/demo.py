@@ -348,8 +348,16 @@ async def dashboard(
 
 
 async def run_demo(
-    settings: Settings, echo: Echo, *, max_rounds: int, max_tokens: int, timeout: float
+    settings: Settings,
+    echo: Echo,
+    *,
+    max_rounds: int,
+    max_tokens: int,
+    timeout: float,
+    mission: bool | None = None,
 ) -> DemoOutcome:
+    """`mission`: ask QUESTION (a document) rather than LOCAL_QUESTION (a list of names);
+    None: the mission unless the model is the bundled one."""
     echo(model_line(settings))
     async with connected(settings) as client, contextlib.AsyncExitStack() as stack:
         info = await register_sample_graph(client)
@@ -357,15 +365,16 @@ async def run_demo(
             f"graph {info.name}: {info.nodes} nodes, {info.edges} edges "
             f"({info.format}, version {info.version})"
         )
-        local = provider_of(settings) == "local"
-        question = LOCAL_QUESTION if local else QUESTION
+        if mission is None:
+            mission = provider_of(settings) != "local"
+        question = QUESTION if mission else LOCAL_QUESTION
         echo(f"question: {question}")
         if settings.schema_help:
             for line in await schema_lines(client, question):
                 echo(line)
         request = JobRequest(
             prompt=question,
-            desired_type=TypeSpec.parse("list[str]") if local else TypeSpec(kind="document"),
+            desired_type=TypeSpec(kind="document") if mission else TypeSpec.parse("list[str]"),
             graph=GRAPH_NAME,
             options=JobOptions(max_rounds=max_rounds, max_tokens=max_tokens),
         )

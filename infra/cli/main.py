@@ -69,7 +69,13 @@ def main(ctx: click.Context) -> None:
     "is written across continuation messages.",
 )
 @click.option("--timeout", type=float, default=1200.0, show_default=True)
-def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
+@click.option(
+    "--mission/--small",
+    default=None,
+    help="Ask the whole mission (a document on collaborations) or the bundled model's "
+    "question (a person's co-authors); default: the small one on the bundled model.",
+)
+def demo(max_rounds: int, max_tokens: int, timeout: float, mission: bool | None) -> None:
     """The main job: ask the bundled knowledge graph which authors collaborate most, and on
     what topics, and watch it travel: intent, task plan, HDT rounds of GASL, the answer
     document across continuations, validation.
@@ -91,7 +97,12 @@ def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
 
     async def go() -> None:
         outcome = await run_demo(
-            current, click.echo, max_rounds=max_rounds, max_tokens=max_tokens, timeout=timeout
+            current,
+            click.echo,
+            max_rounds=max_rounds,
+            max_tokens=max_tokens,
+            timeout=timeout,
+            mission=mission,
         )
         record = outcome.record
         click.echo("\n" + "\n".join(verdict_lines(record)))

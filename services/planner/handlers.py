@@ -219,7 +219,8 @@ async def on_gasl_executed(
         problem=last if last.startswith(UNUSABLE) else None,
     )
     decision = await decide_round(llm, capability, msg.request, following)
-    decision = _same_plan_answers(decision, msg, following.focus)
+    if capability != Capability.STANDARD:
+        decision = _same_plan_answers(decision, msg, following.focus)
     if decision.evaluation:
         judged = f"{history[-1].outcome}; judged: {decision.evaluation}"[:_OUTCOME_CHARS]
         history[-1] = history[-1].model_copy(update={"outcome": judged})
@@ -286,8 +287,8 @@ def _not_in_graph(msg: TaskPlanned, task: Task) -> Step:
 def _same_plan_answers(
     decision: RoundDecision, msg: GaslPlanExecuted, focus: SchemaChoice | None
 ) -> RoundDecision:
-    """On a question with a focus, a model that proposes again the plan that just found
-    rows says that plan answers it: running it again could find nothing new, so its last
+    """On a small model's question with a focus, a model that proposes again the plan that
+    just found rows says that plan answers it: running it again could find nothing new, so its last
     variable is the answer (`${var}`), as a COMPLETE naming it would have said."""
     if focus is None or decision.plan is None:
         return decision

@@ -340,6 +340,8 @@ HDT_ROUND_FOCUSED = TEMPLATES.register(
                 "NEIGHBORS 'id' VIA 'relation' AS step1 : the nodes joined to 'id' by relation",
                 "NEIGHBORS ${step1} VIA 'relation' AS step2 : one more walk from step1's nodes",
                 "SELECT step2 WHERE id != 'id' AS answer : step2 without the named entity",
+                "SELECT step1 WHERE entity_type = 'TYPE' AS answer : only step1's nodes of a "
+                "type the QUESTION asks for (Types to keep, under GRAPH)",
                 "COMPLETE: ${step2} : the answer is every node step2 holds",
             ],
             "RULES": [
