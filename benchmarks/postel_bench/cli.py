@@ -331,6 +331,34 @@ def bench_qa(
         fail("a planner missed its target", EXIT_FAILED)
 
 
+@bench.command("link")
+@click.option(
+    "--triples",
+    default="100000,1000000",
+    show_default=True,
+    help="Graph sizes, a comma list of triple counts.",
+)
+@click.option("--questions", type=click.IntRange(1, 10_000), default=60, show_default=True)
+@click.option("--seed", type=int, default=7, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+def bench_link(triples: str, questions: int, seed: int, as_json: bool) -> None:
+    """The entity linker on the QA bench's questions (gold start entity in the top 1 and 3)
+    and the name index's build time and stored size per graph size. Exit 1 if recall@3 is
+    under 95 % at a size."""
+    from postel.infra.cli.support import EXIT_FAILED, EXIT_INPUT, fail
+
+    from postel_bench.link import format_link, run_link
+
+    try:
+        sizes = [int(part) for part in triples.split(",") if part.strip()]
+    except ValueError:
+        fail(f"--triples takes a comma list of numbers; got {triples!r}", EXIT_INPUT)
+    figures = run_link(sizes, questions, seed)
+    click.echo(json.dumps(figures, indent=2) if as_json else format_link(figures))
+    if not figures["holds"]:
+        fail("the linker missed its recall@3 target", EXIT_FAILED)
+
+
 def _write_sizes(
     ctx: click.Context, param: click.Parameter, value: str | None
 ) -> tuple[int, ...] | None:
