@@ -8,7 +8,9 @@ so "Amélie's Garden" and "amelie s garden" are one name. It is built in one pas
 
 `link` finds the question's mentions deterministically:
 - longest match first: the longest run of the question's words that is a name wins, and its
-  words are not read again (so "The Silent Harbor (1987)" is one mention, not two);
+  words are not read again (so "The Silent Harbor (1987)" is one mention, not two); a lone
+  word that opens the sentence links only when spelt exactly as the name (its capital may
+  be the sentence's: "Who ..." does not name "WHO");
 - then bounded fuzzy matching on what is left: a run holding a capitalized word (not the
   sentence's first) or a number, within FUZZY_DISTANCE edits of a name of as many words, found
   through the names sharing a word's first letters;
@@ -196,8 +198,10 @@ def link(
             numbers = index.names.get(key)
             if not numbers:
                 continue
-            covered[start : start + size] = [True] * size
             mention = _mention(question, window)
+            if size == 1 and window[0].sentence_start and not _spelt_as(mention, numbers, index):
+                continue  # "Who" opens a question; it names "WHO" only spelt so
+            covered[start : start + size] = [True] * size
             links = [
                 LinkedEntity(
                     mention=mention,
@@ -224,6 +228,10 @@ def link(
     for _, _, links in found:
         out += [entity for entity in links if entity.id not in {e.id for e in out}]
     return out[:most]
+
+
+def _spelt_as(mention: str, numbers: list[int], index: NameIndex) -> bool:
+    return any(index.nodes[n][0] == mention for n in numbers)
 
 
 def _names_something(window: list[_Token]) -> bool:

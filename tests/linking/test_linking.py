@@ -17,6 +17,7 @@ NODES: list[tuple[str, dict[str, Any]]] = [
     ("Ada Lindsen", {"entity_type": "PERSON"}),
     ("Ada Lindsen K.", {"entity_type": "PERSON"}),
     ("heist", {"entity_type": "TAG"}),
+    ("WHO", {"entity_type": "ORGANIZATION"}),
     ("Q42", {"entity_type": "PERSON", "name": "Douglas Adams", "aliases": ["D. N. Adams"]}),
 ]
 RELATIONS = [
@@ -63,6 +64,12 @@ def test_the_longest_match_wins() -> None:
     assert ids("Who acted with Ada Lindsen in a film?")[0] == "Ada Lindsen"
 
 
+def test_a_word_opening_the_question_names_only_what_it_spells() -> None:
+    assert ids("Who directed Sunken Voice?") == ["Sunken Voice", "Sunken Voice (2010)"]
+    assert sorted(ids("WHO funded the heist?")) == ["WHO", "heist"]
+    assert ids("Which films did the WHO fund?") == ["WHO"]
+
+
 def test_name_fields_are_aliases() -> None:
     [entity] = link("What did Douglas Adams write?", aids().names)
     assert (entity.id, entity.how) == ("Q42", "alias")
@@ -96,7 +103,7 @@ def test_the_index_survives_its_stored_form() -> None:
 
 def test_the_card_counts_types_and_relation_signatures() -> None:
     card = aids().card
-    assert card["entity_types"] == {"PERSON": 4, "FILM": 3, "TAG": 1}
+    assert card["entity_types"] == {"PERSON": 4, "FILM": 3, "ORGANIZATION": 1, "TAG": 1}
     directed = [r for r in card["relations"] if r["name"] == "directed_by"]
     assert directed == [
         {
