@@ -38,7 +38,7 @@ from postel.infra.store.stores import GaslRound, GaslStateStore
 from postel.infra.web.server import WebError, WebServer
 from postel.messages import JobOptions, JobRequest, TypeSpec
 from postel.messages.gasl import FAILED_STATUSES
-from postel.messages.intent import Intent
+from postel.messages.intent import Intent, LinkedEntity
 from postel.services.gasl.loaders import DEMO_GRAPH
 from postel.services.linking.names import link
 from postel.services.llm.ask import AnswerError, reads_as
@@ -78,11 +78,17 @@ async def register_sample_graph(client: Client) -> GraphInfo:
     return await registry.add(GRAPH_NAME, DEMO_GRAPH)
 
 
-async def schema_lines(client: Client, question: str) -> list[str]:
-    """What the question links to in the graph and which of its schema the planner will
-    offer: the same pure functions on the same stored index and card as the workers'."""
+async def linked_to(client: Client, question: str) -> list[LinkedEntity]:
+    """What the question links to in the graph: the intent worker's linker on the same
+    stored index."""
     aids = await GraphRegistry(client.pool, client.keyspace).aids(GRAPH_NAME)
-    linked = link(question, aids.names)
+    return link(question, aids.names)
+
+
+async def schema_lines(client: Client, question: str, linked: list[LinkedEntity]) -> list[str]:
+    """The linked entities and which of the schema the planner will offer: the same pure
+    functions on the same stored index and card as the workers'."""
+    aids = await GraphRegistry(client.pool, client.keyspace).aids(GRAPH_NAME)
     focus = schema_choice(aids.card, question, linked)
     lines = ["linked entities:"]
     lines += [
@@ -277,8 +283,11 @@ class Story:
     the intent's fields, the task plan, each round's plan and findings, the decisions and
     the validator's verdict."""
 
-    def __init__(self, client: Client, settings: Settings, echo: Echo) -> None:
+    def __init__(
+        self, client: Client, settings: Settings, echo: Echo, linked: list[LinkedEntity]
+    ) -> None:
         self.client = client
+        self.linked = linked  # the intent stage's, not the model's: found the same way
         self.rounds = GaslStateStore(client.pool, client.keyspace, settings.job_ttl_s)
         self.echo = echo
         self.started = time.monotonic()
@@ -298,6 +307,7 @@ class Story:
             intent = await read_intent(self.client, event.job_id)
             if isinstance(intent, str):
                 return [f"{'':10}intent: {intent}"]
+            intent = intent.model_copy(update={"linked_entities": self.linked})
             return [f"{'':10}the intent, as the model analysed it:", *intent_lines(intent)]
         if event.worker == "planner" and event.type == "intent.analyzed":
             return [f"{'':10}{event.rationale}"]
@@ -369,8 +379,9 @@ async def run_demo(
             mission = provider_of(settings) != "local"
         question = QUESTION if mission else LOCAL_QUESTION
         echo(f"question: {question}")
+        linked = await linked_to(client, question) if settings.schema_help else []
         if settings.schema_help:
-            for line in await schema_lines(client, question):
+            for line in await schema_lines(client, question, linked):
                 echo(line)
         request = JobRequest(
             prompt=question,
@@ -378,7 +389,7 @@ async def run_demo(
             graph=GRAPH_NAME,
             options=JobOptions(max_rounds=max_rounds, max_tokens=max_tokens),
         )
-        story = Story(client, settings, echo)
+        story = Story(client, settings, echo, linked)
 
         async def show(event: Event) -> None:
             if event.status == "submitted":

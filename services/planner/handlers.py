@@ -140,6 +140,8 @@ def _task_plan_rationale(source: str, tasks: str) -> str:
     nobody reads the fallback as the model's plan."""
     if source == "default":
         return f"{FELL_BACK}: {tasks}"
+    if source == "unasked":
+        return f"task plan (one graph task; a minimal model is not asked for one): {tasks}"
     return f"task plan ({source}): {tasks}"
 
 

@@ -54,11 +54,12 @@ _OVERRIDES = {
 
 @dataclass(frozen=True)
 class TaskPlanResult:
-    """The plan, where it came from (`model`, `repaired` or `default`), and notes on what was
-    corrected or why the default was used, for the worker's log."""
+    """The plan, where it came from (`model`, `repaired`, `default` when the model's was
+    unusable, `unasked` when the model was not asked), and notes on what was corrected or
+    why the default was used, for the worker's log."""
 
     plan: TaskPlan
-    source: Literal["model", "repaired", "default"]
+    source: Literal["model", "repaired", "default", "unasked"]
     notes: list[str] = field(default_factory=list)
 
 
@@ -74,8 +75,8 @@ async def plan_tasks(
     unusable, and one graph task over the request is the plan such a question needs."""
     has_graph = request.graph is not None
     if has_graph and capability == Capability.MINIMAL and intent.linked_entities:
-        reason = "a minimal model on a question naming the graph's entities: default plan used"
-        return TaskPlanResult(default_plan(request, intent), "default", [reason])
+        reason = "a minimal model on a question naming the graph's entities: one graph task"
+        return TaskPlanResult(default_plan(request, intent), "unasked", [reason])
     context = _context(request, intent, graph_summary)
     answer = await ask_json(
         llm,

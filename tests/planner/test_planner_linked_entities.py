@@ -87,6 +87,7 @@ async def test_a_minimal_model_on_linked_entities_gets_one_graph_task_unasked() 
     assert isinstance(planned, TaskPlanned) and planned.progress.plan is not None
     [task] = planned.progress.plan.tasks
     assert (task.kind, task.objective) == ("graph_analysis", prompt)
+    assert step.figures.rationale.startswith("task plan (one graph task; a minimal model is not")
 
 
 def _planned(prompt: str, type_: str = "list[str]") -> TaskPlanned:
