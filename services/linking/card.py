@@ -28,7 +28,7 @@ from typing import Any
 from postel.messages.intent import LinkedEntity
 from postel.services.linking.names import fold
 
-_SPLIT = re.compile(r"[A-Za-z][a-z]*|[0-9]+")
+_SPLIT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _SUFFIXES = ("ings", "ing", "ers", "ors", "ies", "ed", "es", "er", "or", "s")
 _MIN_SHARED = 3
 _TYPE_WEIGHT = 0.5
@@ -127,8 +127,9 @@ def _best(words: list[str], asked: list[tuple[str, int]]) -> tuple[float, int]:
 def rank_relations(
     card: dict[str, Any], question: str, linked: Sequence[LinkedEntity] = ()
 ) -> list[dict[str, Any]]:
-    """The card's relations, each with its `score` and its `lexical` part (how much its own
-    words and its end types' words are the question's), best first (ties: the commoner
+    """The card's relations, each with its `score`, its `lexical` part (how much its own
+    words and its end types' words are the question's) and `named` (its own words' part),
+    best first (ties: the commoner
     first). The linked mentions' own words do not count: a film called "The Director" says
     nothing about which relation is asked for. Of two relations the question names, the one
     named nearer a linked mention scores a little more (it is walked first: "who acted in the
@@ -148,7 +149,9 @@ def rank_relations(
         if named and spans:
             distance = min(min(abs(where - start), abs(where - end)) for start, end in spans)
             score += _NEARNESS * (1 - min(distance, _FAR) / _FAR)
-        ranked.append({**relation, "score": round(score, 3), "lexical": round(lexical, 3)})
+        ranked.append(
+            {**relation, "score": round(score, 3), "lexical": round(lexical, 3), "named": named}
+        )
     ranked.sort(key=lambda r: (-r["score"], -r["count"], r["name"]))
     return ranked
 

@@ -96,7 +96,7 @@ def schema_choice(
     variables the job's state holds already (they stay nameable)."""
     ranked = rank_relations(card, question, linked)
     # the relations the question's words name, when it names any; else the top ones
-    named = [r for r in ranked if r["lexical"] > 0] or ranked
+    named = [r for r in ranked if r["named"] > 0] or ranked
     top = set(list(dict.fromkeys(r["name"] for r in named))[:TOP_RELATIONS])
     relations = [r for r in ranked if r["name"] in top]
     variables = [v for v in state_keys if _is_name(v)] + list(VARIABLES)
