@@ -281,10 +281,11 @@ def bench_loop(document_path: Path, max_tokens: int, scale: str | None, as_json:
     "after); default: free ports.",
 )
 @click.option(
-    "--no-plain",
-    "no_plain",
-    is_flag=True,
-    help="With --local: skip the same questions the plain way (no linking, no schema grammar).",
+    "--local-phases",
+    default="local,local-plain",
+    show_default=True,
+    help="With --local, a comma list of: local (linking and the schema grammar), local-plain "
+    "(the same questions without them).",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 def bench_qa(
@@ -296,7 +297,7 @@ def bench_qa(
     job_timeout: float,
     keep_dir: Path | None,
     port: int | None,
-    no_plain: bool,
+    local_phases: str,
     as_json: bool,
 ) -> None:
     """Knowledge-graph question answering through `postel up`: a generated movie graph
@@ -322,7 +323,7 @@ def bench_qa(
             "job_timeout_s": job_timeout,
             "keep_dir": keep_dir,
             "port": port,
-            "plain": not no_plain,
+            "local_phases": [p.strip() for p in local_phases.split(",") if p.strip()],
         }
     )
     figures = run_async(run_qa)(config)

@@ -93,7 +93,9 @@ class QaConfig(BaseModel):
     job_timeout_s: float = Field(default=300.0, gt=0)
     keep_dir: Path | None = None
     port: int | None = Field(default=None, ge=1, le=65533, description="Redis; +1, +2 others")
-    plain: bool = Field(default=True, description="with --local: also the plain way")
+    local_phases: tuple[Literal["local", "local-plain"], ...] = Field(
+        default=("local", "local-plain"), description="with --local: which ways to ask"
+    )
 
 
 @dataclass
@@ -393,7 +395,7 @@ async def run_qa(config: QaConfig) -> dict[str, Any]:
                     figures["graph"]["worker"] = _worker_figures(up, idle, jobs)
             finally:
                 up.stop()
-            phases = list(LOCAL_PHASES)[: 2 if config.plain else 1] if config.local else []
+            phases = list(config.local_phases) if config.local else []
             for phase in phases:
                 env = {
                     **_base_env(fake),
