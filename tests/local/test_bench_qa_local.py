@@ -37,5 +37,5 @@ async def test_the_local_planner_plans_and_its_job_is_counted(tmp_path: Path) ->
     assert "task_plan" not in calls and "hdt_round" not in calls, "the planner's are local"
     assert "worker" not in figures["graph"] and figures["graph"]["worker_local"]["rss_holding_mb"]
     assert figures["targets"] == {}
-    assert set(figures["local_targets"]) == {"1-hop", "job_p50_s"}
+    assert figures["local_targets"]["2-hop"]["holds"] is None  # no 2-hop question asked
     assert "worker (postel up, local planner)" in format_qa(figures)
