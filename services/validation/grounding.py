@@ -1,9 +1,9 @@
 """Grounding: a written answer must state what the graph analysis found.
 
-When a job's graph tasks found rows, a text answer (`str` or `document`) that names none of
-them is refused with a repair turn: "en_US.json" is no answer to a question whose analysis
-found the reports' authors. `found_names` reads the names from the tasks' outcomes (the
-answer by reference, else the last results' rows); the writer is given the same names.
+When a job's graph tasks answered with rows (or a list, or a number), a text answer (`str` or
+`document`) that names none of them is refused with a repair turn: "en_US.json" is no answer
+to a question whose analysis found the reports' authors. `found_names` reads the names from
+the tasks' answers; the writer is given the same names.
 """
 
 from __future__ import annotations
@@ -30,17 +30,19 @@ def _names_in(value: Any) -> list[str]:
 
 
 def found_names(outcomes: Iterable[TaskOutcome]) -> list[str]:
-    """The names the graph tasks found (up to MAX_NAMES): each answer's rows, or when it
-    holds none, the rows of its last results."""
+    """The names the graph tasks' answers hold (up to MAX_NAMES): the rows an answer by
+    reference names (`COMPLETE: ${var}`), the items of a list answer, a number's digits. A
+    prose answer gives none (the writer may word it otherwise), nor a task that found
+    nothing or only wrote."""
     found: dict[str, None] = {}
     for outcome in outcomes:
+        answer = outcome.answer
         if outcome.incomplete or not outcome.evidence:
-            continue  # a written task's outcome, or one with no answer: nothing was found
-        names = _names_in(outcome.answer) if outcome.reference else []
-        if not names:
-            results = outcome.evidence.get("last_results", [])
-            names = [n for r in results if isinstance(r, dict) for n in _names_in(r.get("rows"))]
-        found.update(dict.fromkeys(names))
+            continue
+        if isinstance(answer, int | float) and not isinstance(answer, bool):
+            found.setdefault(f"{answer:g}", None)
+        elif outcome.reference or isinstance(answer, list):
+            found.update(dict.fromkeys(_names_in(answer)))
     return list(found)[:MAX_NAMES]
 
 

@@ -48,14 +48,13 @@ def test_an_answer_naming_a_row_passes() -> None:
     assert isinstance(done, JobCompleted)
 
 
-def test_names_come_from_the_answer_or_else_the_last_results() -> None:
+def test_names_come_from_the_analysis_answer() -> None:
     assert found_names([AUTHORS]) == ["ROBIN LEE", "ADA LIN"]
-    walked = TaskOutcome(
-        task_id="analyse",
-        answer="two people",
-        evidence={"last_results": [{"rows": [{"id": "BEA"}, {"id": "CY"}]}]},
-    )
-    assert found_names([walked]) == ["BEA", "CY"]
-    # nothing found, or a task that wrote rather than searched: nothing to ground in
-    assert found_names([TaskOutcome(task_id="w", answer="text")]) == []
+    counted = TaskOutcome(task_id="analyse", answer=371, evidence={"last_results": []})
+    assert found_names([counted]) == ["371"]
+    listed = TaskOutcome(task_id="analyse", answer=["BEA", "CY"], evidence={"n": 2})
+    assert found_names([listed]) == ["BEA", "CY"]
+    # prose, nothing found, or a task that wrote rather than searched: nothing to ground in
+    prose = TaskOutcome(task_id="analyse", answer="two people", evidence={"n": 2})
+    assert found_names([prose, TaskOutcome(task_id="w", answer=["x"])]) == []
     assert ungrounded("anything", []) is None
