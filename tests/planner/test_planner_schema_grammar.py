@@ -7,9 +7,7 @@ from __future__ import annotations
 import importlib.util
 import random
 import re
-import sys
 from functools import cache
-from pathlib import Path
 
 import pytest
 from postel.messages.gasl import ExecutionRecord
@@ -25,9 +23,7 @@ from postel.services.planner.schema_grammar import (
     schema_round_gbnf,
     schema_round_rules,
 )
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "gasl"))
-from test_gasl_gbnf import sample
+from support.gbnf import sample
 
 NODES = [
     ("Sunken Voice", {"entity_type": "FILM", "description": ["a film"]}),
