@@ -44,6 +44,17 @@ class QualityRequirements(_Camel):
         return _fraction(value)
 
 
+class LinkedEntity(_Camel):
+    """A node of the job's graph that the request names, found by the intent stage's entity
+    linker (services.linking), not by the model."""
+
+    mention: str = Field(description="the request's words that name it")
+    id: str = Field(description="the node's id in the graph")
+    entity_type: str = Field(default="", description="the node's entity_type")
+    score: float = Field(ge=0.0, le=1.0, description="1.0 exact, lower for looser matches")
+    how: Literal["exact", "normalized", "alias", "fuzzy"]
+
+
 class Intent(_Camel):
     detected_language: str = Field(min_length=2, max_length=8)
     normalized_request: str = Field(min_length=1)
@@ -54,6 +65,9 @@ class Intent(_Camel):
     expected_formats: list[str] = Field(default_factory=list)
     quality_requirements: QualityRequirements = Field(default_factory=QualityRequirements)
     success_criteria: list[str] = Field(default_factory=list)
+    # Set by the intent stage after the model's answer, never taken from the model (whatever
+    # it wrote is replaced): the graph's nodes the request names, best first.
+    linked_entities: list[LinkedEntity] = Field(default_factory=list)
 
     @field_validator("data_type", mode="before")
     @classmethod

@@ -7,8 +7,9 @@ package cycle (tests/contract/test_layers.py).
 The last task's output is coerced to the job's desired type (an answer by reference, a
 state value the planner named, is read as rows first: services.validation.rows), refused
 when it says nothing (unless the request allows none or the evidence is empty too:
-services.validation.quality.says_nothing), and checked for quality (the intent's success
-criteria, completeness). On success the job completes; an earlier task's
+services.validation.quality.says_nothing), refused when it is text that names none of the
+rows the graph analysis found (services.validation.grounding), and checked for quality (the
+intent's success criteria, completeness). On success the job completes; an earlier task's
 output becomes its outcome and the plan moves on to the next task. On failure a bounded
 repair request goes back to the generator (`validation.failed`, up to the profile's
 max_repairs); an answer the planner sent straight here (`validation.requested`) is handed to
@@ -41,6 +42,7 @@ from postel.services.step import HopFigures, Step
 from postel.services.validation.coerce import coerce
 from postel.services.validation.describe import describe_type
 from postel.services.validation.errors import CoercionError, UnsupportedSchemaError
+from postel.services.validation.grounding import TEXT_KINDS, found_names, ungrounded
 from postel.services.validation.quality import check_quality, says_nothing
 from postel.services.validation.rows import from_state
 
@@ -91,6 +93,9 @@ def validate(message: GenerationCompleted | ValidationRequested) -> list[Envelop
     empty = says_nothing(value, spec)
     if empty and not _may_be_empty(spec, request.options.allow_empty, by_reference):
         failure = f"the output says nothing: {empty}; {_EMPTY_RULE}"
+        return [_after_failure(message, failure, spec, profile.max_repairs)]
+    if spec.kind in TEXT_KINDS and (why := ungrounded(value, found_names(progress.outcomes))):
+        failure = f"the answer is not grounded: {why}"
         return [_after_failure(message, failure, spec, profile.max_repairs)]
     problems = check_quality(
         value, spec, progress.task_intent(), strict=profile.strictness == "strict"

@@ -296,6 +296,20 @@ def bench_loop(document_path: Path, max_tokens: int, scale: str | None, as_json:
     default=None,
     help="Keep the graph, the questions and the worker's logs here.",
 )
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65533),
+    default=None,
+    help="Embedded Redis port (the scripted endpoint takes the next, the local model the one "
+    "after); default: free ports.",
+)
+@click.option(
+    "--local-phases",
+    default="local,local-plain",
+    show_default=True,
+    help="With --local, a comma list of: local (linking and the schema grammar), local-plain "
+    "(the same questions without them).",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 @click.option(
     "--engine",
@@ -312,6 +326,8 @@ def bench_qa(
     local: int,
     job_timeout: float,
     keep_dir: Path | None,
+    port: int | None,
+    local_phases: str,
     as_json: bool,
     engine: str | None,
 ) -> None:
@@ -345,12 +361,42 @@ def bench_qa(
             "local": local,
             "job_timeout_s": job_timeout,
             "keep_dir": keep_dir,
+            "port": port,
+            "local_phases": [p.strip() for p in local_phases.split(",") if p.strip()],
         }
     )
     figures = run_async(run_qa)(config)
     click.echo(json.dumps(figures, indent=2) if as_json else format_qa(figures))
     if not all(target["holds"] for target in figures["targets"].values()):
         fail("a planner missed its target", EXIT_FAILED)
+
+
+@bench.command("link")
+@click.option(
+    "--triples",
+    default="100000,1000000",
+    show_default=True,
+    help="Graph sizes, a comma list of triple counts.",
+)
+@click.option("--questions", type=click.IntRange(1, 10_000), default=60, show_default=True)
+@click.option("--seed", type=int, default=7, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+def bench_link(triples: str, questions: int, seed: int, as_json: bool) -> None:
+    """The entity linker on the QA bench's questions (gold start entity in the top 1 and 3)
+    and the name index's build time and stored size per graph size. Exit 1 if recall@3 is
+    under 95 % at a size."""
+    from postel.infra.cli.support import EXIT_FAILED, EXIT_INPUT, fail
+
+    from postel_bench.link import format_link, run_link
+
+    try:
+        sizes = [int(part) for part in triples.split(",") if part.strip()]
+    except ValueError:
+        fail(f"--triples takes a comma list of numbers; got {triples!r}", EXIT_INPUT)
+    figures = run_link(sizes, questions, seed)
+    click.echo(json.dumps(figures, indent=2) if as_json else format_link(figures))
+    if not figures["holds"]:
+        fail("the linker missed its recall@3 target", EXIT_FAILED)
 
 
 def _write_sizes(

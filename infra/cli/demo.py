@@ -40,14 +40,19 @@ from postel.infra.web.security import web_token
 from postel.infra.web.server import WebError, WebServer
 from postel.messages import JobOptions, JobRequest, TypeSpec
 from postel.messages.gasl import FAILED_STATUSES
-from postel.messages.intent import Intent
+from postel.messages.intent import Intent, LinkedEntity
 from postel.services.gasl.loaders import DEMO_GRAPH
+from postel.services.linking.names import link
 from postel.services.llm.ask import AnswerError, reads_as
 from postel.services.planner.render import dumps
+from postel.services.planner.schema_grammar import schema_choice
 from postel.services.step import parse_command_lines
 from postel.services.urls import shown_url
 
 QUESTION = "Which authors in these reports collaborate most, and on what topics?"
+# The bundled 135M model is asked what it can answer: one walk from a person the question
+# names (docs/OFFLINE_MODEL.md); a capable model gets the whole mission above.
+LOCAL_QUESTION = "Who are Briana Moreland's co-authors?"
 GRAPH_NAME = "mmwr"
 
 Echo = Callable[[str], None]
@@ -73,6 +78,31 @@ async def register_sample_graph(client: Client) -> GraphInfo:
     except GraphNotFound:
         pass
     return await registry.add(GRAPH_NAME, DEMO_GRAPH)
+
+
+async def linked_to(client: Client, question: str) -> list[LinkedEntity]:
+    """What the question links to in the graph: the intent worker's linker on the same
+    stored index."""
+    aids = await GraphRegistry(client.pool, client.keyspace).aids(GRAPH_NAME)
+    return link(question, aids.names)
+
+
+async def schema_lines(client: Client, question: str, linked: list[LinkedEntity]) -> list[str]:
+    """The linked entities and which of the schema the planner will offer: the same pure
+    functions on the same stored index and card as the workers'."""
+    aids = await GraphRegistry(client.pool, client.keyspace).aids(GRAPH_NAME)
+    focus = schema_choice(aids.card, question, linked)
+    lines = ["linked entities:"]
+    lines += [
+        f"  {e.mention!r} -> {e.id!r} ({e.entity_type or 'no type'}, {e.how}, {e.score:g})"
+        for e in linked
+    ] or ["  none: the graph holds nothing the question names"]
+    relations = ", ".join(f"{n} ({s} -> {t})" for n, s, t in focus.relations) or "none named"
+    lines += [
+        f"schema choices: relations {relations}; walks {focus.walks}; "
+        f"types to keep {', '.join(focus.filter_types) or 'none'}"
+    ]
+    return lines
 
 
 def model_line(settings: Settings) -> str:
@@ -132,6 +162,8 @@ def verdict_lines(record: JobRecord) -> list[str]:
     """How the job ended, plainly: a failure says so first, with its kind in words and the
     reason, never "completed"."""
     if record.status == "completed":
+        if not (isinstance(record.result, dict) and "sections" in record.result):
+            return [f"job {record.job_id} completed. The validated answer:"]
         return [f"job {record.job_id} completed. The validated document, in the model's words:"]
     if record.status != "failed":
         return [f"job {record.job_id} did not finish: it is {record.status} at {record.stage}"]
@@ -187,8 +219,10 @@ INTENT_LABELS: dict[str, str] = {
     "expected_formats": "expected formats",
     "quality_requirements": "quality requirements",
     "success_criteria": "success criteria",
+    "linked_entities": "linked entities",
 }
-"""The intent's nine fields (messages.intent.Intent), as the demo names them."""
+"""The intent's nine fields and the linked entities (messages.intent.Intent), as the demo
+names them."""
 
 _VALUE_CHARS = 160
 FOUND_ROWS = 2
@@ -251,8 +285,11 @@ class Story:
     the intent's fields, the task plan, each round's plan and findings, the decisions and
     the validator's verdict."""
 
-    def __init__(self, client: Client, settings: Settings, echo: Echo) -> None:
+    def __init__(
+        self, client: Client, settings: Settings, echo: Echo, linked: list[LinkedEntity]
+    ) -> None:
         self.client = client
+        self.linked = linked  # the intent stage's, not the model's: found the same way
         self.rounds = GaslStateStore(client.pool, client.keyspace, settings.job_ttl_s)
         self.echo = echo
         self.started = time.monotonic()
@@ -272,6 +309,7 @@ class Story:
             intent = await read_intent(self.client, event.job_id)
             if isinstance(intent, str):
                 return [f"{'':10}intent: {intent}"]
+            intent = intent.model_copy(update={"linked_entities": self.linked})
             return [f"{'':10}the intent, as the model analysed it:", *intent_lines(intent)]
         if event.worker == "planner" and event.type == "intent.analyzed":
             return [f"{'':10}{event.rationale}"]
@@ -328,8 +366,16 @@ async def dashboard(
 
 
 async def run_demo(
-    settings: Settings, echo: Echo, *, max_rounds: int, max_tokens: int, timeout: float
+    settings: Settings,
+    echo: Echo,
+    *,
+    max_rounds: int,
+    max_tokens: int,
+    timeout: float,
+    mission: bool | None = None,
 ) -> DemoOutcome:
+    """`mission`: ask QUESTION (a document) rather than LOCAL_QUESTION (a list of names);
+    None: the mission unless the model is the bundled one."""
     echo(model_line(settings))
     async with connected(settings) as client, contextlib.AsyncExitStack() as stack:
         info = await register_sample_graph(client)
@@ -337,14 +383,21 @@ async def run_demo(
             f"graph {info.name}: {info.nodes} nodes, {info.edges} edges "
             f"({info.format}, version {info.version})"
         )
-        echo(f"question: {QUESTION}")
+        if mission is None:
+            mission = provider_of(settings) != "local"
+        question = QUESTION if mission else LOCAL_QUESTION
+        echo(f"question: {question}")
+        linked = await linked_to(client, question) if settings.schema_help else []
+        if settings.schema_help:
+            for line in await schema_lines(client, question, linked):
+                echo(line)
         request = JobRequest(
-            prompt=QUESTION,
-            desired_type=TypeSpec(kind="document"),
+            prompt=question,
+            desired_type=TypeSpec(kind="document") if mission else TypeSpec.parse("list[str]"),
             graph=GRAPH_NAME,
             options=JobOptions(max_rounds=max_rounds, max_tokens=max_tokens),
         )
-        story = Story(client, settings, echo)
+        story = Story(client, settings, echo, linked)
 
         async def show(event: Event) -> None:
             if event.status == "submitted":

@@ -15,6 +15,7 @@ entry_points.py. A new command goes in the module of its group and is added belo
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -68,7 +69,13 @@ def main(ctx: click.Context) -> None:
     "is written across continuation messages.",
 )
 @click.option("--timeout", type=float, default=1200.0, show_default=True)
-def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
+@click.option(
+    "--mission/--small",
+    default=None,
+    help="Ask the whole mission (a document on collaborations) or the bundled model's "
+    "question (a person's co-authors); default: the small one on the bundled model.",
+)
+def demo(max_rounds: int, max_tokens: int, timeout: float, mission: bool | None) -> None:
     """The main job: ask the bundled knowledge graph which authors collaborate most, and on
     what topics, and watch it travel: intent, task plan, HDT rounds of GASL, the answer
     document across continuations, validation.
@@ -90,7 +97,12 @@ def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
 
     async def go() -> None:
         outcome = await run_demo(
-            current, click.echo, max_rounds=max_rounds, max_tokens=max_tokens, timeout=timeout
+            current,
+            click.echo,
+            max_rounds=max_rounds,
+            max_tokens=max_tokens,
+            timeout=timeout,
+            mission=mission,
         )
         record = outcome.record
         click.echo("\n" + "\n".join(verdict_lines(record)))
@@ -98,9 +110,11 @@ def demo(max_rounds: int, max_tokens: int, timeout: float) -> None:
             if isinstance(record.result, dict) and "sections" in record.result:
                 click.echo("\nWhat was delivered before it failed (the model's words):\n")
                 click.echo(to_markdown(record.result))
-        else:
+        elif isinstance(record.result, dict) and "sections" in record.result:
             click.echo("")
             click.echo(to_markdown(record.result))
+        else:
+            click.echo(json.dumps(record.result, ensure_ascii=False, indent=2))
         if outcome.rounds:
             click.echo("\nThe evidence GASL found in the graph (exact results, with sources):\n")
             for line in evidence_lines(outcome.rounds):

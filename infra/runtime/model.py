@@ -86,7 +86,7 @@ async def open_model(settings: Settings, runtime: Runtime | None = None) -> Mode
     retry = RetryPolicy(max_attempts=settings.llm_max_retries + 1)
     if provider == "local":
         context = settings.llm_context_tokens or LOCAL_CONTEXT_TOKENS
-        server = LocalModelServer(n_ctx=context)
+        server = LocalModelServer(n_ctx=context, port=settings.local_model_port)
         await server.start()
         client: LLMClient = OpenAIClient(
             server.openai_config(timeout=settings.llm_timeout_s, retry=retry),

@@ -130,6 +130,18 @@ class Settings(BaseSettings):
     llm_tpm: int = Field(default=0, ge=0, description="tokens/min per route; 0: unlimited")
     llm_max_concurrent: int = Field(default=0, ge=0, description="calls at once; 0: unlimited")
     record_calls: bool = True
+    local_model_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="the bundled model's server port; unset: a free one",
+    )
+    schema_help: bool = Field(
+        default=True,
+        description="on a graph job: link the request's entities to the graph (intent), show "
+        "small models only the relations the question is about and decode HDT rounds under "
+        "the graph's own names (planner); off: the whole schema and the plain GASL grammar",
+    )
 
     web_tenant: str = Field(
         default="web",

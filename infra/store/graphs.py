@@ -5,8 +5,9 @@ attribute model with bounded memory (infra/store/graph_ingest.py, refusing an in
 limit), writes the version's store (the packed tables of infra/store/graph_format.py for
 networkx, a LadybugDB folder as an archive for ladybug) and ships it where workers fetch it
 (infra/store/graph_store.py: chunks in Redis, or a shared volume). The graph's hash,
-`Keyspace.graph(name)`, then names the new version, its checksum and its metadata, and the
-name is in the set `Keyspace.graphs`. Re-adding a name makes a new version and frees the one
+`Keyspace.graph(name)`, then names the new version, its checksum, its metadata and its name
+index and schema card (services/linking/aids.py, built in the same pass over the spool), and
+the name is in the set `Keyspace.graphs`. Re-adding a name makes a new version and frees the one
 before; `remove` frees the graph everywhere.
 
 A worker calls `await registry.adapter(name)`: the version is fetched once per machine into
@@ -75,8 +76,14 @@ from postel.messages.errors import GraphNotFound, InvalidInput, PostelError
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.engines.registry import Engine, default_engine, open_engine
 from postel.services.gasl.graphml import RawGraph, read_graphml_bytes
-from postel.services.gasl.loaders import build_graph, normalise
+from postel.services.gasl.loaders import build_graph, normalise, relations_of
 from postel.services.gasl.schema_summary import summarize_graph
+from postel.services.linking.aids import (
+    NAME_INDEX_FIELD,
+    SCHEMA_CARD_FIELD,
+    AidsBuilder,
+    GraphAids,
+)
 from pydantic import BaseModel
 from redis.asyncio.cluster import RedisCluster
 
@@ -204,6 +211,8 @@ class AdapterCache:
     loading: dict[tuple[str, str, int, str], asyncio.Task[tuple[Stamp, Any]]] = field(
         default_factory=dict
     )
+    # the name index and schema card of each graph's version, read once per process and version
+    aids: dict[tuple[str, str], tuple[Stamp, GraphAids]] = field(default_factory=dict)
 
     def get(self, key: tuple[str, str], stamp: Stamp) -> Any:
         held = self.entries.get(key)
@@ -272,6 +281,17 @@ def _open_packed_file(path: Path) -> NetworkXAdapter:
         return load_packed(mm)
 
 
+def _aids_of_graph(graph: nx.Graph) -> GraphAids:
+    """The name index and schema card of a graph held whole (one stored without them)."""
+    aids = AidsBuilder(graph.is_directed())
+    for node_id, attrs in graph.nodes(data=True):
+        aids.add_node(node_id, attrs)
+    for source, target, attrs in graph.edges(data=True):
+        for relation in relations_of(attrs):
+            aids.add_relation(source, target, relation)
+    return aids.build()
+
+
 def _connection_kwargs(redis: aioredis.Redis) -> dict[str, Any]:
     if isinstance(redis, RedisCluster):
         return redis.get_connection_kwargs()
@@ -303,26 +323,50 @@ class _Prepared:
     nodes: int
     relations: int
     directed: bool
+    aids: GraphAids
 
 
-def _nodes_of(graph: SpooledGraph) -> Iterator[dict[str, Any]]:
-    for _, attrs in graph.nodes():
-        yield attrs
+def _nodes_fed(graph: SpooledGraph, aids: AidsBuilder) -> Iterator[tuple[str, dict[str, Any]]]:
+    for node_id, attrs in graph.nodes():
+        aids.add_node(node_id, attrs)
+        yield node_id, attrs
 
 
-def _write_store(graph: SpooledGraph, engine: Engine, work: Path, build_pool: int | None) -> Path:
-    """The version's store file in `work`, written as the spool streams it out."""
+def _edges_fed(graph: SpooledGraph, aids: AidsBuilder) -> Iterator[Any]:
+    for edge in graph.numbered_edges():
+        _, _, source, target, attrs = edge
+        for relation in relations_of(attrs):
+            aids.add_relation(source, target, relation)
+        yield edge
+
+
+def _each_relation_fed(graph: SpooledGraph, aids: AidsBuilder) -> Iterator[dict[str, Any]]:
+    for relation in graph.each_relation():
+        aids.add_relation(relation["source"], relation["target"], relation)
+        yield relation
+
+
+def _write_store(
+    graph: SpooledGraph, engine: Engine, work: Path, build_pool: int | None, aids: AidsBuilder
+) -> Path:
+    """The version's store file in `work`, written as the spool streams it out; the same
+    pass feeds `aids` the nodes, then the relations."""
     path = work / STORE_FILE
     if engine == "networkx":
         write_packed(
-            path, graph.directed, graph.nodes(), graph.numbered_edges(), lambda: graph.relations
+            path,
+            graph.directed,
+            _nodes_fed(graph, aids),
+            _edges_fed(graph, aids),
+            lambda: graph.relations,
         )
         return path
     from postel.services.gasl.engines.ladybug_store import build_ladybug_store
 
     folder = work / LADYBUG_FOLDER
     pool = {} if build_pool is None else {"buffer_pool_size": build_pool}
-    build_ladybug_store(_nodes_of(graph), graph.each_relation(), graph.directed, folder, **pool)
+    nodes = (attrs for _, attrs in _nodes_fed(graph, aids))
+    build_ladybug_store(nodes, _each_relation_fed(graph, aids), graph.directed, folder, **pool)
     pack_folder(folder, path)
     shutil.rmtree(folder)
     return path
@@ -436,7 +480,10 @@ class GraphRegistry:
             "chunks": chunks,
             "location": location,
         }
-        fields = [item for pair in {**meta, **store_fields}.items() for item in pair]
+        # The aids are published in the same script: a reader never sees a version with
+        # another version's name index or schema card.
+        published = {**meta, **store_fields, **prepared.aids.to_fields()}
+        fields = [item for pair in published.items() for item in pair]
         publish = self.redis.register_script(_PUBLISH)
         old = await publish(keys=[self.keyspace.graph(name)], args=[version, *fields])
         # The name is listed after, as its own command: on a cluster the set is in another slot.
@@ -463,7 +510,8 @@ class GraphRegistry:
         graph = spool_input(graph_input, limits, work)
         try:
             chosen = engine or default_engine(graph.spool.edges)
-            path = _write_store(graph, chosen, work, self.storage.build_pool_bytes)
+            aids = AidsBuilder(graph.directed)
+            path = _write_store(graph, chosen, work, self.storage.build_pool_bytes, aids)
         finally:
             graph.spool.close()
         return _Prepared(
@@ -475,6 +523,7 @@ class GraphRegistry:
             graph.node_count,
             graph.relations,
             graph.directed,
+            aids.build(),
         )
 
     async def names(self) -> builtins.list[str]:
@@ -517,6 +566,7 @@ class GraphRegistry:
     def _forget(self, name: str) -> None:
         """Drop this process's copy of `name` and this machine's cached store of it."""
         self.cache.drop((self._server, name))
+        self.cache.aids.pop((self._server, name), None)
         prune_cache(self.storage, self._server_tag, name)
 
     async def adapter(self, name: str | None) -> Any:
@@ -582,6 +632,44 @@ class GraphRegistry:
         adapter = await self.adapter(name)
         # One pass over a big graph takes seconds: keep it off the event loop.
         return await asyncio.to_thread(summarize_graph, adapter)
+
+    async def aids(self, name: str) -> GraphAids:
+        """The graph's name index and schema card (services.linking), published with its
+        version at `graph add`; read once per process and version.
+
+        A graph stored by a postel that did not keep them gets them built once per process
+        and version: from its graph when it opens on networkx (every graph an older postel
+        stored whole in its hash does), else (a ladybug store, whose engine lists nodes only
+        under its result caps) they are empty, so its questions go unlinked and its prompts
+        carry no card until `postel graph add` stores it again."""
+        key = (self._server, name)
+        stamp_fields = ["version", "sha256"]
+        raw_version, raw_sha = await self.redis.hmget(self.keyspace.graph(name), stamp_fields)
+        if raw_version is None or raw_sha is None:
+            raise GraphNotFound(name, await self.names())
+        cached = self.cache.aids.get(key)
+        if cached is not None and cached[0] == (int(raw_version), _text(raw_sha)):
+            return cached[1]
+        # Stamp and aids in one read, so the entry names the version they belong to.
+        raw_version, raw_sha, names, card = await self.redis.hmget(
+            self.keyspace.graph(name), [*stamp_fields, NAME_INDEX_FIELD, SCHEMA_CARD_FIELD]
+        )
+        if raw_version is None or raw_sha is None:
+            raise GraphNotFound(name, await self.names())
+        stamp = (int(raw_version), _text(raw_sha))
+        if names is not None and card is not None:
+            aids = await asyncio.to_thread(GraphAids.from_fields, names, card)
+        else:
+            aids = await self._aids_of_adapter(name)
+        self.cache.aids[key] = (stamp, aids)
+        return aids
+
+    async def _aids_of_adapter(self, name: str) -> GraphAids:
+        adapter = await self.adapter(name)
+        if not isinstance(adapter, NetworkXAdapter):
+            log.warning("graph.no_aids", graph=name, why="stored without them; add it again")
+            return AidsBuilder((await self.info(name)).directed).build()
+        return await asyncio.to_thread(_aids_of_graph, adapter.graph)
 
     async def _load(
         self, name: str, stored: StoredVersion | None, stamp: Stamp

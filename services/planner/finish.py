@@ -26,6 +26,7 @@ from postel.messages.pipeline import (
 )
 from postel.messages.task import JobProgress, Task, TaskOutcome
 from postel.services.planner.render import compact
+from postel.services.validation.grounding import found_names
 
 MAX_SOURCES = 100
 _WRITTEN_TYPES = frozenset({"document", "str"})
@@ -158,7 +159,9 @@ def _write_up(task: Task, request: JobRequest, outcome: TaskOutcome) -> str:
         )
     else:
         verdict = "Write the final result from the analysis's answer and its findings."
+    names = found_names([outcome])
+    state = f"\nThe analysis found these; state them: {'; '.join(names)}" if names else ""
     return (
         f"{verdict} Cite the source ids behind each claim.\n"
-        f"Analysis task: {task.objective}\nThe job's request: {request.prompt}"
+        f"Analysis task: {task.objective}\nThe job's request: {request.prompt}{state}"
     )

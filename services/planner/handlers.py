@@ -30,6 +30,7 @@ from postel.messages.pipeline import (
     JobFailed,
     RoundNote,
     TaskPlanned,
+    ValidationRequested,
 )
 from postel.messages.task import JobProgress, Task
 from postel.services.gasl.errors import PlanSyntaxError
@@ -63,6 +64,7 @@ from postel.services.planner.reference import (
 )
 from postel.services.planner.render import outcome_digest
 from postel.services.planner.round_prompt import RoundInputs
+from postel.services.planner.schema_grammar import SchemaChoice, answerable, schema_choice
 from postel.services.planner.task_plan import plan_tasks
 from postel.services.prompts import Capability
 from postel.services.step import HopFigures, Step
@@ -84,6 +86,9 @@ class PlannerDeps:
     capability: Capability
     graph_summary: dict[str, Any] | None = None
     read_round: RoundReader | None = None
+    # the graph's schema card (services.linking.card): with it, each round names only what
+    # the question is about (services.planner.schema_grammar); None: the whole schema
+    schema_card: dict[str, Any] | None = None
 
 
 async def handle(
@@ -93,7 +98,11 @@ async def handle(
     worth a log line (a default plan, an unusable answer, the round cap) is logged."""
     notes: list[str] = []
     handler: Handler = HANDLERS[type(message)]
-    reads = {"read_round": deps.read_round} if isinstance(message, GaslPlanExecuted) else {}
+    reads: dict[str, Any] = {}
+    if isinstance(message, GaslPlanExecuted):
+        reads["read_round"] = deps.read_round
+    if isinstance(message, TaskPlanned | GaslPlanExecuted):
+        reads["schema_card"] = deps.schema_card
     step = await handler(
         message, deps.llm, deps.capability, deps.graph_summary, notes=notes, **reads
     )
@@ -140,6 +149,8 @@ def _task_plan_rationale(source: str, tasks: str) -> str:
     nobody reads the fallback as the model's plan."""
     if source == "default":
         return f"{FELL_BACK}: {tasks}"
+    if source == "unasked":
+        return f"task plan (one graph task; a minimal model is not asked for one): {tasks}"
     return f"task plan ({source}): {tasks}"
 
 
@@ -150,6 +161,7 @@ async def on_task_planned(
     graph_summary: dict[str, Any] | None = None,
     *,
     notes: list[str] | None = None,
+    schema_card: dict[str, Any] | None = None,
 ) -> Step:
     """A generation task -> GenerationRequested; a graph task -> its first GASL plan."""
     task = msg.progress.task
@@ -165,6 +177,9 @@ async def on_task_planned(
         )
     if msg.request.graph is None:
         raise GraphNotFound(None)
+    focus = _focus(schema_card, msg)
+    if focus is not None and capability != Capability.STANDARD and not focus.entities:
+        return _not_in_graph(msg, task)
     first = RoundInputs(
         question=question_of(task, msg.request),
         task_index=msg.progress.task_index,
@@ -172,6 +187,7 @@ async def on_task_planned(
         max_rounds=effective_settings(msg.request).max_rounds,
         graph_summary=graph_summary,
         linked=linked_nodes(msg.progress.intent),
+        focus=focus,
     )
     decision = await decide_round(llm, capability, msg.request, first)
     plan, hypothesis = _next_plan(decision, first, notes)
@@ -188,6 +204,7 @@ async def on_gasl_executed(
     *,
     notes: list[str] | None = None,
     read_round: RoundReader | None = None,
+    schema_card: dict[str, Any] | None = None,
 ) -> Step:
     """Evaluate round `msg.round` and propose the next plan in one call; COMPLETE or the round
     cap ends the task (services.planner.finish says what follows). A COMPLETE by reference
@@ -207,6 +224,7 @@ async def on_gasl_executed(
         round_number=executed + 1,
         max_rounds=max_rounds,
         graph_summary=graph_summary,
+        focus=_focus(schema_card, msg),
         state_summary=msg.state_summary,
         history=history,
         records=msg.records,
@@ -216,6 +234,8 @@ async def on_gasl_executed(
         linked=linked_nodes(msg.progress.intent),
     )
     decision = await decide_round(llm, capability, msg.request, following)
+    if capability != Capability.STANDARD:
+        decision = _same_plan_answers(decision, msg, following.focus)
     if decision.evaluation:
         judged = f"{history[-1].outcome}; judged: {decision.evaluation}"[:_OUTCOME_CHARS]
         history[-1] = history[-1].model_copy(update={"outcome": judged})
@@ -252,6 +272,57 @@ async def on_gasl_executed(
         taken,
         decision.problem or judgement,
         executed,
+    )
+
+
+def _focus(card: dict[str, Any] | None, msg: TaskPlanned | GaslPlanExecuted) -> SchemaChoice | None:
+    """What the job's rounds may name, ranked against the request's own words."""
+    if card is None:
+        return None
+    return schema_choice(card, msg.request.prompt, msg.progress.intent.linked_entities)
+
+
+NOT_IN_GRAPH = "Not in the graph: graph {graph!r} holds nothing the request names."
+"""The answer when a small model's question names no entity of the job's graph."""
+
+
+def _not_in_graph(msg: TaskPlanned, task: Task) -> Step:
+    """A small model walks from the entities the request names; when the graph holds none of
+    them there is nothing to walk from, and the answer says so instead of inventing one: a
+    text answer is that sentence, any other type fails the job with it."""
+    said = NOT_IN_GRAPH.format(graph=msg.request.graph)
+    if msg.request.desired_type.kind == "str":
+        answer = msg.derive(
+            ValidationRequested,
+            ids.validation(msg.progress.task_index),
+            request=msg.request,
+            progress=msg.progress,
+            task_id=task.id,
+            output=said,
+        )
+        return _step([answer], "complete", said)
+    failed = msg.derive(JobFailed, ids.FAILED, status="invalid_request", error=said)
+    return _step([failed], rationale=said)
+
+
+def _same_plan_answers(
+    decision: RoundDecision, msg: GaslPlanExecuted, focus: SchemaChoice | None
+) -> RoundDecision:
+    """On a small model's question with a focus, a model that proposes again the plan that
+    just found rows says that plan answers it: running it again could find nothing new, so its last
+    variable is the answer (`${var}`), as a COMPLETE naming it would have said."""
+    if focus is None or decision.plan is None:
+        return decision
+    filled = answerable(focus, msg.records)
+    if not filled or _commands_of(decision.plan) != _commands_of(msg.plan):
+        return decision
+    why = "the plan proposed again is the one that just found rows: its result is the answer"
+    return replace(
+        decision,
+        decision="complete",
+        answer=f"${{{filled[0]}}}",
+        plan=None,
+        evaluation=decision.evaluation or why,
     )
 
 

@@ -22,6 +22,7 @@ from postel.services.planner.probe import probe_plan
 from postel.services.planner.round_answer import Decision, read_round_answer
 from postel.services.planner.round_grammar import round_answer_gbnf
 from postel.services.planner.round_prompt import RoundInputs, round_messages
+from postel.services.planner.schema_grammar import answerable, schema_round_gbnf
 from postel.services.prompts import Capability
 
 ANSWER_TOKENS = 512
@@ -62,8 +63,21 @@ async def decide_round(
     question = planner_question(
         lambda _: round_messages(capability, round_), read_round_answer, request, ANSWER_TOKENS
     )
-    # an endpoint that takes a grammar decodes the answer under it: every command parses
-    question = replace(question, grammar=round_answer_gbnf())
+    # an endpoint that takes a grammar decodes the answer under it: every command parses, and
+    # with a focus every name in it is one of the graph's (a complete only of rows found)
+    grammar = (
+        round_answer_gbnf()
+        if round_.focus is None
+        else schema_round_gbnf(
+            round_.focus,
+            answerable(round_.focus, round_.records),
+            compact=capability != Capability.STANDARD,
+        )
+    )
+    question = replace(question, grammar=grammar)
+    if round_.focus is not None and capability != Capability.STANDARD:
+        # a small model choosing among a few names: greedy, so a question gets one answer
+        question = replace(question, temperature=0.0)
     # one call: an unusable answer is not repaired here but becomes a probe plan, and its
     # problem is shown in the next round's prompt
     asked = await ask_json(llm, question, repairs=0)

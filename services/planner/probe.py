@@ -3,7 +3,7 @@ unusable answer, a reference that names nothing, an empty answer to confirm), bu
 question itself, so that what it shows bears on the question.
 
 What it looks at, the first that applies:
-1. the entities the question links to (`LinkedNode`s, best first, at most PROBE_ENTITIES):
+1. the entities the question links to (`LinkedEntity`s, best first, at most PROBE_ENTITIES):
    each node by id, and its neighbours;
 2. the graph's entity types the question names ("films" -> FILM, "research labs" ->
    RESEARCH_LAB), each LIMIT PROBE_LIMIT;
@@ -17,30 +17,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from postel.messages.gasl import GaslPlan
-from postel.messages.intent import Intent
+from postel.messages.intent import Intent, LinkedEntity
 
 PROBE_LIMIT = 10
 PROBE_ENTITIES = 3
 
 
-class LinkedNode(Protocol):
-    """A graph node a question's words link to."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def entity_type(self) -> str: ...
-
-
-def linked_nodes(intent: Intent) -> Sequence[LinkedNode]:
-    """The nodes the question links to, best first: the intent's `linked_entities` where the
-    intent carries them (an intent without entity links gives none)."""
-    linked: Sequence[LinkedNode] = getattr(intent, "linked_entities", ())
-    return linked
+def linked_nodes(intent: Intent) -> Sequence[LinkedEntity]:
+    """The nodes the question links to, best first: the intent's `linked_entities`."""
+    return intent.linked_entities
 
 
 def named_types(question: str, graph_summary: dict[str, Any] | None) -> list[str]:
@@ -59,7 +47,7 @@ def probe_plan(
     plan_name: str,
     graph_summary: dict[str, Any] | None,
     question: str = "",
-    linked: Sequence[LinkedNode] = (),
+    linked: Sequence[LinkedEntity] = (),
 ) -> GaslPlan:
     """A read-only look at what the question is about (see the module docstring)."""
     commands: list[str] = []

@@ -1,6 +1,8 @@
 """Reading one HDT round answer: the evaluation of the last plan and the next step.
 
-Liberal on input: a bare `COMPLETE: <answer>` line (how models end a search by habit) is a complete
+Liberal on input, but not on an echo: a decision copied from the prompt's template
+(`continue|refine|pivot|complete`, a round label `plan t0-r0: ...`) is refused as no
+decision. A bare `COMPLETE: <answer>` line (how models end a search by habit) is a complete
 decision; `decision` may be a synonym ("done", "retry") or `COMPLETE: <answer>` itself; a plan
 may be a plan object, a list of commands, or commands in one string;
 `plan`/`commands` at the top level count as one action. The model's plan ids are ignored:
@@ -39,6 +41,9 @@ _DECISIONS: dict[str, Decision] = {
 _COMPLETE_LINE = re.compile(r"^\s*COMPLETE\s*:\s*(?P<answer>.+)", re.IGNORECASE | re.DOTALL)
 _COMPLETE_IN_TEXT = re.compile(r"^\s*COMPLETE\s*:\s*(?P<answer>.+)$", re.IGNORECASE | re.MULTILINE)
 DEFAULT_CONFIDENCE = 0.5
+# what a model copies from the prompt instead of deciding: the format's list of decisions
+# ("continue|refine|pivot|complete") or a round's label from HISTORY ("plan t0-r0: ...")
+_ECHOED = re.compile(r"\w\s*\|\s*\w|^\s*plan\s+t\d+-r\d+", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,11 @@ def read_round_answer(text: str) -> RoundAnswer:
         raise
     answer = raw.get("answer")
     decision_text = text_of(raw.get("decision") or raw.get("action"))
+    if _ECHOED.search(decision_text):
+        raise AnswerError(
+            f"the decision {decision_text[:60]!r} is the prompt's template echoed, not a "
+            'decision: write one of "continue", "refine", "pivot", "complete"'
+        )
     stated = _COMPLETE_LINE.match(decision_text)
     if stated:
         decision: Decision | None = "complete"

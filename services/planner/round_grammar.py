@@ -45,13 +45,27 @@ def _listed(item: Expr, most: int) -> Expr:
     return Seq((item, Repeat(Seq((Lit(", "), item)), 0, most - 1)))
 
 
-def _text(least: int) -> Seq:
-    return Seq((Lit('"'), Repeat(json_text_char(), least, MAX_TEXT_CHARS), Lit('"')))
+def _text(least: int, most: int) -> Seq:
+    return Seq((Lit('"'), Repeat(json_text_char(), least, most), Lit('"')))
 
 
 @cache
 def round_answer_rules() -> Rules:
-    gasl, statement = gasl_rules(in_json_string=True)
+    return round_rules(*gasl_rules(in_json_string=True))
+
+
+def round_rules(
+    gasl: Rules,
+    statement: str,
+    text_chars: int = MAX_TEXT_CHARS,
+    references: tuple[str, ...] = (),
+    *,
+    complete: bool = True,
+) -> Rules:
+    """The round answer over the GASL rules `gasl` (whose statement rule is `statement`):
+    free text fields of at most `text_chars`; with `references` (`${var}` texts), a bare
+    `COMPLETE: <reference>` line is a whole answer too; without `complete`, the answer can
+    only go on with a plan."""
     text = Ref("text")
     action = Seq(
         (
@@ -66,7 +80,7 @@ def round_answer_rules() -> Rules:
         )
     )
     going_on = Alt((Lit('"continue"'), Lit('"refine"'), Lit('"pivot"')))
-    complete = Seq(
+    finished = Seq(
         (
             _key("decision", Lit('"complete"')),
             _key("hypothesis", text),
@@ -83,13 +97,16 @@ def round_answer_rules() -> Rules:
             Lit("]"),
         )
     )
+    decided = Alt((finished, go_on)) if complete else go_on
+    answer_object = Seq((Lit("{"), _key("evaluation", text), decided, Lit("}")))
+    by_reference = Seq((Lit("COMPLETE: "), Alt(tuple(Lit(r) for r in references))))
     rules: Rules = {
-        "root": Seq((Lit("{"), _key("evaluation", text), Alt((complete, go_on)), Lit("}"))),
+        "root": Alt((answer_object, by_reference)) if references else answer_object,
         "going-on": going_on,
         "action": action,
         "command": Seq((Lit('"'), Ref(statement), Lit('"'))),
-        "text": _text(0),
-        "answer": _text(1),  # a complete decision must say what the answer is
+        "text": _text(0, text_chars),
+        "answer": _text(1, text_chars),  # a complete decision must say what the answer is
         "confidence": Seq(
             (Alt((Lit("0"), Lit("1"))), Repeat(Seq((Lit("."), Chars((("0", "9"),)))), 0, 1))
         ),
@@ -101,3 +118,27 @@ def round_answer_rules() -> Rules:
 def round_answer_gbnf() -> str:
     """The GBNF text, `root` first."""
     return render_rules(round_answer_rules())
+
+
+def compact_round_rules(
+    gasl: Rules, commands: Expr, references: tuple[str, ...], *, complete: bool
+) -> Rules:
+    """The short round answer a small model writes: a decision to go on and its commands
+    (`{"decision": "continue", "commands": [...]}`, which read_round_answer reads as one
+    action; `commands` is the list's inside, command strings and commas), or, with
+    `complete`, a bare `COMPLETE: <reference>` line."""
+    go_on = Seq(
+        (
+            Lit('{"decision": '),
+            Ref("going-on"),
+            Lit(', "commands": ['),
+            commands,
+            Lit("]}"),
+        )
+    )
+    by_reference = Seq((Lit("COMPLETE: "), Alt(tuple(Lit(r) for r in references))))
+    rules: Rules = {
+        "root": Alt((go_on, by_reference)) if complete else go_on,
+        "going-on": Alt((Lit('"continue"'), Lit('"refine"'), Lit('"pivot"'))),
+    }
+    return {**rules, **gasl}

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from postel.messages.gasl import ExecutionRecord
+from postel.messages.intent import LinkedEntity
 from postel.messages.pipeline import RoundNote
 from postel.services.llm import ChatMessage
 from postel.services.llm.tokens import count_tokens, truncate_to_tokens
-from postel.services.planner.probe import LinkedNode
 from postel.services.planner.render import (
     RecordText,
     failure_line,
@@ -36,8 +36,9 @@ from postel.services.planner.render import (
     results_text,
     state_text,
 )
+from postel.services.planner.schema_grammar import SchemaChoice, schema_focus
 from postel.services.prompts import Capability, build_prompt
-from postel.services.prompts.templates import HDT_ROUND
+from postel.services.prompts.templates import HDT_ROUND, HDT_ROUND_FOCUSED
 
 BUDGETS: dict[Capability, int] = {
     Capability.MINIMAL: 1500,
@@ -64,7 +65,9 @@ class RoundInputs:
     error: str | None = None
     problem: str | None = None
     stopped: str | None = None  # services.planner.empty.PlanStop.text of the last plan
-    linked: Sequence[LinkedNode] = ()  # what the question links to, for a probe plan
+    linked: Sequence[LinkedEntity] = ()  # what the question links to, for a probe plan
+    # what the question's rounds may name (its grammar); a small model's GRAPH part shows it
+    focus: SchemaChoice | None = None
 
 
 @dataclass
@@ -114,7 +117,7 @@ def round_messages(capability: Capability, round_: RoundInputs) -> list[ChatMess
     )
     parts = {
         "QUESTION": _Part("QUESTION", round_.question, 250, 80),
-        "GRAPH": _Part("GRAPH", graph_text(round_.graph_summary), 350, 160),
+        "GRAPH": _Part("GRAPH", _graph_part(capability, round_), 350, 160),
         "STATE": _Part("STATE", state_text(round_.state_summary), 250, 40),
         "HISTORY": _Part("HISTORY (newest first)", history_text(round_.history, newest), 250, 60),
         "ROUND": _Part("ROUND", status, 40, 40),
@@ -122,9 +125,10 @@ def round_messages(capability: Capability, round_: RoundInputs) -> list[ChatMess
     if round_.problem:
         parts["PROBLEM"] = _Part("PROBLEM WITH YOUR LAST ANSWER", round_.problem, 150, 60)
     budget = BUDGETS[capability]
+    focused = round_.focus is not None and capability != Capability.STANDARD
 
     def render() -> list[ChatMessage]:
-        return _render(capability, parts, results)
+        return _render(capability, parts, results, focused)
 
     messages = render()
     if _size(messages) > budget:
@@ -132,6 +136,13 @@ def round_messages(capability: Capability, round_: RoundInputs) -> list[ChatMess
     else:
         messages = _grow(parts, budget, render)
     return messages
+
+
+def _graph_part(capability: Capability, round_: RoundInputs) -> str:
+    """A small model with a focus sees only the focus (and the focused template)."""
+    if round_.focus is not None and capability != Capability.STANDARD:
+        return schema_focus(round_.focus)
+    return graph_text(round_.graph_summary)
 
 
 def _shrink(
@@ -187,15 +198,16 @@ def _grow(
 
 
 def _render(
-    capability: Capability, parts: dict[str, _Part], results: _Results
+    capability: Capability, parts: dict[str, _Part], results: _Results, focused: bool
 ) -> list[ChatMessage]:
+    template = HDT_ROUND_FOCUSED if focused else HDT_ROUND
     texts: dict[str, str] = {}
     for name, part in parts.items():
         if name == "ROUND":
             texts["LAST RESULTS"] = results.text()
         text, cut = truncate_to_tokens(part.text, part.limit)
         texts[part.title] = f"{text}{' …(cut)' if cut else ''}"
-    return build_prompt(HDT_ROUND, capability, context={"ANALYSIS": texts})
+    return build_prompt(template, capability, context={"ANALYSIS": texts})
 
 
 def _size(messages: list[ChatMessage]) -> int:

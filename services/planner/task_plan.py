@@ -54,11 +54,12 @@ _OVERRIDES = {
 
 @dataclass(frozen=True)
 class TaskPlanResult:
-    """The plan, where it came from (`model`, `repaired` or `default`), and notes on what was
-    corrected or why the default was used, for the worker's log."""
+    """The plan, where it came from (`model`, `repaired`, `default` when the model's was
+    unusable, `unasked` when the model was not asked), and notes on what was corrected or
+    why the default was used, for the worker's log."""
 
     plan: TaskPlan
-    source: Literal["model", "repaired", "default"]
+    source: Literal["model", "repaired", "default", "unasked"]
     notes: list[str] = field(default_factory=list)
 
 
@@ -69,8 +70,13 @@ async def plan_tasks(
     capability: Capability,
     graph_summary: dict[str, Any] | None,
 ) -> TaskPlanResult:
-    """Ask for the task plan; one repair carrying the error; else `default_plan`."""
+    """Ask for the task plan; one repair carrying the error; else `default_plan`. A minimal
+    model is not asked when the request names entities of the job's graph: its plans were
+    unusable, and one graph task over the request is the plan such a question needs."""
     has_graph = request.graph is not None
+    if has_graph and capability == Capability.MINIMAL and intent.linked_entities:
+        reason = "a minimal model on a question naming the graph's entities: one graph task"
+        return TaskPlanResult(default_plan(request, intent), "unasked", [reason])
     context = _context(request, intent, graph_summary)
     answer = await ask_json(
         llm,
@@ -92,16 +98,14 @@ async def plan_tasks(
 
 
 def default_plan(request: JobRequest, intent: Intent) -> TaskPlan:
-    """With a graph: analyse it for the request, then write the result. Without: write it."""
-    objective = intent.normalized_request or request.prompt
-    write = Task(id="write", objective=f"Write the result of: {objective}", kind="generation")
+    """With a graph: analyse it for the request (the answer then goes to the validator, or
+    to the writer for a text; services.planner.finish). Without: write it. The objective is
+    the request's own prompt: a model's normalized request may be garbled."""
     if request.graph is None:
+        write = Task(id="write", objective=request.prompt, kind="generation")
         return TaskPlan(overview="default plan: answer the request directly", tasks=[write])
-    analyse = Task(id="analyse", objective=objective, kind="graph_analysis")
-    return TaskPlan(
-        overview="default plan: analyse the graph for the request, then write the result",
-        tasks=[analyse, write],
-    )
+    analyse = Task(id="analyse", objective=request.prompt, kind="graph_analysis")
+    return TaskPlan(overview="default plan: analyse the graph for the request", tasks=[analyse])
 
 
 def read_task_plan(text: str, *, has_graph: bool) -> tuple[TaskPlan, list[str]]:

@@ -325,3 +325,34 @@ HDT_ROUND = TEMPLATES.register(
         ],
     )
 )
+
+# The round prompt for a small model on a question whose entities were linked to the graph:
+# it walks relations from them, so it is shown the walk and nothing else of GASL, and the
+# GRAPH part lists only the names it may use (services.planner.schema_grammar).
+HDT_ROUND_FOCUSED = TEMPLATES.register(
+    PromptTemplate(
+        name="hdt_round_focused",
+        system="You answer questions about a knowledge graph with GASL and answer with JSON.",
+        role="You answer the QUESTION by walking the graph's relations from the entity it "
+        "names, one walk per relation, then naming the variable that holds the answer.",
+        guidelines={
+            "GASL": [
+                "NEIGHBORS 'id' VIA 'relation' AS step1 : the nodes joined to 'id' by relation",
+                "NEIGHBORS ${step1} VIA 'relation' AS step2 : one more walk from step1's nodes",
+                "SELECT step2 WHERE id != 'id' AS answer : step2 without the named entity",
+                "SELECT step1 WHERE entity_type = 'TYPE' AS answer : only step1's nodes of a "
+                "type the QUESTION asks for (Types to keep, under GRAPH)",
+                "COMPLETE: ${step2} : the answer is every node step2 holds",
+            ],
+            "RULES": [
+                "Start at the id under GRAPH. Use only relations listed under GRAPH.",
+                "LAST RESULTS has rows: the plan worked. Answer COMPLETE: ${its last variable}.",
+                "Never run the same plan twice.",
+            ],
+        },
+        instructions="If LAST RESULTS holds rows, answer COMPLETE: ${variable}. Else plan the "
+        "walks for the QUESTION.",
+        output_format="COMPLETE: ${step1} (when LAST RESULTS holds rows), or "
+        '{"decision": "continue", "commands": ["NEIGHBORS ..."]}',
+    )
+)

@@ -88,6 +88,7 @@ def invocations(job_id: str, export: Path, document: Path) -> dict[str, list[str
             *("bench", "qa", "--triples", "300", "--questions", "2", "--planners", "right"),
             "--json",
         ],
+        "bench link": ["bench", "link", "--triples", "400", "--questions", "6", "--json"],
         "bench loop": [
             *("bench", "loop", "--document", str(document), "--max-tokens", "60"),
             *("--scale", "1,2", "--json"),

@@ -24,7 +24,9 @@ pytestmark = [
 # first, or the killed bench would leave its `postel up` running.
 @pytest.mark.timeout(900)
 async def test_the_local_planner_plans_and_its_job_is_counted(tmp_path: Path) -> None:
-    config = QaConfig(triples=300, questions=1, planners=(), local=1, job_timeout_s=600)
+    config = QaConfig(
+        triples=300, questions=1, planners=(), local=1, job_timeout_s=600, local_phases=("local",)
+    )
     figures = await run_qa(config.model_copy(update={"keep_dir": tmp_path}))
     [job] = figures["jobs"]
     print(f"\n[the model planned] {job}")
@@ -35,4 +37,5 @@ async def test_the_local_planner_plans_and_its_job_is_counted(tmp_path: Path) ->
     assert "task_plan" not in calls and "hdt_round" not in calls, "the planner's are local"
     assert "worker" not in figures["graph"] and figures["graph"]["worker_local"]["rss_holding_mb"]
     assert figures["targets"] == {}
+    assert figures["local_targets"]["2-hop"]["holds"] is None  # no 2-hop question asked
     assert "worker (postel up, local planner)" in format_qa(figures)

@@ -61,6 +61,12 @@ def test_a_top_level_plan_is_one_action() -> None:
         ('{"decision": "complete", "answer": null}', "needs the final answer"),
         ('{"decision": "continue", "next_actions": []}', "next_actions is empty"),
         ('{"decision": "pivot", "next_actions": [{"plan": {}}]}', "next_actions[0]"),
+        # the template echoed: the format's list of decisions, a round label from HISTORY
+        (
+            '{"decision": "continue|refine|pivot|complete", "commands": ["COUNT x AS n"]}',
+            "template echoed",
+        ),
+        ('{"decision": "plan t0-r0: FIND nodes AS x},", "answer": "x"}', "template echoed"),
     ],
 )
 def test_unusable_answers_say_why(text: str, error: str) -> None:

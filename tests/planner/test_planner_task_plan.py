@@ -94,8 +94,9 @@ async def test_garbage_twice_falls_back_to_the_default_plan() -> None:
     with_graph = Script("no idea", "[1, 2")
     result = await plan_tasks(with_graph.client, request(), intent(), Capability.LIMITED, SUMMARY)
     assert result.source == "default"
-    assert [t.kind for t in result.plan.tasks] == ["graph_analysis", "generation"]
-    assert result.plan.tasks[0].objective == intent().normalized_request
+    assert [t.kind for t in result.plan.tasks] == ["graph_analysis"]
+    # the request's own words, not the model's normalized request
+    assert result.plan.tasks[0].objective == request().prompt
     assert "default plan" in result.notes[0] and "default plan" in result.plan.overview
 
     incoming = IntentAnalyzed(

@@ -48,7 +48,9 @@ async def test_the_demo_shows_its_page_its_rounds_and_the_evidence(
     port = free_port()
     here = settings.model_copy(update={"redis_url": redis_url, "web_port": port})
     printed: list[str] = []
-    outcome = await run_demo(here, printed.append, max_rounds=3, max_tokens=400, timeout=60)
+    outcome = await run_demo(
+        here, printed.append, max_rounds=3, max_tokens=400, timeout=60, mission=True
+    )
     text = "\n".join(printed)
     assert outcome.record.status == "completed"
     assert f"watch it live: http://127.0.0.1:{port}/jobs/{outcome.record.job_id}" in printed
@@ -105,7 +107,9 @@ async def test_the_demo_says_plainly_that_an_empty_document_failed(
     model = Model(ScriptedClient(responder=hollow), Capability.STANDARD)
     here = settings.model_copy(update={"redis_url": redis_url, "web_port": free_port()})
     async with LocalSystem(settings, redis_url=redis_url, resources={RESOURCE: model}):
-        outcome = await run_demo(here, [].append, max_rounds=3, max_tokens=400, timeout=60)
+        outcome = await run_demo(
+            here, [].append, max_rounds=3, max_tokens=400, timeout=60, mission=True
+        )
     record = outcome.record
     assert record.status == "failed" and record.failure == "validation_failed"
     verdict = verdict_lines(record)
@@ -141,7 +145,7 @@ async def test_the_demo_says_when_it_fell_back_and_links_only_to_its_own_dashboa
             printed: list[str] = []
             async with LocalSystem(settings, redis_url=redis_url, resources={RESOURCE: model}):
                 outcome = await run_demo(
-                    here, printed.append, max_rounds=3, max_tokens=400, timeout=60
+                    here, printed.append, max_rounds=3, max_tokens=400, timeout=60, mission=True
                 )
                 [link] = [line.split()[-1] for line in printed if line.startswith("watch it live:")]
                 assert f":{taken}/" not in link
@@ -191,7 +195,7 @@ async def test_the_demo_command_keeps_log_lines_off_its_trace(
     configure_logging("INFO")
     try:
         ran = await asyncio.to_thread(
-            CliRunner().invoke, main, ["demo", "--timeout", "60"], env=env
+            CliRunner().invoke, main, ["demo", "--timeout", "60", "--mission"], env=env
         )
     finally:
         configure_logging("WARNING")  # the rest of the session logs on stderr again
