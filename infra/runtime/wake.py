@@ -72,7 +72,7 @@ from arq.jobs import SerializationError, deserialize_job_raw
 from arq.utils import ms_to_datetime, timestamp_ms
 from postel.infra.runtime.retries import RedisLost
 from postel.infra.store.commit import VERDICT, Received
-from postel.infra.store.connect import REDIS_UNAVAILABLE, with_outage_errors
+from postel.infra.store.connect import REDIS_UNAVAILABLE, block_timeout_s, with_outage_errors
 from postel.infra.store.keys import Keyspace
 from postel.infra.store.outage import RideOut
 from postel.infra.store.turns import TAKE_TURNS
@@ -354,8 +354,7 @@ class PushWorker(Worker):
         pool = self.pool.connection_pool
         connection = await pool.get_connection()
         try:
-            # BLPOP's timeout 0 means forever; a due time under 1 ms away is waited for 1 ms.
-            blpop = ("BLPOP", self.wake_key, max(timeout, 0.001))
+            blpop = ("BLPOP", self.wake_key, block_timeout_s(timeout))
             take = ("EVALSHA", self._take_script.sha, len(script_keys), *script_keys, *args)
             await connection.send_packed_command(connection.pack_commands([blpop, take]))
             await connection.read_response()

@@ -23,6 +23,7 @@ from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import WORKER_NAMES, Settings
 from postel.infra.runtime.wake import _TAKE_JOBS, PushWorker
+from postel.infra.store.connect import block_timeout_s
 from postel.infra.store.keys import WAKE_TOKENS_MAX, Keyspace
 from postel.infra.store.redis_server import EmbeddedRedis, free_port
 from postel.infra.store.wire import connect_arq, dumps
@@ -491,3 +492,16 @@ async def test_a_taken_job_is_due_again_when_its_lease_ends_so_takes_pass_it_by(
             assert [name for name, _score in await taken(free=2, limit=2)] == ["j2", "j3"]
         finally:
             await redis.aclose()
+
+
+async def test_a_wait_due_within_a_millisecond_ends_and_does_not_block_forever(
+    redis_url: str,
+) -> None:
+    """Redis 6.2 reads a BLPOP timeout of 0.001 as 0, forever; the shortest wait any waiter
+    (a worker's, the callback sender's) asks for still ends without a wake-up."""
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        async with asyncio.timeout(10):
+            assert await client.blpop([KEYS.wake("t")], block_timeout_s(0.001)) is None
+    finally:
+        await client.aclose()
