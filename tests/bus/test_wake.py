@@ -422,7 +422,7 @@ async def test_the_take_says_whether_each_taken_message_must_run() -> None:
             messages = ["jq:step", "jr:step", "jh:step", "jc:step", "jf:step", "jm:step"]
             await redis.zadd("q", {message: now_ms + n for n, message in enumerate(messages)})
             jobs, _left_behind, _next_due = await take(keys=TAKE_KEYS, args=take_args(10, 100))
-            verdicts = {jobs[i].decode(): jobs[i + 4].decode() for i in range(0, len(jobs), 5)}
+            verdicts = {jobs[i].decode(): jobs[i + 4].decode() for i in range(0, len(jobs), 6)}
             assert verdicts == {
                 "jq:step": "new",
                 "jr:step": "new",
@@ -447,7 +447,7 @@ async def test_a_take_reads_past_the_running_front_of_the_queue_page_by_page() -
 
         async def taken(free: int, limit: int) -> tuple[list[str], int, str]:
             jobs, left_behind, next_due = await take(keys=TAKE_KEYS, args=take_args(free, limit))
-            return [jobs[i].decode() for i in range(0, len(jobs), 5)], left_behind, next_due
+            return [jobs[i].decode() for i in range(0, len(jobs), 6)], left_behind, next_due
 
         try:
             now_ms = int(time.time() * 1000)
@@ -477,7 +477,7 @@ async def test_a_taken_job_is_due_again_when_its_lease_ends_so_takes_pass_it_by(
 
         async def taken(free: int, limit: int) -> list[tuple[str, int]]:
             jobs, _left_behind, _next_due = await take(keys=TAKE_KEYS, args=take_args(free, limit))
-            return [(jobs[i].decode(), int(jobs[i + 1])) for i in range(0, len(jobs), 5)]
+            return [(jobs[i].decode(), int(jobs[i + 1])) for i in range(0, len(jobs), 6)]
 
         try:
             seconds, micros = await redis.time()  # the clock the take script reads
