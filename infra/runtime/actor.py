@@ -71,10 +71,10 @@ from postel.infra.store.commit import (
 )
 from postel.infra.store.connect import REDIS_UNAVAILABLE
 from postel.infra.store.deadletter import dead_letter, dead_letter_command, summarise_validation
-from postel.infra.store.events import Command, Event, EventLog, EventStatus, Metrics, run_commands
+from postel.infra.store.events import Command, Event, EventLog, EventStatus, Metrics
 from postel.infra.store.graphs import GraphRegistry
 from postel.infra.store.job_stores import job_stores
-from postel.infra.store.jobs import JobStore
+from postel.infra.store.jobs import JobNotFound, JobStore
 from postel.infra.store.keys import Keyspace, lane_of_arq, message_of
 from postel.infra.store.wire import UnreadableEntry
 from postel.messages import (
@@ -549,12 +549,7 @@ class Actor:
             attempt=attempt,
         )
         log.warning("dead-lettered a poison message", error=error, job_id=job_id)
-        if job_id and await self.runtime.redis.hget(
-            self.runtime.keyspace.job(job_id), "status"
-        ) in (
-            b"queued",
-            b"running",
-        ):
+        if job_id:
             await self._fail_job_directly(job_id, message_id, error, failure)
 
     async def _fail_job_directly(
@@ -573,7 +568,9 @@ class Actor:
             *self.runtime.events.commands(event),
             self.runtime.jobs.finished_command(job_id, error=error, failure=failure),
         ]
-        await run_commands(self.runtime.redis, commands)
+        # unless it has ended (or has no record): then its end, and its callback, stand
+        with contextlib.suppress(JobNotFound):
+            await self.runtime.jobs.finish_unless_finished(job_id, commands)
 
     async def _after_error(
         self,

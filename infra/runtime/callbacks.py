@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 import httpx
 import structlog
 from postel.infra.runtime.actor import Runtime
-from postel.infra.store.connect import REDIS_UNAVAILABLE
+from postel.infra.store.connect import REDIS_UNAVAILABLE, block_timeout_s
 from postel.infra.store.deadletter import CALLBACK_SOURCE, dead_letter
 from postel.infra.store.events import Event
 from postel.infra.store.jobs import JobNotFound, JobRecord
@@ -155,6 +155,21 @@ return {due, next_due[2] or ''}
 )
 
 
+# KEYS: the lane's callbacks set, its wake-up list. ARGV: the job, when its retry is due (ms).
+# The retry is due then, and the sender wakes to wait for it rather than for what its last
+# claim saw (the attempt's own claim, CLAIM_S away).
+_RETRY = LuaScript(
+    """
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+  redis.call('LPUSH', KEYS[2], '1')
+  redis.call('LTRIM', KEYS[2], 0, 0)
+end
+return 1
+"""
+)
+
+
 class CallbackSender:
     """Delivers the callbacks of one lane (module docstring)."""
 
@@ -192,7 +207,9 @@ class CallbackSender:
         """Wait up to `wait_s` for a wake-up, claim what is due and start sending it; how
         long the next wait may be."""
         if wait_s > 0:
-            await self.runtime.redis.blpop([self.keyspace.callbacks_wake(self.lane)], wait_s)
+            await self.runtime.redis.blpop(
+                [self.keyspace.callbacks_wake(self.lane)], block_timeout_s(wait_s)
+            )
         due, next_due = await _CLAIM(
             self.runtime.redis,
             [self.keyspace.callbacks(self.lane)],
@@ -271,7 +288,11 @@ class CallbackSender:
             await self._dead(record, attempt, f"gave up after {attempt} attempts: {error}")
             return
         due_ms = int(time.time() * 1000 + backoff_s(attempt) * 1000)
-        await redis.zadd(self.keyspace.callbacks(self.lane), {job_id: due_ms}, xx=True)
+        await _RETRY(
+            redis,
+            [self.keyspace.callbacks(self.lane), self.keyspace.callbacks_wake(self.lane)],
+            [job_id, due_ms],
+        )
 
     async def _settled(
         self,

@@ -11,32 +11,11 @@ raises JobAlreadyFinished; the CLI exits with 6, the HTTP API answers 409.
 
 from __future__ import annotations
 
-import json
-
 from postel.infra.store.events import Event, EventLog
-from postel.infra.store.jobs import JobNotFound, JobStore
-from postel.messages import JobFailed, ids, utc_now
+from postel.infra.store.jobs import JobStore
+from postel.messages import JobFailed, ids
 from postel.messages.errors import Refused
 from redis.asyncio import Redis
-
-_SCRIPT = """
-local status = redis.call('HGET', KEYS[1], 'status')
-if not status then
-  return {0, ''}
-end
-if status == 'completed' or status == 'failed' then
-  return {2, status .. ':' .. (redis.call('HGET', KEYS[1], 'failure') or '')}
-end
-for _, command in ipairs(cjson.decode(ARGV[1])) do
-  redis.call(unpack(command))
-end
-if redis.call('HEXISTS', KEYS[1], 'callback_url') == 1 then
-  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
-  redis.call('LPUSH', KEYS[3], '1')
-  redis.call('LTRIM', KEYS[3], 0, 0)
-end
-return {1, ''}
-"""
 
 
 class JobAlreadyFinished(Refused):
@@ -76,17 +55,6 @@ async def cancel_job(
         *events.commands(event),
         jobs.publish_command(final, events.maxlen),
     ]
-    script = redis.register_script(_SCRIPT)
-    keyspace = events.keyspace
-    lane = keyspace.lane_of(job_id)
-    outcome, detail = await script(
-        keys=[keyspace.job(job_id), keyspace.callbacks(lane), keyspace.callbacks_wake(lane)],
-        args=[json.dumps(commands), int(utc_now().timestamp() * 1000), job_id],
-    )
-    if outcome == 0:
-        raise JobNotFound(f"no such job {job_id!r}")
-    if outcome == 2:
-        status, _, failure = (detail.decode() if isinstance(detail, bytes) else detail).partition(
-            ":"
-        )
+    status, failure = await jobs.finish_unless_finished(job_id, commands)
+    if status is not None:
         raise JobAlreadyFinished(job_id, status, failure)

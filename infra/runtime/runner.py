@@ -74,6 +74,8 @@ def build_arq_worker(
         redis_settings=None if lane else arq_settings(url),
         locate=functools.partial(lane_settings, url, lane) if lane else None,
         lane=lane,
+        tenant_cap=settings.tenant_max_in_flight,
+        tenant_caps=settings.tenant_max_in_flight_by,
         job_timeout=queue.job_timeout,
         max_tries=tries,
         max_jobs=concurrency,

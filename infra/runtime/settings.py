@@ -13,7 +13,7 @@ out Redis outages, and exit only once Redis has been unreachable `POSTEL_REDIS_G
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from postel.infra.runtime.names import WORKER_NAMES
 from postel.infra.store.graph_ingest import GraphLimits
@@ -153,6 +153,16 @@ class Settings(BaseSettings):
         description="per ingress producer (an entry's `producer` field), its jobs' default "
         'class and tenant: {"nightly": {"priority": "batch"}}; a producer\'s tenant defaults '
         "to its name",
+    )
+    tenant_max_in_flight: int | None = Field(
+        default=None,
+        ge=1,
+        description="a tenant's hops running at once in each stage (per lane), past which "
+        "its messages wait in the queue; unset: no cap (docs/JOB_CONTROL.md)",
+    )
+    tenant_max_in_flight_by: dict[str, Annotated[int, Field(ge=1)]] = Field(
+        default_factory=dict,
+        description='per tenant, its own cap over tenant_max_in_flight: {"reports": 2}',
     )
 
     callback_secret: SecretStr | None = Field(

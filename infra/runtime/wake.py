@@ -59,7 +59,9 @@ queue loop rides out Redis outages (infra/store/outage.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -72,9 +74,10 @@ from arq.jobs import SerializationError, deserialize_job_raw
 from arq.utils import ms_to_datetime, timestamp_ms
 from postel.infra.runtime.retries import RedisLost
 from postel.infra.store.commit import VERDICT, Received
-from postel.infra.store.connect import REDIS_UNAVAILABLE, with_outage_errors
+from postel.infra.store.connect import REDIS_UNAVAILABLE, block_timeout_s, with_outage_errors
 from postel.infra.store.keys import Keyspace
 from postel.infra.store.outage import RideOut
+from postel.infra.store.scripts import LuaScript
 from postel.infra.store.turns import TAKE_TURNS
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError
@@ -98,6 +101,7 @@ class TakenJob:
     payload: bytes | None
     job_try: int
     verdict: Received  # whether the message must run (module docstring)
+    running: str = ""  # the tenant's running set it counts in, if capped (infra/store/turns.py)
 
 
 Unrunnable = Callable[[str, bytes | None, str, int], Awaitable[None]]
@@ -113,13 +117,17 @@ after an outage (a failover moves it)."""
 # ARGV: free slots, how many queued jobs to look at, arq's
 # in-progress key prefix, in-progress expiry (ms), arq's job key prefix, arq's retry key
 # prefix, the retry key's expiry (s), the queue's lane tag, the lane's done marker prefix and
-# job record prefix (infra/store/keys.py), the queue's held list prefix.
+# job record prefix (infra/store/keys.py), the queue's held list prefix; then the tenants'
+# cap in flight ('' for none), the caps by tenant (JSON, '' for none) and the queue's running
+# set prefix (infra/store/turns.py, `running_set`); a message whose tenant is at its cap is
+# passed by, ready, and counts as free for the mend.
 # Each taken job gives its turn to its tenant's next held message (`pass_turn`), which
 # enters the queue now; the take reads on to those it let in while it has free slots, and
 # if any did enter, it reports jobs left behind, so that this worker (or, with a token, the
 # next) looks again at once. A take that finds nothing free to take
 # while messages are held mends the turns (`mend_turns`).
-# Returns {job id, score, payload ('' if the job key expired), try, verdict, ...} for the
+# Returns {job id, score, payload ('' if the job key expired), try, verdict, running set ('' if
+# uncapped), ...} for the
 # jobs taken, 1
 # if free ready jobs were left behind, and the score of the earliest job not yet due ('' if
 # none among those looked at). One read of the sorted set serves both: it is ordered by due
@@ -148,7 +156,7 @@ local now = redis_now()
 local free = tonumber(ARGV[1])
 local leased_until = now + tonumber(ARGV[4])
 local limit = tonumber(ARGV[2])
-local taken = {}  -- five entries per job: id, score, payload, try, verdict
+local taken = {}  -- six entries per job: id, score, payload, try, verdict, running set
 local left_behind = 0
 local next_due = ''
 local first, page = 0, 2 * free + 8
@@ -169,21 +177,28 @@ while looking and first < limit do
     local in_progress = ARGV[3] .. queued[i]
     if redis.call('EXISTS', in_progress) == 0 then
       free_seen = true
-      if #taken >= 5 * free then
+      if #taken >= 6 * free then
         left_behind = 1
         looking, stopped = false, true
         break
       end
-      redis.call('SET', in_progress, '1', 'PX', ARGV[4])
-      local tries = ARGV[6] .. queued[i]
-      taken[#taken + 1] = queued[i]
-      taken[#taken + 1] = leased_until
       local payload = redis.call('GET', ARGV[5] .. queued[i]) or ''
-      taken[#taken + 1] = payload
-      moved_in = moved_in + pass_turn(KEYS[1], KEYS[3], ARGV[11], payload, now)
-      taken[#taken + 1] = redis.call('INCR', tries)
-      redis.call('EXPIRE', tries, ARGV[7])
-      taken[#taken + 1] = verdict_of(queued[i])
+      local running = running_set(payload, ARGV[3], ARGV[14], ARGV[12], ARGV[13])
+      if running then
+        redis.call('SET', in_progress, '1', 'PX', ARGV[4])
+        local tries = ARGV[6] .. queued[i]
+        taken[#taken + 1] = queued[i]
+        taken[#taken + 1] = leased_until
+        taken[#taken + 1] = payload
+        moved_in = moved_in + pass_turn(KEYS[1], KEYS[3], ARGV[11], payload, now)
+        taken[#taken + 1] = redis.call('INCR', tries)
+        redis.call('EXPIRE', tries, ARGV[7])
+        taken[#taken + 1] = verdict_of(queued[i])
+        taken[#taken + 1] = running
+        if running ~= '' then
+          redis.call('SADD', running, queued[i])
+        end
+      end
     end
   end
   -- messages a take let in lie behind those read: read on from the last one read
@@ -195,7 +210,7 @@ while looking and first < limit do
 end
 if #taken > 0 then
   local rescored = {}
-  for t = 1, #taken, 5 do
+  for t = 1, #taken, 6 do
     rescored[#rescored + 1] = leased_until
     rescored[#rescored + 1] = taken[t]
   end
@@ -215,6 +230,18 @@ return {taken, left_behind, next_due}
 )
 
 
+# KEYS: a tenant's running set, the queue's wake-up list. ARGV: the arq job id.
+_LEAVE_RUNNING = LuaScript(
+    """
+redis.call('SREM', KEYS[1], ARGV[1])
+if redis.call('LLEN', KEYS[2]) == 0 then
+  redis.call('LPUSH', KEYS[2], '1')
+end
+return 1
+"""
+)
+
+
 class PushWorker(Worker):
     """arq's Worker, woken by its queue's wake-up list instead of polling on a timer."""
 
@@ -230,9 +257,13 @@ class PushWorker(Worker):
         unrunnable: Unrunnable | None = None,
         locate: Locate | None = None,
         lane: str = "",
+        tenant_cap: int | None = None,
+        tenant_caps: dict[str, int] | None = None,
         **arq_options: Any,
     ) -> None:
         super().__init__(poll_delay=fallback_poll_s, **arq_options)
+        self.tenant_cap = tenant_cap  # a tenant's messages running at once, if capped
+        self.tenant_caps = tenant_caps or {}  # the same, per tenant
         self.keyspace = keyspace
         self.worker_kind = kind  # whose turns and held lists (Keyspace.turns)
         self.lane = lane
@@ -319,6 +350,9 @@ class PushWorker(Worker):
             self.keyspace.done_prefix(self.lane),
             self.keyspace.job_prefix(self.lane),
             self.keyspace.held_prefix(worker, self.lane),
+            "" if self.tenant_cap is None else self.tenant_cap,
+            json.dumps(self.tenant_caps) if self.tenant_caps else "",
+            self.keyspace.running_prefix(worker, self.lane),
         ]
         timeout = self.fallback_poll_s
         if self._next_due_ms is not None:
@@ -330,17 +364,20 @@ class PushWorker(Worker):
         taken, left_behind, next_due = reply
         self._left_behind = bool(left_behind)
         self._next_due_ms = int(float(next_due)) if next_due else None
-        for raw_id, score, payload, job_try, verdict in zip(*[iter(taken)] * 5, strict=True):
+        for raw_id, score, payload, job_try, verdict, running in zip(
+            *[iter(taken)] * 6, strict=True
+        ):
             job = TakenJob(
                 raw_id.decode(),
                 int(float(score)),
                 payload or None,
                 int(job_try),
                 cast(Received, verdict.decode()),
+                running.decode() if isinstance(running, bytes) else str(running),
             )
             await self.sem.acquire()
             self.job_counter += 1
-            task = asyncio.create_task(self.run_taken(job))
+            task = asyncio.create_task(self._run_counted(job))
             task.add_done_callback(lambda _: self._release_sem_dec_counter_on_complete())
             self.tasks[job.job_id] = task
         if taken:
@@ -354,8 +391,7 @@ class PushWorker(Worker):
         pool = self.pool.connection_pool
         connection = await pool.get_connection()
         try:
-            # BLPOP's timeout 0 means forever; a due time under 1 ms away is waited for 1 ms.
-            blpop = ("BLPOP", self.wake_key, max(timeout, 0.001))
+            blpop = ("BLPOP", self.wake_key, block_timeout_s(timeout))
             take = ("EVALSHA", self._take_script.sha, len(script_keys), *script_keys, *args)
             await connection.send_packed_command(connection.pack_commands([blpop, take]))
             await connection.read_response()
@@ -371,6 +407,19 @@ class PushWorker(Worker):
         finally:
             await pool.release(connection)
         return reply
+
+    async def _run_counted(self, job: TakenJob) -> None:
+        """Run a taken job; one that counted against its tenant's cap in flight then leaves
+        the running set and wakes the queue, where the tenant's next message may wait for
+        it (infra/store/turns.py)."""
+        try:
+            await self.run_taken(job)
+        finally:
+            if job.running:
+                with contextlib.suppress(*REDIS_UNAVAILABLE):  # the set mends itself
+                    await asyncio.shield(
+                        _LEAVE_RUNNING(self.pool, [job.running, self.wake_key], [job.job_id])
+                    )
 
     async def run_taken(self, job: TakenJob) -> None:
         """What arq's `run_job` does once it has read the job, from what the take script read:

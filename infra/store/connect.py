@@ -396,6 +396,17 @@ def arq_settings(url: str) -> RedisSettings:
     )
 
 
+SHORTEST_BLOCK_S = 0.01
+"""The shortest timeout a blocking command (BLPOP) is given. Redis 6.2 reads a timeout as a
+long double and truncates its milliseconds, so 0.001 reads as 0.99... ms, that is 0, which
+means wait forever: a wait meant to end in a millisecond would end only when woken."""
+
+
+def block_timeout_s(wait_s: float) -> float:
+    """`wait_s` as a blocking command's timeout that no Redis reads as 0 (forever)."""
+    return max(wait_s, SHORTEST_BLOCK_S)
+
+
 def keyspace_of(url: str) -> Keyspace:
     """The names postel's keys have at `url`: a cluster's lanes, or one Redis's one lane."""
     return Keyspace(cluster_of(url).lanes) if is_cluster(url) else Keyspace()

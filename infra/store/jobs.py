@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from postel.infra.store.deadletter import summarise_validation
 from postel.infra.store.events import Command
 from postel.infra.store.keys import Keyspace
+from postel.infra.store.scripts import LuaScript
 from postel.messages import Envelope, JobFailed, JobRequest, utc_now
 from postel.messages.errors import Misconfigured, NotFound
 from postel.messages.job import DEFAULT_PRIORITY, DEFAULT_TENANT, Priority
@@ -95,6 +96,31 @@ class MalformedJobRecord(Misconfigured):
             f"job {job_id!r} has a malformed record ({reason}); it cannot be shown. Remove it "
             f"with `DEL {key}` to submit the job again"
         )
+
+
+# KEYS: the job's record, its lane's callbacks set and their wake-up list. ARGV: the commands
+# (JSON), now (ms), the job id. 0: no record; 2 and `status:failure`: finished already; 1: the
+# commands ran and the callback, if the job asked for one, is due now.
+_FINISH = LuaScript(
+    """
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then
+  return {0, ''}
+end
+if status == 'completed' or status == 'failed' then
+  return {2, status .. ':' .. (redis.call('HGET', KEYS[1], 'failure') or '')}
+end
+for _, command in ipairs(cjson.decode(ARGV[1])) do
+  redis.call(unpack(command))
+end
+if redis.call('HEXISTS', KEYS[1], 'callback_url') == 1 then
+  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+  redis.call('LPUSH', KEYS[3], '1')
+  redis.call('LTRIM', KEYS[3], 0, 0)
+end
+return {1, ''}
+"""
+)
 
 
 class JobStore:
@@ -190,6 +216,33 @@ class JobStore:
             self.keyspace.job(job_id),
             *(item for pair in fields.items() for item in pair),
         ]
+
+    async def finish_unless_finished(
+        self, job_id: str, commands: list[Command]
+    ) -> tuple[JobStatus | None, str]:
+        """Run `commands` (the record's end, its events) and make the job's completion
+        callback due if it asked for one, in one script, unless the job has finished already
+        or has no record: the way a job ends outside a hop's commit (a cancel, a poison
+        message). Returns (None, '') when it ended the job, else the status it found
+        ('queued' standing for no record) and, if it had one, its failure."""
+        lane = self.keyspace.lane_of(job_id)
+        outcome, detail = await _FINISH(
+            self.redis,
+            [
+                self.keyspace.job(job_id),
+                self.keyspace.callbacks(lane),
+                self.keyspace.callbacks_wake(lane),
+            ],
+            [json.dumps(commands), int(utc_now().timestamp() * 1000), job_id],
+        )
+        if outcome == 1:
+            return None, ""
+        if outcome == 0:
+            raise JobNotFound(f"no such job {job_id!r}")
+        status, _, failure = (detail.decode() if isinstance(detail, bytes) else detail).partition(
+            ":"
+        )
+        return cast(JobStatus, status), failure
 
     async def get(self, job_id: str) -> JobRecord:
         key = self.keyspace.job(job_id)

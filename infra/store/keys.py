@@ -158,6 +158,11 @@ class Keyspace:
         worker kind's queue (infra/store/turns.py)."""
         return self.held_prefix(worker, lane) + turn
 
+    def running_prefix(self, worker: str, lane: str = "") -> str:
+        """What the key of a tenant's running messages in the worker kind's queue is, less
+        the tenant (the take script builds it; infra/store/turns.py, the cap in flight)."""
+        return _in(lane, f"running:{worker}:")
+
     def wake(self, worker: str, lane: str = "") -> str:
         """The worker kind's wake-up list: one token per queued message
         (infra/runtime/wake.py)."""

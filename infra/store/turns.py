@@ -26,6 +26,16 @@ a turn back as it takes (one LPOP, and one HINCRBY when nothing is held). Everyt
 needs is in the queue's lane (one hash slot on a Redis Cluster), so each lane is fair on its
 own.
 
+**A cap in flight (optional).** With POSTEL_TENANT_MAX_IN_FLIGHT (or a tenant's own in
+POSTEL_TENANT_MAX_IN_FLIGHT_BY), the take script takes a tenant's message only while fewer
+than the cap of the tenant's messages are running in the queue: the set
+`Keyspace.running_prefix` + tenant holds the arq ids it took, and a member whose in-progress
+key is gone (its hop ended, was retried, or its worker died and the lease lapsed) is dropped
+as the set is read, so the count cannot drift. A message over the cap stays ready in the
+queue, in its place, and is taken once a running one ends (the worker whose hop ended wakes
+the queue). The set is in the queue's lane, so on a Redis Cluster the cap holds per stage
+and lane.
+
 A deferred message (`not_before`, a retry's backoff) is scored with when it falls due and
 takes no turn of its tenant's window while it waits. Counts that drift (a ready message
 removed by hand, not taken) are mended the next time a take finds nothing to take while
@@ -116,6 +126,34 @@ local function pass_turn(queue, turns, held_prefix, payload, now)
   local turn = class .. '|' .. tenant
   return give_turn(queue, turns, held_prefix .. turn, turn, class, now)
 end
+local caps = nil
+local function running_set(payload, in_progress_prefix, running_prefix, cap_all, caps_json)
+  cap_all, caps_json = cap_all or '', caps_json or ''
+  if cap_all == '' and caps_json == '' then
+    return ''
+  end
+  local tenant = string.match(payload, '"tenant":"([^"]*)"')
+  if not tenant then
+    return ''
+  end
+  if caps == nil then
+    caps = caps_json ~= '' and cjson.decode(caps_json) or {{}}
+  end
+  local cap = tonumber(caps[tenant] or cap_all)
+  if not cap then
+    return ''
+  end
+  local running = running_prefix .. tenant
+  for _, id in ipairs(redis.call('SMEMBERS', running)) do
+    if redis.call('EXISTS', in_progress_prefix .. id) == 0 then
+      redis.call('SREM', running, id)
+    end
+  end
+  if redis.call('SCARD', running) >= cap then
+    return nil
+  end
+  return running
+end
 local function mend_turns(queue, turns, held_turns, held_prefix, now)
   local moved = 0
   redis.call('DEL', turns)
@@ -142,4 +180,6 @@ end
 )
 """Lua for the take script: `pass_turn` reads a taken job's class and tenant from its
 payload (the envelope's fields come before any of the message's own) and gives its turn;
-`mend_turns` mends the counts when nothing could be taken while messages are held."""
+`mend_turns` mends the counts when nothing could be taken while messages are held;
+`running_set` says where a taken message counts against its tenant's cap in flight ('' for
+no cap; nil when the tenant is at its cap: the message is not taken)."""

@@ -226,6 +226,7 @@ def test_on_a_cluster_a_queues_turns_lie_in_its_lane() -> None:
             cluster.held_turns("gasl", lane),
             cluster.held("gasl", lane, "batch|acme"),
             cluster.held_prefix("gasl", lane) + "normal|other",
+            cluster.running_prefix("gasl", lane) + "acme",
         ]
         assert len({key_slot(key.encode()) for key in keys}) == 1
 

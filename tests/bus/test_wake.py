@@ -23,6 +23,7 @@ from postel.infra.client.client import Client
 from postel.infra.runtime.local_system import LocalSystem
 from postel.infra.runtime.settings import WORKER_NAMES, Settings
 from postel.infra.runtime.wake import _TAKE_JOBS, PushWorker
+from postel.infra.store.connect import block_timeout_s
 from postel.infra.store.keys import WAKE_TOKENS_MAX, Keyspace
 from postel.infra.store.redis_server import EmbeddedRedis, free_port
 from postel.infra.store.wire import connect_arq, dumps
@@ -421,7 +422,7 @@ async def test_the_take_says_whether_each_taken_message_must_run() -> None:
             messages = ["jq:step", "jr:step", "jh:step", "jc:step", "jf:step", "jm:step"]
             await redis.zadd("q", {message: now_ms + n for n, message in enumerate(messages)})
             jobs, _left_behind, _next_due = await take(keys=TAKE_KEYS, args=take_args(10, 100))
-            verdicts = {jobs[i].decode(): jobs[i + 4].decode() for i in range(0, len(jobs), 5)}
+            verdicts = {jobs[i].decode(): jobs[i + 4].decode() for i in range(0, len(jobs), 6)}
             assert verdicts == {
                 "jq:step": "new",
                 "jr:step": "new",
@@ -446,7 +447,7 @@ async def test_a_take_reads_past_the_running_front_of_the_queue_page_by_page() -
 
         async def taken(free: int, limit: int) -> tuple[list[str], int, str]:
             jobs, left_behind, next_due = await take(keys=TAKE_KEYS, args=take_args(free, limit))
-            return [jobs[i].decode() for i in range(0, len(jobs), 5)], left_behind, next_due
+            return [jobs[i].decode() for i in range(0, len(jobs), 6)], left_behind, next_due
 
         try:
             now_ms = int(time.time() * 1000)
@@ -476,7 +477,7 @@ async def test_a_taken_job_is_due_again_when_its_lease_ends_so_takes_pass_it_by(
 
         async def taken(free: int, limit: int) -> list[tuple[str, int]]:
             jobs, _left_behind, _next_due = await take(keys=TAKE_KEYS, args=take_args(free, limit))
-            return [(jobs[i].decode(), int(jobs[i + 1])) for i in range(0, len(jobs), 5)]
+            return [(jobs[i].decode(), int(jobs[i + 1])) for i in range(0, len(jobs), 6)]
 
         try:
             seconds, micros = await redis.time()  # the clock the take script reads
@@ -491,3 +492,16 @@ async def test_a_taken_job_is_due_again_when_its_lease_ends_so_takes_pass_it_by(
             assert [name for name, _score in await taken(free=2, limit=2)] == ["j2", "j3"]
         finally:
             await redis.aclose()
+
+
+async def test_a_wait_due_within_a_millisecond_ends_and_does_not_block_forever(
+    redis_url: str,
+) -> None:
+    """Redis 6.2 reads a BLPOP timeout of 0.001 as 0, forever; the shortest wait any waiter
+    (a worker's, the callback sender's) asks for still ends without a wake-up."""
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        async with asyncio.timeout(10):
+            assert await client.blpop([KEYS.wake("t")], block_timeout_s(0.001)) is None
+    finally:
+        await client.aclose()

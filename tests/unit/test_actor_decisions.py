@@ -22,6 +22,7 @@ from postel.messages import (
     Envelope,
     IntentAnalyzed,
     JobCompleted,
+    JobOptions,
     JobRequest,
     JobSubmitted,
     ids,
@@ -124,6 +125,20 @@ async def test_a_poison_payload_is_dead_lettered_and_fails_its_job(
     record = await runtime.jobs.get("j1")
     expected = "failed" if isinstance(payload, dict) else "queued"
     assert record.status == expected, "a payload naming a running job fails it"
+
+
+async def test_a_job_failed_by_a_poison_message_calls_back_once(runtime: Runtime) -> None:
+    request = JobRequest(prompt="x", options=JobOptions(callback_url="https://hooks.test/p"))
+    await submit_job(runtime.pool, runtime.events, runtime.jobs, request, "j1")
+    poison = {"type": "job.submitted", "job_id": "j1"}
+    callbacks = runtime.keyspace.callbacks("")
+    await actor(runtime, Handler()).run(poison, attempt=1)
+    assert (await runtime.jobs.get("j1")).status == "failed"
+    assert await runtime.pool.zrange(callbacks, 0, -1) == [b"j1"], "its callback is due"
+    await runtime.pool.zrem(callbacks, "j1")  # sent
+    await actor(runtime, Handler()).run(poison, attempt=1)
+    assert await runtime.pool.zcard(callbacks) == 0, "a finished job's end is not sent again"
+    assert (await statuses(runtime)).count("dead_lettered") == 1
 
 
 async def test_a_message_for_another_worker_is_dead_lettered(runtime: Runtime) -> None:

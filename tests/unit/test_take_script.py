@@ -46,7 +46,7 @@ async def take(pool: ArqRedis, keyspace: Keyspace, free: int = 10) -> tuple[list
     )
     jobs = [
         {"id": i.decode(), "score": int(float(s)), "payload": p, "try": int(t), "verdict": v}
-        for i, s, p, t, v in zip(*[iter(taken)] * 5, strict=True)
+        for i, s, p, t, v, _running in zip(*[iter(taken)] * 6, strict=True)
     ]
     return jobs, int(left_behind), next_due
 
