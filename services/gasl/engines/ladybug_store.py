@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -79,7 +80,9 @@ EDGE_FLOATS = ("weight",)
 # one of these separators is not spooled into a column. A list column is its elements
 # joined by US after a leading RS (RS alone: the empty list; an empty field: NULL).
 _GS, _RS, _US, _FS = "\x1d", "\x1e", "\x1f", "\x1c"
-_UNSPOOLABLE = frozenset("\x00\n\r" + _FS + _GS + _RS + _US)
+_UNSPOOLABLE = re.compile("[\x00\n\r" + _FS + _GS + _RS + _US + "]")
+# a list's elements joined by US: unspoolable if an element holds any of the above but US
+_UNSPOOLABLE_JOINED = re.compile("[\x00\n\r" + _FS + _GS + _RS + "]")
 
 NODE_SCHEMA = (
     "CREATE NODE TABLE Node(id STRING, ord INT64, shape INT64, entity_type STRING, "
@@ -141,14 +144,24 @@ class _Shapes:
         self._numbers: dict[tuple[str, ...], int] = {}
         self.kinds: dict[str, str] = {}
 
-    def of(self, item: dict[str, Any]) -> int | str:
+    def of(self, item: dict[str, Any], ends: tuple[str, ...] = ()) -> int | str:
         """The number of the item's order ("" once MAX_SHAPES are numbered: not kept); the
-        kinds of its attributes noted."""
-        names = tuple(k for k in item if k != PARALLEL)
+        kinds of its attributes noted. `ends` are text attributes the item is read with
+        after its own ones where it lacks them (a relation's source and target)."""
+        names = tuple(item)
+        if PARALLEL in item:
+            names = tuple(k for k in names if k != PARALLEL)
+        kinds = self.kinds
         for name in names:
-            kind = value_kind(item[name])
-            if self.kinds.setdefault(name, kind) != kind:
-                self.kinds[name] = "mixed"
+            value = item[name]
+            kind = _KINDS.get(type(value)) or value_kind(value)
+            if kinds.get(name) != kind:
+                kinds[name] = "mixed" if name in kinds else kind
+        for name in ends:
+            if name not in item:
+                names += (name,)
+                if kinds.get(name) != "text":
+                    kinds[name] = "mixed" if name in kinds else "text"
         number = self._numbers.get(names)
         if number is None:
             if len(self.orders) >= MAX_SHAPES:
@@ -190,32 +203,38 @@ class _Columns:
 
     def split(
         self, item: dict[str, Any], skip: tuple[str, ...], floats: tuple[str, ...] = ()
-    ) -> tuple[list[Any], dict[str, Any]]:
+    ) -> list[str]:
+        """The item's cells: its texts, `floats`, lists, then `extra` (JSON, "" if none)."""
         extra = {k: v for k, v in item.items() if k not in skip}
-        cells: list[Any] = []
+        cells: list[str] = []
         for name in self.texts:
-            value = extra.pop(name, None) if _spoolable_text(extra.get(name)) else None
-            cells.append(value if value is not None else "")
-            self._spill_if(name, extra)
-            if value is not None:
+            value = extra.get(name)
+            if _spoolable_text(value):
+                del extra[name]
+                cells.append(value)
                 self._note(name, value)
+            else:
+                cells.append("")
+                self._spill_if(name, extra)
         for name in floats:
             value = extra.get(name)
-            ok = type(value) is float and math.isfinite(value)
-            cells.append(repr(extra.pop(name)) if ok else "")
-            self._spill_if(name, extra)
+            if type(value) is float and math.isfinite(value):
+                del extra[name]
+                cells.append(repr(value))
+            else:
+                cells.append("")
+                self._spill_if(name, extra)
         for name in self.lists:
-            value = extra.get(name)
-            if isinstance(value, list) and all(_spoolable_text(v) for v in value):
-                extra.pop(name)
-                cells.append(_RS + _US.join(value))
-                for v in value:
-                    self._note(name, v)
+            joined = _spoolable_list(extra.get(name))
+            if joined is not None:
+                del extra[name]
+                cells.append(_RS + joined)
+                self._note(name, joined)
             else:
                 cells.append("")
                 self._spill_if(name, extra)
         cells.append(_json(extra) if extra else "")
-        return cells, extra
+        return cells
 
     def _spill_if(self, name: str, extra: dict[str, Any]) -> None:
         if name in extra:
@@ -239,8 +258,25 @@ def value_kind(value: Any) -> str:
     return "text"
 
 
+# the kinds of values of the common types, by type (value_kind answers the rest)
+_KINDS = {str: "text", bool: "bool", int: "number", float: "number", list: "list"}
+_KINDS.update({tuple: "list", dict: "dict"})
+
+
 def _spoolable_text(value: Any) -> bool:
-    return isinstance(value, str) and value != "" and not (_UNSPOOLABLE & set(value))
+    return isinstance(value, str) and value != "" and _UNSPOOLABLE.search(value) is None
+
+
+def _spoolable_list(value: Any) -> str | None:
+    """A list of spoolable texts joined by US (the text its column is spooled as), else
+    None."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return None
+    if not value:
+        return ""
+    joined = _US.join(value)
+    fine = "" not in value and joined.count(_US) == len(value) - 1
+    return joined if fine and _UNSPOOLABLE_JOINED.search(joined) is None else None
 
 
 def _json(value: dict[str, Any]) -> str:
@@ -266,6 +302,12 @@ def _load(spool: _Spool, types: dict[str, str]) -> str:
     path = spool.path.as_posix()
     options = f"HEADER=true, DELIM='{_GS}', QUOTE='{_FS}', ESCAPE='{_FS}'"
     return f"LOAD WITH HEADERS ({columns}) FROM '{path}' ({options})"
+
+
+# How the engine's COPY of relations reports an endpoint that is no node (lower case).
+_MISSING_END = "unable to find primary key value"
+_ENDS = ("source", "target")
+_EDGE_SKIP = (*_ENDS, PARALLEL)
 
 
 def build_ladybug_store(
@@ -304,7 +346,7 @@ def build_ladybug_store(
                     f"a node needs a non-empty string id without line breaks or control "
                     f"separators, got {node_id!r}"
                 )
-            cells, _ = node_cols.split(node, ("id",))
+            cells = node_cols.split(node, ("id",))
             node_cols._note("id", node_id)
             node_spool.write([node_id, node_spool.rows, node_shapes.of(node), *cells])
     finally:
@@ -321,10 +363,8 @@ def build_ladybug_store(
                 for end in (source, target):
                     if not _spoolable_text(end):
                         raise ValueError(f"an edge needs ends that are node ids, got {end!r}")
-                cells, _ = edge_cols.split(
-                    relation, ("source", "target", PARALLEL), floats=EDGE_FLOATS
-                )
-                shape = edge_shapes.of({**relation, "source": source, "target": target})
+                cells = edge_cols.split(relation, _EDGE_SKIP, floats=EDGE_FLOATS)
+                shape = edge_shapes.of(relation, _ENDS)
                 row = [source, target, edge_spool.rows, edge_spool.rows, shape, *cells]
                 edge_spool.write(row)
     finally:
@@ -350,20 +390,27 @@ def build_ladybug_store(
             + ")",
             marks,
         )
-        # endpoints no node dict gave, in the order edges first name them (networkx's)
-        conn.execute(
-            f"COPY Node(id, ord) FROM ({edge_load} "
-            "UNWIND [[src, '0'], [dst, '1']] AS e "
-            "WITH e[1] AS id, min(2 * rord + CAST(e[2] AS INT64)) + $base AS ord "
-            "RETURN id, ord) (IGNORE_ERRORS=true)",
-            {"base": node_spool.rows},
-        )
-        conn.execute(
+        copy_rel = (
             f"COPY Rel FROM ({edge_load} RETURN src, dst, rord, pord, shape, weight, "
             + ", ".join([*map(_list_cast, EDGE_LISTS), "extra"])
-            + ")",
-            marks,
+            + ")"
         )
+        try:
+            conn.execute(copy_rel, marks)
+        except RuntimeError as error:
+            # an endpoint no node dict gave (the COPY stored nothing): such endpoints
+            # become nodes, in the order edges first name them (networkx's), then the COPY
+            # is run again; a graph naming every node is read once
+            if _MISSING_END not in str(error).lower():
+                raise
+            conn.execute(
+                f"COPY Node(id, ord) FROM ({edge_load} "
+                "UNWIND [[src, '0'], [dst, '1']] AS e "
+                "WITH e[1] AS id, min(2 * rord + CAST(e[2] AS INT64)) + $base AS ord "
+                "RETURN id, ord) (IGNORE_ERRORS=true)",
+                {"base": node_spool.rows},
+            )
+            conn.execute(copy_rel, marks)
         # a pair's relations take the place of its first one (unordered on an undirected graph)
         pair = "->" if directed else "-"
         keep = "" if directed else "WHERE a.ord <= b.ord "
