@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from postel.messages.gasl import GaslPlan, PlanConfig
 from postel.services.gasl.budget import COMMAND_BUDGET, Deadline
+from postel.services.gasl.engines.cypher_where import Column, split
 from postel.services.gasl.engines.ladybug_engine import LadybugAdapter
 from postel.services.gasl.engines.ladybug_store import (
     DATABASE_NAME,
@@ -281,3 +282,19 @@ def test_the_planners_schema_summary_is_the_same_on_both_engines(
         assert expected["relation_directions"] and summarize_graph(store) == expected
     finally:
         store.close()
+
+
+def test_a_needle_of_ascii_non_letters_is_matched_without_lowering_every_value() -> None:
+    """No character folds into an ASCII digit, space or sign but itself, so such a needle is
+    compared with the text as it is (the differential suite checks the records agree)."""
+    columns = {"description": Column("n.description", "texts", True)}
+
+    def cypher(condition: str) -> str:
+        where = parse(f"FIND nodes WHERE {condition} AS f")[0].where  # type: ignore[attr-defined]
+        compiled, _, rest = split(where, columns)
+        assert rest is None and compiled is not None
+        return compiled
+
+    assert "lower(" not in cypher('description CONTAINS "(1950) #2"')
+    assert "lower(x)" in cypher('description CONTAINS "1950s"')
+    assert "lower(x)" in cypher('description ENDS_WITH "é1"')
