@@ -101,6 +101,13 @@ HOP_PATTERN = {
 # WHERE id IN a list would scan every node.
 BY_IDS = "UNWIND $ids AS i MATCH ({var}:Node {{id: i}})"
 HOP_QUERY = "{taken}{by_ids} OPTIONAL MATCH {pattern} RETURN a.id, b.id, r.pord, {matched}"
+# A walk's hop query: the frontier's relations in the order the walk takes them (its place
+# in the frontier `hop.j`, then `pord`), so the walk reads back only the rows it takes (a hub's
+# thousands are not all read when the walk fills its results first).
+WALK_HOP_QUERY = (
+    "{taken}UNWIND $frontier AS hop MATCH (a:Node {{id: hop.i}}) OPTIONAL MATCH {pattern} "
+    "RETURN a.id, b.id, r.pord, {matched} ORDER BY hop.j, r.pord"
+)
 
 
 class Records:
@@ -188,6 +195,11 @@ class LadybugStore:
     ) -> list[list[Any]]:
         """The rows of one query, run under the engine's timeout set to what is left of the
         deadline; BudgetSpent (the deadline's budget) when the time runs out."""
+        rows: list[list[Any]] = self._run(cypher, params, deadline).get_all()
+        return rows
+
+    def _run(self, cypher: str, params: dict[str, Any] | None, deadline: Deadline | None) -> Any:
+        """The engine's result of one query (see `query`)."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._local.conn = self._connect()
@@ -198,8 +210,7 @@ class LadybugStore:
         conn.set_query_timeout(timeout_ms)
         watched = timeout_ms > 0 and self._watch.add(conn, deadline)  # type: ignore[arg-type]
         try:
-            result = conn.execute(cypher, params or {})
-            rows: list[list[Any]] = result.get_all()  # type: ignore[union-attr]
+            return conn.execute(cypher, params or {})
         except RuntimeError as error:
             if deadline is not None and "interrupt" in str(error).lower():
                 raise BudgetSpent(deadline.cap, deadline.seconds) from error
@@ -207,7 +218,15 @@ class LadybugStore:
         finally:
             if watched:
                 self._watch.remove(conn)
-        return rows
+
+    def rows(
+        self, cypher: str, params: dict[str, Any] | None = None, deadline: Deadline | None = None
+    ) -> Iterator[list[Any]]:
+        """The rows of one query, run as `query` runs it, read back only as far as they are
+        taken (the engine has answered the query whole; reading each row back is the cost
+        this saves)."""
+        result = self._run(cypher, params, deadline)
+        return iter(result)
 
     def end(self) -> int:
         """One past the last node's place in graph order (places may skip: see `ord`)."""
@@ -691,7 +710,7 @@ class LadybugAdapter:
                 seeds = [s for s in seeds if s in present]
             walk.reached.update({s: (0, s, None, "") for s in seeds})
             queue = deque((s, 0) for s in seeds)
-            steps: dict[str, list[_Pair]] = {}
+            steps: _Steps | None = None
             batch = FIRST_HOP_BATCH
             full = False
             while queue and not full:
@@ -701,17 +720,17 @@ class LadybugAdapter:
                 if walk.expansions >= caps.max_expansions:
                     caps_hit.append("max_expansions")
                     break
-                if node not in steps:
+                if steps is None or node not in steps:
                     # the hop of this node and the next of its level the walk may expand,
                     # twice as many as the last hop query read: a walk that fills its
                     # results early reads no further (a hub's relations are many)
                     room = min(caps.max_expansions - walk.expansions, batch)
                     level_nodes = [node, *(n for n, d in queue if d == level)][:room]
-                    steps = self._hops(level_nodes, direction, follow, deadline)
+                    steps = _Steps(self, level_nodes, direction, follow, deadline)
                     batch = min(batch * 2, PAGE)
                 walk.expansions += 1
                 origin = walk.reached[node][1]
-                for pair in steps[node]:
+                for pair in steps.pairs(node):
                     if pair.nxt in walk.reached or not pair.matched:
                         continue
                     walk.reached[pair.nxt] = (level + 1, origin, node, pair.way)
@@ -1113,6 +1132,87 @@ class LadybugAdapter:
                 if self._has(i) and evaluate(where, self.rows.nodes.record(self._own(i)))
             )
         return out
+
+
+class _Steps:
+    """The pairs a walk may take from a batch of frontier nodes (as `_hops` gives them), read
+    back from one ordered query per way as the walk takes them: node by node in the batch's
+    order, each node's in `pord` order."""
+
+    def __init__(
+        self,
+        adapter: LadybugAdapter,
+        nodes: list[str],
+        direction: ast.Direction,
+        follow: tuple[str, ...],
+        deadline: Deadline,
+    ) -> None:
+        self.adapter = adapter
+        self.follow = follow
+        self.ways = ["undirected"] if not adapter.directed else []
+        if adapter.directed:
+            self.ways = [w for w in ("out", "in") if direction in (w, "both")]
+        self.nodes = set(nodes)
+        base = [n for n in nodes if not adapter._has(n)]
+        self.place = {n: j for j, n in enumerate(base)}
+        self.matched, params = adapter._follow_test(follow)
+        self.rows: dict[str, Iterator[list[Any]]] = {}
+        self.next: dict[str, list[Any] | None] = {}
+        for way in self.ways if base else []:
+            query = WALK_HOP_QUERY.format(
+                pattern=HOP_PATTERN[way], matched=self.matched, taken=taken(params)
+            )
+            frontier = [{"i": n, "j": j} for j, n in enumerate(base)]
+            self.rows[way] = adapter.store.rows(query, {**params, "frontier": frontier}, deadline)
+            self.next[way] = next(self.rows[way], None)
+
+    def __contains__(self, node: str) -> bool:
+        return node in self.nodes
+
+    def pairs(self, node: str) -> Iterator[_Pair]:
+        """The node's pairs, each way in turn: the store's, then the overlay's."""
+        adapter, follow = self.adapter, self.follow
+        for way in self.ways:
+            side = {"out": "succ", "in": "pred", "undirected": "adj"}[way]
+            replaced = adapter._replaced[side].get(node, {})
+            for nxt, hit in self._store_pairs(node, way):
+                extra = replaced.get(nxt, [])
+                hit = hit or (bool(follow) and adapter._matches(extra, follow))
+                yield _Pair(nxt, way, hit or not follow, True, extra)
+            for nxt, relations in adapter._added[side].get(node, {}).items():
+                hit = not follow or adapter._matches(relations, follow)
+                yield _Pair(nxt, way, hit, False, relations)
+
+    def _store_pairs(self, node: str, way: str) -> Iterator[tuple[str, bool]]:
+        """The node's neighbours one way in the store, in `pord` order, each with whether
+        any relation of the pair names what the walk follows (a pair's relations share
+        their `pord`, so they are read together)."""
+        place = self.place.get(node)
+        if place is None or way not in self.rows:
+            return
+        rows, row = self.rows[way], self.next[way]
+        while row is not None and self.place[row[0]] < place:
+            row = next(rows, None)
+        pair: list[Any] | None = None  # [neighbour, pord, hit]
+        while row is not None and row[0] == node:
+            if row[1] is not None:  # else the node has no relation this way
+                if self.matched == REL_RETURN:  # tested here: see _follow_test
+                    hit = self.adapter._matches(
+                        [self.adapter._records.relation(row[3:])], self.follow
+                    )
+                else:
+                    hit = bool(row[3])
+                if pair is not None and pair[1] == row[2]:
+                    pair[2] = pair[2] or hit
+                else:
+                    if pair is not None:
+                        self.next[way] = row
+                        yield pair[0], pair[2]
+                    pair = [row[1], row[2], hit]
+            row = next(rows, None)
+        self.next[way] = row
+        if pair is not None:
+            yield pair[0], pair[2]
 
 
 @dataclass(frozen=True)
