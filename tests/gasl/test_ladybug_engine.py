@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from postel.messages.gasl import GaslPlan, PlanConfig
 from postel.services.gasl.budget import COMMAND_BUDGET, Deadline
+from postel.services.gasl.engines import ladybug_store
 from postel.services.gasl.engines.cypher_where import Column, split
 from postel.services.gasl.engines.ladybug_engine import LadybugAdapter
 from postel.services.gasl.engines.ladybug_store import (
@@ -298,3 +299,35 @@ def test_a_needle_of_ascii_non_letters_is_matched_without_lowering_every_value()
     assert "lower(" not in cypher('description CONTAINS "(1950) #2"')
     assert "lower(x)" in cypher('description CONTAINS "1950s"')
     assert "lower(x)" in cypher('description ENDS_WITH "é1"')
+
+
+@pytest.mark.parametrize("directed", [True, False])
+def test_a_store_built_in_chunks_reads_as_one_built_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, directed: bool
+) -> None:
+    """Relations copied a few per COPY (an endpoint no node names only in a later one) and
+    `pord` set a few node places at a time give the store one COPY and one pass give."""
+    nodes = [{"id": f"n{i}", "entity_type": "T"} for i in range(4)]
+    edges = [
+        {"source": s, "target": t, "keywords": [f"k{i}"]}
+        for i, (s, t) in enumerate(
+            [("n0", "n1"), ("n2", "n3"), ("n1", "n0"), ("n0", "n1"), ("n3", "ghost"), ("n2", "n3")]
+        )
+    ]
+
+    def read(folder: Path) -> list[Any]:
+        adapter = LadybugAdapter.open(folder)
+        try:
+            walks = [adapter.neighbors([n["id"]], None, 2, None).items for n in nodes]
+            found = [adapter.find_edges(None, None).items, adapter.find_nodes(None, None).items]
+            return [*found, walks]
+        finally:
+            adapter.close()
+
+    whole = build_ladybug_store(iter(nodes), iter(edges), directed, tmp_path / "whole")
+    monkeypatch.setattr(ladybug_store, "PORD_RANGE", 1)
+    chunked = build_ladybug_store(
+        iter(nodes), iter(edges), directed, tmp_path / "chunked", rel_chunk=2
+    )
+    assert chunked == whole and whole.nodes == 5
+    assert read(tmp_path / "chunked") == read(tmp_path / "whole")

@@ -67,6 +67,10 @@ DATABASE_NAME = "graph.lbdb"
 INFO_NAME = "store.json"
 # The buffer pool COPY may use while building (bytes): building stays within it at any size.
 BUILD_BUFFER_POOL = 512 * 1024 * 1024
+# Relations one COPY loads (one spool file each): a COPY holds its rows in the buffer pool.
+REL_CHUNK = 1 << 19
+# Node places one pass setting `pord` reads at a time (their pairs are counted in the pool).
+PORD_RANGE = 1 << 17
 # The address space a database reserves (the engine's default, 8 TiB, lets a process hold
 # only a few open at once): a store larger than this cannot be built.
 MAX_STORE_BYTES = 1 << 40
@@ -172,17 +176,27 @@ class _Shapes:
 
 
 class _Spool:
-    """Rows of one table written to a spool file as they come (fields joined by GS; no
-    field holds a separator or a line break), and how many."""
+    """Rows of one table written to spool files as they come (fields joined by GS; no field
+    holds a separator or a line break), a new file every `chunk` rows, and how many."""
 
-    def __init__(self, path: Path, header: list[str]) -> None:
-        self.path = path
-        self._file = path.open("w", newline="", encoding="utf-8")
+    def __init__(self, path: Path, header: list[str], chunk: int | None = None) -> None:
+        self._base = path
+        self.paths: list[Path] = []
         self.header = header
-        self._file.write(_GS.join(header) + "\n")
+        self.chunk = chunk
         self.rows = 0
+        self._open()
+
+    def _open(self) -> None:
+        path = self._base.with_name(f"{self._base.stem}-{len(self.paths)}{self._base.suffix}")
+        self.paths.append(path)
+        self._file = path.open("w", newline="", encoding="utf-8")
+        self._file.write(_GS.join(self.header) + "\n")
 
     def write(self, row: list[Any]) -> None:
+        if self.chunk and self.rows and self.rows % self.chunk == 0:
+            self._file.close()
+            self._open()
         self._file.write(_GS.join(map(str, row)) + "\n")
         self.rows += 1
 
@@ -295,13 +309,14 @@ def _text_cast(name: str) -> str:
     return f"CASE WHEN {name} = '' THEN NULL ELSE {name} END AS {name}"
 
 
-def _load(spool: _Spool, types: dict[str, str]) -> str:
-    """LOAD of a spool file with its columns' types stated (never inferred: an id "007"
-    stays a string), delimited by GS, with a quote character no field holds."""
+def _load(spool: _Spool, types: dict[str, str], paths: list[Path] | None = None) -> str:
+    """LOAD of spool files (all of the spool's, or `paths`) with their columns' types stated
+    (never inferred: an id "007" stays a string), delimited by GS, with a quote character
+    no field holds."""
     columns = ", ".join(f"{name} {types.get(name, 'STRING')}" for name in spool.header)
-    path = spool.path.as_posix()
+    files = ", ".join(f"'{path.as_posix()}'" for path in (paths or spool.paths))
     options = f"HEADER=true, DELIM='{_GS}', QUOTE='{_FS}', ESCAPE='{_FS}'"
-    return f"LOAD WITH HEADERS ({columns}) FROM '{path}' ({options})"
+    return f"LOAD WITH HEADERS ({columns}) FROM [{files}] ({options})"
 
 
 # How the engine's COPY of relations reports an endpoint that is no node (lower case).
@@ -317,6 +332,7 @@ def build_ladybug_store(
     folder: Path,
     *,
     buffer_pool_size: int = BUILD_BUFFER_POOL,
+    rel_chunk: int = REL_CHUNK,
 ) -> StoreInfo:
     """Write a graph to a new LadybugDB store in `folder` (created; must not hold a store).
 
@@ -352,7 +368,7 @@ def build_ladybug_store(
     finally:
         node_spool.close()
     header = ["src", "dst", "rord", "pord", "shape", *EDGE_FLOATS, *EDGE_LISTS, "extra"]
-    edge_spool = _Spool(spool_dir / "edges.csv", header)
+    edge_spool = _Spool(spool_dir / "edges.csv", header, chunk=rel_chunk)
     try:
         for edge in edges:
             for relation in relations_of(edge):
@@ -381,44 +397,55 @@ def build_ladybug_store(
         conn.execute(NODE_SCHEMA)
         conn.execute(REL_SCHEMA)
         node_load = _load(node_spool, {"ord": "INT64", "shape": "INT64"})
-        edge_load = _load(
-            edge_spool, {"rord": "INT64", "pord": "INT64", "shape": "INT64", "weight": "DOUBLE"}
-        )
+        edge_types = {"rord": "INT64", "pord": "INT64", "shape": "INT64", "weight": "DOUBLE"}
+        edge_load = _load(edge_spool, edge_types)
         conn.execute(
             f"COPY Node FROM ({node_load} RETURN id, ord, shape, "
             + ", ".join([*map(_text_cast, NODE_TEXTS), *map(_list_cast, NODE_LISTS), "extra"])
             + ")",
             marks,
         )
-        copy_rel = (
-            f"COPY Rel FROM ({edge_load} RETURN src, dst, rord, pord, shape, weight, "
-            + ", ".join([*map(_list_cast, EDGE_LISTS), "extra"])
-            + ")"
-        )
-        try:
-            conn.execute(copy_rel, marks)
-        except RuntimeError as error:
-            # an endpoint no node dict gave (the COPY stored nothing): such endpoints
-            # become nodes, in the order edges first name them (networkx's), then the COPY
-            # is run again; a graph naming every node is read once
-            if _MISSING_END not in str(error).lower():
-                raise
-            conn.execute(
-                f"COPY Node(id, ord) FROM ({edge_load} "
-                "UNWIND [[src, '0'], [dst, '1']] AS e "
-                "WITH e[1] AS id, min(2 * rord + CAST(e[2] AS INT64)) + $base AS ord "
-                "RETURN id, ord) (IGNORE_ERRORS=true)",
-                {"base": node_spool.rows},
+        # one COPY per spool file: a COPY holds its rows in the buffer pool (3 x 10^6
+        # relations in one overflow 512 MiB)
+        named = False
+        for path in edge_spool.paths:
+            copy_rel = (
+                f"COPY Rel FROM ({_load(edge_spool, edge_types, [path])} "
+                "RETURN src, dst, rord, pord, shape, weight, "
+                + ", ".join([*map(_list_cast, EDGE_LISTS), "extra"])
+                + ")"
             )
-            conn.execute(copy_rel, marks)
-        # a pair's relations take the place of its first one (unordered on an undirected graph)
+            try:
+                conn.execute(copy_rel, marks)
+            except RuntimeError as error:
+                # an endpoint no node dict gave (the COPY stored nothing): every such
+                # endpoint becomes a node, in the order edges first name them (networkx's),
+                # and the COPY is run again; a graph naming every node is read once
+                if named or _MISSING_END not in str(error).lower():
+                    raise
+                conn.execute(
+                    f"COPY Node(id, ord) FROM ({edge_load} "
+                    "UNWIND [[src, '0'], [dst, '1']] AS e "
+                    "WITH e[1] AS id, min(2 * rord + CAST(e[2] AS INT64)) + $base AS ord "
+                    "RETURN id, ord) (IGNORE_ERRORS=true)",
+                    {"base": node_spool.rows},
+                )
+                named = True
+                conn.execute(copy_rel, marks)
+        # a pair's relations take the place of its first one (unordered on an undirected
+        # graph), set a range of node places at a time (the pairs of one range are counted
+        # in the buffer pool)
         pair = "->" if directed else "-"
-        keep = "" if directed else "WHERE a.ord <= b.ord "
-        conn.execute(
-            f"MATCH (a:Node)-[r:Rel]{pair}(b:Node) {keep}"
-            "WITH a, b, min(r.rord) AS first, count(r) AS relations WHERE relations > 1 "
-            f"MATCH (a)-[s:Rel]{pair}(b) WHERE s.rord <> first SET s.pord = first"
-        )
+        keep = "" if directed else "AND a.ord <= b.ord "
+        end = _scalar(conn, "MATCH (n:Node) RETURN coalesce(max(n.ord), -1)") + 1
+        for lo in range(0, end, PORD_RANGE):
+            conn.execute(
+                f"MATCH (a:Node)-[r:Rel]{pair}(b:Node) WHERE a.ord >= $lo AND a.ord < $hi "
+                f"{keep}"
+                "WITH a, b, min(r.rord) AS first, count(r) AS relations WHERE relations > 1 "
+                f"MATCH (a)-[s:Rel]{pair}(b) WHERE s.rord <> first SET s.pord = first",
+                {"lo": lo, "hi": lo + PORD_RANGE},
+            )
         node_count = _scalar(conn, "MATCH (n:Node) RETURN count(n)")
         unfolded = [
             *_unfolded(conn, "node", node_cols.chars),
