@@ -371,6 +371,8 @@ def build_ladybug_store(
     edge_spool = _Spool(spool_dir / "edges.csv", header, chunk=rel_chunk)
     try:
         for edge in edges:
+            # the first relation of each pair among this edge's: the place its pair takes
+            firsts: dict[tuple[str, ...], int] = {}
             for relation in relations_of(edge):
                 source, target = (
                     relation.get("source", edge["source"]),
@@ -381,7 +383,9 @@ def build_ladybug_store(
                         raise ValueError(f"an edge needs ends that are node ids, got {end!r}")
                 cells = edge_cols.split(relation, _EDGE_SKIP, floats=EDGE_FLOATS)
                 shape = edge_shapes.of(relation, _ENDS)
-                row = [source, target, edge_spool.rows, edge_spool.rows, shape, *cells]
+                ends = (source, target) if directed else tuple(sorted((source, target)))
+                pord = firsts.setdefault(ends, edge_spool.rows)
+                row = [source, target, edge_spool.rows, pord, shape, *cells]
                 edge_spool.write(row)
     finally:
         edge_spool.close()
@@ -433,8 +437,9 @@ def build_ladybug_store(
                 named = True
                 conn.execute(copy_rel, marks)
         # a pair's relations take the place of its first one (unordered on an undirected
-        # graph), set a range of node places at a time (the pairs of one range are counted
-        # in the buffer pool)
+        # graph): spooled so where an edge dict holds them all (the loaders' edges), set here
+        # where one pair's relations came in several edge dicts, a range of node places at a
+        # time (an update holds the pages it changes in the buffer pool)
         pair = "->" if directed else "-"
         keep = "" if directed else "AND a.ord <= b.ord "
         end = _scalar(conn, "MATCH (n:Node) RETURN coalesce(max(n.ord), -1)") + 1
@@ -442,8 +447,10 @@ def build_ladybug_store(
             conn.execute(
                 f"MATCH (a:Node)-[r:Rel]{pair}(b:Node) WHERE a.ord >= $lo AND a.ord < $hi "
                 f"{keep}"
-                "WITH a, b, min(r.rord) AS first, count(r) AS relations WHERE relations > 1 "
-                f"MATCH (a)-[s:Rel]{pair}(b) WHERE s.rord <> first SET s.pord = first",
+                "WITH a.id AS u, b.id AS v, min(r.rord) AS first, count(r) AS relations "
+                "WHERE relations > 1 "
+                f"MATCH (a:Node {{id: u}})-[s:Rel]{pair}(b:Node {{id: v}}) "
+                "WHERE s.pord <> first SET s.pord = first",
                 {"lo": lo, "hi": lo + PORD_RANGE},
             )
         node_count = _scalar(conn, "MATCH (n:Node) RETURN count(n)")
