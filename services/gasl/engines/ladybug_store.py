@@ -72,8 +72,6 @@ BUILD_BUFFER_POOL = 512 * 1024 * 1024
 # relations costs more the more it holds (5.7 s for the first 2^19, 61 s for the fourth), so
 # chunks are as large as fit.
 REL_CHUNK = 1 << 20
-# Node places one pass setting `pord` reads at a time (their pairs are counted in the pool).
-PORD_RANGE = 1 << 17
 # The address space a database reserves (the engine's default, 8 TiB, lets a process hold
 # only a few open at once): a store larger than this cannot be built.
 MAX_STORE_BYTES = 1 << 40
@@ -440,21 +438,14 @@ def build_ladybug_store(
                 conn.execute(copy_rel, marks)
         # a pair's relations take the place of its first one (unordered on an undirected
         # graph): spooled so where an edge dict holds them all (the loaders' edges), set here
-        # where one pair's relations came in several edge dicts, a range of node places at a
-        # time (an update holds the pages it changes in the buffer pool)
+        # where one pair's relations came in several edge dicts
         pair = "->" if directed else "-"
-        keep = "" if directed else "AND a.ord <= b.ord "
-        end = _scalar(conn, "MATCH (n:Node) RETURN coalesce(max(n.ord), -1)") + 1
-        for lo in range(0, end, PORD_RANGE):
-            conn.execute(
-                f"MATCH (a:Node)-[r:Rel]{pair}(b:Node) WHERE a.ord >= $lo AND a.ord < $hi "
-                f"{keep}"
-                "WITH a.id AS u, b.id AS v, min(r.rord) AS first, count(r) AS relations "
-                "WHERE relations > 1 "
-                f"MATCH (a:Node {{id: u}})-[s:Rel]{pair}(b:Node {{id: v}}) "
-                "WHERE s.pord <> first SET s.pord = first",
-                {"lo": lo, "hi": lo + PORD_RANGE},
-            )
+        keep = "" if directed else "WHERE a.ord <= b.ord "
+        conn.execute(
+            f"MATCH (a:Node)-[r:Rel]{pair}(b:Node) {keep}"
+            "WITH a, b, min(r.rord) AS first, count(r) AS relations WHERE relations > 1 "
+            f"MATCH (a)-[s:Rel]{pair}(b) WHERE s.pord <> first SET s.pord = first"
+        )
         node_count = _scalar(conn, "MATCH (n:Node) RETURN count(n)")
         unfolded = [
             *_unfolded(conn, "node", node_cols.chars),
