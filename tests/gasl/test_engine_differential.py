@@ -35,7 +35,7 @@ from postel.services.gasl.state import MemoryStateBackend, StateStore
 from support.gasl import SchemaModel
 
 TYPES = ["PERSON", "ORG", "LAB"]
-TEXTS = ["writes about Falls", "a Lab", "Straße works", "ÉMILE cites", "member of"]
+TEXTS = ["writes about Falls", "a Lab", "Straße works", "ÉMILE cites", "member of", "born 1950-"]
 KEYWORDS = ["cites", "works_at", "member"]
 IDS = [f"n{i}" for i in range(8)]
 
@@ -88,6 +88,8 @@ CONDITIONS = [
     'description CONTAINS "falls"',
     'description CONTAINS "STRASSE"',
     'description STARTS_WITH "émile"',
+    'description CONTAINS "1950"',
+    'description ENDS_WITH "50-"',
     'id IN ["n1", "n3", "ghost"]',
     'NOT source_ids = "c1"',
     'id > "n3" AND description ENDS_WITH "lab"',

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from postel.messages.gasl import GaslPlan, PlanConfig
 from postel.services.gasl.budget import COMMAND_BUDGET, Deadline
+from postel.services.gasl.engines.cypher_where import Column, split
 from postel.services.gasl.engines.ladybug_engine import LadybugAdapter
 from postel.services.gasl.engines.ladybug_store import (
     DATABASE_NAME,
@@ -281,3 +282,48 @@ def test_the_planners_schema_summary_is_the_same_on_both_engines(
         assert expected["relation_directions"] and summarize_graph(store) == expected
     finally:
         store.close()
+
+
+def test_a_needle_of_ascii_non_letters_is_matched_without_lowering_every_value() -> None:
+    """No character folds into an ASCII digit, space or sign but itself, so such a needle is
+    compared with the text as it is (the differential suite checks the records agree)."""
+    columns = {"description": Column("n.description", "texts", True)}
+
+    def cypher(condition: str) -> str:
+        where = parse(f"FIND nodes WHERE {condition} AS f")[0].where  # type: ignore[attr-defined]
+        compiled, _, rest = split(where, columns)
+        assert rest is None and compiled is not None
+        return compiled
+
+    assert "lower(" not in cypher('description CONTAINS "(1950) #2"')
+    assert "lower(x)" in cypher('description CONTAINS "1950s"')
+    assert "lower(x)" in cypher('description ENDS_WITH "é1"')
+
+
+@pytest.mark.parametrize("directed", [True, False])
+def test_a_store_built_in_chunks_reads_as_one_built_whole(tmp_path: Path, directed: bool) -> None:
+    """Relations copied a few per COPY (an endpoint no node names only in a later one) give
+    the store one COPY gives."""
+    nodes = [{"id": f"n{i}", "entity_type": "T"} for i in range(4)]
+    edges = [
+        {"source": s, "target": t, "keywords": [f"k{i}"]}
+        for i, (s, t) in enumerate(
+            [("n0", "n1"), ("n2", "n3"), ("n1", "n0"), ("n0", "n1"), ("n3", "ghost"), ("n2", "n3")]
+        )
+    ]
+
+    def read(folder: Path) -> list[Any]:
+        adapter = LadybugAdapter.open(folder)
+        try:
+            walks = [adapter.neighbors([n["id"]], None, 2, None).items for n in nodes]
+            found = [adapter.find_edges(None, None).items, adapter.find_nodes(None, None).items]
+            return [*found, walks]
+        finally:
+            adapter.close()
+
+    whole = build_ladybug_store(iter(nodes), iter(edges), directed, tmp_path / "whole")
+    chunked = build_ladybug_store(
+        iter(nodes), iter(edges), directed, tmp_path / "chunked", rel_chunk=2
+    )
+    assert chunked == whole and whole.nodes == 5
+    assert read(tmp_path / "chunked") == read(tmp_path / "whole")

@@ -162,7 +162,13 @@ def _text(column: Column | None, op: str, text: Any, params: _Params) -> str | N
         return "false"
     if not column.folds:
         return None
-    p = params.add(text.casefold())
+    needle = text.casefold()
+    p = params.add(needle)
+    # No character casefolds (or lowers) to an ASCII character that is not a letter but
+    # that character itself: a needle of only those matches a text exactly where it matches
+    # the folded text, so it is compared as it is (lower() of every value is the costly
+    # part of a scan).
+    fold = "" if needle.isascii() and not any(c.isalpha() for c in needle) else "lower"
     if column.kind == "texts":
-        return f"coalesce(any(x IN {column.expr} WHERE lower(x) {_TEXT_OP[op]} {p}), false)"
-    return f"coalesce(lower({column.expr}) {_TEXT_OP[op]} {p}, false)"
+        return f"coalesce(any(x IN {column.expr} WHERE {fold}(x) {_TEXT_OP[op]} {p}), false)"
+    return f"coalesce({fold}({column.expr}) {_TEXT_OP[op]} {p}, false)"

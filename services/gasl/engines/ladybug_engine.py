@@ -11,7 +11,9 @@ Every command goes to the engine as whole Cypher queries, never one node at a ti
   walk reaches first and which start it comes from (breadth first, neighbours in the order
   their edge was added), and caps cut results in that order; the hop query returns the
   relations' places (`pord`), and the walk picks in that order, as networkx's does, so both
-  engines return the same rows and hit the same caps.
+  engines return the same rows and hit the same caps. A breadth-first walk's hop query
+  returns its rows in that order (`WALK_HOP_QUERY`) and the walk reads back only the rows it
+  takes: reading rows back, not the engine's query, is most of a hub's cost.
 
 Deadlines: each query runs under the engine's query timeout, set to what is left of the
 command's deadline; a query that runs out ends the search as networkx's does when its clock
@@ -77,7 +79,10 @@ NODE_RETURN = ", ".join(f"n.{c}" for c in _NODE_COLUMNS)
 REL_RETURN = "a.id, b.id, " + ", ".join(f"r.{c}" for c in _REL_COLUMNS)
 # FIND reads items in graph order, range by range of node places (`$lo` to `$hi`, each
 # range twice the last, up to LAST_RANGE places): a query sorts only its range's rows, so a
-# FIND holds a bounded buffer pool whatever the graph's size. Nodes are in place order;
+# FIND holds a bounded buffer pool whatever the graph's size. A FIND of nodes the database
+# answers whole reads all places in one query: its ORDER BY ... LIMIT is the engine's top-k,
+# which holds only LIMIT rows, and each query scans the whole table (one query instead of
+# three halves a FIND of 10^6 relations' nodes). Nodes are in place order;
 # relations in networkx's `edges()` order: each pair at its end first in graph order (the
 # key `k`), a node's pairs in the order they were added (`pord`), a pair's relations in
 # input order (`rord`). An undirected graph's relations are read in two parts, by the end
@@ -101,6 +106,13 @@ HOP_PATTERN = {
 # WHERE id IN a list would scan every node.
 BY_IDS = "UNWIND $ids AS i MATCH ({var}:Node {{id: i}})"
 HOP_QUERY = "{taken}{by_ids} OPTIONAL MATCH {pattern} RETURN a.id, b.id, r.pord, {matched}"
+# A walk's hop query: the frontier's relations in the order the walk takes them (its place
+# in the frontier `hop.j`, then `pord`), so the walk reads back only the rows it takes (a hub's
+# thousands are not all read when the walk fills its results first).
+WALK_HOP_QUERY = (
+    "{taken}UNWIND $frontier AS hop MATCH (a:Node {{id: hop.i}}) OPTIONAL MATCH {pattern} "
+    "RETURN a.id, b.id, r.pord, {matched} ORDER BY hop.j, r.pord"
+)
 
 
 class Records:
@@ -188,6 +200,11 @@ class LadybugStore:
     ) -> list[list[Any]]:
         """The rows of one query, run under the engine's timeout set to what is left of the
         deadline; BudgetSpent (the deadline's budget) when the time runs out."""
+        rows: list[list[Any]] = self._run(cypher, params, deadline).get_all()
+        return rows
+
+    def _run(self, cypher: str, params: dict[str, Any] | None, deadline: Deadline | None) -> Any:
+        """The engine's result of one query (see `query`)."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._local.conn = self._connect()
@@ -198,8 +215,7 @@ class LadybugStore:
         conn.set_query_timeout(timeout_ms)
         watched = timeout_ms > 0 and self._watch.add(conn, deadline)  # type: ignore[arg-type]
         try:
-            result = conn.execute(cypher, params or {})
-            rows: list[list[Any]] = result.get_all()  # type: ignore[union-attr]
+            return conn.execute(cypher, params or {})
         except RuntimeError as error:
             if deadline is not None and "interrupt" in str(error).lower():
                 raise BudgetSpent(deadline.cap, deadline.seconds) from error
@@ -207,7 +223,15 @@ class LadybugStore:
         finally:
             if watched:
                 self._watch.remove(conn)
-        return rows
+
+    def rows(
+        self, cypher: str, params: dict[str, Any] | None = None, deadline: Deadline | None = None
+    ) -> Iterator[list[Any]]:
+        """The rows of one query, run as `query` runs it, read back only as far as they are
+        taken (the engine has answered the query whole; reading each row back is the cost
+        this saves)."""
+        result = self._run(cypher, params, deadline)
+        return iter(result)
 
     def end(self) -> int:
         """One past the last node's place in graph order (places may skip: see `ord`)."""
@@ -539,7 +563,7 @@ class LadybugAdapter:
         examined = 0
         try:
             lo, end = 0, self.store.end()
-            size, last = reading.ranges if exact else reading.tested_ranges
+            size, last = (reading.ranges or (end, end)) if exact else reading.tested_ranges
             while lo < end and len(chosen) + len(items) <= wanted:
                 span = {"lo": lo, "hi": lo + size, "n": wanted + 1 - len(chosen)}
                 rows = [
@@ -691,7 +715,7 @@ class LadybugAdapter:
                 seeds = [s for s in seeds if s in present]
             walk.reached.update({s: (0, s, None, "") for s in seeds})
             queue = deque((s, 0) for s in seeds)
-            steps: dict[str, list[_Pair]] = {}
+            steps: _Steps | None = None
             batch = FIRST_HOP_BATCH
             full = False
             while queue and not full:
@@ -701,17 +725,17 @@ class LadybugAdapter:
                 if walk.expansions >= caps.max_expansions:
                     caps_hit.append("max_expansions")
                     break
-                if node not in steps:
+                if steps is None or node not in steps:
                     # the hop of this node and the next of its level the walk may expand,
                     # twice as many as the last hop query read: a walk that fills its
                     # results early reads no further (a hub's relations are many)
                     room = min(caps.max_expansions - walk.expansions, batch)
                     level_nodes = [node, *(n for n, d in queue if d == level)][:room]
-                    steps = self._hops(level_nodes, direction, follow, deadline)
+                    steps = _Steps(self, level_nodes, direction, follow, deadline)
                     batch = min(batch * 2, PAGE)
                 walk.expansions += 1
                 origin = walk.reached[node][1]
-                for pair in steps[node]:
+                for pair in steps.pairs(node):
                     if pair.nxt in walk.reached or not pair.matched:
                         continue
                     walk.reached[pair.nxt] = (level + 1, origin, node, pair.way)
@@ -1115,13 +1139,95 @@ class LadybugAdapter:
         return out
 
 
+class _Steps:
+    """The pairs a walk may take from a batch of frontier nodes (as `_hops` gives them), read
+    back from one ordered query per way as the walk takes them: node by node in the batch's
+    order, each node's in `pord` order."""
+
+    def __init__(
+        self,
+        adapter: LadybugAdapter,
+        nodes: list[str],
+        direction: ast.Direction,
+        follow: tuple[str, ...],
+        deadline: Deadline,
+    ) -> None:
+        self.adapter = adapter
+        self.follow = follow
+        self.ways = ["undirected"] if not adapter.directed else []
+        if adapter.directed:
+            self.ways = [w for w in ("out", "in") if direction in (w, "both")]
+        self.nodes = set(nodes)
+        base = [n for n in nodes if not adapter._has(n)]
+        self.place = {n: j for j, n in enumerate(base)}
+        self.matched, params = adapter._follow_test(follow)
+        self.rows: dict[str, Iterator[list[Any]]] = {}
+        self.next: dict[str, list[Any] | None] = {}
+        for way in self.ways if base else []:
+            query = WALK_HOP_QUERY.format(
+                pattern=HOP_PATTERN[way], matched=self.matched, taken=taken(params)
+            )
+            frontier = [{"i": n, "j": j} for j, n in enumerate(base)]
+            self.rows[way] = adapter.store.rows(query, {**params, "frontier": frontier}, deadline)
+            self.next[way] = next(self.rows[way], None)
+
+    def __contains__(self, node: str) -> bool:
+        return node in self.nodes
+
+    def pairs(self, node: str) -> Iterator[_Pair]:
+        """The node's pairs, each way in turn: the store's, then the overlay's."""
+        adapter, follow = self.adapter, self.follow
+        for way in self.ways:
+            side = {"out": "succ", "in": "pred", "undirected": "adj"}[way]
+            replaced = adapter._replaced[side].get(node, {})
+            for nxt, hit in self._store_pairs(node, way):
+                extra = replaced.get(nxt, [])
+                hit = hit or (bool(follow) and adapter._matches(extra, follow))
+                yield _Pair(nxt, way, hit or not follow, True, extra)
+            for nxt, relations in adapter._added[side].get(node, {}).items():
+                hit = not follow or adapter._matches(relations, follow)
+                yield _Pair(nxt, way, hit, False, relations)
+
+    def _store_pairs(self, node: str, way: str) -> Iterator[tuple[str, bool]]:
+        """The node's neighbours one way in the store, in `pord` order, each with whether
+        any relation of the pair names what the walk follows (a pair's relations share
+        their `pord`, so they are read together)."""
+        place = self.place.get(node)
+        if place is None or way not in self.rows:
+            return
+        rows, row = self.rows[way], self.next[way]
+        while row is not None and self.place[row[0]] < place:
+            row = next(rows, None)
+        pair: list[Any] | None = None  # [neighbour, pord, hit]
+        while row is not None and row[0] == node:
+            if row[1] is not None:  # else the node has no relation this way
+                if self.matched == REL_RETURN:  # tested here: see _follow_test
+                    hit = self.adapter._matches(
+                        [self.adapter._records.relation(row[3:])], self.follow
+                    )
+                else:
+                    hit = bool(row[3])
+                if pair is not None and pair[1] == row[2]:
+                    pair[2] = pair[2] or hit
+                else:
+                    if pair is not None:
+                        self.next[way] = row
+                        yield pair[0], pair[2]
+                    pair = [row[1], row[2], hit]
+            row = next(rows, None)
+        self.next[way] = row
+        if pair is not None:
+            yield pair[0], pair[2]
+
+
 @dataclass(frozen=True)
 class _Reading:
     """How FIND reads one kind of item: the MATCH, its parts (a range condition and the
     order key `k` of each), the order after the key, the identity columns returned when the
     database answers the whole condition and the whole rows returned when it does not, the
     order of merged identity rows (and of whole rows), the range sizes (first, largest) of
-    each way, and how the chosen identities' records are read."""
+    each way (None: one query over all places), and how the chosen identities' records are
+    read."""
 
     match: str
     parts: list[tuple[str, str]]
@@ -1129,7 +1235,7 @@ class _Reading:
     ident: str
     returned: str
     order: Callable[[list[Any]], Any]
-    ranges: tuple[int, int]
+    ranges: tuple[int, int] | None
     tested_ranges: tuple[int, int]
     read: Callable[[LadybugAdapter, list[list[Any]], Deadline | None], list[dict[str, Any]]]
     # the order of merged whole rows (default: as the identity rows)
@@ -1138,7 +1244,7 @@ class _Reading:
 
 NODE_READING = _Reading(
     "MATCH (n:Node)", NODE_PARTS, "", "n.id", NODE_RETURN, lambda row: row[-1],
-    (1 << 15, 1 << 18), (1 << 12, 1 << 14), LadybugAdapter._nodes_in_order,
+    None, (1 << 12, 1 << 14), LadybugAdapter._nodes_in_order,
 )  # fmt: skip
 EDGE_READING = {
     directed: _Reading(

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -66,6 +67,11 @@ DATABASE_NAME = "graph.lbdb"
 INFO_NAME = "store.json"
 # The buffer pool COPY may use while building (bytes): building stays within it at any size.
 BUILD_BUFFER_POOL = 512 * 1024 * 1024
+# Relations one COPY loads (one spool file each): a COPY holds its rows in the buffer pool
+# (10^6 fit the build's 512 MiB, 3x10^6 do not), and a COPY into a table already holding
+# relations costs more the more it holds (5.7 s for the first 2^19, 61 s for the fourth), so
+# chunks are as large as fit.
+REL_CHUNK = 1 << 20
 # The address space a database reserves (the engine's default, 8 TiB, lets a process hold
 # only a few open at once): a store larger than this cannot be built.
 MAX_STORE_BYTES = 1 << 40
@@ -79,7 +85,9 @@ EDGE_FLOATS = ("weight",)
 # one of these separators is not spooled into a column. A list column is its elements
 # joined by US after a leading RS (RS alone: the empty list; an empty field: NULL).
 _GS, _RS, _US, _FS = "\x1d", "\x1e", "\x1f", "\x1c"
-_UNSPOOLABLE = frozenset("\x00\n\r" + _FS + _GS + _RS + _US)
+_UNSPOOLABLE = re.compile("[\x00\n\r" + _FS + _GS + _RS + _US + "]")
+# a list's elements joined by US: unspoolable if an element holds any of the above but US
+_UNSPOOLABLE_JOINED = re.compile("[\x00\n\r" + _FS + _GS + _RS + "]")
 
 NODE_SCHEMA = (
     "CREATE NODE TABLE Node(id STRING, ord INT64, shape INT64, entity_type STRING, "
@@ -141,14 +149,24 @@ class _Shapes:
         self._numbers: dict[tuple[str, ...], int] = {}
         self.kinds: dict[str, str] = {}
 
-    def of(self, item: dict[str, Any]) -> int | str:
+    def of(self, item: dict[str, Any], ends: tuple[str, ...] = ()) -> int | str:
         """The number of the item's order ("" once MAX_SHAPES are numbered: not kept); the
-        kinds of its attributes noted."""
-        names = tuple(k for k in item if k != PARALLEL)
+        kinds of its attributes noted. `ends` are text attributes the item is read with
+        after its own ones where it lacks them (a relation's source and target)."""
+        names = tuple(item)
+        if PARALLEL in item:
+            names = tuple(k for k in names if k != PARALLEL)
+        kinds = self.kinds
         for name in names:
-            kind = value_kind(item[name])
-            if self.kinds.setdefault(name, kind) != kind:
-                self.kinds[name] = "mixed"
+            value = item[name]
+            kind = _KINDS.get(type(value)) or value_kind(value)
+            if kinds.get(name) != kind:
+                kinds[name] = "mixed" if name in kinds else kind
+        for name in ends:
+            if name not in item:
+                names += (name,)
+                if kinds.get(name) != "text":
+                    kinds[name] = "mixed" if name in kinds else "text"
         number = self._numbers.get(names)
         if number is None:
             if len(self.orders) >= MAX_SHAPES:
@@ -159,17 +177,27 @@ class _Shapes:
 
 
 class _Spool:
-    """Rows of one table written to a spool file as they come (fields joined by GS; no
-    field holds a separator or a line break), and how many."""
+    """Rows of one table written to spool files as they come (fields joined by GS; no field
+    holds a separator or a line break), a new file every `chunk` rows, and how many."""
 
-    def __init__(self, path: Path, header: list[str]) -> None:
-        self.path = path
-        self._file = path.open("w", newline="", encoding="utf-8")
+    def __init__(self, path: Path, header: list[str], chunk: int | None = None) -> None:
+        self._base = path
+        self.paths: list[Path] = []
         self.header = header
-        self._file.write(_GS.join(header) + "\n")
+        self.chunk = chunk
         self.rows = 0
+        self._open()
+
+    def _open(self) -> None:
+        path = self._base.with_name(f"{self._base.stem}-{len(self.paths)}{self._base.suffix}")
+        self.paths.append(path)
+        self._file = path.open("w", newline="", encoding="utf-8")
+        self._file.write(_GS.join(self.header) + "\n")
 
     def write(self, row: list[Any]) -> None:
+        if self.chunk and self.rows and self.rows % self.chunk == 0:
+            self._file.close()
+            self._open()
         self._file.write(_GS.join(map(str, row)) + "\n")
         self.rows += 1
 
@@ -190,32 +218,38 @@ class _Columns:
 
     def split(
         self, item: dict[str, Any], skip: tuple[str, ...], floats: tuple[str, ...] = ()
-    ) -> tuple[list[Any], dict[str, Any]]:
+    ) -> list[str]:
+        """The item's cells: its texts, `floats`, lists, then `extra` (JSON, "" if none)."""
         extra = {k: v for k, v in item.items() if k not in skip}
-        cells: list[Any] = []
+        cells: list[str] = []
         for name in self.texts:
-            value = extra.pop(name, None) if _spoolable_text(extra.get(name)) else None
-            cells.append(value if value is not None else "")
-            self._spill_if(name, extra)
-            if value is not None:
+            value = extra.get(name)
+            if _spoolable_text(value):
+                del extra[name]
+                cells.append(value)
                 self._note(name, value)
+            else:
+                cells.append("")
+                self._spill_if(name, extra)
         for name in floats:
             value = extra.get(name)
-            ok = type(value) is float and math.isfinite(value)
-            cells.append(repr(extra.pop(name)) if ok else "")
-            self._spill_if(name, extra)
+            if type(value) is float and math.isfinite(value):
+                del extra[name]
+                cells.append(repr(value))
+            else:
+                cells.append("")
+                self._spill_if(name, extra)
         for name in self.lists:
-            value = extra.get(name)
-            if isinstance(value, list) and all(_spoolable_text(v) for v in value):
-                extra.pop(name)
-                cells.append(_RS + _US.join(value))
-                for v in value:
-                    self._note(name, v)
+            joined = _spoolable_list(extra.get(name))
+            if joined is not None:
+                del extra[name]
+                cells.append(_RS + joined)
+                self._note(name, joined)
             else:
                 cells.append("")
                 self._spill_if(name, extra)
         cells.append(_json(extra) if extra else "")
-        return cells, extra
+        return cells
 
     def _spill_if(self, name: str, extra: dict[str, Any]) -> None:
         if name in extra:
@@ -239,8 +273,25 @@ def value_kind(value: Any) -> str:
     return "text"
 
 
+# the kinds of values of the common types, by type (value_kind answers the rest)
+_KINDS = {str: "text", bool: "bool", int: "number", float: "number", list: "list"}
+_KINDS.update({tuple: "list", dict: "dict"})
+
+
 def _spoolable_text(value: Any) -> bool:
-    return isinstance(value, str) and value != "" and not (_UNSPOOLABLE & set(value))
+    return isinstance(value, str) and value != "" and _UNSPOOLABLE.search(value) is None
+
+
+def _spoolable_list(value: Any) -> str | None:
+    """A list of spoolable texts joined by US (the text its column is spooled as), else
+    None."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return None
+    if not value:
+        return ""
+    joined = _US.join(value)
+    fine = "" not in value and joined.count(_US) == len(value) - 1
+    return joined if fine and _UNSPOOLABLE_JOINED.search(joined) is None else None
 
 
 def _json(value: dict[str, Any]) -> str:
@@ -259,13 +310,20 @@ def _text_cast(name: str) -> str:
     return f"CASE WHEN {name} = '' THEN NULL ELSE {name} END AS {name}"
 
 
-def _load(spool: _Spool, types: dict[str, str]) -> str:
-    """LOAD of a spool file with its columns' types stated (never inferred: an id "007"
-    stays a string), delimited by GS, with a quote character no field holds."""
+def _load(spool: _Spool, types: dict[str, str], paths: list[Path] | None = None) -> str:
+    """LOAD of spool files (all of the spool's, or `paths`) with their columns' types stated
+    (never inferred: an id "007" stays a string), delimited by GS, with a quote character
+    no field holds."""
     columns = ", ".join(f"{name} {types.get(name, 'STRING')}" for name in spool.header)
-    path = spool.path.as_posix()
+    files = ", ".join(f"'{path.as_posix()}'" for path in (paths or spool.paths))
     options = f"HEADER=true, DELIM='{_GS}', QUOTE='{_FS}', ESCAPE='{_FS}'"
-    return f"LOAD WITH HEADERS ({columns}) FROM '{path}' ({options})"
+    return f"LOAD WITH HEADERS ({columns}) FROM [{files}] ({options})"
+
+
+# How the engine's COPY of relations reports an endpoint that is no node (lower case).
+_MISSING_END = "unable to find primary key value"
+_ENDS = ("source", "target")
+_EDGE_SKIP = (*_ENDS, PARALLEL)
 
 
 def build_ladybug_store(
@@ -275,6 +333,7 @@ def build_ladybug_store(
     folder: Path,
     *,
     buffer_pool_size: int = BUILD_BUFFER_POOL,
+    rel_chunk: int = REL_CHUNK,
 ) -> StoreInfo:
     """Write a graph to a new LadybugDB store in `folder` (created; must not hold a store).
 
@@ -304,15 +363,17 @@ def build_ladybug_store(
                     f"a node needs a non-empty string id without line breaks or control "
                     f"separators, got {node_id!r}"
                 )
-            cells, _ = node_cols.split(node, ("id",))
+            cells = node_cols.split(node, ("id",))
             node_cols._note("id", node_id)
             node_spool.write([node_id, node_spool.rows, node_shapes.of(node), *cells])
     finally:
         node_spool.close()
     header = ["src", "dst", "rord", "pord", "shape", *EDGE_FLOATS, *EDGE_LISTS, "extra"]
-    edge_spool = _Spool(spool_dir / "edges.csv", header)
+    edge_spool = _Spool(spool_dir / "edges.csv", header, chunk=rel_chunk)
     try:
         for edge in edges:
+            # the first relation of each pair among this edge's: the place its pair takes
+            firsts: dict[tuple[str, ...], int] = {}
             for relation in relations_of(edge):
                 source, target = (
                     relation.get("source", edge["source"]),
@@ -321,11 +382,11 @@ def build_ladybug_store(
                 for end in (source, target):
                     if not _spoolable_text(end):
                         raise ValueError(f"an edge needs ends that are node ids, got {end!r}")
-                cells, _ = edge_cols.split(
-                    relation, ("source", "target", PARALLEL), floats=EDGE_FLOATS
-                )
-                shape = edge_shapes.of({**relation, "source": source, "target": target})
-                row = [source, target, edge_spool.rows, edge_spool.rows, shape, *cells]
+                cells = edge_cols.split(relation, _EDGE_SKIP, floats=EDGE_FLOATS)
+                shape = edge_shapes.of(relation, _ENDS)
+                ends = (source, target) if directed else tuple(sorted((source, target)))
+                pord = firsts.setdefault(ends, edge_spool.rows)
+                row = [source, target, edge_spool.rows, pord, shape, *cells]
                 edge_spool.write(row)
     finally:
         edge_spool.close()
@@ -341,36 +402,49 @@ def build_ladybug_store(
         conn.execute(NODE_SCHEMA)
         conn.execute(REL_SCHEMA)
         node_load = _load(node_spool, {"ord": "INT64", "shape": "INT64"})
-        edge_load = _load(
-            edge_spool, {"rord": "INT64", "pord": "INT64", "shape": "INT64", "weight": "DOUBLE"}
-        )
+        edge_types = {"rord": "INT64", "pord": "INT64", "shape": "INT64", "weight": "DOUBLE"}
+        edge_load = _load(edge_spool, edge_types)
         conn.execute(
             f"COPY Node FROM ({node_load} RETURN id, ord, shape, "
             + ", ".join([*map(_text_cast, NODE_TEXTS), *map(_list_cast, NODE_LISTS), "extra"])
             + ")",
             marks,
         )
-        # endpoints no node dict gave, in the order edges first name them (networkx's)
-        conn.execute(
-            f"COPY Node(id, ord) FROM ({edge_load} "
-            "UNWIND [[src, '0'], [dst, '1']] AS e "
-            "WITH e[1] AS id, min(2 * rord + CAST(e[2] AS INT64)) + $base AS ord "
-            "RETURN id, ord) (IGNORE_ERRORS=true)",
-            {"base": node_spool.rows},
-        )
-        conn.execute(
-            f"COPY Rel FROM ({edge_load} RETURN src, dst, rord, pord, shape, weight, "
-            + ", ".join([*map(_list_cast, EDGE_LISTS), "extra"])
-            + ")",
-            marks,
-        )
-        # a pair's relations take the place of its first one (unordered on an undirected graph)
+        # one COPY per spool file (see REL_CHUNK)
+        named = False
+        for path in edge_spool.paths:
+            copy_rel = (
+                f"COPY Rel FROM ({_load(edge_spool, edge_types, [path])} "
+                "RETURN src, dst, rord, pord, shape, weight, "
+                + ", ".join([*map(_list_cast, EDGE_LISTS), "extra"])
+                + ")"
+            )
+            try:
+                conn.execute(copy_rel, marks)
+            except RuntimeError as error:
+                # an endpoint no node dict gave (the COPY stored nothing): every such
+                # endpoint becomes a node, in the order edges first name them (networkx's),
+                # and the COPY is run again; a graph naming every node is read once
+                if named or _MISSING_END not in str(error).lower():
+                    raise
+                conn.execute(
+                    f"COPY Node(id, ord) FROM ({edge_load} "
+                    "UNWIND [[src, '0'], [dst, '1']] AS e "
+                    "WITH e[1] AS id, min(2 * rord + CAST(e[2] AS INT64)) + $base AS ord "
+                    "RETURN id, ord) (IGNORE_ERRORS=true)",
+                    {"base": node_spool.rows},
+                )
+                named = True
+                conn.execute(copy_rel, marks)
+        # a pair's relations take the place of its first one (unordered on an undirected
+        # graph): spooled so where an edge dict holds them all (the loaders' edges), set here
+        # where one pair's relations came in several edge dicts
         pair = "->" if directed else "-"
         keep = "" if directed else "WHERE a.ord <= b.ord "
         conn.execute(
             f"MATCH (a:Node)-[r:Rel]{pair}(b:Node) {keep}"
             "WITH a, b, min(r.rord) AS first, count(r) AS relations WHERE relations > 1 "
-            f"MATCH (a)-[s:Rel]{pair}(b) WHERE s.rord <> first SET s.pord = first"
+            f"MATCH (a)-[s:Rel]{pair}(b) WHERE s.pord <> first SET s.pord = first"
         )
         node_count = _scalar(conn, "MATCH (n:Node) RETURN count(n)")
         unfolded = [
