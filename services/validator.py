@@ -97,8 +97,14 @@ def validate(message: GenerationCompleted | ValidationRequested) -> list[Envelop
     if spec.kind in TEXT_KINDS and (why := ungrounded(value, found_names(progress.outcomes))):
         failure = f"the answer is not grounded: {why}"
         return [_after_failure(message, failure, spec, profile.max_repairs)]
-    problems = check_quality(
-        value, spec, progress.task_intent(), strict=profile.strictness == "strict"
+    # an empty answer that passed is a "none" (allowed, or confirmed on empty evidence): the
+    # intent's counting criteria ("at least 1 item") were written for an answer that has some
+    problems = (
+        []
+        if empty
+        else check_quality(
+            value, spec, progress.task_intent(), strict=profile.strictness == "strict"
+        )
     )
     if problems and profile.quality_blocks:
         failure = f"the output is not {describe_type(spec)}: {'; '.join(problems)}"
