@@ -12,7 +12,10 @@ quote exactly: a title drawn twice carries its year ("The Silent Harbor (1987)")
 name drawn twice an initial ("Ada Bergson K."). One film in NAMESAKE_EVERY remakes an
 earlier title and one person in NAMESAKE_EVERY shares an earlier name, so a graph of any
 size holds such names; and one question in HARD_QUESTION_EVERY starts at one, so a small
-question set holds them too.
+question set holds them too. The other hard cases are in the answers: one question in
+HARD_ANSWER_EVERY has none (MetaQA's "which films did X direct" for someone who directed
+nothing), one a big answer (BIG_ANSWER names or more: the films of a genre, or sharing an
+actor with a popular film).
 
 Questions follow chains of relations from one named entity (1, 2 or 3 hops); the oracle
 answers them on the generated MultiDiGraph with networkx alone, independently of GASL: each
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -301,6 +305,18 @@ never a HARD_QUESTION_EVERY slot; in a set of 9 or more, each comes once at leas
 def _hard(name: str) -> bool:
     """Does the name hold what a collision adds: a year in brackets, or a closing initial?"""
     return name.endswith(")") or (len(name) > 3 and name[-1] == "." and name[-3] == " ")
+
+
+def hard_cases(items: Iterable[Question]) -> dict[str, int]:
+    """How many questions hold each hard case: a start named with a year, with an initial,
+    an empty answer, a big one."""
+    items = list(items)
+    return {
+        "year_names": sum(bool(re.search(r" \(\d{4}\)$", q.start)) for q in items),
+        "initial_names": sum(bool(re.search(r" [A-Z]\.$", q.start)) for q in items),
+        "empty_answers": sum(not q.answer for q in items),
+        "big_answers": sum(len(q.answer) >= BIG_ANSWER for q in items),
+    }
 
 
 def _people(rng: random.Random, count: int) -> list[str]:
