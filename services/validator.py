@@ -9,7 +9,8 @@ state value the planner named, is read as rows first: services.validation.rows),
 when it says nothing (unless the request allows none or the evidence is empty too:
 services.validation.quality.says_nothing), refused when it is text that names none of the
 rows the graph analysis found (services.validation.grounding), and checked for quality (the
-intent's success criteria, completeness). On success the job completes; an earlier task's
+intent's success criteria, completeness; not an empty answer that passed, a "none" the
+counting criteria were not written for). On success the job completes; an earlier task's
 output becomes its outcome and the plan moves on to the next task. On failure a bounded
 repair request goes back to the generator (`validation.failed`, up to the profile's
 max_repairs); an answer the planner sent straight here (`validation.requested`) is handed to
