@@ -9,7 +9,8 @@ state value the planner named, is read as rows first: services.validation.rows),
 when it says nothing (unless the request allows none or the evidence is empty too:
 services.validation.quality.says_nothing), refused when it is text that names none of the
 rows the graph analysis found (services.validation.grounding), and checked for quality (the
-intent's success criteria, completeness). On success the job completes; an earlier task's
+intent's success criteria, completeness; not an empty answer that passed, a "none" the
+counting criteria were not written for). On success the job completes; an earlier task's
 output becomes its outcome and the plan moves on to the next task. On failure a bounded
 repair request goes back to the generator (`validation.failed`, up to the profile's
 max_repairs); an answer the planner sent straight here (`validation.requested`) is handed to
@@ -97,8 +98,14 @@ def validate(message: GenerationCompleted | ValidationRequested) -> list[Envelop
     if spec.kind in TEXT_KINDS and (why := ungrounded(value, found_names(progress.outcomes))):
         failure = f"the answer is not grounded: {why}"
         return [_after_failure(message, failure, spec, profile.max_repairs)]
-    problems = check_quality(
-        value, spec, progress.task_intent(), strict=profile.strictness == "strict"
+    # an empty answer that passed is a "none" (allowed, or confirmed on empty evidence): the
+    # intent's counting criteria ("at least 1 item") were written for an answer that has some
+    problems = (
+        []
+        if empty
+        else check_quality(
+            value, spec, progress.task_intent(), strict=profile.strictness == "strict"
+        )
     )
     if problems and profile.quality_blocks:
         failure = f"the output is not {describe_type(spec)}: {'; '.join(problems)}"

@@ -3,13 +3,18 @@ task plan, HDT rounds, a rewrite), answered from the prompt like a model would.
 
 Two planners write the HDT rounds:
 - `right` writes the right GASL chain in round 1, canonical, with DIRECTION, then completes
-  with a reference to the state, `COMPLETE: ${ans}`, as a bare line;
+  with a reference to the state, `COMPLETE: ${ans}`, as a bare line (`${hopN}` where the plan
+  stopped at an empty hopN before reaching ans);
 - `realistic` writes as models do: the spellings of other graph-reasoning prompts
   (`FIND nodes with entity_type=PERSON and id=Ada Lindsen AS start`, `GRAPHWALK from start
   follow directed_by depth 1 AS hop1`), one mistake in round 1 (a missing `AS`, an unquoted
   keyword or a verb from another graph language, in turn), which it fixes in round 2 only
   from the error's hint as the prompt shows it, and a `LIMIT 20` that makes it refine with
-  no limit when the results fill it. It completes with `${ans.id}` in the JSON answer.
+  no limit when the results fill it. It completes with `${ans.id}` in the JSON answer (the
+  empty variable's where the plan stopped at one).
+
+Both confirm an empty answer once when asked to (services.planner.empty): the bench never sets
+`allow_empty`, so a question whose answer is none takes one more round.
 
 The model knows each question's chain (it is scripted) but reads everything else from the
 prompt: which question (the QUESTION part), which round (the ROUND part), what happened
@@ -27,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from postel.services.llm import LLMRequest
+from postel.services.planner.empty import EMPTY_ANSWER
 from postel.services.prompts import TEMPLATES
 
 from postel_bench.data.qa_movies import Question
@@ -47,6 +53,8 @@ _RECORD = re.compile(
 )
 _ROUND = re.compile(r"plan (?P<n>\d+) of at most (?P<most>\d+)")
 _NEAREST = re.compile(r"the nearest is (?P<verb>[A-Z_]+)")
+_STOPPED = re.compile(r"the plan stopped early: empty: (?P<var>\w+)")
+_CONFIRM = re.compile(re.escape(EMPTY_ANSWER) + r": (?P<reference>\$\{[^}]+\})")
 
 
 def part(prompt: str, name: str) -> str:
@@ -190,7 +198,10 @@ class QaModel:
     def _right(self, question: Question, prompt: str) -> str:
         if _round(prompt) == 0:
             return _plan("continue", "nothing has run yet", right_chain(question))
-        return "COMPLETE: ${ans}"
+        if confirm := _CONFIRM.search(prompt):
+            return f"COMPLETE: {confirm['reference']}"
+        stopped = _STOPPED.search(prompt)
+        return "COMPLETE: ${" + (stopped["var"] if stopped else "ans") + "}"
 
     def _realistic(self, question: Question, prompt: str) -> str:
         with self._lock:
@@ -217,16 +228,20 @@ class QaModel:
             unlimited = [c.replace(f" LIMIT {REALISTIC_LIMIT}", "") for c in tried]
             memory.fixed = unlimited
             return _plan("refine", f"{REALISTIC_LIMIT} results: the LIMIT cut them", unlimited)
-        if not any(r["var"] == "ans" and r["status"] == "success" for r in records):
-            return _plan("refine", "the answer has not been found yet", tried)
-        return json.dumps(
-            {
-                "evaluation": "the last walk answers the question",
-                "decision": "complete",
-                "hypothesis": "",
-                "answer": "${ans.id}",
-            }
-        )
+        if confirm := _CONFIRM.search(prompt):
+            return _complete("the graph holds none", confirm["reference"])
+        if any(r["var"] == "ans" and r["status"] == "success" for r in records):
+            return _complete("the last walk answers the question", "${ans.id}")
+        empty = next((r["var"] for r in records if r["status"] == "empty" and r["var"]), None)
+        if empty is not None:
+            return _complete(f"{empty} is empty: none", f"${{{empty}.id}}")
+        return _plan("refine", "the answer has not been found yet", tried)
+
+
+def _complete(evaluation: str, answer: str) -> str:
+    return json.dumps(
+        {"evaluation": evaluation, "decision": "complete", "hypothesis": "", "answer": answer}
+    )
 
 
 def _round(prompt: str) -> int:

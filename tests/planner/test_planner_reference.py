@@ -307,6 +307,23 @@ async def test_an_empty_reference_is_an_accepted_empty_answer(adapter: NetworkXA
     assert "says nothing: the list is empty" in rewrite.evidence["validation_error"]
 
 
+async def test_a_confirmed_empty_answer_passes_an_intents_counting_criterion(
+    adapter: NetworkXAdapter,
+) -> None:
+    """An intent that expected "at least 1 item" does not refuse a "none" confirmed on empty
+    evidence: its counting criteria were written for an answer that has some."""
+    model = Model(plan(NOBODY), "COMPLETE: ${ans}", "COMPLETE: ${ans}")
+    handed = (await run(adapter, model))[-1]
+    assert isinstance(handed, ValidationRequested)
+    intent = handed.progress.intent.model_copy(update={"success_criteria": ["at least 1 item"]})
+    expecting = handed.model_copy(
+        update={"progress": handed.progress.model_copy(update={"intent": intent})}
+    )
+    assert expecting.progress.task_intent().success_criteria == ["at least 1 item"]
+    [done] = validate(expecting)
+    assert isinstance(done, JobCompleted) and done.result == []
+
+
 @pytest.mark.parametrize("capability", list(Capability))
 def test_the_round_prompt_teaches_the_form_and_says_what_is_not_shown(
     capability: Capability,

@@ -12,7 +12,10 @@ quote exactly: a title drawn twice carries its year ("The Silent Harbor (1987)")
 name drawn twice an initial ("Ada Bergson K."). One film in NAMESAKE_EVERY remakes an
 earlier title and one person in NAMESAKE_EVERY shares an earlier name, so a graph of any
 size holds such names; and one question in HARD_QUESTION_EVERY starts at one, so a small
-question set holds them too.
+question set holds them too. The other hard cases are in the answers: one question in
+HARD_ANSWER_EVERY has none (MetaQA's "which films did X direct" for someone who directed
+nothing), one a big answer (BIG_ANSWER names or more: the films of a genre, or sharing an
+actor with a popular film).
 
 Questions follow chains of relations from one named entity (1, 2 or 3 hops); the oracle
 answers them on the generated MultiDiGraph with networkx alone, independently of GASL: each
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,9 +49,13 @@ RELATIONS = (
     "release_year",
 )
 # A question is kept only if its answer has 1..MAX_ANSWER names and no hop on the way reaches
-# more than MAX_HOP_SET nodes (well under GASL's default max_results, 1000).
+# more than MAX_HOP_SET nodes (well under GASL's default max_results, 1000); an empty-answer
+# question's answer has none, a big-answer question's BIG_ANSWER..MAX_BIG_ANSWER names (and no
+# hop more than MAX_BIG_ANSWER nodes).
 MAX_ANSWER = 40
 MAX_HOP_SET = 400
+BIG_ANSWER = 100
+MAX_BIG_ANSWER = 900
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -201,6 +209,26 @@ TEMPLATES: tuple[Template, ...] = (
 )
 
 
+BIG_TEMPLATES: tuple[Template, ...] = (
+    Template("genre_films", "Which films are {start} films?", "GENRE", _hops("<has_genre")),
+    Template(
+        "shared_actor_films",
+        "Which other films share an actor with {start}?",
+        "FILM",
+        _hops("starred_actors>", "<starred_actors"),
+        exclude_start=True,
+    ),
+    Template(
+        "director_shared_actor_films",
+        "Which films share an actor with the films directed by {start}?",
+        "PERSON",
+        _hops("<directed_by", "starred_actors>", "<starred_actors"),
+    ),
+)
+"""Shapes that reach many films from a popular start: the big-answer questions' (the 1-hop one
+needs a large graph; a small one's big answers come from the 2- and 3-hop ones)."""
+
+
 @dataclass(frozen=True)
 class Question:
     id: str
@@ -266,11 +294,29 @@ NAMESAKE_EVERY = 10
 HARD_QUESTION_EVERY = 4
 """One question in this many starts at a name holding a year or an initial, where the start's
 type has one."""
+HARD_ANSWER_EVERY = 10
+EMPTY_AT, BIG_AT = 5, 7
+"""Question `index` with index % HARD_ANSWER_EVERY == EMPTY_AT has an empty answer (the graph
+holds none: a person who directed nothing, a film whose writers wrote nothing else), == BIG_AT
+a big one (BIG_ANSWER names at least), where the graph holds such a question. Both are odd, so
+never a HARD_QUESTION_EVERY slot; in a set of 9 or more, each comes once at least."""
 
 
 def _hard(name: str) -> bool:
     """Does the name hold what a collision adds: a year in brackets, or a closing initial?"""
     return name.endswith(")") or (len(name) > 3 and name[-1] == "." and name[-3] == " ")
+
+
+def hard_cases(items: Iterable[Question]) -> dict[str, int]:
+    """How many questions hold each hard case: a start named with a year, with an initial,
+    an empty answer, a big one."""
+    items = list(items)
+    return {
+        "year_names": sum(bool(re.search(r" \(\d{4}\)$", q.start)) for q in items),
+        "initial_names": sum(bool(re.search(r" [A-Z]\.$", q.start)) for q in items),
+        "empty_answers": sum(not q.answer for q in items),
+        "big_answers": sum(len(q.answer) >= BIG_ANSWER for q in items),
+    }
 
 
 def _people(rng: random.Random, count: int) -> list[str]:
@@ -367,7 +413,8 @@ def oracle(
 
 def questions(graph: nx.MultiDiGraph, count: int, seed: int = 7) -> list[Question]:
     """`count` questions, as evenly spread over 1, 2 and 3 hops and over each hop count's
-    templates as the graph allows; each answer non-empty and small enough to compare."""
+    templates as the graph allows; one in HARD_ANSWER_EVERY has an empty answer and one a big
+    one (see EMPTY_AT, BIG_AT), the others an answer of 1..MAX_ANSWER names."""
     rng = random.Random(seed)
     by_type: dict[str, list[str]] = {kind: [] for kind in ENTITY_TYPES}
     for node, kind in graph.nodes(data="entity_type"):
@@ -382,9 +429,20 @@ def questions(graph: nx.MultiDiGraph, count: int, seed: int = 7) -> list[Questio
         hard = [name for name in names if _hard(name)]
         if index % HARD_QUESTION_EVERY == 0 and hard:
             names = hard
-        question = _draw(graph, template, names, rng, seen)
+        slot = index % HARD_ANSWER_EVERY
+        drawn = None
+        if slot == EMPTY_AT:
+            drawn = _draw_hard(graph, _rotated(per_hops[hop_count], template), by_type, rng, seen)
+        elif slot == BIG_AT:
+            big = sorted(BIG_TEMPLATES, key=lambda t: len(t.hops) != hop_count)
+            drawn = _draw_hard(graph, big, by_type, rng, seen, big=True)
+        if drawn is not None:
+            template, question = drawn
+        else:
+            question = _draw(graph, template, names, rng, seen)
         if question is None:
             continue
+        hop_count = len(template.hops)
         found.append(
             Question(
                 id=f"q{index:04d}-{hop_count}hop",
@@ -411,6 +469,30 @@ def _schedule(per_hops: dict[int, list[Template]], count: int) -> Iterator[tuple
         turns[hop_count] += 1
 
 
+def _rotated(templates: list[Template], first: Template) -> list[Template]:
+    at = templates.index(first)
+    return [*templates[at:], *templates[:at]]
+
+
+def _draw_hard(
+    graph: nx.MultiDiGraph,
+    templates: Iterable[Template],
+    by_type: dict[str, list[str]],
+    rng: random.Random,
+    seen: set[str],
+    *,
+    big: bool = False,
+) -> tuple[Template, tuple[str, set[str]]] | None:
+    """The first of `templates` that has a question with an empty answer (or, `big`, one of
+    BIG_ANSWER..MAX_BIG_ANSWER names), and that question."""
+    sizes = (BIG_ANSWER, MAX_BIG_ANSWER, MAX_BIG_ANSWER) if big else (0, 0, MAX_HOP_SET)
+    for template in templates:
+        found = _draw(graph, template, by_type[template.start_type], rng, seen, sizes=sizes)
+        if found is not None:
+            return template, found
+    return None
+
+
 def _draw(
     graph: nx.MultiDiGraph,
     template: Template,
@@ -418,13 +500,16 @@ def _draw(
     rng: random.Random,
     seen: set[str],
     tries: int = 400,
+    sizes: tuple[int, int, int] = (1, MAX_ANSWER, MAX_HOP_SET),
 ) -> tuple[str, set[str]] | None:
+    """A start whose answer has sizes[0]..sizes[1] names, no hop reaching over sizes[2]."""
+    least, most, most_per_hop = sizes
     for _ in range(tries):
         start = rng.choice(candidates)
         if template.text.format(start=start) in seen:
             continue
         sets = oracle(graph, start, template.hops, template.exclude_start)
-        if 1 <= len(sets[-1]) <= MAX_ANSWER and all(len(s) <= MAX_HOP_SET for s in sets):
+        if least <= len(sets[-1]) <= most and all(len(s) <= most_per_hop for s in sets):
             return start, sets[-1]
     return None
 
@@ -436,6 +521,7 @@ def question_set_json(items: list[Question]) -> str:
             {
                 "id": q.id,
                 "question": q.text,
+                "template": q.template,
                 "start": q.start,
                 "hops": [f"{h.relation} {h.direction}" for h in q.hops],
                 "answer": sorted(q.answer),
