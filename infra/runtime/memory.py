@@ -14,7 +14,10 @@ checks it).
   changes no more, and left in the collector's generations every full collection (set off
   at a moment no budget controls) would walk all of it, seconds on 10^6 nodes.
 - When versions are dropped (`released`), the frozen objects are unfrozen and collected,
-  so a dropped version's cycles are freed, and what is still held is frozen again.
+  so a dropped version's cycles are freed, and what is still held is frozen again; then the
+  C allocator is asked to give its free pages back (glibc's `malloc_trim`), so the process's
+  resident memory, not only its heap, comes back down (a dropped version's pages sit between
+  the next one's and would otherwise stay resident).
 - A GASL command that makes rows in bulk (a JOIN's pairs, ADD_FIELD's rows: dicts holding
   dicts) reports every services.gasl.budget.BULK_ROWS of them (`rows_made`): they are
   frozen as they come, so no full collection, a pause no deadline check interrupts, walks
@@ -27,12 +30,23 @@ graphs it holds.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from postel.infra.store.graphs import AdapterCache
+
+
+def _give_back_free_pages() -> None:
+    """glibc's malloc_trim(0); elsewhere (musl, macOS) there is none and nothing to do."""
+    name = ctypes.util.find_library("c")
+    libc = ctypes.CDLL(name) if name else None
+    trim = getattr(libc, "malloc_trim", None)
+    if trim is not None:
+        trim(0)
 
 
 class MemoryPolicy:
@@ -69,6 +83,7 @@ class MemoryPolicy:
         gc.unfreeze()
         gc.collect()
         gc.freeze()
+        _give_back_free_pages()
 
     def done(self) -> None:
         """The process is done with its graphs (a one-off `postel gasl run`): everything
