@@ -22,6 +22,7 @@ import threading
 import weakref
 from pathlib import Path
 
+import pytest
 from postel.infra.runtime.memory import MemoryPolicy
 
 WARM_UP = 20
@@ -89,6 +90,9 @@ async def _long_run(redis_url: str, graphml: Path, cache: Path) -> dict[str, flo
     }
 
 
+# a long run measured (about a minute of CPU on 2 cores): the bench lane's, beside the other
+# runs that print figures, so the test lane stays under 5 minutes
+@pytest.mark.bench
 def test_a_gasl_process_comes_back_to_its_baseline(embedded_redis_url: str) -> None:
     from postel_bench.data.scale_movies import write_scale_movie_graphml
 
