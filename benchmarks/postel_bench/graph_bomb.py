@@ -215,4 +215,5 @@ def format_graph_bomb(figures: dict[str, Any]) -> str:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["worker"]:
-        print(json.dumps(asyncio.run(_worker_job(sys.argv[2]))))
+        # the child process's one line, read by the bench (its logs go to stderr)
+        sys.stdout.write(json.dumps(asyncio.run(_worker_job(sys.argv[2]))) + "\n")
