@@ -1,6 +1,6 @@
 """`postel bench graph-bomb`: the upload that once took the web process to 1.79 GB, through
-every process that touches it, each one's peak memory (VmHWM, as the kernel counts it for a
-child: `wait4`'s ru_maxrss) against the 300 MB bound.
+every process that touches it, each one's peak memory (its own ru_maxrss, measured through
+postel_bench.peak's launcher) against the 300 MB bound.
 
 The bomb: GraphML of `edges` parallel edges between two nodes, 61 bytes each (64 MiB at the
 default 1.1 M), gzip-compressed to a few hundred KB. The processes, each fresh, on a scratch
@@ -36,6 +36,8 @@ from typing import Any
 
 import httpx
 
+from postel_bench.peak import Measured
+
 BOUND_MB = 300.0
 EDGES = 1_100_000
 _EDGE = b'<edge source="a" target="b"><data key="d0">1.0</data></edge>\n'
@@ -65,19 +67,11 @@ def write_bomb(path: Path, edges: int) -> int:
     return len(_HEAD) + len(_EDGE) * edges + len(_TAIL)
 
 
-def _peak(process: subprocess.Popen[bytes]) -> tuple[int, float]:
-    """Wait for a child: (exit status, its peak resident memory in MB)."""
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, usage.ru_maxrss / 1024
-
-
 def _run(command: list[str], env: dict[str, str]) -> dict[str, Any]:
     started = time.perf_counter()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert process.stdout is not None and process.stderr is not None
-    out, err = process.stdout.read(), process.stderr.read()
-    code, peak = _peak(process)
+    measured = Measured(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = measured.process.communicate()
+    code, peak = measured.wait()
     return {
         "exit": code,
         "peak_mb": round(peak, 1),
@@ -93,7 +87,7 @@ def _postel(*args: str) -> list[str]:
 def _upload(env: dict[str, str], port: int, bomb: Path) -> dict[str, Any]:
     """`postel web` serving, the bomb uploaded to it, then stopped."""
     command = _postel("web", "--port", str(port))
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = Measured(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):
@@ -112,7 +106,7 @@ def _upload(env: dict[str, str], port: int, bomb: Path) -> dict[str, Any]:
         seconds = time.perf_counter() - started
     finally:
         process.send_signal(signal.SIGINT)
-    code, peak = _peak(process)
+    code, peak = process.wait()
     detail = answer.json().get("detail")
     return {
         "status": answer.status_code,

@@ -61,6 +61,7 @@ from postel_bench.data.qa_movies import (
     questions,
     write_graphml,
 )
+from postel_bench.peak import Measured
 from postel_bench.qa_planners import PLANNERS, QaModel
 
 log = structlog.get_logger(__name__)
@@ -188,22 +189,21 @@ def _graph_add(url: str, graph_file: Path) -> dict[str, Any]:
     """`postel graph add` as a user runs it: its wall time and peak RSS."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
     started = time.perf_counter()
-    process = subprocess.Popen(
+    measured = Measured(
         _postel("graph", "add", GRAPH, str(graph_file)),
         env={**env, "POSTEL_REDIS_URL": url, "POSTEL_LOG_LEVEL": "WARNING"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    _, status, usage = os.wait4(process.pid, 0)
+    out_bytes, err_bytes = measured.process.communicate()
+    code, peak_mb = measured.wait()
     seconds = time.perf_counter() - started
-    out = process.stdout.read().decode() if process.stdout else ""
-    err = process.stderr.read().decode() if process.stderr else ""
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        raise RuntimeError(f"postel graph add failed ({process.returncode}): {err or out}")
+    out, err = out_bytes.decode(), err_bytes.decode()
+    if code != 0:
+        raise RuntimeError(f"postel graph add failed ({code}): {err or out}")
     return {
         "seconds": round(seconds, 2),
-        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "peak_rss_mb": round(peak_mb, 1),
         "said": out.strip(),
     }
 
