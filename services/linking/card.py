@@ -89,10 +89,9 @@ _IRREGULAR = {
 }
 # English function words: a relation named `has_tags` or `directed_by` is not named by "has"
 # or "by"
-FUNCTION_WORDS = frozenset(
-    "a an the of by to in on at for with from and or is are was were be been has have had "
-    "did does do that which who whom whose what when where how".split()
-)
+_FUNCTION_WORDS = """a an the of by to in on at for with from and or is are was were be been
+has have had did does do that which who whom whose what when where how"""
+FUNCTION_WORDS = frozenset(_FUNCTION_WORDS.split())
 _MIN_SHARED = 3
 _TYPE_WEIGHT = 0.5
 _TOUCHES_LINKED = 0.3

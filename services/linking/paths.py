@@ -162,9 +162,7 @@ def answer_types(
     for index, word in enumerate(all_words):
         if word in _WH_ASKS:
             asked = _WH_ASKS[word]
-            return tuple(
-                t for t in types if any(_names(words_of(t), a) >= NAMES for a in asked)
-            )
+            return tuple(t for t in types if any(_names(words_of(t), a) >= NAMES for a in asked))
         if word in _WH_NAMING:
             following = [w for w in all_words[index + 1 :] if w in words][:_NAMING_WORDS]
             for candidate in following:
@@ -186,9 +184,7 @@ def relation_words(
         scored = [(similarity_of(name, word), name) for name in names]
         best = max((score for score, _ in scored), default=0.0)
         if best >= NAMES:
-            found.append(
-                RelationWord(offset, best, tuple(n for s, n in scored if s == best))
-            )
+            found.append(RelationWord(offset, best, tuple(n for s, n in scored if s == best)))
     return found
 
 
@@ -217,7 +213,7 @@ def question_chains(
     built.sort(key=lambda c: -c.score)
     kept: dict[tuple[str, ...], Chain] = {}
     for chain in built:
-        if chain.score >= built[0].score - TIE and chain.commands() not in kept:
+        if round(built[0].score - chain.score, 3) <= TIE and chain.commands() not in kept:
             kept[chain.commands()] = chain
     return list(kept.values())[:MAX_CHAINS]
 
@@ -311,13 +307,11 @@ def _agent_bonus(hop: Hop, question: str, word: RelationWord, span: tuple[int, i
     if not hop.relation.endswith("_by") or hop.direction == "both":
         return 0.0
     before = question[: span[0]].split()
-    agent = bool(before) and before[-1].lower() == "by" or span[1] <= word.offset
+    agent = (bool(before) and before[-1].lower() == "by") or span[1] <= word.offset
     return _AGENT if (hop.direction == "in") == agent else 0.0
 
 
-def _finish(
-    card: dict[str, Any], chain: Chain, expected: tuple[str, ...], words: int
-) -> Chain:
+def _finish(card: dict[str, Any], chain: Chain, expected: tuple[str, ...], words: int) -> Chain:
     """The chain made to end at the expected type: one hop more if it ends short of it (the
     last relation back first, else the commonest relation that reaches it), a walk of every
     relation the start touches when the question named none, then the selection."""
