@@ -209,7 +209,11 @@ def question_chains(
         where = span[0] if span else (0, 0)
         ordered = sorted(words, key=lambda w: (_distance(w.offset, where), w.offset))
         for chain in _walks(card, start, ordered, question, where):
-            built.append(_finish(card, chain, expected, len(ordered)))
+            finished = _finish(card, chain, expected, len(ordered))
+            if finished is not None:
+                built.append(finished)
+    if not built:
+        return []
     built.sort(key=lambda c: -c.score)
     kept: dict[tuple[str, ...], Chain] = {}
     for chain in built:
@@ -311,10 +315,13 @@ def _agent_bonus(hop: Hop, question: str, word: RelationWord, span: tuple[int, i
     return _AGENT if (hop.direction == "in") == agent else 0.0
 
 
-def _finish(card: dict[str, Any], chain: Chain, expected: tuple[str, ...], words: int) -> Chain:
+def _finish(
+    card: dict[str, Any], chain: Chain, expected: tuple[str, ...], words: int
+) -> Chain | None:
     """The chain made to end at the expected type: one hop more if it ends short of it (the
     last relation back first, else the commonest relation that reaches it), a walk of every
-    relation the start touches when the question named none, then the selection."""
+    edge when the graph's edges name no relation, then the selection; None when it walks
+    nothing on a graph whose edges name relations."""
     hops = list(chain.hops)
     score = chain.score
     start_types = (chain.start.entity_type,) if chain.start.entity_type else ()
@@ -325,7 +332,11 @@ def _finish(card: dict[str, Any], chain: Chain, expected: tuple[str, ...], words
             hops.append(step)
             score -= _ADDED_HOP if words else 0.0
     if not hops:
-        # nothing named, nothing reaches the expected type: every edge from the start
+        if card.get("relations"):
+            # the question names no relation of a graph whose edges name them: no chain
+            # to offer; the model plans
+            return None
+        # a graph whose edges name no relation: every edge from the start
         hops.append(Hop("", "both", ()))
     end = hops[-1].reaches
     keep = ""

@@ -192,6 +192,19 @@ def test_a_passive_relation_between_one_type_walks_from_its_agent() -> None:
     assert first_hop("Whom did Ben influence?") == "in"
 
 
+def test_a_question_naming_no_relation_of_a_named_graph_gets_no_chain() -> None:
+    aids = build_aids(
+        [("Ada", {"entity_type": "PERSON"}), ("Harbor", {"entity_type": "FILM"})],
+        [("Harbor", "Ada", ["directed_by"])],
+        directed=True,
+    )
+    # the model plans: walking every edge would answer with whatever Ada touches
+    for question in ("Who are Ada's friends?", "Quels films pour Ada ?"):
+        assert question_chains(aids.card, question, link(question, aids.names)) == []
+    question = "Which films did Ada direct?"
+    assert question_chains(aids.card, question, link(question, aids.names))
+
+
 def test_tied_starts_give_the_model_a_choice() -> None:
     aids = build_aids(
         [
