@@ -176,6 +176,23 @@ async def test_the_bench_questions_of_the_measured_seeds_chain_right() -> None:
             assert hops == tuple((h.relation, h.direction) for h in asked.hops), asked.text
 
 
+@pytest.mark.parametrize(
+    "question",
+    ["Which films did the director of Harbor write?", "Which films did Harbor's director write?"],
+)
+def test_the_mentions_own_noun_binds_before_a_nearer_verb(question: str) -> None:
+    aids = build_aids(
+        [("Harbor", {"entity_type": "FILM"}), ("Ada", {"entity_type": "PERSON"})],
+        [("Harbor", "Ada", ["directed_by"]), ("Harbor", "Ada", ["written_by"])],
+        directed=True,
+    )
+    [chain] = question_chains(aids.card, question, link(question, aids.names))
+    assert [(h.relation, h.direction) for h in chain.hops] == [
+        ("directed_by", "out"),
+        ("written_by", "in"),
+    ]
+
+
 def test_a_passive_relation_between_one_type_walks_from_its_agent() -> None:
     aids = build_aids(
         [("Ada", {"entity_type": "PERSON"}), ("Ben", {"entity_type": "PERSON"})],
