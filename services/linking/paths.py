@@ -26,8 +26,10 @@ entity it links to and the card's relation signatures mostly leave one chain.
 
 Each chain has a score: the start's link score, plus its relation words' similarity, less a
 penalty for each hop added and each relation word left unwalked. `question_chains` keeps
-the best and those within TIE of it (at most MAX_CHAINS): the planner runs a single one
-without asking the model, and lets the model choose among tied ones.
+the best and those that score as well (at most MAX_CHAINS): the planner runs a single one
+without asking the model, and lets the model choose among tied ones (two films spelt alike,
+a relation between one type with no agent said). An exact spelling outscores a folded one
+(the linker's scores), so "Wandering Island" is not tied with "Wandering Island (1947)".
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ Direction = Literal["out", "in", "both"]
 
 MAX_CHAINS = 3
 MAX_HOPS = 3
-TIE = 0.05
+TIE = 0.0  # only chains that score as well as the best are choices
 # how close a word must be to name a type or a relation (card.similarity)
 NAMES = 0.75
 _ADDED_HOP = 0.3

@@ -13,11 +13,11 @@ from postel.services.planner.schema_grammar import SchemaChoice, schema_choice
 
 AIDS = build_aids(
     [
-        ("Sunken Voice", {"entity_type": "FILM"}),
+        ("Sunken Voice (1987)", {"entity_type": "FILM"}),
         ("Sunken Voice (2010)", {"entity_type": "FILM"}),
         ("Ada Lindsen", {"entity_type": "PERSON"}),
     ],
-    [("Sunken Voice", "Ada Lindsen", ["directed_by"])],
+    [("Sunken Voice (2010)", "Ada Lindsen", ["directed_by"])],
     directed=True,
 )
 

@@ -111,11 +111,11 @@ async def test_the_cards_one_chain_runs_without_asking_the_model() -> None:
 async def test_between_tied_chains_the_model_chooses_under_the_grammar() -> None:
     tied = build_aids(
         [
-            ("Sunken Voice", {"entity_type": "FILM"}),
+            ("Sunken Voice (1987)", {"entity_type": "FILM"}),
             ("Sunken Voice (2010)", {"entity_type": "FILM"}),
             ("Ada Lindsen", {"entity_type": "PERSON"}),
         ],
-        [("Sunken Voice", "Ada Lindsen", ["directed_by"])],
+        [("Sunken Voice (2010)", "Ada Lindsen", ["directed_by"])],
         directed=True,
     )
     prompt = "Who directed Sunken Voice?"
@@ -126,7 +126,7 @@ async def test_between_tied_chains_the_model_chooses_under_the_grammar() -> None
     planned.progress.intent.linked_entities = linked
     step = await on_task_planned(planned, model.client, Capability.MINIMAL, schema_card=tied.card)
     sent = model.requests[0]
-    assert "- 'Sunken Voice' (FILM)" in sent.prompt_text()
+    assert "- 'Sunken Voice (1987)' (FILM)" in sent.prompt_text()
     assert "Plans for this question (choose one):" in sent.prompt_text()
     assert sent.grammar is not None and second.replace("'", "\\'") not in sent.grammar
     assert "'Sunken Voice (2010)' DIRECTION out VIA 'directed_by'" in sent.grammar
