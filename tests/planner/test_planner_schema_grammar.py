@@ -172,6 +172,8 @@ def test_llama_cpp_loads_the_grammar() -> None:
 
     for compact in (True, False):
         LlamaGrammar.from_string(schema_round_gbnf(choice(), ("step1",), compact=compact), False)
+    # the card's chains as the only plans (a quote escaped inside a JSON string)
+    LlamaGrammar.from_string(schema_round_gbnf(choice(chains=True), (), compact=True), False)
 
 
 def test_with_the_cards_chains_the_plan_is_one_of_them_whole() -> None:
