@@ -159,14 +159,16 @@ def answer_types(
     """The card's types the question's wh-phrase asks for, commonest first (see the module's
     docstring); none when it asks for no type the card has."""
     types = list(card.get("entity_types", {}))
-    words = [w.lower() for w, _ in _words(question, ())]
-    all_words = [m.group().lower() for m in _WORD.finditer(question)]
-    for index, word in enumerate(all_words):
+    # the words that may name a type: outside the linked mentions ("The Silent Harbor" names
+    # no type), function words left out
+    words = _words(question, linked)
+    for match in _WORD.finditer(question):
+        word = match.group().lower()
         if word in _WH_ASKS:
             asked = _WH_ASKS[word]
             return tuple(t for t in types if any(_names(words_of(t), a) >= NAMES for a in asked))
         if word in _WH_NAMING:
-            following = [w for w in all_words[index + 1 :] if w in words][:_NAMING_WORDS]
+            following = [w for w, at in words if at > match.start()][:_NAMING_WORDS]
             for candidate in following:
                 found = tuple(t for t in types if _names(words_of(t), candidate) >= NAMES)
                 if found:
@@ -183,22 +185,19 @@ def relation_words(
     names = list(dict.fromkeys(r["name"] for r in card.get("relations", [])))
     found = []
     for word, offset in _words(question, linked):
-        scored = [(similarity_of(name, word), name) for name in names]
+        scored = [(_names(words_of(name), word), name) for name in names]
         best = max((score for score, _ in scored), default=0.0)
         if best >= NAMES:
             found.append(RelationWord(offset, best, tuple(n for s, n in scored if s == best)))
     return found
 
 
-def similarity_of(relation: str, word: str) -> float:
-    return _names(words_of(relation), word)
-
-
 def question_chains(
     card: dict[str, Any], question: str, linked: Sequence[LinkedEntity]
 ) -> list[Chain]:
-    """The chains the question asks to walk, best first: the best and those within TIE of it
-    (at most MAX_CHAINS); none when it links no entity."""
+    """The chains the question asks to walk, best first: the best and those that score as
+    well (at most MAX_CHAINS); none when it links no entity or names no relation of a graph
+    whose edges name them."""
     if not linked:
         return []
     expected = answer_types(card, question, linked)

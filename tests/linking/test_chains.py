@@ -119,6 +119,13 @@ def test_the_expected_type_comes_from_the_wh_phrase_and_the_card(
     assert answer_types(metaqa_card(), question) == types
 
 
+def test_a_linked_names_words_name_no_type() -> None:
+    aids = build_aids([("Genre Films", {"entity_type": "FILM"})], [], directed=True)
+    card = {**metaqa_card(), "entity_types": aids.card["entity_types"] | {"GENRE": 1}}
+    question = "What did Genre Films win?"
+    assert answer_types(card, question, link(question, aids.names)) == ()
+
+
 def test_a_type_the_card_lacks_is_never_expected() -> None:
     card = {**metaqa_card(), "entity_types": {"FILM": 3, "GENRE": 2}}
     assert answer_types(card, "Who directed The Silent Harbor?") == ()
