@@ -13,13 +13,15 @@ with COPY; nothing but one row at a time is held in Python. The folder then hold
   fields a query can filter on in the database exactly).
 
 Schema. `Node(id STRING PRIMARY KEY, ord INT64, shape INT64, entity_type STRING,
-description STRING[], source_ids STRING[], file_paths STRING[], extra STRING)`, and
-`Rel(FROM Node TO Node, rord INT64, pord INT64, shape INT64, weight DOUBLE, description
+description STRING[], source_ids STRING[], file_paths STRING[], extra STRING, odeg INT64,
+ideg INT64)`, and `Rel(FROM Node TO Node, rord INT64, pord INT64, shape INT64, weight DOUBLE, description
 STRING[], keywords STRING[], source_ids STRING[], file_paths STRING[], extra STRING)`, one
 `Rel` per relation stored from its own source to its own target:
 
 - `ord` is a node's place in graph order: the order nodes were given, then the endpoints no
   node dict named, in the order edges first name them (as networkx adds them);
+- `odeg` and `ideg` are a node's relations out and in (a self-loop counts in both): a walk
+  knows a hub from them before it asks for its relations (ladybug_engine.py, HUB_DEGREE);
 - `rord` is a relation's place in the input, `pord` the `rord` of the first relation of its
   pair (a pair is unordered on an undirected graph): the order networkx visits a node's
   neighbours is by `pord`, and FIND edges lists the relations of a pair together;
@@ -101,6 +103,10 @@ REL_SCHEMA = (
     "extra STRING)"
 )
 
+# Degrees are added once the relations are copied (COPY fills a table's columns all at once;
+# a node with no relation one way keeps the default 0).
+DEGREES = {"odeg": "(a:Node)-[r:Rel]->(:Node)", "ideg": "(a:Node)<-[r:Rel]-(:Node)"}
+
 
 @dataclass(frozen=True)
 class StoreInfo:
@@ -120,6 +126,8 @@ class StoreInfo:
     # attribute name -> the kind of its values (schema_summary's kinds), nodes and relations
     node_attributes: dict[str, str] = field(default_factory=dict)
     edge_attributes: dict[str, str] = field(default_factory=dict)
+    # whether nodes hold their degrees (`odeg`, `ideg`; stores built before them do not)
+    degrees: bool = False
 
     def exact(self, kind: Literal["node", "edge"], name: str) -> bool:
         """Does the column of field `name` hold every value of it (none in `extra`)?"""
@@ -446,6 +454,10 @@ def build_ladybug_store(
             "WITH a, b, min(r.rord) AS first, count(r) AS relations WHERE relations > 1 "
             f"MATCH (a)-[s:Rel]{pair}(b) WHERE s.pord <> first SET s.pord = first"
         )
+        # each node's relations out and in: a walk reads a hub's relations apart, in pages
+        for column, pattern in DEGREES.items():
+            conn.execute(f"ALTER TABLE Node ADD {column} INT64 DEFAULT 0")
+            conn.execute(f"MATCH {pattern} WITH a, count(r) AS d SET a.{column} = d")
         node_count = _scalar(conn, "MATCH (n:Node) RETURN count(n)")
         unfolded = [
             *_unfolded(conn, "node", node_cols.chars),
@@ -465,6 +477,7 @@ def build_ladybug_store(
         node_attributes=dict(sorted({"id": "text", **node_shapes.kinds}.items())),
         edge_attributes=dict(sorted(edge_shapes.kinds.items())),
         unfolded=sorted(unfolded),
+        degrees=True,
     )
     info.write(folder)
     log.info("ladybug_store_built", folder=str(folder), nodes=info.nodes, relations=info.relations)
