@@ -14,8 +14,9 @@ with COPY; nothing but one row at a time is held in Python. The folder then hold
 
 Schema. `Node(id STRING PRIMARY KEY, ord INT64, shape INT64, entity_type STRING,
 description STRING[], source_ids STRING[], file_paths STRING[], extra STRING, odeg INT64,
-ideg INT64)`, and `Rel(FROM Node TO Node, rord INT64, pord INT64, shape INT64, weight DOUBLE, description
-STRING[], keywords STRING[], source_ids STRING[], file_paths STRING[], extra STRING)`, one
+ideg INT64)`, and `Rel(FROM Node TO Node, rord INT64, pord INT64, shape INT64, weight
+DOUBLE, description STRING[], keywords STRING[], source_ids STRING[], file_paths STRING[],
+extra STRING)`, one
 `Rel` per relation stored from its own source to its own target:
 
 - `ord` is a node's place in graph order: the order nodes were given, then the endpoints no
