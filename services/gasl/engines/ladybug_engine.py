@@ -789,8 +789,7 @@ class LadybugAdapter:
                     room = min(caps.max_expansions - walk.expansions, batch)
                     level_nodes = [node, *(n for n, d in queue if d == level)][:room]
                     level_nodes = self._batch(level_nodes, degrees, ways)
-                    # a hub's first page: about what the walk still takes
-                    rows = 2 * (wanted + 1 - len(walk.order))
+                    rows = _first_hub_rows(wanted + 1 - len(walk.order))
                     steps = _Steps(self, level_nodes, direction, follow, deadline, degrees, rows)
                     batch = min(batch * 2, PAGE)
                 walk.expansions += 1
@@ -1296,6 +1295,13 @@ class _Steps:
         self.next[way] = row
         if pair is not None:
             yield pair[0], pair[2]
+
+
+def _first_hub_rows(still: int) -> int:
+    """The relations a hub's first page reads when the walk takes `still` more nodes: twice
+    that, so a page is seldom not enough (some neighbours are reached already) and a page
+    past what is taken costs few ids read for nothing."""
+    return 2 * still
 
 
 def _ways(directed: bool, direction: ast.Direction) -> list[str]:
