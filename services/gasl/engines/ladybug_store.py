@@ -75,6 +75,10 @@ BUILD_BUFFER_POOL = 512 * 1024 * 1024
 # relations costs more the more it holds (5.7 s for the first 2^19, 61 s for the fourth), so
 # chunks are as large as fit.
 REL_CHUNK = 1 << 20
+# Node places one pass after the COPYs reads at a time (setting `pord` where a pair's
+# relations came apart, each node's degrees): a pass over every relation at once holds an
+# aggregate of every pair in the buffer pool, which a build past ~3x10^6 relations overflowed.
+PASS_NODES = 1 << 17
 # The address space a database reserves (the engine's default, 8 TiB, lets a process hold
 # only a few open at once): a store larger than this cannot be built.
 MAX_STORE_BYTES = 1 << 40
@@ -343,6 +347,7 @@ def build_ladybug_store(
     *,
     buffer_pool_size: int = BUILD_BUFFER_POOL,
     rel_chunk: int = REL_CHUNK,
+    pass_nodes: int = PASS_NODES,
 ) -> StoreInfo:
     """Write a graph to a new LadybugDB store in `folder` (created; must not hold a store).
 
@@ -380,6 +385,9 @@ def build_ladybug_store(
     header = ["src", "dst", "rord", "pord", "shape", *EDGE_FLOATS, *EDGE_LISTS, "extra"]
     edge_spool = _Spool(spool_dir / "edges.csv", header, chunk=rel_chunk)
     try:
+        # the last relation's pair and its place: a pair's relations one after the other,
+        # in one edge dict or in several, take the first one's place here
+        last: tuple[tuple[str, ...], int] = ((), 0)
         for edge in edges:
             # the first relation of each pair among this edge's: the place its pair takes
             firsts: dict[tuple[str, ...], int] = {}
@@ -394,7 +402,10 @@ def build_ladybug_store(
                 cells = edge_cols.split(relation, _EDGE_SKIP, floats=EDGE_FLOATS)
                 shape = edge_shapes.of(relation, _ENDS)
                 ends = (source, target) if directed else tuple(sorted((source, target)))
-                pord = firsts.setdefault(ends, edge_spool.rows)
+                pord = firsts.get(ends)
+                if pord is None:
+                    pord = firsts[ends] = last[1] if ends == last[0] else edge_spool.rows
+                last = (ends, pord)
                 row = [source, target, edge_spool.rows, pord, shape, *cells]
                 edge_spool.write(row)
     finally:
@@ -446,19 +457,28 @@ def build_ladybug_store(
                 named = True
                 conn.execute(copy_rel, marks)
         # a pair's relations take the place of its first one (unordered on an undirected
-        # graph): spooled so where an edge dict holds them all (the loaders' edges), set here
-        # where one pair's relations came in several edge dicts
+        # graph): spooled so where an edge dict holds them all (the loaders' edges) or they
+        # come one after the other (`postel graph add`'s), set here where one pair's
+        # relations came apart (nothing is written where none did), one range of node
+        # places at a time (see PASS_NODES)
         pair = "->" if directed else "-"
-        keep = "" if directed else "WHERE a.ord <= b.ord "
-        conn.execute(
-            f"MATCH (a:Node)-[r:Rel]{pair}(b:Node) {keep}"
-            "WITH a, b, min(r.rord) AS first, count(r) AS relations WHERE relations > 1 "
-            f"MATCH (a)-[s:Rel]{pair}(b) WHERE s.pord <> first SET s.pord = first"
-        )
+        keep = "" if directed else "AND a.ord <= b.ord "
+        ranges = _ranges(conn, pass_nodes)
+        for bounds in ranges:
+            conn.execute(
+                f"MATCH (a:Node)-[r:Rel]{pair}(b:Node) WHERE {_IN_RANGE} {keep}"
+                "WITH a, b, min(r.rord) AS first, count(r) AS relations WHERE relations > 1 "
+                f"MATCH (a)-[s:Rel]{pair}(b) WHERE s.pord <> first SET s.pord = first",
+                bounds,
+            )
         # each node's relations out and in: a walk reads a hub's relations apart, in pages
         for column, pattern in DEGREES.items():
             conn.execute(f"ALTER TABLE Node ADD {column} INT64 DEFAULT 0")
-            conn.execute(f"MATCH {pattern} WITH a, count(r) AS d SET a.{column} = d")
+            for bounds in ranges:
+                conn.execute(
+                    f"MATCH {pattern} WHERE {_IN_RANGE} WITH a, count(r) AS d SET a.{column} = d",
+                    bounds,
+                )
         node_count = _scalar(conn, "MATCH (n:Node) RETURN count(n)")
         unfolded = [
             *_unfolded(conn, "node", node_cols.chars),
@@ -483,6 +503,16 @@ def build_ladybug_store(
     info.write(folder)
     log.info("ladybug_store_built", folder=str(folder), nodes=info.nodes, relations=info.relations)
     return info
+
+
+_IN_RANGE = "a.ord >= $lo AND a.ord < $hi"
+
+
+def _ranges(conn: Any, size: int) -> list[dict[str, int]]:
+    """The ranges of node places, `size` each, that cover the store's nodes."""
+    last = conn.execute("MATCH (n:Node) RETURN max(n.ord)").get_all()[0][0]
+    end = 0 if last is None else int(last) + 1
+    return [{"lo": lo, "hi": lo + size} for lo in range(0, end, size)]
 
 
 def _scalar(conn: Any, query: str) -> int:
