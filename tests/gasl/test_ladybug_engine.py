@@ -335,8 +335,9 @@ def test_a_pairs_relations_one_after_the_other_take_its_place_as_they_are_spoole
     tmp_path: Path, directed: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Relations given one per edge dict (as `postel graph add` gives them), a pair's one
-    after the other, are read in networkx's order with no pass after the COPY to set
-    `pord`: the pass has nothing left to do (here it is left out)."""
+    after the other, are stored with their pair's `pord` and read in networkx's order with
+    no pass after the COPY to set it: the pass has nothing left to write (here it is left
+    out)."""
     pairs = [("n0", "n1"), ("n0", "n1"), ("n1", "n0"), ("n0", "n2"), ("n2", "n1"), ("n2", "n1")]
     nodes = {f"n{i}": {"id": f"n{i}"} for i in range(3)}
     edges = [{"source": s, "target": t, "keywords": [f"k{i}"]} for i, (s, t) in enumerate(pairs)]
@@ -353,6 +354,9 @@ def test_a_pairs_relations_one_after_the_other_take_its_place_as_they_are_spoole
     expected = NetworkXAdapter(build_graph(GraphTables(directed, nodes, grouped)))
     adapter = LadybugAdapter.open(tmp_path / "s")
     try:
+        places = adapter.store.query("MATCH ()-[r:Rel]->() RETURN r.rord, r.pord ORDER BY r.rord")
+        firsts = [0, 0, 2, 3, 4, 4] if directed else [0, 0, 0, 3, 4, 4]
+        assert [p for _, p in places] == firsts
         for node in nodes:
             assert adapter.neighbors([node], None, 2, None).items == (
                 expected.neighbors([node], None, 2, None).items
