@@ -324,7 +324,7 @@ def test_a_store_built_in_chunks_reads_as_one_built_whole(tmp_path: Path, direct
 
     whole = build_ladybug_store(iter(nodes), iter(edges), directed, tmp_path / "whole")
     chunked = build_ladybug_store(
-        iter(nodes), iter(edges), directed, tmp_path / "chunked", rel_chunk=2, pass_nodes=1
+        iter(nodes), iter(edges), directed, tmp_path / "chunked", rel_chunk=2
     )
     assert chunked == whole and whole.nodes == 5
     assert read(tmp_path / "chunked") == read(tmp_path / "whole")
@@ -341,7 +341,7 @@ def test_a_pairs_relations_one_after_the_other_take_its_place_as_they_are_spoole
     pairs = [("n0", "n1"), ("n0", "n1"), ("n1", "n0"), ("n0", "n2"), ("n2", "n1"), ("n2", "n1")]
     nodes = {f"n{i}": {"id": f"n{i}"} for i in range(3)}
     edges = [{"source": s, "target": t, "keywords": [f"k{i}"]} for i, (s, t) in enumerate(pairs)]
-    monkeypatch.setattr(ladybug_store, "_ranges", lambda conn, size: [])
+    monkeypatch.setattr(ladybug_store, "_set_pair_places", lambda conn, directed: None)
     build_ladybug_store(iter(nodes.values()), iter(edges), directed, tmp_path / "s")
     grouped: list[tuple[str, str, dict[str, Any]]] = []
     for edge in edges:  # as networkx holds them: a pair's further relations in PARALLEL

@@ -75,10 +75,6 @@ BUILD_BUFFER_POOL = 512 * 1024 * 1024
 # relations costs more the more it holds (5.7 s for the first 2^19, 61 s for the fourth), so
 # chunks are as large as fit.
 REL_CHUNK = 1 << 20
-# Node places one pass after the COPYs reads at a time (setting `pord` where a pair's
-# relations came apart, each node's degrees): a pass over every relation at once holds an
-# aggregate of every pair in the buffer pool, which a build past ~3x10^6 relations overflowed.
-PASS_NODES = 1 << 17
 # The address space a database reserves (the engine's default, 8 TiB, lets a process hold
 # only a few open at once): a store larger than this cannot be built.
 MAX_STORE_BYTES = 1 << 40
@@ -347,7 +343,6 @@ def build_ladybug_store(
     *,
     buffer_pool_size: int = BUILD_BUFFER_POOL,
     rel_chunk: int = REL_CHUNK,
-    pass_nodes: int = PASS_NODES,
 ) -> StoreInfo:
     """Write a graph to a new LadybugDB store in `folder` (created; must not hold a store).
 
@@ -456,29 +451,11 @@ def build_ladybug_store(
                 )
                 named = True
                 conn.execute(copy_rel, marks)
-        # a pair's relations take the place of its first one (unordered on an undirected
-        # graph): spooled so where an edge dict holds them all (the loaders' edges) or they
-        # come one after the other (`postel graph add`'s), set here where one pair's
-        # relations came apart (nothing is written where none did), one range of node
-        # places at a time (see PASS_NODES)
-        pair = "->" if directed else "-"
-        keep = "" if directed else "AND a.ord <= b.ord "
-        ranges = _ranges(conn, pass_nodes)
-        for bounds in ranges:
-            conn.execute(
-                f"MATCH (a:Node)-[r:Rel]{pair}(b:Node) WHERE {_IN_RANGE} {keep}"
-                "WITH a, b, min(r.rord) AS first, count(r) AS relations WHERE relations > 1 "
-                f"MATCH (a)-[s:Rel]{pair}(b) WHERE s.pord <> first SET s.pord = first",
-                bounds,
-            )
+        _set_pair_places(conn, directed)
         # each node's relations out and in: a walk reads a hub's relations apart, in pages
         for column, pattern in DEGREES.items():
             conn.execute(f"ALTER TABLE Node ADD {column} INT64 DEFAULT 0")
-            for bounds in ranges:
-                conn.execute(
-                    f"MATCH {pattern} WHERE {_IN_RANGE} WITH a, count(r) AS d SET a.{column} = d",
-                    bounds,
-                )
+            conn.execute(f"MATCH {pattern} WITH a, count(r) AS d SET a.{column} = d")
         node_count = _scalar(conn, "MATCH (n:Node) RETURN count(n)")
         unfolded = [
             *_unfolded(conn, "node", node_cols.chars),
@@ -505,14 +482,18 @@ def build_ladybug_store(
     return info
 
 
-_IN_RANGE = "a.ord >= $lo AND a.ord < $hi"
-
-
-def _ranges(conn: Any, size: int) -> list[dict[str, int]]:
-    """The ranges of node places, `size` each, that cover the store's nodes."""
-    last = conn.execute("MATCH (n:Node) RETURN max(n.ord)").get_all()[0][0]
-    end = 0 if last is None else int(last) + 1
-    return [{"lo": lo, "hi": lo + size} for lo in range(0, end, size)]
+def _set_pair_places(conn: Any, directed: bool) -> None:
+    """A pair's relations take the place of its first one (unordered on an undirected
+    graph): spooled so where an edge dict holds them all (the loaders' edges) or they come
+    one after the other (`postel graph add`'s, one per edge dict), set here where one
+    pair's relations came apart (nothing is written where none did)."""
+    pair = "->" if directed else "-"
+    keep = "" if directed else "WHERE a.ord <= b.ord "
+    conn.execute(
+        f"MATCH (a:Node)-[r:Rel]{pair}(b:Node) {keep}"
+        "WITH a, b, min(r.rord) AS first, count(r) AS relations WHERE relations > 1 "
+        f"MATCH (a)-[s:Rel]{pair}(b) WHERE s.pord <> first SET s.pord = first"
+    )
 
 
 def _scalar(conn: Any, query: str) -> int:
