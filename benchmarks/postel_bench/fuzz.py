@@ -30,6 +30,7 @@ from urllib.parse import quote_from_bytes, unquote_to_bytes, urlsplit
 
 import click
 import httpx
+import structlog
 from fastapi.routing import APIRoute
 from postel.infra.runtime.settings import Settings
 from postel.infra.store.redis_server import configured_or_scratch
@@ -37,6 +38,8 @@ from postel.infra.web.app import ROUTERS
 from postel.infra.web.server import WebServer
 from postel.messages.limits import MAX_PAYLOAD_BYTES
 from pydantic import BaseModel
+
+log = structlog.get_logger(__name__)
 
 FAMILIES: dict[str, list[bytes]] = {
     "surrogate": [b'"\\ud800"', b'"a\\udfffb"', b'"\\udc00\\ud800"'],
@@ -342,10 +345,21 @@ async def fuzz_server(
                 async with gate:
                     await _send(client, target, hostile, counts)
 
-            for target in targets():
+            routes = targets()
+            for done, target in enumerate(routes, start=1):
                 counts = results.setdefault(target.name, RouteCounts())
                 await asyncio.gather(
                     *[one(target, h, counts) for h in hostile_requests(target, bodies, seed)]
+                )
+                # a full run takes the best part of an hour: one line per route as it ends
+                log.info(
+                    "route fuzzed",
+                    route=target.name,
+                    routes_done=f"{done}/{len(routes)}",
+                    sent=counts.sent,
+                    server_errors=counts.server_errors,
+                    resets=counts.resets,
+                    tracebacks=tracebacks.count,
                 )
     finally:
         root.removeHandler(tracebacks)

@@ -235,6 +235,8 @@ async def _ask(
         "seconds": round(_seconds(record), 3),
         "first_planner_hop_ms": round(first_planner.duration_ms, 1) if first_planner else None,
         "llm_calls": record.llm_calls,
+        # the planner's own: the local phases' model calls (the other stages are scripted)
+        "planner_calls": sum(e.llm_calls for e in done if e.worker == "planner"),
         "answer_size": len(question.answer),
         "result_size": len(record.result) if isinstance(record.result, list) else None,
     }
@@ -271,6 +273,7 @@ def summarise(jobs: list[dict[str, Any]]) -> dict[str, Any]:
         "rounds": _spread([j["rounds"] for j in jobs]),
         "hops": _spread([j["hops"] for j in jobs]),
         "seconds": _spread(seconds),
+        "planner_calls": _spread([j["planner_calls"] for j in jobs]),
         # jobs over the right planner's round cap (one more where the answer is empty)
         "over_rounds": sum(j["rounds"] > RIGHT_MAX_ROUNDS + (j["answer_size"] == 0) for j in jobs),
         "failures": dict(Counter(j["failure"] or j["status"] for j in jobs if not j["correct"])),
@@ -423,7 +426,10 @@ async def run_qa(config: QaConfig) -> dict[str, Any]:
                             )
                             log.info(
                                 "qa job",
-                                **{k: local[-1][k] for k in ("job_id", "correct", "seconds")},
+                                **{
+                                    k: local[-1][k]
+                                    for k in ("job_id", "correct", "seconds", "planner_calls")
+                                },
                                 decisions=local[-1]["decisions"],
                             )
                     if phase == "local":
@@ -503,6 +509,12 @@ def format_qa(figures: dict[str, Any]) -> str:
             f"{', '.join(f'{k} {v}' for k, v in row['failures'].items()) or '-'}"
         )
     lines.append("(rounds and hops: mean / max per job)")
+    lines.append(
+        "planner model calls per job (mean / max): "
+        + "; ".join(
+            f"{name} {_mean_max(row['planner_calls'])}" for name, row in figures["planners"].items()
+        )
+    )
     wrong = [j for j in figures["jobs"] if not j["correct"]]
     for job in wrong[:_WRONG_SHOWN]:
         lines.append(

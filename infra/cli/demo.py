@@ -102,6 +102,10 @@ async def schema_lines(client: Client, question: str, linked: list[LinkedEntity]
         f"schema choices: relations {relations}; walks {focus.walks}; "
         f"types to keep {', '.join(focus.filter_types) or 'none'}"
     ]
+    lines += [
+        f"chain {number} from the schema card: {'; '.join(chain)}"
+        for number, chain in enumerate(focus.chains, start=1)
+    ] or ["no chain from the schema card: the model writes the plan"]
     return lines
 
 

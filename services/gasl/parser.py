@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from dataclasses import replace
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any, cast
 
 from lark import Lark, Token, Transformer, Tree, v_args
+from lark import __version__ as lark_version
 from lark.exceptions import (
     LarkError,
     UnexpectedCharacters,
@@ -448,8 +451,30 @@ def _int(token: Token | None) -> int | None:
 
 @cache
 def _lark() -> Lark:
+    """The parser. Its LALR tables take seconds of CPU to compute, in every process that
+    parses GASL, so lark keeps them in the user's cache folder (POSTEL_PARSER_CACHE_DIR, or
+    $XDG_CACHE_HOME/postel, or ~/.cache/postel); the file holds the grammar's hash, and a
+    stale, torn or unreadable one is computed again. Without a writable folder, no cache."""
     grammar = resources.files("postel.services.gasl").joinpath("grammar.lark").read_text("utf-8")
-    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+    options: dict[str, Any] = {"parser": "lalr", "propagate_positions": True}
+    folder = _parser_cache_dir()
+    if folder is not None:
+        options["cache"] = str(folder / f"gasl-lalr-lark{lark_version}.pickle")
+    return Lark(grammar, maybe_placeholders=True, **options)
+
+
+def _parser_cache_dir() -> Path | None:
+    chosen = os.environ.get("POSTEL_PARSER_CACHE_DIR")
+    if chosen:
+        folder = Path(chosen)
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        folder = Path(base) / "postel"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK) else None
 
 
 def _command_at(source: str, error: UnexpectedInput) -> str:

@@ -13,9 +13,11 @@ A relation name used between several pairs of types has one entry per signature.
 undirected graph source and target are only the order an edge was written in.
 
 `rank_relations` scores each relation by lexical similarity of its name and of its end types'
-names with the question's words (a crude stem: common suffixes cut, then the shared prefix);
-the relations that touch a linked entity's type score more. Nothing is trained or tuned to a
-graph; it only orders what the card holds.
+names with the question's words (`stem`: an English irregular past form read as its verb, a
+common suffix cut and a doubled last consonant undone, so "wrote" and "written" meet, and
+"starred" and "starring" are "star"; then the shared prefix); English function words ("has",
+"by", "in") name nothing. The relations that touch a linked entity's type score more.
+Nothing is trained or tuned to a graph; it only orders what the card holds.
 """
 
 from __future__ import annotations
@@ -29,7 +31,67 @@ from postel.messages.intent import LinkedEntity
 from postel.services.linking.names import fold
 
 _SPLIT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-_SUFFIXES = ("ings", "ing", "ers", "ors", "ies", "ed", "es", "er", "or", "s")
+_SUFFIXES = ("ings", "ing", "ers", "ors", "ies", "ied", "ed", "es", "er", "or", "s")
+# an English verb's irregular past forms -> the verb: the stems a suffix cut cannot reach
+# ("wrote", "written" -> "write"); English, not any graph's words
+_IRREGULAR = {
+    form: verb
+    for verb, *forms in (
+        line.split()
+        for line in """
+        write wrote written
+        speak spoke spoken
+        sing sang sung
+        make made
+        give gave given
+        take took taken
+        see saw seen
+        know knew known
+        grow grew grown
+        draw drew drawn
+        drive drove driven
+        choose chose chosen
+        begin began begun
+        bring brought
+        buy bought
+        build built
+        teach taught
+        think thought
+        find found
+        hold held
+        lead led
+        lose lost
+        meet met
+        pay paid
+        sell sold
+        send sent
+        tell told
+        win won
+        fight fought
+        break broke broken
+        fall fell fallen
+        fly flew flown
+        forget forgot forgotten
+        hide hid hidden
+        shoot shot
+        steal stole stolen
+        throw threw thrown
+        wear wore worn
+        bear bore born borne
+        become became
+        come came
+        run ran
+        sit sat
+        stand stood
+        """.strip().splitlines()
+    )
+    for form in forms
+}
+# English function words: a relation named `has_tags` or `directed_by` is not named by "has"
+# or "by"
+_FUNCTION_WORDS = """a an the of by to in on at for with from and or is are was were be been
+has have had did does do that which who whom whose what when where how"""
+FUNCTION_WORDS = frozenset(_FUNCTION_WORDS.split())
 _MIN_SHARED = 3
 _TYPE_WEIGHT = 0.5
 _TOUCHES_LINKED = 0.3
@@ -89,16 +151,25 @@ class SchemaCardBuilder:
 
 
 def stem(word: str) -> str:
+    """A word's crude lemma: an irregular form's verb, else the word less a common suffix
+    ("-ies"/"-ied" back to "y", a doubled last consonant undone: "starred" -> "star")."""
     word = fold(word)
+    word = _IRREGULAR.get(word, word)
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_SHARED:
-            return word[: -len(suffix)]
+            base = word[: -len(suffix)]
+            if suffix in ("ies", "ied"):
+                return base + "y"
+            if base[-1] == base[-2] and base[-1] not in "lsz":
+                return base[:-1]
+            return base
     return word
 
 
 def words_of(name: str) -> list[str]:
-    """A name's words: split at underscores, spaces, dashes and lowerUpper joins."""
-    return [w.lower() for w in _SPLIT.findall(name)]
+    """A name's words: split at underscores, spaces, dashes and lowerUpper joins; function
+    words left out."""
+    return [w for w in (w.lower() for w in _SPLIT.findall(name)) if w not in FUNCTION_WORDS]
 
 
 def similarity(a: str, b: str) -> float:
@@ -176,6 +247,7 @@ def _asked(question: str, linked: Sequence[LinkedEntity]) -> list[tuple[str, int
         (m.group(), m.start())
         for m in _SPLIT.finditer(question)
         if not any(start <= m.start() < end for start, end in spans)
+        and m.group().lower() not in FUNCTION_WORDS
     ]
 
 

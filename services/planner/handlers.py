@@ -37,6 +37,7 @@ from postel.services.gasl.errors import PlanSyntaxError
 from postel.services.gasl.executor import parse_plan
 from postel.services.ipv import effective_settings
 from postel.services.llm import LLMClient
+from postel.services.planner.card_chains import after_chain, first_chain
 from postel.services.planner.empty import (
     EMPTY_ANSWER,
     PlanStop,
@@ -178,7 +179,7 @@ async def on_task_planned(
     if msg.request.graph is None:
         raise GraphNotFound(None)
     focus = _focus(schema_card, msg)
-    if focus is not None and capability != Capability.STANDARD and not focus.entities:
+    if focus is not None and _small(capability) and not focus.entities:
         return _not_in_graph(msg, task)
     first = RoundInputs(
         question=question_of(task, msg.request),
@@ -189,7 +190,10 @@ async def on_task_planned(
         linked=linked_nodes(msg.progress.intent),
         focus=focus,
     )
-    decision = await decide_round(llm, capability, msg.request, first)
+    unasked = first_chain(focus, msg.progress.task_index) if _small(capability) else None
+    if unasked is not None:
+        _note(notes, "round 0: the schema card gives one chain; it runs without a model call")
+    decision = unasked or await decide_round(llm, capability, msg.request, first)
     plan, hypothesis = _next_plan(decision, first, notes)
     note = RoundNote(round=0, hypothesis=hypothesis, plan=plan)
     taken = _taken(decision, hypothesis)
@@ -233,8 +237,17 @@ async def on_gasl_executed(
         stopped=stop.text(),
         linked=linked_nodes(msg.progress.intent),
     )
-    decision = await decide_round(llm, capability, msg.request, following)
-    if capability != Capability.STANDARD:
+    unasked = (
+        after_chain(following.focus, msg.plan, msg.records, history, index, executed + 1)
+        if _small(capability)
+        else None
+    )
+    if unasked is not None:
+        _note(notes, f"round {executed + 1}: decided from the card chain's result, unasked")
+        decision = unasked
+    else:
+        decision = await decide_round(llm, capability, msg.request, following)
+    if _small(capability):
         decision = _same_plan_answers(decision, msg, following.focus)
     if decision.evaluation:
         judged = f"{history[-1].outcome}; judged: {decision.evaluation}"[:_OUTCOME_CHARS]
@@ -247,7 +260,9 @@ async def on_gasl_executed(
             decision = replace(decision, decision="refine", problem=f"{UNUSABLE}: {problem}")
         else:
             if reference is not None and is_empty(answer):
-                confirmed = asked_to_confirm(history) or msg.request.options.allow_empty
+                confirmed = (
+                    decision.settled or asked_to_confirm(history) or msg.request.options.allow_empty
+                )
                 if not confirmed and executed + 1 < max_rounds:
                     problem = confirm_empty(reference)
                     decision = replace(decision, decision="refine", problem=problem)
@@ -273,6 +288,11 @@ async def on_gasl_executed(
         decision.problem or judgement,
         executed,
     )
+
+
+def _small(capability: Capability) -> bool:
+    """A model that chooses among the names it is shown rather than writing plans."""
+    return capability != Capability.STANDARD
 
 
 def _focus(card: dict[str, Any] | None, msg: TaskPlanned | GaslPlanExecuted) -> SchemaChoice | None:

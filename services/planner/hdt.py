@@ -42,6 +42,8 @@ class RoundDecision:
     plan: GaslPlan | None
     alternatives: int = 0
     problem: str | None = None
+    # an empty answer that needs no confirming round (services.planner.card_chains)
+    settled: bool = False
 
 
 def plan_id(task_index: int, round_number: int) -> str:

@@ -40,6 +40,7 @@ from postel.services.gasl.gbnf import (
 )
 from postel.services.gasl.gbnf import render as render_rules
 from postel.services.linking.card import named_types, rank_relations, relation_mentions
+from postel.services.linking.paths import answer_types, gasl_literal, question_chains
 from postel.services.planner.round_grammar import compact_round_rules, round_rules
 
 TOP_RELATIONS = 4
@@ -74,7 +75,12 @@ class SchemaChoice:
     variables: tuple[str, ...]
     examples: tuple[tuple[str, str, str], ...] = ()  # (relation, source id, target id)
     walks: int = 1  # a small model's chain: one walk per relation the question names
-    filter_types: tuple[str, ...] = ()  # types a chain may keep: linked or named by the question
+    # types a chain may keep: those the question asks for, else those linked or named by it
+    filter_types: tuple[str, ...] = ()
+    # the chains the card gives for the question (services.linking.paths), best first, as
+    # their commands; a small model's plan is one of them when there are any
+    chains: tuple[tuple[str, ...], ...] = ()
+    chain_answers: tuple[str, ...] = ()  # the variable each chain's answer is in
 
     @property
     def relation_names(self) -> tuple[str, ...]:
@@ -101,6 +107,8 @@ def schema_choice(
     relations = [r for r in ranked if r["name"] in top]
     variables = [v for v in state_keys if _is_name(v)] + list(VARIABLES)
     linked_types = [e.entity_type for e in linked[:TOP_ENTITIES] if e.entity_type]
+    asked = answer_types(card, question, linked)
+    chains = question_chains(card, question, linked)
     return SchemaChoice(
         entities=tuple((e.id, e.entity_type) for e in linked[:TOP_ENTITIES]),
         relations=tuple((r["name"], r["source"], r["target"]) for r in relations),
@@ -111,7 +119,10 @@ def schema_choice(
             (r["name"], *r["example"]) for r in relations[:2] if len(r.get("example", ())) == 2
         ),
         walks=min(max(relation_mentions(card, question, linked), 1), CHAIN_WALKS),
-        filter_types=tuple(dict.fromkeys([*linked_types, *named_types(card, question, linked)])),
+        filter_types=asked
+        or tuple(dict.fromkeys([*linked_types, *named_types(card, question, linked)])),
+        chains=tuple(c.commands() for c in chains),
+        chain_answers=tuple(c.answer for c in chains),
     )
 
 
@@ -122,8 +133,7 @@ def _is_name(text: str) -> bool:
 def gasl_string(value: str) -> str:
     """`value` as a GASL string literal written inside a JSON string: single quotes, and the
     JSON escapes of what GASL escapes."""
-    quoted = "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    return json.dumps(quoted, ensure_ascii=False)[1:-1]
+    return json.dumps(gasl_literal(value), ensure_ascii=False)[1:-1]
 
 
 def schema_gasl_rules(choice: SchemaChoice) -> tuple[Rules, str]:
@@ -169,7 +179,15 @@ def chain_rules(choice: SchemaChoice) -> tuple[Rules, Expr]:
     <id> AS answer`) or keeping one entity type of it (`SELECT step1 WHERE entity_type =
     'PERSON' AS answer`, a type linked or named in the question). Each command is a sentence
     of grammar.lark's own NEIGHBORS or SELECT rule, with fewer of its options; no variable is
-    read before a command made it. Returns the rules and the commands list's inside."""
+    read before a command made it. With chains from the card (`choice.chains`), the plan is
+    one of them whole: the model only chooses. Returns the rules and the commands list's
+    inside."""
+    if choice.chains:
+        plans = [
+            Lit(", ".join(json.dumps(c, ensure_ascii=False) for c in chain))
+            for chain in choice.chains
+        ]
+        return {}, plans[0] if len(plans) == 1 else Alt(tuple(plans))
     rules, _ = gasl_rules(in_json_string=True)
     space = Repeat(Lit(" "), 0, 1)
     ids = [gasl_string(i) for i, _ in choice.entities]
@@ -272,6 +290,9 @@ def schema_focus(choice: SchemaChoice) -> str:
         lines.append("Edges name no relation: a walk takes every edge (NEIGHBORS 'id' AS step1)")
     if choice.filter_types:
         lines.append(f"Types to keep: {', '.join(choice.filter_types)}")
+    if choice.chains:
+        lines.append("Plans for this question (choose one):")
+        lines += [f"{n}. {'; '.join(chain)}" for n, chain in enumerate(choice.chains, 1)]
     if choice.examples:
         lines.append("Examples from this graph:")
         for relation, source, target in choice.examples:

@@ -19,7 +19,8 @@ def test_every_statement_the_generated_grammar_allows_parses() -> None:
     rules, statement = gasl_rules()
     rng = random.Random(20261125)
     verbs: set[str] = set()
-    for _ in range(3000):
+    # every verb comes up within the first 100 draws; the rest walk the forms of each
+    for _ in range(800):
         text = sample(rules, statement, rng)
         command = parse_one(text)
         verbs.add(type(command).__name__)

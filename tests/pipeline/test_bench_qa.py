@@ -105,6 +105,8 @@ async def test_a_small_run_through_postel_up_meets_both_planners_targets(
     assert right["questions"] == realistic["questions"] == 9
     assert right["correct"] == 9
     assert right["rounds"]["max"] <= 3 and right["over_rounds"] == 0
+    # a scripted (standard) planner is asked for the task plan, then each round
+    assert all(j["planner_calls"] == j["rounds"] + 1 for j in figures["jobs"]), figures["jobs"]
     assert figures["targets"]["right"]["holds"]
     # the realistic planner sees its answer's record in LAST RESULTS and completes
     assert realistic["correct"] >= REALISTIC_MIN_ACCURACY * 9, realistic
@@ -125,6 +127,7 @@ async def test_a_small_run_through_postel_up_meets_both_planners_targets(
     assert big and all(j["correct"] for j in big)
     text = format_qa(figures)
     assert "hard cases: year names " in text and ", big answers " in text
+    assert "planner model calls per job (mean / max): right 3." in text
     assert "equals the oracle on every question in <= 2 rounds (one more" in text
     assert "target right: equals" in text and "confirmed once): holds" in text
     assert "target realistic: >= 95% of the oracle: holds" in text

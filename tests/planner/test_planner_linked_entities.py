@@ -98,16 +98,41 @@ def _planned(prompt: str, type_: str = "list[str]") -> TaskPlanned:
     )
 
 
-async def test_the_round_shows_the_focus_and_decodes_under_the_schema_grammar() -> None:
-    walk = "NEIGHBORS 'Sunken Voice' VIA 'directed_by' AS step1 "
-    model = Recorder(json.dumps({"decision": "continue", "commands": [walk]}))
+async def test_the_cards_one_chain_runs_without_asking_the_model() -> None:
+    model = Recorder()  # any call would fail: it has no answers
     planned = _planned("Who directed Sunken Voice?")
     step = await on_task_planned(planned, model.client, Capability.MINIMAL, schema_card=AIDS.card)
+    assert model.requests == []
+    assert step.messages[0].plan.commands == [  # type: ignore[attr-defined]
+        "NEIGHBORS 'Sunken Voice' DIRECTION out VIA 'directed_by' AS step1"
+    ]
+
+
+async def test_between_tied_chains_the_model_chooses_under_the_grammar() -> None:
+    tied = build_aids(
+        [
+            ("Sunken Voice (1987)", {"entity_type": "FILM"}),
+            ("Sunken Voice (2010)", {"entity_type": "FILM"}),
+            ("Ada Lindsen", {"entity_type": "PERSON"}),
+        ],
+        [("Sunken Voice (2010)", "Ada Lindsen", ["directed_by"])],
+        directed=True,
+    )
+    prompt = "Who directed Sunken Voice?"
+    second = "NEIGHBORS 'Sunken Voice (2010)' DIRECTION out VIA 'directed_by' AS step1"
+    model = Recorder(json.dumps({"decision": "continue", "commands": [second]}))
+    planned = _planned(prompt)
+    linked = link(prompt, tied.names)
+    planned.progress.intent.linked_entities = linked
+    step = await on_task_planned(planned, model.client, Capability.MINIMAL, schema_card=tied.card)
     sent = model.requests[0]
-    assert "- 'Sunken Voice' (FILM)" in sent.prompt_text()
-    assert sent.grammar is not None and "'Sunken Voice'" in sent.grammar
+    assert "- 'Sunken Voice (1987)' (FILM)" in sent.prompt_text()
+    assert "Plans for this question (choose one):" in sent.prompt_text()
+    assert sent.grammar is not None and second.replace("'", "\\'") not in sent.grammar
+    assert "'Sunken Voice (2010)' DIRECTION out VIA 'directed_by'" in sent.grammar
     assert "'Ada Lindsen'" not in sent.grammar  # not linked: no literal of it
-    assert step.messages[0].plan.commands == [walk.strip()]  # type: ignore[attr-defined]
+    assert "GRAPHWALK" not in sent.grammar  # only the chains: no other command is writable
+    assert step.messages[0].plan.commands == [second]  # type: ignore[attr-defined]
 
 
 async def test_an_entity_the_graph_lacks_ends_with_not_in_the_graph() -> None:

@@ -5,8 +5,10 @@ and a literal outside the schema is impossible under it."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import random
 import re
+from dataclasses import replace
 from functools import cache
 
 import pytest
@@ -39,9 +41,14 @@ RELATIONS = [
 _QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
 
 
-def choice(question: str = "Who directed Sunken Voice and O'Hara Bay?") -> SchemaChoice:
+def choice(
+    question: str = "Who directed Sunken Voice and O'Hara Bay?", *, chains: bool = False
+) -> SchemaChoice:
+    """The choice for `question`; without `chains`, the free chain grammar's (the one a
+    question gets when the card gives it no chain)."""
     aids = build_aids(NODES, RELATIONS, directed=True)
-    return schema_choice(aids.card, question, link(question, aids.names))
+    chosen = schema_choice(aids.card, question, link(question, aids.names))
+    return chosen if chains else replace(chosen, chains=(), chain_answers=())
 
 
 def matches(rules: Rules, text: str) -> bool:
@@ -165,3 +172,16 @@ def test_llama_cpp_loads_the_grammar() -> None:
 
     for compact in (True, False):
         LlamaGrammar.from_string(schema_round_gbnf(choice(), ("step1",), compact=compact), False)
+    # the card's chains as the only plans (a quote escaped inside a JSON string)
+    LlamaGrammar.from_string(schema_round_gbnf(choice(chains=True), (), compact=True), False)
+
+
+def test_with_the_cards_chains_the_plan_is_one_of_them_whole() -> None:
+    chosen = choice(chains=True)
+    assert len(chosen.chains) == 2  # two films linked, tied: one chain from each
+    rules = schema_round_rules(chosen, compact=True)
+    for chain in chosen.chains:
+        quoted = ", ".join(json.dumps(command) for command in chain)
+        assert matches(rules, f'{{"decision": "continue", "commands": [{quoted}]}}')
+    free = "NEIGHBORS 'Sunken Voice' VIA 'directed_by' AS step1 "
+    assert not matches(rules, f'{{"decision": "continue", "commands": ["{free}"]}}')

@@ -15,12 +15,16 @@ import httpx
 from click.testing import CliRunner
 from postel.infra.cli.demo import (
     FAILURES,
+    GRAPH_NAME,
     INTENT_LABELS,
+    LOCAL_QUESTION,
     OWN_DASHBOARD,
     dashboard,
     evidence_lines,
     groundless_line,
+    register_sample_graph,
     run_demo,
+    schema_lines,
     verdict_lines,
 )
 from postel.infra.cli.main import main
@@ -37,6 +41,7 @@ from postel.messages.gasl import ExecutionRecord, GaslPlan
 from postel.messages.intent import Intent
 from postel.messages.pipeline import FailureStatus
 from postel.services.gasl.loaders import DEMO_GRAPH
+from postel.services.linking.names import link
 from postel.services.llm import LLMRequest, ScriptedClient
 from postel.services.prompts import Capability
 from support.story_model import respond
@@ -222,3 +227,18 @@ def test_a_document_resting_on_no_evidence_is_said_to() -> None:
     rounds[1].records.append(found)
     assert groundless_line(rounds) is None
     assert groundless_line([]) is None
+
+
+async def test_the_demo_prints_the_cards_chain_that_keeps_only_people(
+    redis_url: str, settings: Settings
+) -> None:
+    here = settings.model_copy(update={"redis_url": redis_url})
+    async with Client(redis_url, here) as client:
+        await register_sample_graph(client)
+        aids = await GraphRegistry(client.pool, client.keyspace).aids(GRAPH_NAME)
+        lines = await schema_lines(client, LOCAL_QUESTION, link(LOCAL_QUESTION, aids.names))
+    # "who" asks for a person: the chain keeps the PERSON neighbours (not the CDC)
+    assert (
+        "chain 1 from the schema card: NEIGHBORS 'BRIANA MORELAND' AS step1; "
+        "SELECT step1 WHERE entity_type = 'PERSON' AS answer"
+    ) in lines

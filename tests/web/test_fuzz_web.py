@@ -94,7 +94,7 @@ async def test_every_route_meets_every_family_without_a_500_reset_or_traceback(
 @pytest.mark.bench
 def test_bench_fuzz_prints_the_counts(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POSTEL_")}
-    env.update(POSTEL_LOG_LEVEL="WARNING", POSTEL_STATE_DIR=str(tmp_path))
+    env.update(POSTEL_LOG_LEVEL="INFO", POSTEL_STATE_DIR=str(tmp_path))
     run = subprocess.run(
         [sys.executable, "-m", "postel", "bench", "fuzz", "--bodies", str(len(FAMILIES)), "--json"],
         env=env,
@@ -113,3 +113,7 @@ def test_bench_fuzz_prints_the_counts(tmp_path: Path) -> None:
         0,
     )
     assert {counts["sent"] for counts in figures["routes"].values()} == {len(FAMILIES)}
+    # progress on stderr, one line per route as it ends
+    progress = [line for line in run.stderr.splitlines() if "route fuzzed" in line]
+    assert len(progress) == len(targets()), run.stderr[-2000:]
+    assert f'"routes_done": "{len(targets())}/{len(targets())}"' in progress[-1]
