@@ -1,4 +1,4 @@
-"""Who goes first in a queue: priority classes, with aging, and tenants served in turn.
+"""Who goes first in a queue: priority classes, with aging, and tenants by fair share.
 
 Both live on arq's own queue, the sorted set a worker takes from in score order
 (infra/runtime/wake.py); nothing else is read to choose (docs/ARCHITECTURE.md, "Who goes
@@ -23,15 +23,16 @@ script that ends it (a hop's commit, a cancel, a poison message's dead letter:
 `LEAVE_IN_FLIGHT`, atomic with the record's end) removes it; a redriven job enters again at
 its next take. Set operations are idempotent, so a re-run take or a second end counts
 nothing twice, and a worker killed mid-hop leaves its job in flight, as it is: its message
-is due again when the lease lapses. This is max-min fairness over concurrency: with equal
-loads it is plain round robin; a tenant arriving with nothing in flight is served first at
+is due again when the lease lapses. A job whose record vanishes in flight (deleted by hand)
+stays counted. This is max-min fairness over concurrency: with equal loads the earlier
+message goes first, in turn; a tenant arriving with nothing in flight is served first at
 every stage, ahead of a busy tenant's waiting messages (not of its running hops), until its
 jobs in flight equal the others'. It orders tenants, never classes: which class a stage
 serves next is the class of the first ready message in score order, as below, and only
 which tenant of that class fills the turn is chosen (`FAIR_SHARE`).
 
-**Windows.** Within a class, each tenant has at most `TENANT_WINDOW` messages in
-the ready part of the queue; the rest wait in order in the tenant's held list
+**Windows.** Within a class, each tenant has at most `TENANT_WINDOW` messages in the
+ready part of the queue; the rest wait in order in the tenant's held list
 (`Keyspace.held`). When the take script takes one of a tenant's messages it moves the
 tenant's next held message into the queue, scored as entering now: so a tenant with a
 backlog of thousands re-enters behind every other tenant's waiting messages, and a queue's
