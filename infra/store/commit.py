@@ -336,17 +336,17 @@ local function verdict(done_key, record, in_flight_prefix, job_id)
   end
   if status == 'queued' then
     redis.call('HSET', record, 'status', 'running')
-  end
-  if tenant and in_flight_prefix and in_flight_prefix ~= '' then
-    return 'new', redis.call('SADD', in_flight_prefix .. tenant, job_id)
+    if tenant and in_flight_prefix and in_flight_prefix ~= '' then
+      return 'new', redis.call('SADD', in_flight_prefix .. tenant, job_id)
+    end
   end
   return 'new', 0
 end
 """
 """Lua: whether a message must run (`Received`), from its done marker and its job's record;
-a queued job becomes running, and a job whose message must run is in flight for its tenant
-(infra/store/turns.py: the second value is 1 when it has just entered). The receive script
-and the take script (infra/runtime/wake.py) both ask it."""
+a queued job becomes running and enters its tenant's jobs in flight (infra/store/turns.py:
+the second value is 1 when it has just entered; a job reopened by a redrive entered then).
+The receive script and the take script (infra/runtime/wake.py) both ask it."""
 
 # KEYS: done marker, job record, and the message's queue, its turns hash and its held list.
 # ARGV: the message's `<class>|<tenant>` and class, its lane's prefix of jobs in flight, its

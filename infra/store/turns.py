@@ -17,11 +17,11 @@ envelope carries it (`Envelope.derive`).
 **Tenants, fewest jobs in flight first.** Within a class, when a stage takes its next
 message it serves the tenant with the fewest jobs in flight, and tenants with as many go in
 turn. A job is in flight from its first take until it ends: the set `Keyspace.in_flight`
-of its tenant (one per lane) holds its id from the take that first finds it running
-(`verdict`, infra/store/commit.py: one SADD, atomic with reading the job's status) until the
-script that ends it (a hop's commit, a cancel, a poison message's dead letter:
-`LEAVE_IN_FLIGHT`, atomic with the record's end) removes it; a redriven job enters again at
-its next take. Set operations are idempotent, so a re-run take or a second end counts
+of its tenant (one per lane) holds its id from the take that finds it queued, its first
+(`verdict`, infra/store/commit.py: one SADD, atomic with marking the job running), or the
+redrive that reopens it (infra/runtime/redrive.py), until the script that ends it (a hop's
+commit, a cancel, a poison message's dead letter: `LEAVE_IN_FLIGHT`, atomic with the
+record's end) removes it. Set operations are idempotent, so a re-run take or a second end counts
 nothing twice, and a worker killed mid-hop leaves its job in flight, as it is: its message
 is due again when the lease lapses. A job whose record vanishes in flight (deleted by hand)
 stays counted. This is max-min fairness over concurrency: with equal loads the earlier
