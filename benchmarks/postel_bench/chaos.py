@@ -24,7 +24,9 @@ What it counts, per job, from the job record, the global event stream and `poste
 - completed: status completed with the expected value (`wrong_value` otherwise);
 - failed: by `failure`; a failure that is not a documented FailureStatus is `undocumented`;
 - lost: no record, or a record still queued or running at the end;
-- duplicated: more than one terminal event or more than one results entry for the job.
+- duplicated: more than one terminal event or more than one results entry for the job;
+- left in flight: a job still counted in its tenant's jobs in flight once every job has
+  ended (infra/store/turns.py, fair share): each job must leave the count exactly once.
 Takeover after a SIGKILL: for each message the killed process had received (a `received`
 event of its instance) and not yet concluded, the time from the kill to the first concluding
 event of that message (completed, continued, retried, failed or dead_lettered) by any
@@ -610,6 +612,15 @@ async def _read_events(pool: ArqRedis, keyspace: Keyspace) -> list[Event]:
         start = "(" + entries[-1][0].decode()
 
 
+async def _left_in_flight(pool: ArqRedis, keyspace: Keyspace) -> list[str]:
+    """The job ids still counted in a tenant's jobs in flight, in every lane."""
+    left: list[str] = []
+    for lane in keyspace.lanes():
+        async for key in pool.scan_iter(match=keyspace.in_flight_prefix(lane) + "*"):
+            left.extend(member.decode() for member in await pool.smembers(key))
+    return sorted(left)
+
+
 async def _results_per_job(pool: ArqRedis, keyspace: Keyspace) -> Counter[str]:
     counts: Counter[str] = Counter()
     start = "-"
@@ -742,7 +753,8 @@ async def drill_figures(client: Client, run: Run, fleet: Fleet, fake: FakeModel)
             ),
             "worker_exits_around_it": len(window),
         }
-    verdict = not (lost or duplicated or wrong or undocumented)
+    left_in_flight = await _left_in_flight(pool, client.keyspace) if not lost else []
+    verdict = not (lost or duplicated or wrong or undocumented or left_in_flight)
     return {
         "ok": verdict,
         "config": run.config.model_dump(mode="json"),
@@ -763,6 +775,7 @@ async def drill_figures(client: Client, run: Run, fleet: Fleet, fake: FakeModel)
             "duplicated": len(duplicated),
             "wrong_value": len(wrong),
             "undocumented_failure": len(undocumented),
+            "left_in_flight": len(left_in_flight),
         },
         "failed_by_status": dict(failed.most_common()),
         "by_fault": {
@@ -770,6 +783,7 @@ async def drill_figures(client: Client, run: Run, fleet: Fleet, fake: FakeModel)
         },
         "lost_jobs": lost,
         "duplicated_jobs": duplicated,
+        "left_in_flight_jobs": left_in_flight,
         "wrong_values": wrong,
         "undocumented_failures": undocumented,
         "workers": {
@@ -818,7 +832,8 @@ def format_chaos(figures: dict[str, Any]) -> str:
         "",
         f"jobs: completed {jobs['completed']}, failed {jobs['failed']}, LOST {jobs['lost']}, "
         f"DUPLICATED {jobs['duplicated']}, wrong value {jobs['wrong_value']}, "
-        f"undocumented failure {jobs['undocumented_failure']}",
+        f"undocumented failure {jobs['undocumented_failure']}, still counted in flight "
+        f"{jobs['left_in_flight']}",
         "failed by status: "
         + (", ".join(f"{k} {v}" for k, v in figures["failed_by_status"].items()) or "none"),
         "by fault of the job: "
@@ -875,9 +890,9 @@ def format_chaos(figures: dict[str, Any]) -> str:
     )
     lines.append("")
     lines.append(
-        "verdict: nothing lost, nothing duplicated, every failure documented"
+        "verdict: nothing lost, nothing duplicated, every failure documented, no job left in flight"
         if figures["ok"]
-        else "verdict: FAILED (see lost / duplicated / wrong / undocumented above)"
+        else "verdict: FAILED (see lost / duplicated / wrong / undocumented / in flight above)"
     )
     return "\n".join(lines)
 

@@ -79,6 +79,11 @@ return removed
 """
 )
 
+# The redrive of a worker's letter. KEYS: the letter's stream, the job record, the message's
+# arq job key, result key and done marker, its queue and wake-up list. ARGV: the entry id, the
+# payload, score, lifetime (ms), stage, now, arq job id, the `redriven` event's commands
+# (JSON), the wake tokens' max, the lane's prefix of jobs in flight and the job id: the
+# reopened job is in flight again from here (infra/store/turns.py), as its end removed it.
 _SCRIPT = """
 if #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) == 0 then
   return {0, 'gone'}
@@ -96,6 +101,10 @@ redis.call('ZADD', KEYS[6], ARGV[3], ARGV[7])
 redis.call('LPUSH', KEYS[7], '1')
 redis.call('LTRIM', KEYS[7], 0, ARGV[9] - 1)
 redis.call('HSET', KEYS[2], 'status', 'running', 'stage', ARGV[5], 'updated_at', ARGV[6])
+local tenant = redis.call('HGET', KEYS[2], 'tenant')
+if tenant then
+  redis.call('SADD', ARGV[10] .. tenant, ARGV[11])
+end
 redis.call('HDEL', KEYS[2], 'finished_at', 'error', 'failure', 'result')
 redis.call('XDEL', KEYS[1], ARGV[1])
 for _, command in ipairs(cjson.decode(ARGV[8])) do
@@ -338,6 +347,8 @@ async def _requeue(pool: ArqRedis, events: EventLog, letter: DeadLetter, by: str
                 arq_id,
                 json.dumps(events.commands(event)),
                 WAKE_TOKENS_MAX,
+                events.keyspace.in_flight_prefix(events.keyspace.lane_of(message.job_id)),
+                message.job_id,
             ],
         )
         if code == 1:

@@ -78,7 +78,7 @@ from postel.infra.store.connect import REDIS_UNAVAILABLE, block_timeout_s, with_
 from postel.infra.store.keys import Keyspace
 from postel.infra.store.outage import RideOut
 from postel.infra.store.scripts import LuaScript
-from postel.infra.store.turns import TAKE_TURNS
+from postel.infra.store.turns import FAIR_SHARE, TAKE_TURNS
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError
 
@@ -119,8 +119,13 @@ after an outage (a failover moves it)."""
 # prefix, the retry key's expiry (s), the queue's lane tag, the lane's done marker prefix and
 # job record prefix (infra/store/keys.py), the queue's held list prefix; then the tenants'
 # cap in flight ('' for none), the caps by tenant (JSON, '' for none) and the queue's running
-# set prefix (infra/store/turns.py, `running_set`); a message whose tenant is at its cap is
-# passed by, ready, and counts as free for the mend.
+# set prefix (infra/store/turns.py, `running_set`), and the lane's prefix of the tenants' jobs
+# in flight (Keyspace.in_flight; without it every tenant counts 0: plain turns); a message
+# whose tenant is at its cap is passed by, ready, and counts as free for the mend.
+# Which ready message fills each free slot is fair share's (infra/store/turns.py,
+# `FAIR_SHARE`): the slot's class is the next ready message's in score order, its tenant
+# the one of that class with the fewest jobs in flight, ties in turn; a take whose job is
+# running enters it in flight (`verdict`).
 # Each taken job gives its turn to its tenant's next held message (`pass_turn`), which
 # enters the queue now; the take reads on to those it let in while it has free slots, and
 # if any did enter, it reports jobs left behind, so that this worker (or, with a token, the
@@ -147,10 +152,12 @@ after an outage (a failover moves it)."""
 _TAKE_JOBS = (
     VERDICT
     + TAKE_TURNS
+    + FAIR_SHARE
     + """
 local function verdict_of(arq_id)
   local message_id = string.sub(arq_id, #ARGV[8] + 1)
-  return verdict(ARGV[9] .. message_id, ARGV[10] .. string.match(message_id, '^[^:]*'))
+  local job_id = string.match(message_id, '^[^:]*')
+  return verdict(ARGV[9] .. message_id, ARGV[10] .. job_id, ARGV[15], job_id)
 end
 local now = redis_now()
 local free = tonumber(ARGV[1])
@@ -161,44 +168,65 @@ local left_behind = 0
 local next_due = ''
 local first, page = 0, 2 * free + 8
 local looking = true
-local promoted = 0
+local promoted, moved_in = 0, 0
 local free_seen = false
+local read = {}  -- ids read: a message let in can shift ranks, and a page read one again
+local share = fair_share(KEYS[3], ARGV[15])
+local function take(picked, running)
+  local id = picked.id
+  redis.call('SET', ARGV[3] .. id, '1', 'PX', ARGV[4])
+  local tries = ARGV[6] .. id
+  taken[#taken + 1] = id
+  taken[#taken + 1] = leased_until
+  taken[#taken + 1] = picked.payload
+  moved_in = moved_in + pass_turn(KEYS[1], KEYS[3], ARGV[11], picked.payload, now)
+  taken[#taken + 1] = redis.call('INCR', tries)
+  redis.call('EXPIRE', tries, ARGV[7])
+  local seen, entered = verdict_of(id)
+  taken[#taken + 1] = seen
+  taken[#taken + 1] = running
+  if running ~= '' then
+    redis.call('SADD', running, id)
+  end
+  return entered
+end
+local function fill(final)
+  while #taken < 6 * free do
+    local picked = fair_pick(share, final)
+    if not picked then
+      return
+    end
+    local running = running_set(picked.payload, ARGV[3], ARGV[14], ARGV[12], ARGV[13])
+    if running then
+      fair_taken(share, picked, take(picked, running))
+    else
+      fair_capped(share, picked)
+    end
+  end
+end
 while looking and first < limit do
   local last = math.min(first + page, limit) - 1
   local queued = redis.call('ZRANGE', KEYS[1], first, last, 'WITHSCORES')
   looking = #queued == 2 * (last - first + 1)
-  local moved_in, stopped = 0, false
+  local stopped = false
+  moved_in = 0
   for i = 1, #queued, 2 do
     if tonumber(queued[i + 1]) > now then
       next_due = queued[i + 1]
       looking, stopped = false, true
       break
     end
-    local in_progress = ARGV[3] .. queued[i]
-    if redis.call('EXISTS', in_progress) == 0 then
+    local id = queued[i]
+    if not read[id] and redis.call('EXISTS', ARGV[3] .. id) == 0 then
+      read[id] = true
       free_seen = true
       if #taken >= 6 * free then
         left_behind = 1
         looking, stopped = false, true
         break
       end
-      local payload = redis.call('GET', ARGV[5] .. queued[i]) or ''
-      local running = running_set(payload, ARGV[3], ARGV[14], ARGV[12], ARGV[13])
-      if running then
-        redis.call('SET', in_progress, '1', 'PX', ARGV[4])
-        local tries = ARGV[6] .. queued[i]
-        taken[#taken + 1] = queued[i]
-        taken[#taken + 1] = leased_until
-        taken[#taken + 1] = payload
-        moved_in = moved_in + pass_turn(KEYS[1], KEYS[3], ARGV[11], payload, now)
-        taken[#taken + 1] = redis.call('INCR', tries)
-        redis.call('EXPIRE', tries, ARGV[7])
-        taken[#taken + 1] = verdict_of(queued[i])
-        taken[#taken + 1] = running
-        if running ~= '' then
-          redis.call('SADD', running, queued[i])
-        end
-      end
+      fair_found(share, id, redis.call('GET', ARGV[5] .. id) or '')
+      fill(false)
     end
   end
   -- messages a take let in lie behind those read: read on from the last one read
@@ -207,6 +235,12 @@ while looking and first < limit do
     looking = true
   end
   first, page = first + #queued / 2, 2 * page
+end
+moved_in = 0
+fill(true)
+promoted = promoted + moved_in
+if #taken >= 6 * free and fair_waiting(share) then
+  left_behind = 1
 end
 if #taken > 0 then
   local rescored = {}
@@ -353,6 +387,7 @@ class PushWorker(Worker):
             "" if self.tenant_cap is None else self.tenant_cap,
             json.dumps(self.tenant_caps) if self.tenant_caps else "",
             self.keyspace.running_prefix(worker, self.lane),
+            self.keyspace.in_flight_prefix(self.lane),
         ]
         timeout = self.fallback_poll_s
         if self._next_due_ms is not None:

@@ -55,7 +55,13 @@ from arq.jobs import serialize_job
 from postel.infra.store.events import Command
 from postel.infra.store.keys import WAKE_TOKENS_MAX, Keyspace
 from postel.infra.store.scripts import LuaScript
-from postel.infra.store.turns import CLASS_ADVANCE_MS, ENQUEUE, GIVE_TURN, turn_of
+from postel.infra.store.turns import (
+    CLASS_ADVANCE_MS,
+    ENQUEUE,
+    GIVE_TURN,
+    LEAVE_IN_FLIGHT,
+    turn_of,
+)
 from postel.infra.store.wire import ARQ_FUNCTION, dumps
 from postel.messages import Envelope
 from postel.messages.envelope import utc_now
@@ -94,22 +100,27 @@ end
 # KEYS: done marker, job record, job events. ARGV: done ttl, wake tokens max, record mode,
 # done marker prefix, then how many ARGV entries each of four sections takes (commands,
 # queued jobs, dropped commands, missing commands), whether the last two were sent ('1') or
-# left out ('0'), then the sections in that order: the commands flat, each queued job as its
+# left out ('0'), the job's lane's prefix of jobs in flight and the job id, then the
+# sections in that order: the commands flat, each queued job as its
 # QUEUED_FIELDS fields (QueuedJob.fields), entering its queue or its tenant's held list
 # (infra/store/turns.py). A job record is a hash with a status: one HGET says whether
 # it exists and whether the job has finished, and MARK_RUNNING on this job's record goes by
 # that status (a commit that marks its job running does not also finish it). Where the
-# record exists, SET NX both checks and writes the done marker.
+# record exists, SET NX both checks and writes the done marker. A commit whose commands
+# write the record (an HSET of it: its end, or a submission's new record) reads its status
+# after them, and a job that has just ended leaves its tenant's jobs in flight
+# (infra/store/turns.py); a hop that only marks its job running reads nothing more.
 # The dropped and missing commands (an event, a dead letter with the whole payload) are
 # rarely run but would double what every commit sends: they are left out, and a commit that
 # needs them returns -3 having changed nothing, to be sent again with them.
 _SCRIPT = (
     RUN_FLAT
     + ENQUEUE
+    + LEAVE_IN_FLIGHT
     + f"local QUEUED_FIELDS = {QUEUED_FIELDS}\n"
     + """
 local job_status = redis.call('HGET', KEYS[2], 'status')
-local commands_at = 10
+local commands_at = 12
 local rare_sent = ARGV[9] == '1'
 local jobs_at = commands_at + tonumber(ARGV[5])
 local dropped_at = jobs_at + tonumber(ARGV[6])
@@ -174,9 +185,13 @@ local function callback_if_asked(i)
   end
   return true
 end
+local record_written = false
 local function mark_running(i)
   if ARGV[i + 1] == 'CALLBACK_IF_ASKED' then
     return callback_if_asked(i)
+  end
+  if ARGV[i + 1] == 'HSET' and ARGV[i + 2] == KEYS[2] then
+    record_written = true
   end
   if ARGV[i + 1] ~= 'MARK_RUNNING' then
     return false
@@ -192,6 +207,12 @@ local function mark_running(i)
   return true
 end
 run_flat(commands_at, jobs_at - 1, mark_running)
+if record_written then
+  local status = redis.call('HGET', KEYS[2], 'status')
+  if status == 'completed' or status == 'failed' then
+    leave_in_flight(KEYS[2], ARGV[10], ARGV[11])
+  end
+end
 return 1
 """
 )
@@ -285,14 +306,15 @@ async def commit_once(
     # the stale markers a resubmission clears are its job's, so in its lane
     marker_prefix = keyspace.done_prefix(keyspace.lane_of(job_id))
     head = [ttl_s, WAKE_TOKENS_MAX, record, marker_prefix, len(recorded), len(jobs)]
+    in_flight = [keyspace.in_flight_prefix(keyspace.lane_of(job_id)), job_id]
     rare = dropped is not None or missing is not None
-    args = [*head, 0, 0, int(not rare), *recorded, *jobs]
+    args = [*head, 0, 0, int(not rare), *in_flight, *recorded, *jobs]
     result = int(await _COMMIT(redis, script_keys, args))
     if result == _RESEND_WITH_RARE:
         if_refused = flat(dropped() if dropped is not None else [])
         if_missing = flat(missing() if missing is not None else [])
         sizes = [len(if_refused), len(if_missing), 1]
-        args = [*head, *sizes, *recorded, *jobs, *if_refused, *if_missing]
+        args = [*head, *sizes, *in_flight, *recorded, *jobs, *if_refused, *if_missing]
         result = int(await _COMMIT(redis, script_keys, args))
     return _RESULTS[result]
 
@@ -300,29 +322,35 @@ async def commit_once(
 Received = Literal["new", "handled", "job_finished", "missing"]
 
 VERDICT = """
-local function verdict(done_key, record)
+local function verdict(done_key, record, in_flight_prefix, job_id)
   if redis.call('EXISTS', done_key) == 1 then
-    return 'handled'
+    return 'handled', 0
   end
-  local status = redis.call('HGET', record, 'status')
+  local read = redis.call('HMGET', record, 'status', 'tenant')
+  local status, tenant = read[1], read[2]
   if not status then
-    return 'missing'
+    return 'missing', 0
   end
   if status == 'completed' or status == 'failed' then
-    return 'job_finished'
+    return 'job_finished', 0
   end
   if status == 'queued' then
     redis.call('HSET', record, 'status', 'running')
+    if tenant and in_flight_prefix and in_flight_prefix ~= '' then
+      return 'new', redis.call('SADD', in_flight_prefix .. tenant, job_id)
+    end
   end
-  return 'new'
+  return 'new', 0
 end
 """
 """Lua: whether a message must run (`Received`), from its done marker and its job's record;
-a queued job becomes running. The receive script and the take script (infra/runtime/wake.py)
-both ask it."""
+a queued job becomes running and enters its tenant's jobs in flight (infra/store/turns.py:
+the second value is 1 when it has just entered; a job reopened by a redrive entered then).
+The receive script and the take script (infra/runtime/wake.py) both ask it."""
 
 # KEYS: done marker, job record, and the message's queue, its turns hash and its held list.
-# ARGV: the message's `<class>|<tenant>` and class, then the `received` commands flat. The
+# ARGV: the message's `<class>|<tenant>` and class, its lane's prefix of jobs in flight, its
+# job id, then the `received` commands flat. The
 # lease needs no renewal here: the take script set it a moment ago (infra/runtime/wake.py).
 # The hop was taken by arq's own Worker (a PushWorker's take tells the verdict and passes the
 # turn itself), so it gives its tenant's turn here (infra/store/turns.py).
@@ -332,9 +360,9 @@ _RECEIVE = (
     + GIVE_TURN
     + """
 give_turn(KEYS[3], KEYS[4], KEYS[5], ARGV[1], ARGV[2], redis_now())
-local seen = verdict(KEYS[1], KEYS[2])
+local seen = verdict(KEYS[1], KEYS[2], ARGV[3], ARGV[4])
 if seen == 'new' then
-  run_flat(3, #ARGV)
+  run_flat(5, #ARGV)
 end
 return seen
 """
@@ -365,5 +393,6 @@ async def receive_once(
         keyspace.turns(worker, lane),
         keyspace.held(worker, lane, turn),
     ]
-    reply = await _RECEIVE_SCRIPT(redis, keys, [turn, message.priority, *flat(received)])
+    args = [turn, message.priority, keyspace.in_flight_prefix(lane), message.job_id]
+    reply = await _RECEIVE_SCRIPT(redis, keys, [*args, *flat(received)])
     return cast(Received, reply.decode() if isinstance(reply, bytes) else str(reply))

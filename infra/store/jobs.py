@@ -21,6 +21,7 @@ from postel.infra.store.deadletter import summarise_validation
 from postel.infra.store.events import Command
 from postel.infra.store.keys import Keyspace
 from postel.infra.store.scripts import LuaScript
+from postel.infra.store.turns import LEAVE_IN_FLIGHT
 from postel.messages import Envelope, JobFailed, JobRequest, utc_now
 from postel.messages.errors import Misconfigured, NotFound
 from postel.messages.job import DEFAULT_PRIORITY, DEFAULT_TENANT, Priority
@@ -99,10 +100,13 @@ class MalformedJobRecord(Misconfigured):
 
 
 # KEYS: the job's record, its lane's callbacks set and their wake-up list. ARGV: the commands
-# (JSON), now (ms), the job id. 0: no record; 2 and `status:failure`: finished already; 1: the
-# commands ran and the callback, if the job asked for one, is due now.
+# (JSON), now (ms), the job id, its lane's prefix of jobs in flight. 0: no record; 2 and
+# `status:failure`: finished already; 1: the commands ran, the job, ended by them, left its
+# tenant's jobs in flight (infra/store/turns.py), and the callback, if the job asked for one,
+# is due now.
 _FINISH = LuaScript(
-    """
+    LEAVE_IN_FLIGHT
+    + """
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then
   return {0, ''}
@@ -112,6 +116,10 @@ if status == 'completed' or status == 'failed' then
 end
 for _, command in ipairs(cjson.decode(ARGV[1])) do
   redis.call(unpack(command))
+end
+status = redis.call('HGET', KEYS[1], 'status')
+if status == 'completed' or status == 'failed' then
+  leave_in_flight(KEYS[1], ARGV[4], ARGV[3])
 end
 if redis.call('HEXISTS', KEYS[1], 'callback_url') == 1 then
   redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
@@ -233,7 +241,12 @@ class JobStore:
                 self.keyspace.callbacks(lane),
                 self.keyspace.callbacks_wake(lane),
             ],
-            [json.dumps(commands), int(utc_now().timestamp() * 1000), job_id],
+            [
+                json.dumps(commands),
+                int(utc_now().timestamp() * 1000),
+                job_id,
+                self.keyspace.in_flight_prefix(lane),
+            ],
         )
         if outcome == 1:
             return None, ""

@@ -163,6 +163,16 @@ class Keyspace:
         the tenant (the take script builds it; infra/store/turns.py, the cap in flight)."""
         return _in(lane, f"running:{worker}:")
 
+    def in_flight_prefix(self, lane: str = "") -> str:
+        """What the key of a tenant's jobs in flight in `lane` is, less the tenant (the
+        scripts build it from the record's or the message's tenant)."""
+        return _in(lane, "inflight:")
+
+    def in_flight(self, lane: str, tenant: str) -> str:
+        """The ids of a tenant's jobs in flight in `lane`: taken once and not yet ended, in
+        every stage (infra/store/turns.py, fair share)."""
+        return self.in_flight_prefix(lane) + tenant
+
     def wake(self, worker: str, lane: str = "") -> str:
         """The worker kind's wake-up list: one token per queued message
         (infra/runtime/wake.py)."""

@@ -1,4 +1,4 @@
-"""Who goes first in a queue: priority classes, with aging, and tenants served in turn.
+"""Who goes first in a queue: priority classes, with aging, and tenants by fair share.
 
 Both live on arq's own queue, the sorted set a worker takes from in score order
 (infra/runtime/wake.py); nothing else is read to choose (docs/ARCHITECTURE.md, "Who goes
@@ -14,13 +14,31 @@ more than 2 x PRIORITY_GAP_MS later), so under any load of higher classes it wai
 that long plus the time to serve what entered before then. A later hop keeps the class: the
 envelope carries it (`Envelope.derive`).
 
-**Tenants, in turn.** Within a class, each tenant has at most `TENANT_WINDOW` messages in
-the ready part of the queue; the rest wait in order in the tenant's held list
+**Tenants, fewest jobs in flight first.** Within a class, when a stage takes its next
+message it serves the tenant with the fewest jobs in flight, and tenants with as many go in
+turn. A job is in flight from its first take until it ends: the set `Keyspace.in_flight`
+of its tenant (one per lane) holds its id from the take that finds it queued, its first
+(`verdict`, infra/store/commit.py: one SADD, atomic with marking the job running), or the
+redrive that reopens it (infra/runtime/redrive.py), until the script that ends it (a hop's
+commit, a cancel, a poison message's dead letter: `LEAVE_IN_FLIGHT`, atomic with the
+record's end) removes it. Set operations are idempotent, so a re-run take or a second end counts
+nothing twice, and a worker killed mid-hop leaves its job in flight, as it is: its message
+is due again when the lease lapses. A job whose record vanishes in flight (deleted by hand)
+stays counted. This is max-min fairness over concurrency: with equal loads the earlier
+message goes first, in turn; a tenant arriving with nothing in flight is served first at
+every stage, ahead of a busy tenant's waiting messages (not of its running hops), until its
+jobs in flight equal the others'. It orders tenants, never classes: which class a stage
+serves next is the class of the first ready message in score order, as below, and only
+which tenant of that class fills the turn is chosen (`FAIR_SHARE`).
+
+**Windows.** Within a class, each tenant has at most `TENANT_WINDOW` messages in the
+ready part of the queue; the rest wait in order in the tenant's held list
 (`Keyspace.held`). When the take script takes one of a tenant's messages it moves the
 tenant's next held message into the queue, scored as entering now: so a tenant with a
-backlog of thousands re-enters behind every other tenant's waiting messages, and stages
-serve tenants in turn (round robin, each turn up to the window) rather than in arrival
-order. The hash `Keyspace.turns` counts each `<class>|<tenant>`'s ready messages; the commit
+backlog of thousands re-enters behind every other tenant's waiting messages, and a queue's
+ready part stays a few windows long, whatever the backlogs: the take reads it whole when it
+must to find the lightest tenant's first message. The hash `Keyspace.turns` counts each
+`<class>|<tenant>`'s ready messages, and so names the tenants a take chooses among; the commit
 script (infra/store/commit.py) reads it as it enqueues (one HINCRBY), the take script gives
 a turn back as it takes (one LPOP, and one HINCRBY when nothing is held). Everything a queue
 needs is in the queue's lane (one hash slot on a Redis Cluster), so each lane is fair on its
@@ -34,7 +52,8 @@ key is gone (its hop ended, was retried, or its worker died and the lease lapsed
 as the set is read, so the count cannot drift. A message over the cap stays ready in the
 queue, in its place, and is taken once a running one ends (the worker whose hop ended wakes
 the queue). The set is in the queue's lane, so on a Redis Cluster the cap holds per stage
-and lane.
+and lane. It counts a tenant's hops running in one stage, not its jobs in flight, so fair
+share keeps its own count: a job waiting between stages holds no hop but is in flight.
 
 A deferred message (`not_before`, a retry's backoff) is scored with when it falls due and
 takes no turn of its tenant's window while it waits. Counts that drift (a ready message
@@ -117,9 +136,11 @@ runs it for each job it takes; a hop taken by arq's own Worker runs it in its re
 TAKE_TURNS = (
     GIVE_TURN
     + f"""
+local function class_and_tenant(payload)
+  return string.match(payload, '"priority":"(%a+)"'), string.match(payload, '"tenant":"([^"]*)"')
+end
 local function pass_turn(queue, turns, held_prefix, payload, now)
-  local class = string.match(payload, '"priority":"(%a+)"')
-  local tenant = string.match(payload, '"tenant":"([^"]*)"')
+  local class, tenant = class_and_tenant(payload)
   if not (class and advance[class] and tenant) then
     return 0
   end
@@ -132,7 +153,7 @@ local function running_set(payload, in_progress_prefix, running_prefix, cap_all,
   if cap_all == '' and caps_json == '' then
     return ''
   end
-  local tenant = string.match(payload, '"tenant":"([^"]*)"')
+  local _, tenant = class_and_tenant(payload)
   if not tenant then
     return ''
   end
@@ -178,8 +199,129 @@ local function mend_turns(queue, turns, held_turns, held_prefix, now)
 end
 """
 )
-"""Lua for the take script: `pass_turn` reads a taken job's class and tenant from its
-payload (the envelope's fields come before any of the message's own) and gives its turn;
+"""Lua for the take script: `class_and_tenant` reads a message's class and tenant from its
+payload (the envelope's fields come before any of the message's own); `pass_turn` gives a
+taken job's turn;
 `mend_turns` mends the counts when nothing could be taken while messages are held;
 `running_set` says where a taken message counts against its tenant's cap in flight ('' for
 no cap; nil when the tenant is at its cap: the message is not taken)."""
+
+LEAVE_IN_FLIGHT = """
+local function leave_in_flight(record, in_flight_prefix, job_id)
+  local tenant = redis.call('HGET', record, 'tenant')
+  if tenant then
+    redis.call('SREM', in_flight_prefix .. tenant, job_id)
+  end
+end
+"""
+"""Lua: job `job_id`, whose record has just ended, is no longer in flight for its tenant (the
+record's, as the take that counted it read it). Run by every script that ends a record: the
+commit script (infra/store/commit.py) and the finish script (infra/store/jobs.py)."""
+
+FAIR_SHARE = """
+local function fair_share(turns, in_flight_prefix)
+  local share = {loads = {}, capped = {}, live = {}, found = {}, slots = {}, slot = 1, seen = 0,
+                 prefix = in_flight_prefix or ''}
+  local counts = redis.call('HGETALL', turns)
+  for i = 1, #counts, 2 do
+    local class, tenant = string.match(counts[i], '^(%a+)|(.*)$')
+    if class and tonumber(counts[i + 1]) > 0 then
+      share.live[class] = share.live[class] or {}
+      share.live[class][tenant] = true
+    end
+  end
+  return share
+end
+local function load_of(share, tenant)
+  local load = share.loads[tenant]
+  if load == nil then
+    load = 0
+    if share.prefix ~= '' then
+      load = redis.call('SCARD', share.prefix .. tenant)
+    end
+    share.loads[tenant] = load
+  end
+  return load
+end
+local function fair_found(share, id, payload)
+  local class, tenant = class_and_tenant(payload)
+  class, tenant = class or '', tenant or ''
+  share.live[class] = share.live[class] or {}
+  share.live[class][tenant] = true
+  local turn = class .. '|' .. tenant
+  local found = share.found[turn]
+  if not found then
+    found = {next = 1}
+    share.found[turn] = found
+  end
+  share.seen = share.seen + 1
+  found[#found + 1] = {id = id, payload = payload, tenant = tenant, order = share.seen}
+  share.slots[#share.slots + 1] = class
+end
+local function fair_pick(share, final)
+  while share.slot <= #share.slots do
+    local class = share.slots[share.slot]
+    local open = {}
+    for tenant in pairs(share.live[class]) do
+      if not share.capped[tenant] then
+        local found = share.found[class .. '|' .. tenant]
+        local head = found and found[found.next]
+        if head or not final then
+          open[#open + 1] = {tenant = tenant, head = head}
+        end
+      end
+    end
+    local best, best_load, unread_load = nil, nil, nil
+    for _, choice in ipairs(open) do
+      local load = #open > 1 and load_of(share, choice.tenant) or 0
+      if choice.head == nil then
+        if unread_load == nil or load < unread_load then
+          unread_load = load
+        end
+      elseif best == nil or load < best_load
+          or (load == best_load and choice.head.order < best.order) then
+        best, best_load = choice.head, load
+      end
+    end
+    if unread_load ~= nil and (best == nil or unread_load < best_load) then
+      return nil
+    end
+    if best then
+      return best
+    end
+    share.slot = share.slot + 1
+  end
+  return nil
+end
+local function fair_taken(share, picked, entered)
+  local found = share.found[share.slots[share.slot] .. '|' .. picked.tenant]
+  found.next = found.next + 1
+  share.slot = share.slot + 1
+  if share.loads[picked.tenant] ~= nil then
+    share.loads[picked.tenant] = share.loads[picked.tenant] + entered
+  end
+end
+local function fair_capped(share, picked)
+  share.capped[picked.tenant] = true
+end
+local function fair_waiting(share)
+  for turn, found in pairs(share.found) do
+    local tenant = string.match(turn, '|(.*)$')
+    if found[found.next] and not share.capped[tenant] then
+      return true
+    end
+  end
+  return false
+end
+"""
+"""Lua for the take script: which ready message fills each free slot. The ready messages are
+read in score order; each one read is a turn of its class (a slot) and a candidate of its
+tenant (`fair_found`). `fair_pick` fills the first open slot with the first candidate, in
+score order, of the slot's class's tenant with the fewest jobs in flight
+(`Keyspace.in_flight`, read once per take with SCARD, and only when two or more tenants are
+open), among the tenants with ready messages (the turns hash, and those read) that are not at
+their cap; it answers nil while a lighter tenant's messages lie beyond what was read (unless
+`final`: nothing more will be read), so the take reads on. With one tenant open no load is
+read. `fair_taken` records a pick taken (`entered`: 1 if its job has just entered flight),
+`fair_capped` one refused by the tenant's cap (its slot is filled by another), and
+`fair_waiting` says whether a candidate read is left behind."""

@@ -206,6 +206,30 @@ async def test_the_count_tells_lost_duplicated_wrong_and_undocumented_apart(
     json.dumps(figures)  # the --json output
 
 
+async def test_a_job_left_counted_in_flight_fails_the_drill(
+    redis_url: str, settings: Settings, tmp_path: Path
+) -> None:
+    """Every job ended, but one is still in its tenant's jobs in flight: a count that
+    drifted (fair share, infra/store/turns.py) fails the verdict."""
+    planned = [PlannedJob(f"job-{name}", "ok", "p", 5) for name in "ab"]
+    run = Run(ChaosConfig(jobs=len(planned)), planned)
+    async with Client(redis_url, settings) as client:
+        for job in planned:
+            run.submitted[job.job_id] = 0.0
+            created = client.jobs.created_commands(job.job_id, JobRequest(prompt="p"), "-")
+            await run_commands(client.pool, created)
+            await run_commands(client.pool, [client.jobs.finished_command(job.job_id, result=5)])
+        fake = FakeModel(chaos_responder)
+        try:
+            clean = await drill_figures(client, run, Fleet({}, tmp_path, 2), fake)
+            await client.pool.sadd(client.keyspace.in_flight("", "default"), "job-b")
+            drifted = await drill_figures(client, run, Fleet({}, tmp_path, 2), fake)
+        finally:
+            fake.stop()
+    assert clean["ok"] and clean["jobs"]["left_in_flight"] == 0
+    assert drifted["left_in_flight_jobs"] == ["job-b"] and not drifted["ok"]
+
+
 def test_cli_names_a_bad_fault_mix() -> None:
     result = CliRunner().invoke(main, ["bench", "chaos", "--faults", "boom=0.1"])
     assert result.exit_code == 2

@@ -232,6 +232,24 @@ def test_both_engines_give_the_same_records(
     assert differences(tables, commands, stores) == []
 
 
+@settings(
+    max_examples=EXAMPLES,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(tables=graphs(), commands=plans())
+def test_hubs_read_apart_give_the_same_records(
+    tables: GraphTables, commands: list[str], stores: Path
+) -> None:
+    """Every node taken for a hub (read alone, in pages of one relation at first, see
+    ladybug_engine.HUB_DEGREE): the same records still."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ladybug_engine, "HUB_DEGREE", 0)
+        patch.setattr(ladybug_engine, "_first_hub_rows", lambda still: 1)
+        assert differences(tables, commands, stores) == []
+
+
 def example_graph(directed: bool) -> GraphTables:
     """A graph of the suite's kind, written out: parallel relations, a self-loop, a pair
     both ways round, an endpoint no node names, text casefold() and lower() fold apart."""

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from postel.messages.gasl import GaslPlan, PlanConfig
 from postel.services.gasl.budget import COMMAND_BUDGET, Deadline
+from postel.services.gasl.engines import ladybug_store
 from postel.services.gasl.engines.cypher_where import Column, split
 from postel.services.gasl.engines.ladybug_engine import LadybugAdapter
 from postel.services.gasl.engines.ladybug_store import (
@@ -29,7 +30,7 @@ from postel.services.gasl.engines.registry import (
 )
 from postel.services.gasl.errors import BudgetSpent
 from postel.services.gasl.executor import GaslExecutor
-from postel.services.gasl.loaders import DEMO_GRAPH
+from postel.services.gasl.loaders import DEMO_GRAPH, PARALLEL, GraphTables, build_graph
 from postel.services.gasl.parser import parse
 from support.gasl import SchemaModel
 from support.reference_dialect import ACCEPTED, SETUP
@@ -327,3 +328,39 @@ def test_a_store_built_in_chunks_reads_as_one_built_whole(tmp_path: Path, direct
     )
     assert chunked == whole and whole.nodes == 5
     assert read(tmp_path / "chunked") == read(tmp_path / "whole")
+
+
+@pytest.mark.parametrize("directed", [True, False])
+def test_a_pairs_relations_one_after_the_other_take_its_place_as_they_are_spooled(
+    tmp_path: Path, directed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Relations given one per edge dict (as `postel graph add` gives them), a pair's one
+    after the other, are stored with their pair's `pord` and read in networkx's order with
+    no pass after the COPY to set it: the pass has nothing left to write (here it is left
+    out)."""
+    pairs = [("n0", "n1"), ("n0", "n1"), ("n1", "n0"), ("n0", "n2"), ("n2", "n1"), ("n2", "n1")]
+    nodes = {f"n{i}": {"id": f"n{i}"} for i in range(3)}
+    edges = [{"source": s, "target": t, "keywords": [f"k{i}"]} for i, (s, t) in enumerate(pairs)]
+    monkeypatch.setattr(ladybug_store, "_set_pair_places", lambda conn, directed: None)
+    build_ladybug_store(iter(nodes.values()), iter(edges), directed, tmp_path / "s")
+    grouped: list[tuple[str, str, dict[str, Any]]] = []
+    for edge in edges:  # as networkx holds them: a pair's further relations in PARALLEL
+        u, v = edge["source"], edge["target"]
+        last = grouped[-1] if grouped else None
+        if last and (last[:2] == (u, v) or (not directed and last[:2] == (v, u))):
+            last[2].setdefault(PARALLEL, []).append(edge)
+        else:
+            grouped.append((u, v, dict(edge)))
+    expected = NetworkXAdapter(build_graph(GraphTables(directed, nodes, grouped)))
+    adapter = LadybugAdapter.open(tmp_path / "s")
+    try:
+        places = adapter.store.query("MATCH ()-[r:Rel]->() RETURN r.rord, r.pord ORDER BY r.rord")
+        firsts = [0, 0, 2, 3, 4, 4] if directed else [0, 0, 0, 3, 4, 4]
+        assert [p for _, p in places] == firsts
+        for node in nodes:
+            assert adapter.neighbors([node], None, 2, None).items == (
+                expected.neighbors([node], None, 2, None).items
+            )
+        assert adapter.find_edges(None, None).items == expected.find_edges(None, None).items
+    finally:
+        adapter.close()

@@ -86,6 +86,22 @@ async def test_redrive_requeues_reopens_records_and_deletes_at_once(runtime: Run
     assert (record.status, record.stage, record.failure) == ("running", "planner", None)
     assert (await statuses(runtime, "j1"))[-1] == "redriven"
     assert (await list_dead(pool, keyspace, limit=10)).items == []
+    in_flight = keyspace.in_flight("", "default")
+    assert await pool.smembers(in_flight) == {b"j1"}, "reopened: in flight again"
+
+
+async def test_a_cancel_ends_a_job_in_flight_once(runtime: Runtime) -> None:
+    """The job's end takes it out of its tenant's jobs in flight (infra/store/turns.py) in
+    the cancel's own script; a second cancel changes nothing."""
+    pool, keyspace = runtime.pool, runtime.keyspace
+    await submit(runtime, "j1")
+    in_flight = keyspace.in_flight("", "default")
+    await pool.sadd(in_flight, "j1", "other")
+    await cancel_job(pool, runtime.events, "j1", by="cli")
+    assert await pool.smembers(in_flight) == {b"other"}
+    with pytest.raises(JobAlreadyFinished):
+        await cancel_job(pool, runtime.events, "j1", by="cli")
+    assert await pool.smembers(in_flight) == {b"other"}
 
 
 @pytest.mark.parametrize(

@@ -1,20 +1,26 @@
 """The take script (infra/runtime/wake.py) decides which queued jobs a worker takes: only
 ready ones, none another worker holds, each under a fresh lease with its try counted and a
 verdict on whether it must run, and moved past the ready jobs; what it leaves behind wakes
-the next worker. Each decision, in process on fakeredis."""
+the next worker. Within a class the tenant with the fewest jobs in flight goes first, ties
+in turn (infra/store/turns.py), and a job is in flight from its first take until the script
+that ends it. Each decision, in process on fakeredis."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 from arq.connections import ArqRedis
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 from postel.infra.runtime.actor import Runtime
+from postel.infra.runtime.cancel import cancel_job
 from postel.infra.runtime.submit import submit_job
 from postel.infra.runtime.wake import _TAKE_JOBS, RETRY_KEY_EXPIRY_S
+from postel.infra.store.commit import commit_once
 from postel.infra.store.keys import Keyspace
-from postel.messages import JobRequest, ids
+from postel.messages import JobOptions, JobRequest, ids
+from postel.messages.job import Priority
 
 LEASE_MS = 5000
 
@@ -42,6 +48,10 @@ async def take(pool: ArqRedis, keyspace: Keyspace, free: int = 10) -> tuple[list
             keyspace.done_prefix(lane),
             keyspace.job_prefix(lane),
             keyspace.held_prefix("intent", lane),
+            "",
+            "",
+            keyspace.running_prefix("intent", lane),
+            keyspace.in_flight_prefix(lane),
         ],
     )
     jobs = [
@@ -51,12 +61,26 @@ async def take(pool: ArqRedis, keyspace: Keyspace, free: int = 10) -> tuple[list
     return jobs, int(left_behind), next_due
 
 
-async def submit(runtime: Runtime, *job_ids: str) -> list[str]:
-    """The arq ids of the jobs' first messages, queued for intent."""
-    request = JobRequest(prompt="hello", desired_type="str")
+async def submit(
+    runtime: Runtime, *job_ids: str, tenant: str = "default", priority: Priority = "normal"
+) -> list[str]:
+    """The arq ids of the jobs' first messages, queued for intent, each entering a
+    millisecond after the one before (a queue orders equal scores by id)."""
+    options = JobOptions(tenant=tenant, priority=priority)
+    request = JobRequest(prompt="hello", desired_type="str", options=options)
     for job_id in job_ids:
         await submit_job(runtime.pool, runtime.events, runtime.jobs, request, job_id)
+        await asyncio.sleep(0.002)
     return [runtime.keyspace.arq_id(ids.message_id(j, ids.SUBMITTED)) for j in job_ids]
+
+
+async def taken_jobs(runtime: Runtime, takes: int) -> list[str]:
+    """The jobs `takes` takes of one free slot each take, in order."""
+    order = []
+    for _ in range(takes):
+        [job], _, _ = await take(runtime.pool, runtime.keyspace, free=1)
+        order.append(ids.job_of(job["id"]))
+    return order
 
 
 async def test_a_ready_job_is_taken_leased_counted_and_started(runtime: Runtime) -> None:
@@ -134,3 +158,77 @@ async def test_a_take_fills_the_free_slots_and_wakes_the_next_worker_for_the_res
     rest, left_behind, _ = await take(pool, keyspace, free=5)
     assert {job["id"] for job in rest}.isdisjoint({job["id"] for job in jobs})
     assert len(rest) == 2 and left_behind == 0
+
+
+async def test_a_tenant_with_nothing_in_flight_goes_before_a_busy_tenants_waiting_jobs(
+    runtime: Runtime,
+) -> None:
+    """Tenant a has two jobs running and more waiting when b's arrive: b's are taken first,
+    although they entered later, until b has as many in flight as a."""
+    await submit(runtime, *[f"a{n}" for n in range(6)], tenant="a")
+    assert await taken_jobs(runtime, 2) == ["a0", "a1"]
+    await submit(runtime, "b0", "b1", "b2", tenant="b")
+    assert await taken_jobs(runtime, 5) == ["b0", "b1", "a2", "b2", "a3"]
+
+
+async def test_tenants_with_as_many_jobs_in_flight_go_in_turn(runtime: Runtime) -> None:
+    """Equal loads: the earlier message's tenant goes first (the turn), whatever its name."""
+    await submit(runtime, "b0", "b1", tenant="b")
+    await submit(runtime, "a0", "a1", tenant="a")
+    assert await taken_jobs(runtime, 4) == ["b0", "a0", "b1", "a1"]
+
+
+async def test_fair_share_orders_tenants_within_a_class_never_classes(runtime: Runtime) -> None:
+    """An interactive message of a busy tenant still goes before a normal one of an idle
+    tenant: which class is served next is the queue's order."""
+    await submit(runtime, "a0", "a1", tenant="a")
+    assert await taken_jobs(runtime, 2) == ["a0", "a1"]
+    await submit(runtime, "idle", tenant="b")
+    await submit(runtime, "urgent", tenant="a", priority="interactive")
+    assert await taken_jobs(runtime, 2) == ["urgent", "idle"]
+
+
+async def test_a_job_is_in_flight_from_its_first_take_until_it_ends_once(
+    runtime: Runtime,
+) -> None:
+    pool, keyspace = runtime.pool, runtime.keyspace
+    in_flight = keyspace.in_flight("", "a")
+    [arq_id] = await submit(runtime, "j1", tenant="a")
+    assert await pool.scard(in_flight) == 0, "queued, not yet in flight"
+    await take(pool, keyspace)
+    assert await pool.smembers(in_flight) == {b"j1"}
+    await pool.delete(in_progress_key_prefix + arq_id)  # its worker died: taken again
+    await pool.zadd(keyspace.queue("intent"), {arq_id: 0})
+    await take(pool, keyspace)
+    assert await pool.smembers(in_flight) == {b"j1"}, "counted once"
+    await cancel_job(pool, runtime.events, "j1", by="cli")
+    assert await pool.scard(in_flight) == 0
+    await pool.delete(in_progress_key_prefix + arq_id)
+    await pool.zadd(keyspace.queue("intent"), {arq_id: 0})
+    [job], _, _ = await take(pool, keyspace)
+    assert job["verdict"] == b"job_finished" and await pool.scard(in_flight) == 0
+
+
+async def test_a_hop_that_ends_its_job_takes_it_out_of_flight(runtime: Runtime) -> None:
+    pool, keyspace = runtime.pool, runtime.keyspace
+    await submit(runtime, "done", "running", tenant="a")
+    await take(pool, keyspace)
+    in_flight = keyspace.in_flight("", "a")
+    assert await pool.smembers(in_flight) == {b"done", b"running"}
+    for job_id, commands in (
+        ("running", [runtime.jobs.running_command("running", "planner")]),
+        ("done", [runtime.jobs.finished_command("done", result=4)]),
+    ):
+        message_id = ids.message_id(job_id, ids.INTENT)
+        committed = await commit_once(
+            pool,
+            keyspace,
+            keyspace.done(message_id),
+            60,
+            commands,
+            job_id=job_id,
+            message_ttl_s=60,
+            record="require",
+        )
+        assert committed == "committed"
+    assert await pool.smembers(in_flight) == {b"running"}

@@ -107,11 +107,32 @@ HOP_PATTERN = {
 BY_IDS = "UNWIND $ids AS i MATCH ({var}:Node {{id: i}})"
 HOP_QUERY = "{taken}{by_ids} OPTIONAL MATCH {pattern} RETURN a.id, b.id, r.pord, {matched}"
 # A walk's hop query: the frontier's relations in the order the walk takes them (its place
-# in the frontier `hop.j`, then `pord`), so the walk reads back only the rows it takes (a hub's
-# thousands are not all read when the walk fills its results first).
+# in the frontier `hop.j`, then `pord`), so the walk reads back only the rows it takes, and
+# each neighbour's degrees ({degrees}: its relations out and in, stored by the build) so
+# the walk knows a hub before it asks for its relations.
 WALK_HOP_QUERY = (
     "{taken}UNWIND $frontier AS hop MATCH (a:Node {{id: hop.i}}) OPTIONAL MATCH {pattern} "
-    "RETURN a.id, b.id, r.pord, {matched} ORDER BY hop.j, r.pord"
+    "RETURN a.id, b.id, r.pord, {degrees}, {matched} ORDER BY hop.j, r.pord"
+)
+# A hub, a node of more than HUB_DEGREE relations the ways walked, is read alone and in pages:
+# the engine's plan for a list of nodes (UNWIND) joins all of a batch's relations by hash
+# and sorts them with their neighbours' ids, 5-10x slower on a hub than one node's lookup
+# and scan, and a walk that fills its results on a hub's first relations needs few of them.
+# A page is the relations up to a cut, the `pord` of the `rows`-th next relation (each page
+# twice the rows of the last); the cut is found on `pord` alone (the engine's top-k of
+# integers costs a tenth of one carrying the neighbours' ids), then the page's rows are the
+# relations past the last cut up to this one (a pair's relations share their `pord`, so
+# they are on one page). A batch of nodes that are not hubs stops before its relations pass
+# HUB_DEGREE, so every hop query sorts a bounded number of rows.
+HUB_DEGREE = 256
+_ONE_HOP = "{taken}MATCH (a:Node {{id: $i}}) MATCH {pattern} "
+HUB_CUT_QUERY = (
+    _ONE_HOP + "WITH r.pord AS p WHERE p > $after "
+    "WITH p ORDER BY p LIMIT $rows RETURN max(p), count(p)"
+)
+HUB_HOP_QUERY = (
+    _ONE_HOP + "WHERE r.pord > $after AND r.pord <= $cut "
+    "RETURN a.id, b.id, r.pord, {degrees}, {matched} ORDER BY r.pord"
 )
 
 
@@ -467,20 +488,54 @@ class LadybugAdapter:
         assert self.rows is not None
         return self.rows.ordinal[node_id] - len(self._ids)
 
-    def _places(self, ids: Iterable[str], deadline: Deadline | None) -> dict[str, int]:
-        """Each node's place in graph order (the overlay's after the store's)."""
+    def _places(
+        self,
+        ids: Iterable[str],
+        deadline: Deadline | None,
+        degrees: dict[str, tuple[int, int]] | None = None,
+    ) -> dict[str, int]:
+        """Each node's place in graph order (the overlay's after the store's); the store's
+        nodes' degrees noted in `degrees` when given."""
         wanted = list(dict.fromkeys(ids))
         out: dict[str, int] = {}
         for start in range(0, len(wanted), PAGE):
             rows = self.store.query(
-                BY_IDS.format(var="n") + " RETURN n.id, n.ord",
+                BY_IDS.format(var="n") + f" RETURN n.id, n.ord, {self._degrees('n')}",
                 {"ids": wanted[start : start + PAGE]},
                 deadline,
             )
-            out.update((i, int(o)) for i, o in rows)
+            out.update((row[0], int(row[1])) for row in rows)
+            if degrees is not None:
+                degrees.update((row[0], (row[2], row[3])) for row in rows)
         if self.rows is not None:
             out.update((i, self.rows.ordinal[i]) for i in wanted if i not in out and self._has(i))
         return out
+
+    def _degrees(self, var: str) -> str:
+        """The columns of a node's degrees out and in (0, 0 in a store built without)."""
+        return f"{var}.odeg, {var}.ideg" if self.info.degrees else "0, 0"
+
+    @staticmethod
+    def _degree(degrees: dict[str, tuple[int, int]], node: str, ways: list[str]) -> int:
+        """The relations of `node` a walk takes the `ways` (0 where not known)."""
+        out, into = degrees.get(node, (0, 0))
+        both = "undirected" in ways
+        return (out if both or "out" in ways else 0) + (into if both or "in" in ways else 0)
+
+    def _batch(
+        self, nodes: list[str], degrees: dict[str, tuple[int, int]], ways: list[str]
+    ) -> list[str]:
+        """The first of `nodes` alone if it is a hub, else as many of them as come before a
+        hub and before their relations pass HUB_DEGREE (see HUB_DEGREE)."""
+        taken_relations = 0
+        for count, node in enumerate(nodes):
+            degree = self._degree(degrees, node, ways)
+            if count and (degree > HUB_DEGREE or taken_relations + degree > HUB_DEGREE):
+                return nodes[:count]
+            if degree > HUB_DEGREE:
+                return nodes[:1]
+            taken_relations += degree
+        return nodes
 
     def _has(self, node_id: str) -> bool:
         return self.rows is not None and node_id in self.rows._own_ordinal
@@ -710,8 +765,10 @@ class LadybugAdapter:
         seeds = list(dict.fromkeys(starts))
         walk = Walk({})
         try:
+            degrees: dict[str, tuple[int, int]] = {}
+            ways = _ways(self.directed, direction)
             if not known:
-                present = self._places(seeds, deadline)
+                present = self._places(seeds, deadline, degrees)
                 seeds = [s for s in seeds if s in present]
             walk.reached.update({s: (0, s, None, "") for s in seeds})
             queue = deque((s, 0) for s in seeds)
@@ -731,7 +788,9 @@ class LadybugAdapter:
                     # results early reads no further (a hub's relations are many)
                     room = min(caps.max_expansions - walk.expansions, batch)
                     level_nodes = [node, *(n for n, d in queue if d == level)][:room]
-                    steps = _Steps(self, level_nodes, direction, follow, deadline)
+                    level_nodes = self._batch(level_nodes, degrees, ways)
+                    rows = _first_hub_rows(wanted + 1 - len(walk.order))
+                    steps = _Steps(self, level_nodes, direction, follow, deadline, degrees, rows)
                     batch = min(batch * 2, PAGE)
                 walk.expansions += 1
                 origin = walk.reached[node][1]
@@ -1141,8 +1200,9 @@ class LadybugAdapter:
 
 class _Steps:
     """The pairs a walk may take from a batch of frontier nodes (as `_hops` gives them), read
-    back from one ordered query per way as the walk takes them: node by node in the batch's
-    order, each node's in `pord` order."""
+    back as the walk takes them, node by node in the batch's order, each node's in `pord`
+    order: from one ordered query per way for the batch, or from a hub's own pages (a batch
+    of one hub, see HUB_DEGREE). Each neighbour's degrees are noted in `degrees`."""
 
     def __init__(
         self,
@@ -1151,24 +1211,39 @@ class _Steps:
         direction: ast.Direction,
         follow: tuple[str, ...],
         deadline: Deadline,
+        degrees: dict[str, tuple[int, int]],
+        rows: int,
     ) -> None:
         self.adapter = adapter
         self.follow = follow
-        self.ways = ["undirected"] if not adapter.directed else []
-        if adapter.directed:
-            self.ways = [w for w in ("out", "in") if direction in (w, "both")]
+        self.degrees = degrees
+        self.ways = _ways(adapter.directed, direction)
         self.nodes = set(nodes)
         base = [n for n in nodes if not adapter._has(n)]
         self.place = {n: j for j, n in enumerate(base)}
         self.matched, params = adapter._follow_test(follow)
         self.rows: dict[str, Iterator[list[Any]]] = {}
         self.next: dict[str, list[Any] | None] = {}
+        shape = {"taken": taken(params), "degrees": adapter._degrees("b")}
+        hub = len(base) == 1 and adapter._degree(degrees, base[0], self.ways) > HUB_DEGREE
         for way in self.ways if base else []:
-            query = WALK_HOP_QUERY.format(
-                pattern=HOP_PATTERN[way], matched=self.matched, taken=taken(params)
-            )
-            frontier = [{"i": n, "j": j} for j, n in enumerate(base)]
-            self.rows[way] = adapter.store.rows(query, {**params, "frontier": frontier}, deadline)
+            shape["pattern"] = HOP_PATTERN[way]
+            if hub:
+                self.rows[way] = _HubPages(
+                    adapter.store,
+                    HUB_CUT_QUERY.format(**shape),
+                    HUB_HOP_QUERY.format(**shape, matched=self.matched),
+                    {**params, "i": base[0]},
+                    deadline,
+                    max(rows, 1),
+                )
+            else:
+                frontier = [{"i": n, "j": j} for j, n in enumerate(base)]
+                self.rows[way] = adapter.store.rows(
+                    WALK_HOP_QUERY.format(**shape, matched=self.matched),
+                    {**params, "frontier": frontier},
+                    deadline,
+                )
             self.next[way] = next(self.rows[way], None)
 
     def __contains__(self, node: str) -> bool:
@@ -1191,7 +1266,8 @@ class _Steps:
     def _store_pairs(self, node: str, way: str) -> Iterator[tuple[str, bool]]:
         """The node's neighbours one way in the store, in `pord` order, each with whether
         any relation of the pair names what the walk follows (a pair's relations share
-        their `pord`, so they are read together)."""
+        their `pord`, so they are read together). Rows are (a.id, b.id, `pord`, b's degrees
+        out and in, the follow test's columns)."""
         place = self.place.get(node)
         if place is None or way not in self.rows:
             return
@@ -1201,12 +1277,13 @@ class _Steps:
         pair: list[Any] | None = None  # [neighbour, pord, hit]
         while row is not None and row[0] == node:
             if row[1] is not None:  # else the node has no relation this way
+                self.degrees[row[1]] = (row[3], row[4])
                 if self.matched == REL_RETURN:  # tested here: see _follow_test
                     hit = self.adapter._matches(
-                        [self.adapter._records.relation(row[3:])], self.follow
+                        [self.adapter._records.relation(row[5:])], self.follow
                     )
                 else:
-                    hit = bool(row[3])
+                    hit = bool(row[5])
                 if pair is not None and pair[1] == row[2]:
                     pair[2] = pair[2] or hit
                 else:
@@ -1218,6 +1295,65 @@ class _Steps:
         self.next[way] = row
         if pair is not None:
             yield pair[0], pair[2]
+
+
+def _first_hub_rows(still: int) -> int:
+    """The relations a hub's first page reads when the walk takes `still` more nodes: twice
+    that, so a page is seldom not enough (some neighbours are reached already) and a page
+    past what is taken costs few ids read for nothing."""
+    return 2 * still
+
+
+def _ways(directed: bool, direction: ast.Direction) -> list[str]:
+    """The hop patterns (HOP_PATTERN) a walk in `direction` takes, in networkx's order."""
+    if not directed:
+        return ["undirected"]
+    return [w for w in ("out", "in") if direction in (w, "both")]
+
+
+class _HubPages(Iterator[list[Any]]):
+    """The rows of one hub's hop query one way, read page after page as one stream (see
+    HUB_DEGREE): each page's queries run only when the walk reads past the last."""
+
+    def __init__(
+        self,
+        store: LadybugStore,
+        cut_query: str,
+        rows_query: str,
+        params: dict[str, Any],
+        deadline: Deadline,
+        rows: int,
+    ) -> None:
+        self.store = store
+        self.cut_query = cut_query
+        self.rows_query = rows_query
+        self.params = params
+        self.deadline = deadline
+        self.wanted = rows
+        self.after = -1  # below every `pord`
+        self.done = False
+        self.page: Iterator[list[Any]] = iter(())
+
+    def __next__(self) -> list[Any]:
+        while True:
+            row = next(self.page, None)
+            if row is not None:
+                return row
+            if self.done:
+                raise StopIteration
+            self._turn()
+
+    def _turn(self) -> None:
+        """Read the next page: up to the `wanted`-th next relation, all if fewer are left."""
+        params = {**self.params, "after": self.after}
+        [[cut, count]] = self.store.query(
+            self.cut_query, {**params, "rows": self.wanted}, self.deadline
+        )
+        self.done = count < self.wanted
+        if count:
+            self.page = self.store.rows(self.rows_query, {**params, "cut": cut}, self.deadline)
+            self.after = cut
+        self.wanted *= 2
 
 
 @dataclass(frozen=True)

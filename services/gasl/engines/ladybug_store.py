@@ -13,13 +13,16 @@ with COPY; nothing but one row at a time is held in Python. The folder then hold
   fields a query can filter on in the database exactly).
 
 Schema. `Node(id STRING PRIMARY KEY, ord INT64, shape INT64, entity_type STRING,
-description STRING[], source_ids STRING[], file_paths STRING[], extra STRING)`, and
-`Rel(FROM Node TO Node, rord INT64, pord INT64, shape INT64, weight DOUBLE, description
-STRING[], keywords STRING[], source_ids STRING[], file_paths STRING[], extra STRING)`, one
+description STRING[], source_ids STRING[], file_paths STRING[], extra STRING, odeg INT64,
+ideg INT64)`, and `Rel(FROM Node TO Node, rord INT64, pord INT64, shape INT64, weight
+DOUBLE, description STRING[], keywords STRING[], source_ids STRING[], file_paths STRING[],
+extra STRING)`, one
 `Rel` per relation stored from its own source to its own target:
 
 - `ord` is a node's place in graph order: the order nodes were given, then the endpoints no
   node dict named, in the order edges first name them (as networkx adds them);
+- `odeg` and `ideg` are a node's relations out and in (a self-loop counts in both): a walk
+  knows a hub from them before it asks for its relations (ladybug_engine.py, HUB_DEGREE);
 - `rord` is a relation's place in the input, `pord` the `rord` of the first relation of its
   pair (a pair is unordered on an undirected graph): the order networkx visits a node's
   neighbours is by `pord`, and FIND edges lists the relations of a pair together;
@@ -101,6 +104,10 @@ REL_SCHEMA = (
     "extra STRING)"
 )
 
+# Degrees are added once the relations are copied (COPY fills a table's columns all at once;
+# a node with no relation one way keeps the default 0).
+DEGREES = {"odeg": "(a:Node)-[r:Rel]->(:Node)", "ideg": "(a:Node)<-[r:Rel]-(:Node)"}
+
 
 @dataclass(frozen=True)
 class StoreInfo:
@@ -120,6 +127,8 @@ class StoreInfo:
     # attribute name -> the kind of its values (schema_summary's kinds), nodes and relations
     node_attributes: dict[str, str] = field(default_factory=dict)
     edge_attributes: dict[str, str] = field(default_factory=dict)
+    # whether nodes hold their degrees (`odeg`, `ideg`; stores built before them do not)
+    degrees: bool = False
 
     def exact(self, kind: Literal["node", "edge"], name: str) -> bool:
         """Does the column of field `name` hold every value of it (none in `extra`)?"""
@@ -371,6 +380,9 @@ def build_ladybug_store(
     header = ["src", "dst", "rord", "pord", "shape", *EDGE_FLOATS, *EDGE_LISTS, "extra"]
     edge_spool = _Spool(spool_dir / "edges.csv", header, chunk=rel_chunk)
     try:
+        # the last relation's pair and its place: a pair's relations one after the other,
+        # in one edge dict or in several, take the first one's place here
+        last: tuple[tuple[str, ...], int] = ((), 0)
         for edge in edges:
             # the first relation of each pair among this edge's: the place its pair takes
             firsts: dict[tuple[str, ...], int] = {}
@@ -385,7 +397,10 @@ def build_ladybug_store(
                 cells = edge_cols.split(relation, _EDGE_SKIP, floats=EDGE_FLOATS)
                 shape = edge_shapes.of(relation, _ENDS)
                 ends = (source, target) if directed else tuple(sorted((source, target)))
-                pord = firsts.setdefault(ends, edge_spool.rows)
+                pord = firsts.get(ends)
+                if pord is None:
+                    pord = firsts[ends] = last[1] if ends == last[0] else edge_spool.rows
+                last = (ends, pord)
                 row = [source, target, edge_spool.rows, pord, shape, *cells]
                 edge_spool.write(row)
     finally:
@@ -436,16 +451,11 @@ def build_ladybug_store(
                 )
                 named = True
                 conn.execute(copy_rel, marks)
-        # a pair's relations take the place of its first one (unordered on an undirected
-        # graph): spooled so where an edge dict holds them all (the loaders' edges), set here
-        # where one pair's relations came in several edge dicts
-        pair = "->" if directed else "-"
-        keep = "" if directed else "WHERE a.ord <= b.ord "
-        conn.execute(
-            f"MATCH (a:Node)-[r:Rel]{pair}(b:Node) {keep}"
-            "WITH a, b, min(r.rord) AS first, count(r) AS relations WHERE relations > 1 "
-            f"MATCH (a)-[s:Rel]{pair}(b) WHERE s.pord <> first SET s.pord = first"
-        )
+        _set_pair_places(conn, directed)
+        # each node's relations out and in: a walk reads a hub's relations apart, in pages
+        for column, pattern in DEGREES.items():
+            conn.execute(f"ALTER TABLE Node ADD {column} INT64 DEFAULT 0")
+            conn.execute(f"MATCH {pattern} WITH a, count(r) AS d SET a.{column} = d")
         node_count = _scalar(conn, "MATCH (n:Node) RETURN count(n)")
         unfolded = [
             *_unfolded(conn, "node", node_cols.chars),
@@ -465,10 +475,25 @@ def build_ladybug_store(
         node_attributes=dict(sorted({"id": "text", **node_shapes.kinds}.items())),
         edge_attributes=dict(sorted(edge_shapes.kinds.items())),
         unfolded=sorted(unfolded),
+        degrees=True,
     )
     info.write(folder)
     log.info("ladybug_store_built", folder=str(folder), nodes=info.nodes, relations=info.relations)
     return info
+
+
+def _set_pair_places(conn: Any, directed: bool) -> None:
+    """A pair's relations take the place of its first one (unordered on an undirected
+    graph): spooled so where an edge dict holds them all (the loaders' edges) or they come
+    one after the other (`postel graph add`'s, one per edge dict), set here where one
+    pair's relations came apart (nothing is written where none did)."""
+    pair = "->" if directed else "-"
+    keep = "" if directed else "WHERE a.ord <= b.ord "
+    conn.execute(
+        f"MATCH (a:Node)-[r:Rel]{pair}(b:Node) {keep}"
+        "WITH a, b, min(r.rord) AS first, count(r) AS relations WHERE relations > 1 "
+        f"MATCH (a)-[s:Rel]{pair}(b) WHERE s.pord <> first SET s.pord = first"
+    )
 
 
 def _scalar(conn: Any, query: str) -> int:
