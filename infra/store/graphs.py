@@ -83,6 +83,7 @@ from postel.services.linking.aids import (
     SCHEMA_CARD_FIELD,
     AidsBuilder,
     GraphAids,
+    aids_of_graph,
 )
 from pydantic import BaseModel
 from redis.asyncio.cluster import RedisCluster
@@ -279,17 +280,6 @@ def _open_packed_file(path: Path) -> NetworkXAdapter:
     """A fetched networkx store, read through a shared read-only mapping of its file."""
     with path.open("rb") as stream, mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         return load_packed(mm)
-
-
-def _aids_of_graph(graph: nx.Graph) -> GraphAids:
-    """The name index and schema card of a graph held whole (one stored without them)."""
-    aids = AidsBuilder(graph.is_directed())
-    for node_id, attrs in graph.nodes(data=True):
-        aids.add_node(node_id, attrs)
-    for source, target, attrs in graph.edges(data=True):
-        for relation in relations_of(attrs):
-            aids.add_relation(source, target, relation)
-    return aids.build()
 
 
 def _connection_kwargs(redis: aioredis.Redis) -> dict[str, Any]:
@@ -669,7 +659,7 @@ class GraphRegistry:
         if not isinstance(adapter, NetworkXAdapter):
             log.warning("graph.no_aids", graph=name, why="stored without them; add it again")
             return AidsBuilder((await self.info(name)).directed).build()
-        return await asyncio.to_thread(_aids_of_graph, adapter.graph)
+        return await asyncio.to_thread(aids_of_graph, adapter.graph)
 
     async def _load(
         self, name: str, stored: StoredVersion | None, stamp: Stamp

@@ -8,10 +8,14 @@ import gzip
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from postel.services.gasl.loaders import relations_of
 from postel.services.linking.card import SchemaCardBuilder
 from postel.services.linking.names import NameIndex, NameIndexBuilder
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 NAME_INDEX_FIELD = "name_index"
 SCHEMA_CARD_FIELD = "schema_card"
@@ -63,3 +67,14 @@ def build_aids(
     for source, target, names in relations:
         builder.add_relation(source, target, {"keywords": names})
     return builder.build()
+
+
+def aids_of_graph(graph: nx.Graph) -> GraphAids:
+    """The name index and schema card of a graph held whole (one stored without them)."""
+    aids = AidsBuilder(graph.is_directed())
+    for node_id, attrs in graph.nodes(data=True):
+        aids.add_node(node_id, attrs)
+    for source, target, attrs in graph.edges(data=True):
+        for relation in relations_of(attrs):
+            aids.add_relation(source, target, relation)
+    return aids.build()

@@ -205,7 +205,7 @@ def rank_relations(
     nothing about which relation is asked for. Of two relations the question names, the one
     named nearer a linked mention scores a little more (it is walked first: "who acted in the
     films directed by X" walks directed_by from X, then starred_actors)."""
-    spans = _spans(question, linked)
+    spans = mention_spans(question, linked)
     asked = _asked(question, linked)
     types = {e.entity_type for e in linked}
     ranked = []
@@ -241,17 +241,24 @@ def relation_mentions(
 
 
 def _asked(question: str, linked: Sequence[LinkedEntity]) -> list[tuple[str, int]]:
-    """The question's words outside the linked mentions, with their offsets."""
-    spans = _spans(question, linked)
+    return words_outside(question, linked, _SPLIT)
+
+
+def words_outside(
+    question: str, linked: Sequence[LinkedEntity], word: re.Pattern[str]
+) -> list[tuple[str, int]]:
+    """The question's words (as `word` cuts them) outside the linked mentions, with their
+    offsets, function words left out."""
+    spans = mention_spans(question, linked)
     return [
         (m.group(), m.start())
-        for m in _SPLIT.finditer(question)
+        for m in word.finditer(question)
         if not any(start <= m.start() < end for start, end in spans)
         and m.group().lower() not in FUNCTION_WORDS
     ]
 
 
-def _spans(question: str, linked: Sequence[LinkedEntity]) -> list[tuple[int, int]]:
+def mention_spans(question: str, linked: Sequence[LinkedEntity]) -> list[tuple[int, int]]:
     return [
         (found, found + len(e.mention))
         for e in linked

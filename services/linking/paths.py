@@ -40,7 +40,12 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from postel.messages.intent import LinkedEntity
-from postel.services.linking.card import FUNCTION_WORDS, similarity, words_of
+from postel.services.linking.card import (
+    mention_spans,
+    similarity,
+    words_of,
+    words_outside,
+)
 
 Direction = Literal["out", "in", "both"]
 
@@ -131,22 +136,7 @@ class RelationWord:
 
 
 def _words(question: str, linked: Sequence[LinkedEntity]) -> list[tuple[str, int]]:
-    """The question's words outside the linked mentions, function words left out."""
-    spans = _spans(question, linked)
-    return [
-        (m.group(), m.start())
-        for m in _WORD.finditer(question)
-        if not any(start <= m.start() < end for start, end in spans)
-        and m.group().lower() not in FUNCTION_WORDS
-    ]
-
-
-def _spans(question: str, linked: Sequence[LinkedEntity]) -> list[tuple[int, int]]:
-    return [
-        (found, found + len(e.mention))
-        for e in linked
-        if e.mention and (found := question.find(e.mention)) >= 0
-    ]
+    return words_outside(question, linked, _WORD)
 
 
 def _names(words: Sequence[str], asked: str) -> float:
@@ -206,7 +196,7 @@ def question_chains(
     for start in linked:
         if start.score < linked[0].score - TIE:
             continue
-        span = _spans(question, [start])
+        span = mention_spans(question, [start])
         where = span[0] if span else (0, 0)
         ordered = sorted(
             words,

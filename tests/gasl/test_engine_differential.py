@@ -217,14 +217,15 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # Examples per run of the lane (each builds a store, ~0.2 s); raise it to search longer.
 EXAMPLES = int(os.environ.get("POSTEL_DIFFERENTIAL_EXAMPLES", "10"))
-
-
-@settings(
+DIFFERENTIAL = settings(
     max_examples=EXAMPLES,
     derandomize=True,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
+
+
+@DIFFERENTIAL
 @given(tables=graphs(), commands=plans())
 def test_both_engines_give_the_same_records(
     tables: GraphTables, commands: list[str], stores: Path
@@ -232,12 +233,7 @@ def test_both_engines_give_the_same_records(
     assert differences(tables, commands, stores) == []
 
 
-@settings(
-    max_examples=EXAMPLES,
-    derandomize=True,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@DIFFERENTIAL
 @given(tables=graphs(), commands=plans())
 def test_hubs_read_apart_give_the_same_records(
     tables: GraphTables, commands: list[str], stores: Path

@@ -13,8 +13,8 @@ import pytest
 from postel.messages.gasl import GaslPlan
 from postel.services.gasl.engines.networkx_engine import NetworkXAdapter
 from postel.services.gasl.executor import GaslExecutor
-from postel.services.gasl.loaders import DEMO_GRAPH, load_graphml, relations_of
-from postel.services.linking.aids import AidsBuilder, GraphAids, build_aids
+from postel.services.gasl.loaders import DEMO_GRAPH, load_graphml
+from postel.services.linking.aids import GraphAids, aids_of_graph, build_aids
 from postel.services.linking.card import rank_relations, similarity, stem
 from postel.services.linking.names import link
 from postel.services.linking.paths import answer_types, question_chains, relation_words
@@ -45,16 +45,6 @@ def metaqa_card() -> dict[str, Any]:
         for n, s, t in METAQA_RELATIONS
     ]
     return {"directed": True, "entity_types": types, "relations": relations, "node_fields": {}}
-
-
-def aids_of(graph: nx.Graph) -> GraphAids:
-    builder = AidsBuilder(graph.is_directed())
-    for node, attrs in graph.nodes(data=True):
-        builder.add_node(node, attrs)
-    for source, target, attrs in graph.edges(data=True):
-        for relation in relations_of(attrs):
-            builder.add_relation(source, target, relation)
-    return builder.build()
 
 
 @pytest.mark.parametrize(
@@ -137,7 +127,7 @@ def movies(tmp_path_factory: pytest.TempPathFactory) -> tuple[nx.Graph, GraphAid
     path = tmp_path_factory.mktemp("qa") / "movies.graphml"
     write_graphml(graph, path)
     loaded = load_graphml(path)
-    return loaded, aids_of(loaded), path
+    return loaded, aids_of_graph(loaded), path
 
 
 async def run(graph: nx.Graph, commands: tuple[str, ...]) -> set[str]:
@@ -258,7 +248,7 @@ def test_tied_starts_give_the_model_a_choice() -> None:
 
 async def test_the_demo_question_keeps_only_people() -> None:
     graph = load_graphml(DEMO_GRAPH)
-    aids = aids_of(graph)
+    aids = aids_of_graph(graph)
     question = "Who are Briana Moreland's co-authors?"
     [chain] = question_chains(aids.card, question, link(question, aids.names))
     # the demo graph's edges name no relation: the type comes from "who" and the card alone
